@@ -1,0 +1,166 @@
+/**
+ * The only reader of `process.env`. Turns environment variables and the `--port` /
+ * `--data-dir` flags into a typed {@link Config}, or fails with one clear line.
+ *
+ * Every variable may instead be given as `NAME_FILE=/path` (the file's contents, trimmed),
+ * which is how container secrets are usually mounted (CONTRACT §1).
+ */
+import fs from "node:fs";
+import path from "node:path";
+
+export interface Config {
+  /** TCP port for every protocol; 0 lets the OS choose (tests). */
+  port: number;
+  /** Directory for the SQLite database and blobs, absolute. */
+  dataDir: string;
+  /**
+   * Public base URL (origin, no trailing slash) used for file URLs and the OAuth redirect,
+   * or `undefined` for the default `http://localhost:<bound port>` resolved after listening.
+   */
+  hostname: string | undefined;
+  idp: {
+    issuer: string;
+    clientId: string | undefined;
+    clientSecret: string | undefined;
+  };
+  /** Lower-cased e-mail domains allowed to sign in; empty means every domain. */
+  allowedDomains: string[];
+  /** Largest accepted upload in bytes; larger bodies get 413. */
+  maxUploadBytes: number;
+}
+
+/** A configuration problem: the message is the one line printed before exiting with status 2. */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+export type Env = Record<string, string | undefined>;
+
+/** Flags that override the environment: `--port` and `--data-dir`. */
+export interface ConfigFlags {
+  port?: string;
+  dataDir?: string;
+}
+
+const DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 ** 3;
+
+/**
+ * Reads the configuration.
+ * @param env usually `process.env`
+ * @param flags command-line overrides
+ * @param cwd base for a relative `DATA_DIR`
+ * @throws ConfigError on any invalid value, naming the variable and what was expected
+ */
+export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd()): Config {
+  const get = (name: string) => readVar(env, name);
+
+  const port = parsePort(flags.port ?? get("PORT") ?? "8080", flags.port !== undefined ? "--port" : "PORT");
+  const dataDirRaw = flags.dataDir ?? get("DATA_DIR") ?? "./data";
+  if (dataDirRaw.trim() === "") throw new ConfigError("DATA_DIR must not be empty");
+  const dataDir = path.resolve(cwd, dataDirRaw);
+
+  const hostname = parseHostname(get("HOSTNAME"));
+  const issuer = parseIssuer(get("IDP_ISSUER") ?? "https://accounts.google.com");
+  const clientId = emptyToUndefined(get("IDP_CLIENT_ID"));
+  const clientSecret = emptyToUndefined(get("IDP_CLIENT_SECRET"));
+  if ((clientId === undefined) !== (clientSecret === undefined)) {
+    throw new ConfigError("IDP_CLIENT_ID and IDP_CLIENT_SECRET must be set together");
+  }
+
+  const allowedDomains = (get("ALLOWED_DOMAINS") ?? "")
+    .split(",")
+    .map((d) => d.trim().toLowerCase())
+    .filter((d) => d !== "");
+  for (const d of allowedDomains) {
+    if (!/^[a-z0-9.-]+$/.test(d) || d.startsWith(".") || d.includes("@")) {
+      throw new ConfigError(`ALLOWED_DOMAINS: "${d}" is not an e-mail domain (expected e.g. example.com,example.org)`);
+    }
+  }
+
+  const maxRaw = get("MAX_UPLOAD_BYTES");
+  let maxUploadBytes = DEFAULT_MAX_UPLOAD_BYTES;
+  if (maxRaw !== undefined) {
+    if (!/^\d+$/.test(maxRaw) || !Number.isSafeInteger(Number(maxRaw))) {
+      throw new ConfigError(`MAX_UPLOAD_BYTES must be a whole number of bytes (got "${maxRaw}")`);
+    }
+    maxUploadBytes = Number(maxRaw);
+  }
+
+  return {
+    port,
+    dataDir,
+    hostname,
+    idp: { issuer, clientId, clientSecret },
+    allowedDomains,
+    maxUploadBytes,
+  };
+}
+
+/** Reads NAME, or the trimmed contents of the file named by NAME_FILE; both at once is an error. */
+function readVar(env: Env, name: string): string | undefined {
+  const direct = env[name];
+  const file = env[`${name}_FILE`];
+  if (file !== undefined && file !== "") {
+    if (direct !== undefined && direct !== "") {
+      throw new ConfigError(`${name} and ${name}_FILE are both set; set only one`);
+    }
+    try {
+      return fs.readFileSync(file, "utf8").trim();
+    } catch (e) {
+      throw new ConfigError(`${name}_FILE: cannot read ${file}: ${(e as Error).message}`);
+    }
+  }
+  return direct;
+}
+
+function emptyToUndefined(v: string | undefined): string | undefined {
+  return v === undefined || v.trim() === "" ? undefined : v.trim();
+}
+
+function parsePort(raw: string, what: string): number {
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw.trim()) || n > 65535) {
+    throw new ConfigError(`${what} must be a TCP port number from 0 to 65535 (got "${raw}")`);
+  }
+  return n;
+}
+
+/**
+ * HOSTNAME is the public origin (`https://files.example.com`). Shells and container runtimes
+ * often export HOSTNAME as the bare machine name; such a value (no scheme) is ignored with a
+ * warning rather than stopping the server, since the user never chose it.
+ */
+function parseHostname(raw: string | undefined): string | undefined {
+  if (raw === undefined || raw.trim() === "") return undefined;
+  const value = raw.trim();
+  if (!value.includes("://") && /^[A-Za-z0-9.-]+$/.test(value)) {
+    console.warn(
+      `warning: HOSTNAME="${value}" is not a URL (shells and containers set it to the machine name); ` +
+        `using http://localhost:<port>. Set HOSTNAME=https://your.host for public links.`,
+    );
+    return undefined;
+  }
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(`HOSTNAME must be a URL such as https://files.example.com (got "${value}")`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new ConfigError(`HOSTNAME must start with http:// or https:// (got "${value}")`);
+  }
+  if ((url.pathname !== "/" && url.pathname !== "") || url.search || url.hash || url.username) {
+    throw new ConfigError(`HOSTNAME must be an origin without a path, e.g. https://files.example.com (got "${value}")`);
+  }
+  return url.origin;
+}
+
+function parseIssuer(raw: string): string {
+  try {
+    const url = new URL(raw.trim());
+    if (url.protocol !== "https:" && url.protocol !== "http:") throw new Error();
+    return url.href.replace(/\/$/, "");
+  } catch {
+    throw new ConfigError(`IDP_ISSUER must be the issuer URL of an OpenID provider (got "${raw}")`);
+  }
+}

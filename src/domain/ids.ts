@@ -1,0 +1,31 @@
+/**
+ * Identifiers. File IDs are 21 characters of the URL-safe alphabet `A-Za-z0-9_-` (the spec's
+ * pattern), which is exactly nanoid's default: 126 random bits.
+ */
+import { customAlphabet, nanoid } from "nanoid";
+
+/** The spec's file ID pattern: `^[A-Za-z0-9_-]{21}$`. */
+export const FILE_ID_PATTERN = /^[A-Za-z0-9_-]{21}$/;
+
+/** A fresh file ID (21 chars, 126 random bits). */
+export function newFileId(): string {
+  return nanoid(21);
+}
+
+/** True when `s` has the shape of a file ID. */
+export function isFileId(s: string): boolean {
+  return FILE_ID_PATTERN.test(s);
+}
+
+/** A fresh, never-reused blob file name: replace writes a new blob instead of overwriting one. */
+export function newBlobName(): string {
+  return nanoid(24);
+}
+
+/** API key IDs: 16 alphanumeric characters, easy to copy from a terminal. */
+export const newKeyId = customAlphabet("0123456789abcdefghijklmnopqrstuvwxyz", 16);
+
+/** User IDs (internal, never shown in the File object). */
+export function newUserId(): string {
+  return nanoid(21);
+}

@@ -1,0 +1,114 @@
+/**
+ * Parsers for the values clients send, applied at the edge before anything is stored. Each
+ * returns the domain value or throws AppError("invalid_argument") naming the parameter.
+ * Limits and patterns are the specification's (section "Limits").
+ */
+import { AppError } from "../errors.ts";
+import { FILE_ID_PATTERN } from "./ids.ts";
+import { VISIBILITIES, type Visibility } from "./file.ts";
+
+const SLUG_PATTERN = /^[A-Za-z0-9._~-]*$/;
+// Spec: no "/" and no control characters (0x00-0x1F, 0x7F).
+const NAME_FORBIDDEN = /[/\x00-\x1F\x7F]/;
+
+function invalid(message: string): never {
+  throw new AppError("invalid_argument", message);
+}
+
+/** A file ID (`^[A-Za-z0-9_-]{21}$`). */
+export function parseFileId(raw: string): string {
+  if (!FILE_ID_PATTERN.test(raw)) invalid(`id: "${truncate(raw)}" is not a file ID (21 characters of A-Z a-z 0-9 _ -)`);
+  return raw;
+}
+
+/** A slug: at most 128 of `A-Z a-z 0-9 . _ ~ -`; "" means none. "." and ".." are refused (they are not path segments a URL can keep). */
+export function parseSlug(raw: string): string {
+  if (raw.length > 128) invalid(`slug: at most 128 characters (got ${raw.length})`);
+  if (!SLUG_PATTERN.test(raw)) invalid(`slug: only A-Z a-z 0-9 . _ ~ - are allowed (got "${truncate(raw)}")`);
+  if (raw === "." || raw === "..") invalid(`slug: "${raw}" cannot be a URL segment`);
+  return raw;
+}
+
+/** A file name: at most 255 characters (Unicode code points), no "/" and no control characters; "" means none. */
+export function parseName(raw: string): string {
+  let count = 0;
+  for (const _ of raw) count++;
+  if (count > 255) invalid(`name: at most 255 characters (got ${count})`);
+  if (NAME_FORBIDDEN.test(raw)) invalid(`name: "/" and control characters are not allowed`);
+  if (!raw.isWellFormed()) invalid("name: not valid Unicode");
+  return raw;
+}
+
+/** One of `private`, `internal`, `public`. */
+export function parseVisibility(raw: string): Visibility {
+  if (!(VISIBILITIES as readonly string[]).includes(raw)) {
+    invalid(`visibility: must be one of private, internal, public (got "${truncate(raw)}")`);
+  }
+  return raw as Visibility;
+}
+
+/** Default page size of list calls (CONTRACT §2). */
+export const DEFAULT_PAGE_SIZE = 50;
+export const MAX_PAGE_SIZE = 1000;
+
+/** A page size from a query string: a whole number 1..1000. */
+export function parsePageSize(raw: string): number {
+  if (!/^\d{1,4}$/.test(raw)) invalid(`page_size: must be a whole number from 1 to ${MAX_PAGE_SIZE} (got "${truncate(raw)}")`);
+  const n = Number(raw);
+  if (n < 1 || n > MAX_PAGE_SIZE) invalid(`page_size: must be from 1 to ${MAX_PAGE_SIZE} (got ${n})`);
+  return n;
+}
+
+/** Where a listing continues: the (created_at, id) of the last file of the previous page. */
+export interface PageCursor {
+  createdAt: number;
+  id: string;
+}
+
+/** Encodes a cursor as an opaque URL-safe token. */
+export function encodePageToken(c: PageCursor): string {
+  return Buffer.from(`${c.createdAt}.${c.id}`).toString("base64url");
+}
+
+/** Decodes a token made by {@link encodePageToken}; "" means the first page. */
+export function parsePageToken(raw: string): PageCursor | undefined {
+  if (raw === "") return undefined;
+  const bad = () => invalid("page_token: not a token this server issued");
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(raw)) bad();
+  const text = Buffer.from(raw, "base64url").toString("latin1");
+  const m = /^(\d{1,16})\.([A-Za-z0-9_-]{21})$/.exec(text);
+  if (!m) bad();
+  return { createdAt: Number(m![1]), id: m![2]! };
+}
+
+// RFC 9110 §5.6.2 token characters.
+const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
+const MEDIA_TYPE = new RegExp(
+  `^${TOKEN}/${TOKEN}(?:[ \\t]*;[ \\t]*${TOKEN}=(?:${TOKEN}|"(?:[\\t \\x21\\x23-\\x5B\\x5D-\\x7E\\x80-\\xFF]|\\\\[\\t \\x21-\\x7E\\x80-\\xFF])*"))*[ \\t]*;?$`,
+);
+
+/** Stored when an upload has no Content-Type (CONTRACT §2). */
+export const DEFAULT_CONTENT_TYPE = "application/octet-stream";
+
+/**
+ * A media type as sent in Content-Type (RFC 9110 §8.3.1: `type "/" subtype *( OWS ";" OWS
+ * parameter )`), kept as sent with its parameters, surrounding white space trimmed.
+ * Absent or empty means `application/octet-stream`.
+ */
+export function parseMediaType(raw: string | null | undefined): string {
+  if (raw === null || raw === undefined) return DEFAULT_CONTENT_TYPE;
+  const v = raw.trim();
+  if (v === "") return DEFAULT_CONTENT_TYPE;
+  if (v.length > 255 || !MEDIA_TYPE.test(v)) invalid(`content type: "${truncate(v)}" is not a media type (like image/png)`);
+  return v;
+}
+
+/** The lower-cased `type/subtype` of a media type, parameters dropped. */
+export function essenceOf(mediaType: string): string {
+  const semi = mediaType.indexOf(";");
+  return (semi < 0 ? mediaType : mediaType.slice(0, semi)).trim().toLowerCase();
+}
+
+function truncate(s: string): string {
+  return s.length > 40 ? `${s.slice(0, 40)}…` : s;
+}

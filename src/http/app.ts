@@ -1,0 +1,53 @@
+/**
+ * The HTTP application (Elysia): one page of routes. Every failure becomes a
+ * `google.rpc.Status` JSON response in one place (onError).
+ */
+import { Elysia } from "elysia";
+import { AppError } from "../errors.ts";
+import type { Authenticator } from "../auth/principal.ts";
+import type { Services } from "../service/index.ts";
+import { serveContent } from "./content.ts";
+import { filesRoutes } from "./files-routes.ts";
+import { errorResponse, json } from "./respond.ts";
+import { requestIdOf } from "./request-id.ts";
+import { serveStatic } from "./static.ts";
+
+export interface AppDeps {
+  services: Services;
+  auth: Authenticator;
+  /** Public origin (HOSTNAME), known once the server listens. */
+  baseUrl: () => string;
+  maxUploadBytes: number;
+}
+
+const raw = { parse: "none" } as const;
+
+/** Builds the Elysia app serving REST, content URLs, the dashboard and health checks. */
+export function createApp(deps: AppDeps) {
+  const { services, auth, baseUrl } = deps;
+  const contentDeps = { files: services.files, blobs: services.blobs, auth, baseUrl };
+
+  return new Elysia({ name: "cubby" })
+    .onError(({ code, error, request }) => {
+      if (code === "NOT_FOUND") return errorResponse(new AppError("not_found", "not found"), requestIdOf(request));
+      if (code === "PARSE" || code === "VALIDATION" || code === "INVALID_COOKIE_SIGNATURE") {
+        return errorResponse(new AppError("invalid_argument", "malformed request", { cause: error }), requestIdOf(request));
+      }
+      return errorResponse(error, requestIdOf(request));
+    })
+    .get("/healthz", () => json({ status: "ok" }), raw)
+    .get("/", () => serveStatic("/")!, raw)
+    .get(
+      "/auth/login",
+      () => {
+        // Sign-in through an OpenID provider arrives with the dashboard; until then say so.
+        throw new AppError("unavailable", "sign-in is not configured on this server");
+      },
+      raw,
+    )
+    .use(filesRoutes({ files: services.files, auth, baseUrl, maxUploadBytes: deps.maxUploadBytes }))
+    .get("/:id", ({ request, params }) => serveContent(contentDeps, request, params.id, undefined), raw)
+    .head("/:id", ({ request, params }) => serveContent(contentDeps, request, params.id, undefined), raw)
+    .get("/:id/:slug", ({ request, params }) => serveContent(contentDeps, request, params.id, params.slug), raw)
+    .head("/:id/:slug", ({ request, params }) => serveContent(contentDeps, request, params.id, params.slug), raw);
+}

@@ -1,0 +1,141 @@
+/**
+ * Serving a file's content at `/{id}` and `/{id}/{slug}` (CONTRACT §3): access by visibility,
+ * slug redirects, conditional requests (RFC 9110 §13), single byte ranges (RFC 9110 §14),
+ * Content-Disposition (RFC 6266) and sandboxing of active content.
+ */
+import { AppError } from "../errors.ts";
+import { canonicalUrl, type FileRecord } from "../domain/file.ts";
+import { contentDisposition } from "../domain/content-disposition.ts";
+import { isFileId } from "../domain/ids.ts";
+import { essenceOf } from "../domain/params.ts";
+import { parseRange } from "../domain/range.ts";
+import { toHttpDate } from "../domain/time.ts";
+import type { Authenticator } from "../auth/principal.ts";
+import type { FileService } from "../service/files.ts";
+import type { BlobStore } from "../storage/blobs.ts";
+
+export interface ContentDeps {
+  files: FileService;
+  blobs: BlobStore;
+  auth: Authenticator;
+  baseUrl: () => string;
+}
+
+/**
+ * Media types a browser shows without running anything that could reach cubby's origin.
+ * Everything else (HTML, SVG, XML, JavaScript, unknown types…) is served with a sandboxing CSP.
+ * PDF is here because Chromium's PDF viewer refuses to render under `sandbox`; browsers run
+ * PDF scripts, if at all, isolated from the page's origin.
+ */
+function isPassive(essence: string): boolean {
+  if (essence === "image/svg+xml") return false;
+  return (
+    essence.startsWith("image/") ||
+    essence.startsWith("audio/") ||
+    essence.startsWith("video/") ||
+    essence === "text/plain" ||
+    essence === "application/pdf" ||
+    essence === "application/octet-stream"
+  );
+}
+
+/**
+ * Uploaded active content runs as an opaque origin with no scripts: it cannot read cookies or
+ * call the API as the viewer (the reason picoshare gives its downloads a sandboxing CSP).
+ */
+const SANDBOX_CSP = "sandbox; default-src 'none'; img-src 'self' data:; media-src 'self'; style-src 'unsafe-inline'";
+
+/** Answers GET or HEAD for a content URL. `slug` is undefined for the ID-only form. */
+export function serveContent(deps: ContentDeps, request: Request, id: string, slug: string | undefined): Response {
+  if (!isFileId(id)) throw new AppError("not_found", "not found");
+  const url = new URL(request.url);
+  let file: FileRecord;
+  try {
+    file = deps.files.openContent(deps.auth.optional(request.headers), id);
+  } catch (err) {
+    if (err instanceof AppError && err.code === "unauthenticated" && wantsHtml(request)) {
+      const next = url.pathname + url.search;
+      return new Response(null, { status: 302, headers: { location: `/auth/login?next=${encodeURIComponent(next)}` } });
+    }
+    throw err;
+  }
+
+  if (slug !== undefined && slug !== file.slug) {
+    return new Response(null, { status: 302, headers: { location: canonicalUrl(deps.baseUrl(), file) + url.search } });
+  }
+
+  const etag = `"${file.blob}"`;
+  const lastModified = toHttpDate(file.updatedAt);
+  const headers: Record<string, string> = {
+    "content-type": file.contentType,
+    "accept-ranges": "bytes",
+    etag,
+    "last-modified": lastModified,
+    "cache-control": file.visibility === "public" ? "no-cache, public" : "no-cache, private",
+    "x-content-type-options": "nosniff",
+    "content-disposition": contentDisposition(url.searchParams.get("download") === "1" ? "attachment" : "inline", file.name),
+  };
+  if (!isPassive(essenceOf(file.contentType))) headers["content-security-policy"] = SANDBOX_CSP;
+  if (file.visibility !== "public") headers.vary = "Authorization, Cookie";
+
+  if (notModified(request, etag, file.updatedAt)) {
+    return new Response(null, { status: 304, headers: pick(headers, ["etag", "last-modified", "cache-control", "vary"]) });
+  }
+
+  const isHead = request.method === "HEAD";
+  const rangeHeader = ifRangeHolds(request, etag, lastModified) ? request.headers.get("range") : null;
+  const range = parseRange(rangeHeader, file.size);
+  const blob = Bun.file(deps.blobs.path(file.blob));
+
+  if (range.kind === "unsatisfiable") {
+    return new Response(null, {
+      status: 416,
+      headers: { ...pick(headers, ["etag", "last-modified", "cache-control", "accept-ranges"]), "content-range": `bytes */${file.size}` },
+    });
+  }
+  if (range.kind === "range") {
+    const { start, end } = range.range;
+    headers["content-range"] = `bytes ${start}-${end}/${file.size}`;
+    headers["content-length"] = String(end - start + 1);
+    return new Response(isHead ? null : blob.slice(start, end + 1), { status: 206, headers });
+  }
+  headers["content-length"] = String(file.size);
+  return new Response(isHead || file.size === 0 ? null : blob, { status: 200, headers });
+}
+
+/** Browser navigations ask for HTML; API clients do not. */
+function wantsHtml(request: Request): boolean {
+  return (request.headers.get("accept") ?? "").includes("text/html");
+}
+
+/**
+ * RFC 9110 §13.1.2 / §13.1.3: If-None-Match (weak comparison, `*` matches) decides when
+ * present; otherwise If-Modified-Since at one-second resolution.
+ */
+function notModified(request: Request, etag: string, updatedAtMicros: number): boolean {
+  const inm = request.headers.get("if-none-match");
+  if (inm !== null) {
+    if (inm.trim() === "*") return true;
+    return inm.split(",").some((tag) => tag.trim().replace(/^W\//, "") === etag);
+  }
+  const ims = request.headers.get("if-modified-since");
+  if (ims === null) return false;
+  const since = Date.parse(ims);
+  if (Number.isNaN(since)) return false;
+  return Math.floor(updatedAtMicros / 1_000_000) * 1000 <= since;
+}
+
+/** RFC 9110 §13.1.5: a Range applies only if If-Range (strong ETag or exact date) still matches. */
+function ifRangeHolds(request: Request, etag: string, lastModified: string): boolean {
+  const ifRange = request.headers.get("if-range");
+  if (ifRange === null) return true;
+  const v = ifRange.trim();
+  if (v.startsWith('"') || v.startsWith("W/")) return v === etag;
+  return v === lastModified;
+}
+
+function pick(headers: Record<string, string>, names: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const n of names) if (headers[n] !== undefined) out[n] = headers[n]!;
+  return out;
+}

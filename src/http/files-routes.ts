@@ -1,0 +1,211 @@
+/**
+ * REST routes for files under /v1 (CONTRACT §2): query strings, headers and JSON bodies become
+ * domain values here, the service decides, and records become the spec's File JSON.
+ */
+import { Elysia } from "elysia";
+import { AppError } from "../errors.ts";
+import { toFileJson, type Visibility } from "../domain/file.ts";
+import { parseDeclaredChecksum } from "../domain/checksum.ts";
+import {
+  DEFAULT_PAGE_SIZE,
+  encodePageToken,
+  essenceOf,
+  parseFileId,
+  parseMediaType,
+  parseName,
+  parsePageSize,
+  parsePageToken,
+  parseSlug,
+  parseVisibility,
+} from "../domain/params.ts";
+import type { Authenticator } from "../auth/principal.ts";
+import type { FilePatch, FileService } from "../service/files.ts";
+import { json } from "./respond.ts";
+
+export interface FilesRoutesDeps {
+  files: FileService;
+  auth: Authenticator;
+  /** Public origin for file URLs (HOSTNAME). */
+  baseUrl: () => string;
+  maxUploadBytes: number;
+}
+
+/** Largest PATCH body read, in bytes: three short strings need far less. */
+const MAX_PATCH_BYTES = 64 * 1024;
+
+// Bodies are parsed by the handlers themselves (raw content streams to disk; PATCH JSON is
+// checked strictly), so Elysia's body parsing is off on every route.
+const raw = { parse: "none" } as const;
+
+/** The /v1 file routes as an Elysia plugin. */
+export function filesRoutes(deps: FilesRoutesDeps) {
+  const { files, auth } = deps;
+  const fileJson = (record: Parameters<typeof toFileJson>[1]) => toFileJson(deps.baseUrl(), record);
+
+  return new Elysia({ name: "files-routes", prefix: "/v1/files" })
+    .post(
+      "",
+      async ({ request }) => {
+        const principal = auth.require(request.headers);
+        const query = new URL(request.url).searchParams;
+        const input = {
+          slug: parseSlug(query.get("slug") ?? ""),
+          name: parseName(query.get("name") ?? ""),
+          visibility: optionalVisibility(query.get("visibility")) ?? "internal",
+          ...uploadHeaders(request, deps.maxUploadBytes),
+          content: request.body,
+        };
+        return json(fileJson(await files.create(principal, input)));
+      },
+      raw,
+    )
+    .get(
+      "",
+      ({ request }) => {
+        const principal = auth.require(request.headers);
+        const query = new URL(request.url).searchParams;
+        const pageSizeRaw = query.get("page_size");
+        const pageSize = pageSizeRaw === null ? DEFAULT_PAGE_SIZE : parsePageSize(pageSizeRaw);
+        const cursor = parsePageToken(query.get("page_token") ?? "");
+        const page = files.list(principal, pageSize, cursor);
+        return json({
+          files: page.files.map(fileJson),
+          next_page_token: page.next === undefined ? "" : encodePageToken(page.next),
+        });
+      },
+      raw,
+    )
+    .get(
+      "/:id",
+      ({ request, params }) => {
+        const principal = auth.require(request.headers);
+        return json(fileJson(files.get(principal, parseFileId(params.id))));
+      },
+      raw,
+    )
+    .put(
+      "/:id/content",
+      async ({ request, params }) => {
+        const principal = auth.require(request.headers);
+        const id = parseFileId(params.id);
+        const input = { ...uploadHeaders(request, deps.maxUploadBytes), content: request.body };
+        return json(fileJson(await files.replaceContent(principal, id, input)));
+      },
+      raw,
+    )
+    .patch(
+      "/:id",
+      async ({ request, params }) => {
+        const principal = auth.require(request.headers);
+        const id = parseFileId(params.id);
+        const patch = await readFilePatch(request);
+        return json(fileJson(files.update(principal, id, patch)));
+      },
+      raw,
+    )
+    .post(
+      "/:id/publish",
+      ({ request, params }) => {
+        const principal = auth.require(request.headers);
+        files.publish(principal, parseFileId(params.id));
+        return json({});
+      },
+      raw,
+    )
+    .post(
+      "/:id/unpublish",
+      ({ request, params }) => {
+        const principal = auth.require(request.headers);
+        files.unpublish(principal, parseFileId(params.id));
+        return json({});
+      },
+      raw,
+    )
+    .delete(
+      "/:id",
+      ({ request, params }) => {
+        const principal = auth.require(request.headers);
+        files.delete(principal, parseFileId(params.id));
+        return json({});
+      },
+      raw,
+    );
+}
+
+/** `visibility` from a query string; absent or empty means "use the default". */
+function optionalVisibility(raw: string | null): Visibility | undefined {
+  return raw === null || raw === "" ? undefined : parseVisibility(raw);
+}
+
+/**
+ * What an upload's headers say: its media type, a declared checksum, and a Content-Length
+ * checked against the limit before a byte is read.
+ */
+function uploadHeaders(request: Request, maxUploadBytes: number) {
+  const contentType = parseMediaType(request.headers.get("content-type"));
+  const expectedChecksum = parseDeclaredChecksum(request.headers);
+  const length = request.headers.get("content-length");
+  if (length !== null && /^\d+$/.test(length) && Number(length) > maxUploadBytes) {
+    throw new AppError("payload_too_large", `content is larger than the limit of ${maxUploadBytes} bytes`);
+  }
+  return { contentType, expectedChecksum };
+}
+
+const PATCH_FIELDS = new Set(["slug", "name", "visibility"]);
+
+/**
+ * The JSON body of PATCH /v1/files/{id}: an object with optional string fields `slug`, `name`
+ * and `visibility`. Unknown fields, wrong types and non-objects are 400; a body that is not
+ * `application/json` is 415 (CONTRACT §2).
+ */
+async function readFilePatch(request: Request): Promise<FilePatch> {
+  const contentType = request.headers.get("content-type");
+  if (contentType === null || essenceOf(contentType) !== "application/json") {
+    throw new AppError("unsupported_media_type", "send the changes as JSON with Content-Type: application/json");
+  }
+  const length = request.headers.get("content-length");
+  if (length !== null && Number(length) > MAX_PATCH_BYTES) {
+    throw new AppError("invalid_argument", `body: at most ${MAX_PATCH_BYTES} bytes`);
+  }
+  const text = await readTextLimited(request, MAX_PATCH_BYTES);
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new AppError("invalid_argument", "body: not valid JSON");
+  }
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw new AppError("invalid_argument", "body: must be a JSON object");
+  }
+  const fields = body as Record<string, unknown>;
+  for (const key of Object.keys(fields)) {
+    if (!PATCH_FIELDS.has(key)) throw new AppError("invalid_argument", `body: unknown field "${key.slice(0, 40)}"`);
+  }
+  const str = (key: string): string | undefined => {
+    const v = fields[key];
+    if (v === undefined) return undefined;
+    if (typeof v !== "string") throw new AppError("invalid_argument", `${key}: must be a string`);
+    return v;
+  };
+  const slug = str("slug");
+  const name = str("name");
+  const visibility = str("visibility");
+  return {
+    slug: slug === undefined ? undefined : parseSlug(slug),
+    name: name === undefined ? undefined : parseName(name),
+    visibility: visibility === undefined ? undefined : parseVisibility(visibility),
+  };
+}
+
+/** Reads a body as UTF-8 text, refusing more than `limit` bytes. */
+async function readTextLimited(request: Request, limit: number): Promise<string> {
+  if (request.body === null) return "";
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of request.body) {
+    size += chunk.byteLength;
+    if (size > limit) throw new AppError("invalid_argument", `body: at most ${limit} bytes`);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}

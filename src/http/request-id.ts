@@ -1,0 +1,16 @@
+/** Request IDs: taken from a sane incoming X-Request-Id or minted, echoed back, and logged. */
+import { nanoid } from "nanoid";
+
+const ids = new WeakMap<Request, string>();
+const SANE = /^[A-Za-z0-9._:-]{1,64}$/;
+
+/** Assigns (once) and returns the request's ID. */
+export function requestIdOf(request: Request): string {
+  let id = ids.get(request);
+  if (id === undefined) {
+    const incoming = request.headers.get("x-request-id");
+    id = incoming !== null && SANE.test(incoming) ? incoming : nanoid(12);
+    ids.set(request, id);
+  }
+  return id;
+}

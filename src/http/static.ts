@@ -1,0 +1,30 @@
+/**
+ * The dashboard's static files from web/, embedded in the binary by `bun build --compile`
+ * (each `with { type: "file" }` import becomes a path inside the executable).
+ */
+import indexHtmlImport from "../../web/index.html" with { type: "file" };
+
+// bun-types describes every .html import as an HTML bundle; with `type: "file"` it is a path.
+const indexHtml = indexHtmlImport as unknown as string;
+
+/** URL path → embedded file and its media type. test/unit/static.test.ts checks every file of web/ is here. */
+export const staticAssets: Record<string, { file: string; type: string }> = {
+  "/": { file: indexHtml, type: "text/html; charset=utf-8" },
+};
+
+/** Security headers for the dashboard's own pages. */
+export const DASHBOARD_HEADERS = {
+  "x-content-type-options": "nosniff",
+  "x-frame-options": "DENY",
+  "referrer-policy": "same-origin",
+  "content-security-policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'",
+};
+
+/** A response for an embedded asset, or undefined when the path is not one. */
+export function serveStatic(pathname: string): Response | undefined {
+  const asset = staticAssets[pathname];
+  if (asset === undefined) return undefined;
+  return new Response(Bun.file(asset.file), {
+    headers: { "content-type": asset.type, "cache-control": "no-cache", ...DASHBOARD_HEADERS },
+  });
+}

@@ -1,0 +1,138 @@
+/**
+ * The `cubby` command (CONTRACT §1): parse the command line → configuration → open the store →
+ * serve, or manage API keys. Exit status 0 on success; bad input prints one line on stderr
+ * and exits with status 2.
+ */
+import { parseArgs } from "node:util";
+import pkg from "../package.json" with { type: "json" };
+import { ConfigError, loadConfig, type ConfigFlags } from "./config.ts";
+import { AppError } from "./errors.ts";
+import { formatTimestamp } from "./domain/time.ts";
+import { openServices } from "./service/index.ts";
+import { parseEmail } from "./service/users.ts";
+import { serve } from "./server/serve.ts";
+
+const USAGE = `usage:
+  cubby [serve] [--port N] [--data-dir DIR]
+  cubby keys create --email E [--name N] [--data-dir DIR]
+  cubby keys list --email E [--data-dir DIR]
+  cubby keys revoke ID [--data-dir DIR]
+  cubby version`;
+
+/** Bad command-line input: printed as one line, exit status 2. */
+class UsageError extends Error {}
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      port: { type: "string" },
+      "data-dir": { type: "string" },
+      email: { type: "string" },
+      name: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  const flags: ConfigFlags = { port: values.port, dataDir: values["data-dir"] };
+  const [command = "serve", sub, ...rest] = positionals;
+
+  switch (command) {
+    case "version":
+      console.log(`cubby ${pkg.version}`);
+      return 0;
+    case "serve": {
+      if (sub !== undefined) throw new UsageError(`serve takes no arguments (got "${sub}")`);
+      await serve(loadConfig(process.env, flags));
+      return 0;
+    }
+    case "keys":
+      return keysCommand(sub, rest, values, flags);
+    default:
+      throw new UsageError(`unknown command "${command}"; try cubby --help`);
+  }
+}
+
+function keysCommand(
+  sub: string | undefined,
+  rest: string[],
+  values: { email?: string | undefined; name?: string | undefined },
+  flags: ConfigFlags,
+): number {
+  const config = loadConfig(process.env, flags);
+  const requireEmail = () => {
+    if (values.email === undefined) throw new UsageError(`keys ${sub} needs --email`);
+    return parseEmail(values.email);
+  };
+  switch (sub) {
+    case "create": {
+      const email = requireEmail();
+      if (rest.length > 0) throw new UsageError(`keys create takes no arguments (got "${rest[0]}")`);
+      const services = openServices(config);
+      try {
+        const user = services.users.findOrCreateByEmail(email);
+        const minted = services.keys.create(user.id, values.name ?? "");
+        // Only the key on stdout, so `KEY=$(cubby keys create --email …)` works.
+        process.stdout.write(`${minted.key}\n`);
+      } finally {
+        services.db.$client.close();
+      }
+      return 0;
+    }
+    case "list": {
+      const email = requireEmail();
+      const services = openServices(config);
+      try {
+        const user = services.users.findByEmail(email);
+        const keys = user === undefined ? [] : services.keys.list(user.id);
+        console.log(["ID", "NAME", "CREATED", "LAST USED"].join("\t"));
+        for (const k of keys) {
+          console.log(
+            [k.id, k.name || "-", formatTimestamp(k.createdAt), k.lastUsedAt === null ? "never" : formatTimestamp(k.lastUsedAt)].join("\t"),
+          );
+        }
+      } finally {
+        services.db.$client.close();
+      }
+      return 0;
+    }
+    case "revoke": {
+      const [id, extra] = rest;
+      if (id === undefined || extra !== undefined) throw new UsageError("keys revoke takes exactly one key ID");
+      const services = openServices(config);
+      try {
+        services.keys.revoke(id);
+        console.error(`revoked ${id}`);
+      } finally {
+        services.db.$client.close();
+      }
+      return 0;
+    }
+    default:
+      throw new UsageError(sub === undefined ? "keys needs a subcommand: create, list or revoke" : `unknown keys subcommand "${sub}"`);
+  }
+}
+
+if (import.meta.main) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (err: unknown) => {
+      const isInput =
+        err instanceof UsageError ||
+        err instanceof ConfigError ||
+        (err instanceof AppError && (err.code === "invalid_argument" || err.code === "not_found")) ||
+        (err as { code?: string }).code?.startsWith("ERR_PARSE_ARGS");
+      if (isInput) {
+        console.error(`cubby: ${(err as Error).message}`);
+        process.exit(2);
+      }
+      console.error(`cubby: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+      process.exit(1);
+    },
+  );
+}

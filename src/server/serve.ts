@@ -1,0 +1,48 @@
+/**
+ * `cubby serve`: open the store (migrating it), sweep what a crash left behind, serve every
+ * protocol on one port, and stop cleanly on SIGTERM / SIGINT.
+ */
+import pkg from "../../package.json" with { type: "json" };
+import type { Config } from "../config.ts";
+import { Authenticator } from "../auth/principal.ts";
+import { createApp } from "../http/app.ts";
+import { openServices } from "../service/index.ts";
+import { startHttpServer } from "./http-server.ts";
+
+/** In-flight requests get this long to finish after a stop signal, then connections are cut. */
+export const SHUTDOWN_GRACE_MS = 10_000;
+
+/** Runs the server until SIGTERM or SIGINT. */
+export async function serve(config: Config): Promise<void> {
+  const services = openServices(config);
+  const referenced = services.files.referencedBlobs();
+  const swept = await services.blobs.sweep((name) => referenced.has(name));
+  if (swept.temporaries + swept.orphans > 0) {
+    console.log(`swept ${swept.temporaries} temporary and ${swept.orphans} unreferenced blob file(s)`);
+  }
+
+  let baseUrl = config.hostname ?? "";
+  const auth = new Authenticator(services.keys);
+  const app = createApp({ services, auth, baseUrl: () => baseUrl, maxUploadBytes: config.maxUploadBytes });
+  const server = startHttpServer({ port: config.port, handle: (request) => app.handle(request) });
+  if (config.hostname === undefined) baseUrl = `http://localhost:${server.port}`;
+  console.log(`cubby ${pkg.version} listening on port ${server.port}; public URL ${baseUrl}; data in ${config.dataDir}`);
+
+  await new Promise<void>((resolve) => {
+    const stop = async (signal: string) => {
+      process.off("SIGTERM", onTerm);
+      process.off("SIGINT", onInt);
+      console.log(`${signal}: stopping; in-flight requests have ${SHUTDOWN_GRACE_MS / 1000}s to finish`);
+      const cut = setTimeout(() => server.stop(true), SHUTDOWN_GRACE_MS);
+      await server.stop(false);
+      clearTimeout(cut);
+      await services.close();
+      console.log("stopped");
+      resolve();
+    };
+    const onTerm = () => void stop("SIGTERM");
+    const onInt = () => void stop("SIGINT");
+    process.on("SIGTERM", onTerm);
+    process.on("SIGINT", onInt);
+  });
+}

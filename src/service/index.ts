@@ -1,0 +1,47 @@
+/**
+ * Opens the store (database + blobs) and builds the services over it: what `serve` and the
+ * CLI commands share.
+ */
+import fs from "node:fs";
+import { systemClock, type Clock } from "../domain/time.ts";
+import { BlobStore } from "../storage/blobs.ts";
+import { openDb, type Db } from "../storage/db.ts";
+import { migrate } from "../storage/migrate.ts";
+import { FileService } from "./files.ts";
+import { KeyService } from "./keys.ts";
+import { UserService } from "./users.ts";
+
+export interface Services {
+  db: Db;
+  blobs: BlobStore;
+  clock: Clock;
+  files: FileService;
+  keys: KeyService;
+  users: UserService;
+  /** Flushes delayed blob removals and closes the database. */
+  close(): Promise<void>;
+}
+
+/**
+ * Creates DATA_DIR if needed, opens the database, applies pending migrations (idempotent) and
+ * wires the services.
+ */
+export function openServices(opts: { dataDir: string; maxUploadBytes: number; clock?: Clock }): Services {
+  fs.mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
+  const db = openDb(opts.dataDir);
+  migrate(db);
+  const blobs = new BlobStore(opts.dataDir);
+  const clock = opts.clock ?? systemClock();
+  return {
+    db,
+    blobs,
+    clock,
+    files: new FileService({ db, blobs, clock, maxUploadBytes: opts.maxUploadBytes }),
+    keys: new KeyService({ db, clock }),
+    users: new UserService({ db, clock }),
+    async close() {
+      await blobs.flushRemovals();
+      db.$client.close();
+    },
+  };
+}

@@ -1,0 +1,101 @@
+/**
+ * API keys: minted for a user, listed without their secret, revoked by ID, and resolved from
+ * a bearer token to the principal it stands for.
+ */
+import { and, desc, eq } from "drizzle-orm";
+import { AppError } from "../errors.ts";
+import { generateApiKey, hashApiKey, isApiKeyShaped } from "../domain/api-key.ts";
+import { newKeyId } from "../domain/ids.ts";
+import type { Principal } from "../domain/principal.ts";
+import type { Clock } from "../domain/time.ts";
+import type { Db } from "../storage/db.ts";
+import { apiKeys } from "../storage/schema.ts";
+
+/** A key as listed: never its secret. Times are Unix microseconds. */
+export interface ApiKeyInfo {
+  id: string;
+  name: string;
+  createdAt: number;
+  lastUsedAt: number | null;
+}
+
+/** A freshly minted key: the only time `key` is known. */
+export interface MintedApiKey extends ApiKeyInfo {
+  key: string;
+}
+
+/**
+ * `last_used_at` is written at most this often per key, so that authenticated reads do not
+ * each cost a database write. The first use is always recorded.
+ */
+export const LAST_USED_RESOLUTION_MICROS = 60_000_000;
+
+const MAX_KEY_NAME = 100;
+
+export class KeyService {
+  constructor(private readonly deps: { db: Db; clock: Clock }) {}
+
+  /** Mints a key for `userId`. @throws invalid_argument for a name over 100 characters or with control characters */
+  create(userId: string, name: string): MintedApiKey {
+    const trimmed = name.trim();
+    if ([...trimmed].length > MAX_KEY_NAME || /[\x00-\x1F\x7F]/.test(trimmed)) {
+      throw new AppError("invalid_argument", `name: at most ${MAX_KEY_NAME} characters, no control characters`);
+    }
+    const key = generateApiKey();
+    const row = {
+      id: newKeyId(),
+      userId,
+      name: trimmed,
+      secretHash: hashApiKey(key),
+      createdAt: this.deps.clock.nowMicros(),
+      lastUsedAt: null,
+    };
+    this.deps.db.insert(apiKeys).values(row).run();
+    return { id: row.id, name: row.name, createdAt: row.createdAt, lastUsedAt: null, key };
+  }
+
+  /** The user's keys, newest first. */
+  list(userId: string): ApiKeyInfo[] {
+    return this.deps.db
+      .select({ id: apiKeys.id, name: apiKeys.name, createdAt: apiKeys.createdAt, lastUsedAt: apiKeys.lastUsedAt })
+      .from(apiKeys)
+      .where(eq(apiKeys.userId, userId))
+      .orderBy(desc(apiKeys.createdAt))
+      .all();
+  }
+
+  /**
+   * Revokes (deletes) a key. With `userId`, only that user's key; without (the CLI, run by
+   * the operator), any key.
+   * @throws not_found when there is no such key for that user
+   */
+  revoke(keyId: string, userId?: string): void {
+    const where = userId === undefined ? eq(apiKeys.id, keyId) : and(eq(apiKeys.id, keyId), eq(apiKeys.userId, userId));
+    const deleted = this.deps.db.delete(apiKeys).where(where).returning({ id: apiKeys.id }).all();
+    if (deleted.length === 0) throw new AppError("not_found", "API key not found");
+  }
+
+  /**
+   * The principal a bearer token stands for, or null when it is not a live key. Records
+   * `last_used_at` (see {@link LAST_USED_RESOLUTION_MICROS}).
+   */
+  authenticate(token: string): Principal | null {
+    if (!isApiKeyShaped(token)) return null;
+    const row = this.deps.db
+      .select({ id: apiKeys.id, userId: apiKeys.userId, lastUsedAt: apiKeys.lastUsedAt })
+      .from(apiKeys)
+      .where(eq(apiKeys.secretHash, hashApiKey(token)))
+      .get();
+    if (!row) return null;
+    const now = this.deps.clock.nowMicros();
+    if (row.lastUsedAt === null || now - row.lastUsedAt >= LAST_USED_RESOLUTION_MICROS) {
+      try {
+        this.deps.db.update(apiKeys).set({ lastUsedAt: now }).where(eq(apiKeys.id, row.id)).run();
+      } catch (err) {
+        // Bookkeeping only: a busy database must not fail the request it belongs to.
+        console.error(`api key ${row.id}: could not record last use: ${err}`);
+      }
+    }
+    return { userId: row.userId, via: "api_key" };
+  }
+}

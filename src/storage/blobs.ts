@@ -1,0 +1,181 @@
+/**
+ * Blob storage on the local file system: DATA_DIR/blobs holds one file per content version,
+ * DATA_DIR/tmp holds uploads in progress. Blobs are immutable: replacing a file's content
+ * writes a new blob, and the old one is removed only after the metadata commit.
+ *
+ * Durable write recipe (CONTRACT §6, as in garage's block manager): stream to a temporary
+ * file while computing CRC32C and size → fsync the file → rename to a fresh name → fsync the
+ * directory. Only then may the caller commit metadata pointing at the blob.
+ */
+import fs from "node:fs";
+import fsp from "node:fs/promises";
+import path from "node:path";
+import { AppError } from "../errors.ts";
+import { checksumToBase64, crc32cUpdate } from "../domain/checksum.ts";
+import { newBlobName } from "../domain/ids.ts";
+
+/** A blob written durably under its final name, not yet referenced by any metadata. */
+export interface StagedBlob {
+  name: string;
+  size: number;
+  /** CRC32C, base64 of the 4-byte big-endian value. */
+  checksum: string;
+}
+
+export interface WriteOptions {
+  /** Uploads larger than this are refused with payload_too_large (413) and leave nothing. */
+  maxBytes: number;
+  /** Checksum the client declared; a mismatch is invalid_argument (400) and leaves nothing. */
+  expectedChecksum?: string | undefined;
+}
+
+/** Bytes gathered before one write(2): large writes keep the syscall count low. */
+const WRITE_BUFFER_BYTES = 1024 * 1024;
+
+/**
+ * How long a blob that is no longer referenced stays on disk. A reader that looked up the old
+ * blob name just before a replace or delete committed still finds the file when it opens it
+ * (opening happens right after the lookup; once open, removal no longer affects the reader).
+ * Blobs whose removal is cut short by a stop are swept at the next start.
+ */
+export const REMOVAL_GRACE_MS = 30_000;
+
+export class BlobStore {
+  readonly blobDir: string;
+  readonly tmpDir: string;
+  private readonly pendingRemovals = new Map<string, ReturnType<typeof setTimeout>>();
+
+  constructor(dataDir: string) {
+    this.blobDir = path.join(dataDir, "blobs");
+    this.tmpDir = path.join(dataDir, "tmp");
+    fs.mkdirSync(this.blobDir, { recursive: true });
+    fs.mkdirSync(this.tmpDir, { recursive: true });
+  }
+
+  /** Absolute path of a blob. */
+  path(name: string): string {
+    return path.join(this.blobDir, name);
+  }
+
+  /**
+   * Streams `content` into a new durable blob.
+   * @throws AppError payload_too_large past `maxBytes`; invalid_argument on checksum mismatch;
+   *   anything the stream or the file system throws (ENOSPC becomes unavailable upstream).
+   *   On every failure the temporary file is removed.
+   */
+  async write(content: AsyncIterable<Uint8Array> | null, opts: WriteOptions): Promise<StagedBlob> {
+    const name = newBlobName();
+    const tmpPath = path.join(this.tmpDir, `${name}.tmp`);
+    const handle = await fsp.open(tmpPath, "wx", 0o600);
+    let closed = false;
+    try {
+      let crc = 0;
+      let size = 0;
+      const buffer = Buffer.allocUnsafe(WRITE_BUFFER_BYTES);
+      let filled = 0;
+      const flush = async () => {
+        if (filled === 0) return;
+        const view = buffer.subarray(0, filled);
+        crc = crc32cUpdate(crc, view);
+        let off = 0;
+        while (off < filled) {
+          const { bytesWritten } = await handle.write(view, off, filled - off);
+          off += bytesWritten;
+        }
+        filled = 0;
+      };
+      if (content !== null) {
+        for await (const chunk of content) {
+          size += chunk.byteLength;
+          if (size > opts.maxBytes) {
+            throw new AppError("payload_too_large", `content is larger than the limit of ${opts.maxBytes} bytes`);
+          }
+          let off = 0;
+          while (off < chunk.byteLength) {
+            const n = Math.min(chunk.byteLength - off, WRITE_BUFFER_BYTES - filled);
+            buffer.set(chunk.subarray(off, off + n), filled);
+            filled += n;
+            off += n;
+            if (filled === WRITE_BUFFER_BYTES) await flush();
+          }
+        }
+      }
+      await flush();
+      const checksum = checksumToBase64(crc);
+      if (opts.expectedChecksum !== undefined && opts.expectedChecksum !== checksum) {
+        throw new AppError(
+          "invalid_argument",
+          `checksum mismatch: the client declared CRC32C ${opts.expectedChecksum}, the content has ${checksum}`,
+        );
+      }
+      await handle.sync();
+      await handle.close();
+      closed = true;
+      await fsp.rename(tmpPath, this.path(name));
+      await syncDir(this.blobDir);
+      return { name, size, checksum };
+    } catch (err) {
+      if (!closed) await handle.close().catch(() => {});
+      await fsp.rm(tmpPath, { force: true }).catch(() => {});
+      throw err;
+    }
+  }
+
+  /** Removes a blob now (for one that no metadata ever referenced). Missing is fine. */
+  async remove(name: string): Promise<void> {
+    await fsp.rm(this.path(name), { force: true });
+  }
+
+  /** Removes a blob after {@link REMOVAL_GRACE_MS}, so readers that just looked it up can open it. */
+  removeLater(name: string): void {
+    if (this.pendingRemovals.has(name)) return;
+    const timer = setTimeout(() => {
+      this.pendingRemovals.delete(name);
+      fsp.rm(this.path(name), { force: true }).catch((err) => {
+        console.error(`blob ${name}: removal failed (it will be swept at the next start): ${err}`);
+      });
+    }, REMOVAL_GRACE_MS);
+    timer.unref();
+    this.pendingRemovals.set(name, timer);
+  }
+
+  /** Runs every pending delayed removal now (at shutdown, and in tests). */
+  async flushRemovals(): Promise<void> {
+    const names = [...this.pendingRemovals.keys()];
+    for (const [, t] of this.pendingRemovals) clearTimeout(t);
+    this.pendingRemovals.clear();
+    await Promise.all(names.map((n) => this.remove(n)));
+  }
+
+  /**
+   * Start-up sweep: removes every temporary file and every blob that `isReferenced` rejects
+   * (left by a crash between rename and commit, or between commit and removal).
+   * @returns counts of what was removed
+   */
+  async sweep(isReferenced: (name: string) => boolean): Promise<{ temporaries: number; orphans: number }> {
+    let temporaries = 0;
+    let orphans = 0;
+    for (const entry of await fsp.readdir(this.tmpDir)) {
+      await fsp.rm(path.join(this.tmpDir, entry), { force: true, recursive: true });
+      temporaries++;
+    }
+    for (const entry of await fsp.readdir(this.blobDir)) {
+      if (!isReferenced(entry)) {
+        await fsp.rm(this.path(entry), { force: true, recursive: true });
+        orphans++;
+      }
+    }
+    if (orphans > 0) await syncDir(this.blobDir);
+    return { temporaries, orphans };
+  }
+}
+
+/** fsync(2) on a directory, making renames and removals in it durable. */
+async function syncDir(dir: string): Promise<void> {
+  const handle = await fsp.open(dir, "r");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}

@@ -1,0 +1,26 @@
+/**
+ * The SQLite database (bun:sqlite through drizzle-orm): one file, DATA_DIR/cubby.db, in WAL mode
+ * with synchronous=FULL so that a committed transaction survives power loss.
+ */
+import { Database } from "bun:sqlite";
+import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
+import path from "node:path";
+import * as schema from "./schema.ts";
+
+export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database };
+
+/** Milliseconds a statement waits for another connection's write lock before SQLITE_BUSY (→ 503). */
+export const BUSY_TIMEOUT_MS = 5000;
+
+/**
+ * Opens (creating if needed) the database in `dataDir` and sets the pragmas every connection
+ * needs. Does not migrate: see {@link migrate}.
+ */
+export function openDb(dataDir: string): Db {
+  const client = new Database(path.join(dataDir, "cubby.db"), { create: true, strict: true });
+  client.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+  client.exec("PRAGMA journal_mode = WAL");
+  client.exec("PRAGMA synchronous = FULL");
+  client.exec("PRAGMA foreign_keys = ON");
+  return drizzle({ client, schema }) as Db;
+}

@@ -1,0 +1,5 @@
+// Module declarations for files imported as text or as embedded file paths.
+declare module "*.sql" {
+  const text: string;
+  export default text;
+}
