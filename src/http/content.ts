@@ -82,7 +82,8 @@ export function serveContent(deps: ContentDeps, request: Request, id: string, sl
     return new Response(null, { status: 304, headers: pick(headers, ["etag", "last-modified", "cache-control", "vary"]) });
   }
 
-  const isHead = request.method === "HEAD";
+  // For HEAD the body is still given: Bun sends the headers (Content-Length included) and
+  // omits the body itself.
   const rangeHeader = ifRangeHolds(request, etag, lastModified) ? request.headers.get("range") : null;
   const range = parseRange(rangeHeader, file.size);
   const blob = Bun.file(deps.blobs.path(file.blob));
@@ -97,10 +98,10 @@ export function serveContent(deps: ContentDeps, request: Request, id: string, sl
     const { start, end } = range.range;
     headers["content-range"] = `bytes ${start}-${end}/${file.size}`;
     headers["content-length"] = String(end - start + 1);
-    return new Response(isHead ? null : blob.slice(start, end + 1), { status: 206, headers });
+    return new Response(blob.slice(start, end + 1), { status: 206, headers });
   }
   headers["content-length"] = String(file.size);
-  return new Response(isHead || file.size === 0 ? null : blob, { status: 200, headers });
+  return new Response(file.size === 0 ? null : blob, { status: 200, headers });
 }
 
 /** Browser navigations ask for HTML; API clients do not. */

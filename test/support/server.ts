@@ -1,0 +1,187 @@
+/**
+ * Test support: runs the real `cubby` (from source, or a given executable) as a child process
+ * on port 0 with a temporary data directory, and mints API keys through the real CLI.
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { Subprocess } from "bun";
+
+export const ROOT = path.resolve(import.meta.dir, "../..");
+const MAIN = path.join(ROOT, "src/main.ts");
+
+export interface ServerOptions {
+  /** Extra environment variables. */
+  env?: Record<string, string>;
+  /** Reuse a data directory (restart tests); a fresh temporary one otherwise. */
+  dataDir?: string;
+  /** Run this executable instead of `bun src/main.ts`. */
+  executable?: string;
+  cwd?: string;
+}
+
+export interface RunningServer extends AsyncDisposable {
+  url: string;
+  port: number;
+  dataDir: string;
+  proc: Subprocess<"ignore", "pipe", "pipe">;
+  /** Everything the server printed on stdout so far. */
+  output(): string;
+  /** Everything the server printed on stderr so far. */
+  errors(): string;
+  /** Waits until stdout contains `text` (or throws after `timeoutMs`). */
+  waitForOutput(text: string | RegExp, timeoutMs?: number): Promise<void>;
+  /** Mints an API key for `email` through `cubby keys create`. */
+  mintKey(email: string): Promise<string>;
+  /** SIGTERM and wait for exit. @returns the exit code */
+  stop(): Promise<number | null>;
+  /** SIGKILL and wait for exit. */
+  kill9(): Promise<void>;
+}
+
+/** A fresh temporary directory, removed by the returned disposer. */
+export function tempDir(prefix = "cubby-test-"): { path: string } & Disposable {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  return { path: dir, [Symbol.dispose]: () => fs.rmSync(dir, { recursive: true, force: true }) };
+}
+
+function command(executable: string | undefined, args: string[]): string[] {
+  return executable === undefined ? [process.execPath, MAIN, ...args] : [executable, ...args];
+}
+
+/** Runs a CLI command to completion. */
+export async function runCli(
+  args: string[],
+  opts: { executable?: string; env?: Record<string, string>; cwd?: string } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const proc = Bun.spawn(command(opts.executable, args), {
+    cwd: opts.cwd ?? ROOT,
+    env: { ...cleanEnv(), ...opts.env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
+  return { code, stdout, stderr };
+}
+
+/** The environment without cubby's own variables, so a developer's shell cannot leak into tests. */
+function cleanEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (v === undefined) continue;
+    if (/^(PORT|DATA_DIR|HOSTNAME|IDP_|ALLOWED_DOMAINS|MAX_UPLOAD_BYTES)/.test(k)) continue;
+    env[k] = v;
+  }
+  return env;
+}
+
+/** Starts a server and waits until it listens. */
+export async function startServer(opts: ServerOptions = {}): Promise<RunningServer> {
+  const ownDir = opts.dataDir === undefined ? fs.mkdtempSync(path.join(os.tmpdir(), "cubby-data-")) : undefined;
+  const dataDir = opts.dataDir ?? ownDir!;
+  const proc = Bun.spawn(command(opts.executable, ["serve", "--port", "0", "--data-dir", dataDir]), {
+    cwd: opts.cwd ?? ROOT,
+    env: { ...cleanEnv(), ...opts.env },
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  let out = "";
+  let err = "";
+  const waiters: (() => void)[] = [];
+  const pump = async (stream: ReadableStream<Uint8Array>, onText: (t: string) => void) => {
+    const decoder = new TextDecoder();
+    for await (const chunk of stream) {
+      onText(decoder.decode(chunk, { stream: true }));
+      for (const w of waiters.splice(0)) w();
+    }
+    for (const w of waiters.splice(0)) w();
+  };
+  void pump(proc.stdout, (t) => (out += t));
+  void pump(proc.stderr, (t) => (err += t));
+
+  const waitForOutput = async (text: string | RegExp, timeoutMs = 10_000) => {
+    const deadline = Date.now() + timeoutMs;
+    const has = () => (typeof text === "string" ? out.includes(text) : text.test(out));
+    while (!has()) {
+      if (proc.exitCode !== null || proc.signalCode !== null) {
+        throw new Error(`server exited (${proc.exitCode ?? proc.signalCode}) before printing ${text}\n${out}\n${err}`);
+      }
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`timed out waiting for ${text}\nstdout:\n${out}\nstderr:\n${err}`);
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, Math.min(left, 200));
+        waiters.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+  };
+  await waitForOutput(/listening on port \d+/);
+  const port = Number(/listening on port (\d+)/.exec(out)![1]);
+  const url = `http://localhost:${port}`;
+
+  const server: RunningServer = {
+    url,
+    port,
+    dataDir,
+    proc,
+    output: () => out,
+    errors: () => err,
+    waitForOutput,
+    async mintKey(email: string) {
+      const r = await runCli(["keys", "create", "--email", email, "--data-dir", dataDir], {
+        executable: opts.executable,
+        cwd: opts.cwd,
+      });
+      if (r.code !== 0) throw new Error(`keys create failed: ${r.stderr}`);
+      return r.stdout.trim();
+    },
+    async stop() {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGTERM");
+      return await proc.exited;
+    },
+    async kill9() {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL");
+      await proc.exited;
+    },
+    async [Symbol.asyncDispose]() {
+      await server.kill9();
+      if (ownDir !== undefined) fs.rmSync(ownDir, { recursive: true, force: true });
+    },
+  };
+  return server;
+}
+
+/** A client bound to one server and one API key. */
+export function client(server: { url: string }, key?: string) {
+  const auth: Record<string, string> = key === undefined ? {} : { authorization: `Bearer ${key}` };
+  return {
+    fetch(pathAndQuery: string, init: RequestInit = {}) {
+      return fetch(server.url + pathAndQuery, { ...init, headers: { ...auth, ...(init.headers as Record<string, string>) } });
+    },
+    async upload(body: BodyInit | null, query = "", headers: Record<string, string> = {}) {
+      const res = await fetch(`${server.url}/v1/files${query}`, { method: "POST", body, headers: { ...auth, ...headers } });
+      if (res.status !== 200) throw new Error(`upload failed: ${res.status} ${await res.text()}`);
+      return (await res.json()) as FileJson;
+    },
+  };
+}
+
+export interface FileJson {
+  id: string;
+  slug: string;
+  url: string;
+  name: string;
+  content_type: string;
+  size: string;
+  checksum: string;
+  visibility: string;
+  created_at: string;
+  updated_at: string;
+}

@@ -1,0 +1,79 @@
+import { describe, expect, test } from "bun:test";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { ConfigError, loadConfig } from "../../src/config.ts";
+
+const outcome = (fn: () => unknown) => {
+  try {
+    return { ok: fn() };
+  } catch (e) {
+    if (e instanceof ConfigError) return { error: e.message };
+    throw e;
+  }
+};
+
+describe("loadConfig", () => {
+  test("defaults (CONTRACT §1)", () => {
+    expect(loadConfig({}, {}, "/srv")).toEqual({
+      port: 8080,
+      dataDir: "/srv/data",
+      hostname: undefined,
+      idp: { issuer: "https://accounts.google.com", clientId: undefined, clientSecret: undefined },
+      allowedDomains: [],
+      maxUploadBytes: 10737418240,
+    });
+  });
+
+  test("every variable", () => {
+    const env = {
+      PORT: "9000",
+      DATA_DIR: "/var/lib/cubby",
+      HOSTNAME: "https://files.example.com/",
+      IDP_ISSUER: "https://auth.example.com/application/o/cubby/",
+      IDP_CLIENT_ID: "cid",
+      IDP_CLIENT_SECRET: "secret",
+      ALLOWED_DOMAINS: "Example.com, example.org ,",
+      MAX_UPLOAD_BYTES: "1048576",
+    };
+    expect(loadConfig(env, {}, "/")).toEqual({
+      port: 9000,
+      dataDir: "/var/lib/cubby",
+      hostname: "https://files.example.com",
+      idp: { issuer: "https://auth.example.com/application/o/cubby", clientId: "cid", clientSecret: "secret" },
+      allowedDomains: ["example.com", "example.org"],
+      maxUploadBytes: 1048576,
+    });
+  });
+
+  test("flags override PORT and DATA_DIR", () => {
+    const c = loadConfig({ PORT: "1", DATA_DIR: "/a" }, { port: "0", dataDir: "rel" }, "/base");
+    expect({ port: c.port, dataDir: c.dataDir }).toEqual({ port: 0, dataDir: "/base/rel" });
+  });
+
+  test("NAME_FILE reads a trimmed secret", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cubby-cfg-"));
+    const file = path.join(dir, "secret");
+    fs.writeFileSync(file, "  s3cret\n");
+    const c = loadConfig({ IDP_CLIENT_ID: "id", IDP_CLIENT_SECRET_FILE: file });
+    expect(c.idp.clientSecret).toBe("s3cret");
+    fs.rmSync(dir, { recursive: true });
+  });
+
+  test("a bare machine name in HOSTNAME (as containers set it) is ignored", () => {
+    expect(loadConfig({ HOSTNAME: "3f2a9c1b7d" }).hostname).toBeUndefined();
+  });
+
+  test.each([
+    ["port not a number", { PORT: "http" }, "PORT must be a TCP port number from 0 to 65535 (got \"http\")"],
+    ["port too large", { PORT: "70000" }, "PORT must be a TCP port number from 0 to 65535 (got \"70000\")"],
+    ["hostname with a path", { HOSTNAME: "https://x.example/cubby" }, "HOSTNAME must be an origin without a path, e.g. https://files.example.com (got \"https://x.example/cubby\")"],
+    ["hostname of another scheme", { HOSTNAME: "ftp://x.example" }, "HOSTNAME must start with http:// or https:// (got \"ftp://x.example\")"],
+    ["upload limit not a number", { MAX_UPLOAD_BYTES: "10GB" }, "MAX_UPLOAD_BYTES must be a whole number of bytes (got \"10GB\")"],
+    ["client id without secret", { IDP_CLIENT_ID: "x" }, "IDP_CLIENT_ID and IDP_CLIENT_SECRET must be set together"],
+    ["a domain that is an address", { ALLOWED_DOMAINS: "me@example.com" }, "ALLOWED_DOMAINS: \"me@example.com\" is not an e-mail domain (expected e.g. example.com,example.org)"],
+    ["both NAME and NAME_FILE", { IDP_CLIENT_SECRET: "a", IDP_CLIENT_SECRET_FILE: "/x" }, "IDP_CLIENT_SECRET and IDP_CLIENT_SECRET_FILE are both set; set only one"],
+    ["unreadable NAME_FILE", { PORT_FILE: "/nonexistent/port" }, "PORT_FILE: cannot read /nonexistent/port: ENOENT: no such file or directory, open '/nonexistent/port'"],
+    ["issuer not a URL", { IDP_ISSUER: "google" }, "IDP_ISSUER must be the issuer URL of an OpenID provider (got \"google\")"],
+  ])("%s", (_, env, message) => expect(outcome(() => loadConfig(env))).toEqual({ error: message }));
+});

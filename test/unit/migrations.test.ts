@@ -1,0 +1,55 @@
+import { expect, test } from "bun:test";
+import fs from "node:fs";
+import path from "node:path";
+import { renderMigrationIndex } from "../../scripts/db-generate.ts";
+import { openDb } from "../../src/storage/db.ts";
+import { migrate } from "../../src/storage/migrate.ts";
+import { tempDir } from "../support/server.ts";
+
+const root = path.resolve(import.meta.dir, "../..");
+
+test("drizzle/index.ts embeds exactly the migrations of the journal", () => {
+  const journal = JSON.parse(fs.readFileSync(path.join(root, "drizzle/meta/_journal.json"), "utf8"));
+  expect(fs.readFileSync(path.join(root, "drizzle/index.ts"), "utf8")).toBe(renderMigrationIndex(journal));
+});
+
+test("the schema has no changes drizzle-kit has not turned into a migration", async () => {
+  const proc = Bun.spawn([process.execPath, "x", "drizzle-kit", "check", "--config", "scripts/drizzle.config.ts"], {
+    cwd: root,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const code = await proc.exited;
+  expect(code).toBe(0);
+  // `generate` into a scratch copy must find nothing to write.
+  using scratch = tempDir();
+  fs.cpSync(path.join(root, "drizzle"), path.join(scratch.path, "drizzle"), { recursive: true });
+  const config = path.join(scratch.path, "drizzle.config.ts");
+  fs.writeFileSync(
+    config,
+    `export default { dialect: "sqlite", schema: ${JSON.stringify(path.join(root, "src/storage/schema.ts"))}, out: ${JSON.stringify(path.join(scratch.path, "drizzle"))} };\n`,
+  );
+  const gen = Bun.spawn([process.execPath, "x", "drizzle-kit", "generate", "--config", config], {
+    cwd: root,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  expect(await gen.exited).toBe(0);
+  const list = (dir: string) => fs.readdirSync(dir, { recursive: true }).map(String).sort();
+  expect(list(path.join(scratch.path, "drizzle"))).toEqual(list(path.join(root, "drizzle")));
+});
+
+test("migrate applies everything once and is idempotent", () => {
+  using dir = tempDir();
+  const db = openDb(dir.path);
+  const journal = JSON.parse(fs.readFileSync(path.join(root, "drizzle/meta/_journal.json"), "utf8"));
+  expect(migrate(db)).toBe(journal.entries.length);
+  expect(migrate(db)).toBe(0);
+  const tables = db.$client
+    .query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+    .all()
+    .map((r) => r.name);
+  expect(tables).toEqual(["__drizzle_migrations", "api_keys", "files", "users"]);
+  expect(db.$client.query("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
+  db.$client.close();
+});
