@@ -22,7 +22,8 @@ describe("GET /{id} and /{id}/{slug}", () => {
   test("both forms serve the content with the contract's headers", async () => {
     for (const url of [`${server.url}/${text.id}`, text.url]) {
       const res = await fetch(url);
-      expect({ status: res.status, body: await res.text(), ...headersOf(res, HEADER_NAMES) }).toEqual({
+      const got: Record<string, unknown> = { status: res.status, body: await res.text(), ...headersOf(res, HEADER_NAMES) };
+      expect(got).toEqual({
         status: 200,
         body: TEXT,
         "content-type": "text/plain; charset=utf-8",

@@ -104,13 +104,13 @@ describe("POST /v1/files", () => {
     const declared = await api.fetch("/v1/files", { method: "POST", body: big });
     expect(await result(declared)).toEqual({ status: 413, body: { code: 8, message: expect.any(String), details: [] } });
     // A chunked body has no Content-Length: the limit is enforced while streaming.
-    const stream = new ReadableStream({
+    let chunks = 0;
+    const stream = new ReadableStream<Uint8Array>({
       pull(c) {
         c.enqueue(new Uint8Array(64 * 1024));
-        if (++this.n! >= 17) c.close();
+        if (++chunks >= 17) c.close();
       },
-      n: 0,
-    } as UnderlyingDefaultSource<Uint8Array> & { n?: number });
+    });
     const streamed = await api.fetch("/v1/files", { method: "POST", body: stream, duplex: "half" } as RequestInit);
     expect((await result(streamed)).status).toBe(413);
     expect(await listAll()).toEqual(before);
@@ -142,10 +142,12 @@ describe("GET /v1/files", () => {
     const other = client(server, await server.mintKey("lister@example.com"));
     const made: FileJson[] = [];
     for (let i = 0; i < 5; i++) made.push(await other.upload(`file ${i}`, `?name=f${i}`));
-    const page1 = await (await other.fetch("/v1/files?page_size=2")).json();
-    const page2 = await (await other.fetch(`/v1/files?page_size=2&page_token=${page1.next_page_token}`)).json();
-    const page3 = await (await other.fetch(`/v1/files?page_size=2&page_token=${page2.next_page_token}`)).json();
-    expect([page1, page2, page3]).toEqual([
+    type Page = { files: FileJson[]; next_page_token: string };
+    const page1 = (await (await other.fetch("/v1/files?page_size=2")).json()) as Page;
+    const page2 = (await (await other.fetch(`/v1/files?page_size=2&page_token=${page1.next_page_token}`)).json()) as Page;
+    const page3 = (await (await other.fetch(`/v1/files?page_size=2&page_token=${page2.next_page_token}`)).json()) as Page;
+    const got: unknown = [page1, page2, page3];
+    expect(got).toEqual([
       { files: [made[4], made[3]], next_page_token: expect.stringMatching(/.+/) },
       { files: [made[2], made[1]], next_page_token: expect.stringMatching(/.+/) },
       { files: [made[0]], next_page_token: "" },
@@ -281,7 +283,7 @@ describe("authentication on /v1", () => {
     const res = await fetch(`${server.url}/v1/files`, { headers });
     expect(res.status).toBe(401);
     expect(res.headers.get("www-authenticate")).toStartWith("Bearer");
-    expect((await res.json()).code).toBe(16);
+    expect(((await res.json()) as { code: number }).code).toBe(16);
   });
 
   test("a key in the query string is not accepted", async () => {

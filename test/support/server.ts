@@ -165,7 +165,7 @@ export function client(server: { url: string }, key?: string) {
     fetch(pathAndQuery: string, init: RequestInit = {}) {
       return fetch(server.url + pathAndQuery, { ...init, headers: { ...auth, ...(init.headers as Record<string, string>) } });
     },
-    async upload(body: BodyInit | null, query = "", headers: Record<string, string> = {}) {
+    async upload(body: ConstructorParameters<typeof Response>[0], query = "", headers: Record<string, string> = {}) {
       const res = await fetch(`${server.url}/v1/files${query}`, { method: "POST", body, headers: { ...auth, ...headers } });
       if (res.status !== 200) throw new Error(`upload failed: ${res.status} ${await res.text()}`);
       return (await res.json()) as FileJson;

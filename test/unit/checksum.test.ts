@@ -19,7 +19,7 @@ describe("parseDeclaredChecksum", () => {
     try {
       return { ok: parseDeclaredChecksum(headers) };
     } catch (e) {
-      return { error: (e as AppError).code };
+      return { error: (e as AppError).code as string };
     }
   };
   test.each([

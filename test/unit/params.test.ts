@@ -12,7 +12,7 @@ import {
 } from "../../src/domain/params.ts";
 
 /** Runs `parse` and reports the value or the error code, so each table row is one comparison. */
-function outcome<T>(parse: () => T): { ok: T } | { error: string } {
+function outcome(parse: () => unknown): { ok: unknown } | { error: string } {
   try {
     return { ok: parse() };
   } catch (e) {

@@ -1,0 +1,116 @@
+// The `cubby` command line (CONTRACT §1): keys create / list / revoke, version, exit statuses,
+// and a clean stop on SIGTERM.
+import { expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import fs from "node:fs";
+import path from "node:path";
+import pkg from "../../package.json" with { type: "json" };
+import { runCli, startServer, tempDir } from "../support/server.ts";
+
+test("version", async () => {
+  expect(await runCli(["version"])).toEqual({ code: 0, stdout: `cubby ${pkg.version}\n`, stderr: "" });
+});
+
+test("keys create prints only the key; list shows it without the secret; revoke kills it", async () => {
+  await using server = await startServer();
+  const created = await runCli(["keys", "create", "--email", "Ops@Example.com", "--name", "backup script", "--data-dir", server.dataDir]);
+  expect(created.code).toBe(0);
+  expect(created.stdout).toMatch(/^cubby_[A-Za-z0-9_-]{43}\n$/);
+  const key = created.stdout.trim();
+  expect((await fetch(`${server.url}/v1/files`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(200);
+
+  const listed = await runCli(["keys", "list", "--email", "ops@example.com", "--data-dir", server.dataDir]);
+  const [header, row, ...rest] = listed.stdout.trimEnd().split("\n");
+  expect({ code: listed.code, header, rest }).toEqual({ code: 0, header: "ID\tNAME\tCREATED\tLAST USED", rest: [] });
+  const [id, name, createdAt, lastUsed] = row!.split("\t");
+  expect({ name, createdAt, lastUsed }).toEqual({
+    name: "backup script",
+    createdAt: expect.stringMatching(/Z$/),
+    lastUsed: expect.stringMatching(/Z$/),
+  });
+  expect(listed.stdout).not.toContain(key.slice(6));
+
+  expect(await runCli(["keys", "revoke", id!, "--data-dir", server.dataDir])).toMatchObject({ code: 0 });
+  // Revoked from another process: the running server refuses it at once.
+  expect((await fetch(`${server.url}/v1/files`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(401);
+  expect(await runCli(["keys", "revoke", id!, "--data-dir", server.dataDir])).toEqual({
+    code: 2,
+    stdout: "",
+    stderr: "cubby: API key not found\n",
+  });
+});
+
+test("the database holds only a hash of each key", async () => {
+  using dir = tempDir();
+  const { stdout } = await runCli(["keys", "create", "--email", "h@example.com", "--data-dir", dir.path]);
+  const key = stdout.trim();
+  const db = new Database(path.join(dir.path, "cubby.db"), { readonly: true });
+  const dump = db
+    .query<{ secret_hash: Uint8Array; id: string; name: string }, []>("SELECT * FROM api_keys")
+    .all()
+    .map((r) => `${r.id} ${r.name} ${Buffer.from(r.secret_hash).toString("latin1")}`)
+    .join("\n");
+  db.close();
+  const raw = await Bun.file(path.join(dir.path, "cubby.db")).bytes();
+  const walPath = path.join(dir.path, "cubby.db-wal");
+  const wal = (await Bun.file(walPath).exists()) ? await Bun.file(walPath).bytes() : new Uint8Array();
+  const haystack = Buffer.concat([raw, wal]).toString("latin1") + dump;
+  const secret = key.slice("cubby_".length);
+  const leaks = [];
+  for (let i = 0; i + 8 <= secret.length; i++) if (haystack.includes(secret.slice(i, i + 8))) leaks.push(secret.slice(i, i + 8));
+  expect(leaks).toEqual([]);
+});
+
+test.each([
+  [["frobnicate"], 'cubby: unknown command "frobnicate"; try cubby --help\n'],
+  [["keys"], "cubby: keys needs a subcommand: create, list or revoke\n"],
+  [["keys", "create"], "cubby: keys create needs --email\n"],
+  [["keys", "create", "--email", "not-an-address"], 'cubby: "not-an-address" is not an e-mail address\n'],
+  [["keys", "revoke"], "cubby: keys revoke takes exactly one key ID\n"],
+  [["--bogus"], expect.stringMatching(/^cubby: Unknown option '--bogus'.*\n$/)],
+  [["serve", "--port", "http"], 'cubby: --port must be a TCP port number from 0 to 65535 (got "http")\n'],
+])("bad input %p exits 2 with one line", async (args, stderr) => {
+  using dir = tempDir();
+  expect(await runCli([...args, "--data-dir", dir.path])).toEqual({ code: 2, stdout: "", stderr });
+});
+
+test("a bad environment value stops serve with one line and status 2", async () => {
+  expect(await runCli(["serve"], { env: { MAX_UPLOAD_BYTES: "lots" } })).toEqual({
+    code: 2,
+    stdout: "",
+    stderr: 'cubby: MAX_UPLOAD_BYTES must be a whole number of bytes (got "lots")\n',
+  });
+});
+
+test("SIGTERM lets an in-flight upload finish, then exits 0", async () => {
+  await using server = await startServer();
+  const key = await server.mintKey("term@example.com");
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  let step = 0;
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (step === 1) await gate;
+      if (step === 2) return controller.close();
+      controller.enqueue(new TextEncoder().encode(`part ${step} `));
+      step++;
+    },
+  });
+  const upload = fetch(`${server.url}/v1/files?visibility=public`, {
+    method: "POST",
+    body,
+    duplex: "half",
+    headers: { authorization: `Bearer ${key}` },
+  } as RequestInit);
+  // The upload is in flight once its temporary file exists.
+  const tmp = path.join(server.dataDir, "tmp");
+  while (fs.readdirSync(tmp).length === 0) await new Promise((r) => setImmediate(r));
+  server.proc.kill("SIGTERM");
+  await server.waitForOutput("SIGTERM: stopping");
+  release();
+  const res = await upload;
+  expect(res.status).toBe(200);
+  expect(((await res.json()) as { size: string }).size).toBe("14");
+  expect(await server.proc.exited).toBe(0);
+  expect(server.output()).toContain("stopped");
+});
