@@ -312,3 +312,20 @@ async function listAll(): Promise<FileJson[]> {
   const res = await api.fetch("/v1/files?page_size=1000");
   return ((await res.json()) as { files: FileJson[] }).files;
 }
+
+test("an internal error answers 500 'internal error' and logs its cause with the request id", async () => {
+  await using broken = await startServer();
+  const brokenKey = await broken.mintKey("broken@example.com");
+  // Make the upload directory unusable: opening a temporary file fails with ENOTDIR.
+  const tmp = path.join(broken.dataDir, "tmp");
+  fs.rmSync(tmp, { recursive: true });
+  fs.writeFileSync(tmp, "not a directory");
+  const res = await fetch(`${broken.url}/v1/files`, {
+    method: "POST",
+    body: "x",
+    headers: { authorization: `Bearer ${brokenKey}`, "x-request-id": "req-internal-1" },
+  });
+  expect(await result(res)).toEqual({ status: 500, body: { code: 13, message: "internal error", details: [] } });
+  while (!broken.errors().includes("request_id=req-internal-1")) await new Promise((r) => setImmediate(r));
+  expect(broken.errors()).toMatch(/request_id=req-internal-1 error=internal cause=.*ENOTDIR/);
+});
