@@ -6,8 +6,10 @@ import pkg from "../../package.json" with { type: "json" };
 import type { Config } from "../config.ts";
 import { Authenticator } from "../auth/principal.ts";
 import { createApp } from "../http/app.ts";
+import { rpcFetchHandlers, rpcRoutes } from "../rpc/index.ts";
 import { openServices } from "../service/index.ts";
-import { startHttpServer } from "./http-server.ts";
+import { listenOnePort } from "./one-port.ts";
+import { createRequestHandler } from "./request-handler.ts";
 
 /** In-flight requests get this long to finish after a stop signal, then connections are cut. */
 export const SHUTDOWN_GRACE_MS = 10_000;
@@ -24,7 +26,11 @@ export async function serve(config: Config): Promise<void> {
   let baseUrl = config.hostname ?? "";
   const auth = new Authenticator(services.keys);
   const app = createApp({ services, auth, baseUrl: () => baseUrl, maxUploadBytes: config.maxUploadBytes });
-  const server = startHttpServer({ port: config.port, handle: (request) => app.handle(request) });
+  const routes = rpcRoutes({ files: services.files, blobs: services.blobs, auth, baseUrl: () => baseUrl });
+  const rpc = rpcFetchHandlers(routes);
+  const log = (line: string) => process.stdout.write(`${line}\n`);
+  const handle = createRequestHandler({ app: (request) => app.handle(request), rpc, log });
+  const server = await listenOnePort({ port: config.port, handle, routes, rpcPaths: new Set(rpc.keys()), log });
   if (config.hostname === undefined) baseUrl = `http://localhost:${server.port}`;
   console.log(`cubby ${pkg.version} listening on port ${server.port}; public URL ${baseUrl}; data in ${config.dataDir}`);
 
@@ -33,9 +39,7 @@ export async function serve(config: Config): Promise<void> {
       process.off("SIGTERM", onTerm);
       process.off("SIGINT", onInt);
       console.log(`${signal}: stopping; in-flight requests have ${SHUTDOWN_GRACE_MS / 1000}s to finish`);
-      const cut = setTimeout(() => server.stop(true), SHUTDOWN_GRACE_MS);
-      await server.stop(false);
-      clearTimeout(cut);
+      await server.stop(SHUTDOWN_GRACE_MS);
       await services.close();
       console.log("stopped");
       resolve();

@@ -1,0 +1,149 @@
+/**
+ * Every protocol on one TCP port (CONTRACT §4). Bun.serve cannot send HTTP/2 trailers, which
+ * gRPC needs, so the port is a `node:net` listener that reads the first bytes of each
+ * connection:
+ *
+ * - the HTTP/2 connection preface (`PRI * HTTP/2.0`, RFC 9113 §3.4, h2c with prior knowledge)
+ *   → an in-process `node:http2` server: gRPC, gRPC-Web and Connect through connect-node, and
+ *   every other path (REST, content, static) through the shared fetch handler;
+ * - anything else (HTTP/1.x) → piped to an internal `Bun.serve` on a Unix socket, which serves
+ *   the same fetch handler (Connect and gRPC-Web included).
+ *
+ * Piping costs throughput on tiny requests (see docs/benchmarks.md) but keeps Bun.serve's
+ * fast HTTP/1.1 parser and sendfile for content, and node streams handle backpressure both ways.
+ */
+import type { ConnectRouter } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { Server } from "bun";
+import http2 from "node:http2";
+import net from "node:net";
+import { nanoid } from "nanoid";
+import { RPC_OPTIONS } from "../rpc/index.ts";
+import { serveH2WithFetch } from "./h2-bridge.ts";
+import { accessLogLine, type FetchHandler } from "./request-handler.ts";
+
+export interface OnePortOptions {
+  port: number;
+  /** The shared fetch handler (REST, content, static, and RPC over fetch). */
+  handle: FetchHandler;
+  /** RPC routes for the HTTP/2 path (connect-node, which can send trailers). */
+  routes: (router: ConnectRouter) => void;
+  /** RPC request paths, to log RPCs served on the HTTP/2 path. */
+  rpcPaths: Set<string>;
+  log: (line: string) => void;
+}
+
+export interface OnePortServer {
+  /** The bound TCP port. */
+  port: number;
+  /**
+   * Stops accepting connections, lets in-flight requests finish for up to `graceMs`, then
+   * closes whatever is left.
+   */
+  stop(graceMs: number): Promise<void>;
+}
+
+/** Seconds a connection may stay silent (no bytes either way) before it is closed. */
+export const IDLE_TIMEOUT_SECONDS = 60;
+/** HTTP/2 flow-control window per stream and per connection: large transfers need more than 64 KiB. */
+const H2_WINDOW_BYTES = 4 * 1024 * 1024;
+const H2_PREFIX = Buffer.from("PRI ");
+
+/** Starts the listener. */
+export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer> {
+  const socketPath = `\0cubby-${process.pid}-${Math.random().toString(36).slice(2)}`;
+  const internal: Server<undefined> = Bun.serve({
+    unix: socketPath,
+    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
+    fetch: opts.handle,
+  });
+
+  const rpcOverNode = connectNodeAdapter({
+    ...RPC_OPTIONS,
+    routes: opts.routes,
+    fallback: (req, res) => void serveH2WithFetch(req as http2.Http2ServerRequest, res as http2.Http2ServerResponse, opts.handle),
+  });
+  const sessions = new Set<http2.ServerHttp2Session>();
+  const h2 = http2.createServer({ settings: { initialWindowSize: H2_WINDOW_BYTES } }, (req, res) => {
+    const path = req.url.split("?")[0] ?? "";
+    if (opts.rpcPaths.has(path)) {
+      const started = performance.now();
+      const requestId = req.headers["x-request-id"]?.toString() ?? nanoid(12);
+      res.on("close", () => opts.log(accessLogLine(req.method, path, res.statusCode, null, started, requestId)));
+    }
+    rpcOverNode(req, res);
+  });
+  h2.on("session", (session) => {
+    sessions.add(session);
+    session.on("close", () => sessions.delete(session));
+    session.setLocalWindowSize(H2_WINDOW_BYTES);
+  });
+
+  const sockets = new Set<net.Socket>();
+  const listener = net.createServer({ noDelay: true }, (socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+    socket.on("error", () => socket.destroy());
+    socket.setTimeout(IDLE_TIMEOUT_SECONDS * 1000, () => socket.destroy());
+    let head: Buffer = Buffer.alloc(0);
+    const onData = (chunk: Buffer) => {
+      head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
+      const n = Math.min(head.length, H2_PREFIX.length);
+      const maybeH2 = head.subarray(0, n).equals(H2_PREFIX.subarray(0, n));
+      if (maybeH2 && head.length < H2_PREFIX.length) return; // wait for more bytes
+      socket.off("data", onData);
+      socket.pause();
+      if (maybeH2) {
+        socket.unshift(head);
+        h2.emit("connection", socket);
+        socket.resume();
+      } else {
+        forward(socket, head, socketPath);
+      }
+    };
+    socket.on("data", onData);
+  });
+  await new Promise<void>((resolve, reject) => {
+    listener.once("error", reject);
+    listener.listen(opts.port, () => resolve());
+  });
+  const address = listener.address() as net.AddressInfo;
+
+  return {
+    port: address.port,
+    async stop(graceMs) {
+      listener.close();
+      for (const s of sessions) s.close();
+      const cut = setTimeout(() => {
+        void internal.stop(true);
+        for (const s of sessions) s.destroy();
+        for (const s of sockets) s.destroy();
+      }, graceMs);
+      // In-flight HTTP/1.1 requests finish inside Bun.serve; their responses still have to be
+      // relayed, so public sockets are left to close on their own (the internal server closes
+      // each connection once it is idle) until the grace period cuts them.
+      await internal.stop(false);
+      await Promise.all([...sessions, ...sockets].map((s) => new Promise<void>((resolve) => (s.closed ? resolve() : s.once("close", () => resolve())))));
+      clearTimeout(cut);
+      h2.close();
+    },
+  };
+}
+
+/** Pipes an HTTP/1.x connection to the internal Bun.serve, first bytes included. */
+function forward(socket: net.Socket, head: Buffer, socketPath: string): void {
+  const upstream = net.connect({ path: socketPath });
+  upstream.setNoDelay(true);
+  const close = () => {
+    socket.destroy();
+    upstream.destroy();
+  };
+  upstream.on("error", close);
+  socket.on("error", close);
+  upstream.on("close", () => socket.end());
+  socket.on("close", () => upstream.destroy());
+  upstream.write(head);
+  socket.pipe(upstream);
+  upstream.pipe(socket);
+  socket.resume();
+}

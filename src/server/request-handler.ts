@@ -1,0 +1,45 @@
+/**
+ * The fetch-style entry every HTTP request goes through, whichever connection brought it
+ * (HTTP/1.1 or h2c): RPC paths go to the Connect handlers, everything else to the HTTP app.
+ * Adds the request ID header and writes one access-log line per request.
+ */
+import { requestIdOf } from "../http/request-id.ts";
+
+export type FetchHandler = (request: Request) => Promise<Response> | Response;
+
+export interface RequestHandlerOptions {
+  /** The HTTP application (Elysia's `app.handle`). */
+  app: FetchHandler;
+  /** RPC request path → handler (Connect and gRPC-Web over any HTTP version). */
+  rpc: Map<string, FetchHandler>;
+  log: (line: string) => void;
+}
+
+/** Builds the shared request handler. */
+export function createRequestHandler(opts: RequestHandlerOptions): (request: Request) => Promise<Response> {
+  return async (request) => {
+    const started = performance.now();
+    const requestId = requestIdOf(request);
+    const url = new URL(request.url);
+    const rpc = request.method === "POST" || request.method === "GET" ? opts.rpc.get(url.pathname) : undefined;
+    const response = await (rpc ?? opts.app)(request);
+    response.headers.set("x-request-id", requestId);
+    opts.log(accessLogLine(request.method, url.pathname, response.status, response.headers.get("content-length"), started, requestId));
+    return response;
+  };
+}
+
+/** `method=GET path="/x" status=200 bytes=12 duration_ms=0.4 request_id=abc` */
+export function accessLogLine(
+  method: string,
+  pathname: string,
+  status: number,
+  bytes: string | number | null | undefined,
+  startedAt: number,
+  requestId: string,
+): string {
+  return (
+    `method=${method} path=${JSON.stringify(pathname)} status=${status} bytes=${bytes ?? "-"} ` +
+    `duration_ms=${(performance.now() - startedAt).toFixed(1)} request_id=${requestId}`
+  );
+}
