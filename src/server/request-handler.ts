@@ -17,8 +17,9 @@ export interface RequestHandlerOptions {
 
 /** Builds the shared request handler. */
 export function createRequestHandler(opts: RequestHandlerOptions): (request: Request) => Promise<Response> {
-  return async (request) => {
+  return async (incoming) => {
     const started = performance.now();
+    const request = withRoutableUrl(incoming);
     const requestId = requestIdOf(request);
     const url = new URL(request.url);
     const rpc = request.method === "POST" || request.method === "GET" ? opts.rpc.get(url.pathname) : undefined;
@@ -42,4 +43,16 @@ export function accessLogLine(
     `method=${method} path=${JSON.stringify(pathname)} status=${status} bytes=${bytes ?? "-"} ` +
     `duration_ms=${(performance.now() - startedAt).toFixed(1)} request_id=${requestId}`
   );
+}
+
+/**
+ * Elysia finds the path with `url.indexOf("/", 11)`, which misses it when the Host is shorter
+ * than four characters (`http://nas/…`). Such requests get an equivalent URL whose host is
+ * long enough; handlers only use the path and query, never the host.
+ */
+function withRoutableUrl(request: Request): Request {
+  const url = request.url;
+  const pathStart = url.indexOf("/", url.indexOf("//") + 2);
+  if (pathStart >= 11 || pathStart < 0) return request;
+  return new Request(`http://localhost${url.slice(pathStart)}`, request);
 }

@@ -3,6 +3,7 @@
  * update metadata, publish, unpublish, delete, and access to content by URL. Authorization
  * follows CONTRACT §2: a file another user may not see answers exactly like a missing one.
  */
+import type { Statement } from "bun:sqlite";
 import { and, desc, eq, lt, or } from "drizzle-orm";
 import { AppError } from "../errors.ts";
 import type { FileRecord, Visibility } from "../domain/file.ts";
@@ -56,8 +57,17 @@ export interface FilePage {
 
 const notFound = () => new AppError("not_found", "file not found");
 
+/** Column list mapping the files table onto FileRecord, for hand-prepared hot-path queries. */
+const FILE_COLUMNS =
+  "id, owner_id AS ownerId, slug, name, content_type AS contentType, size, checksum, visibility, blob, created_at AS createdAt, updated_at AS updatedAt";
+
 export class FileService {
-  constructor(private readonly deps: FileServiceDeps) {}
+  /** Lookup by ID is on every read path: prepared once, not rebuilt by the query builder. */
+  private readonly byId: Statement<FileRecord, [string]>;
+
+  constructor(private readonly deps: FileServiceDeps) {
+    this.byId = deps.db.$client.prepare<FileRecord, [string]>(`SELECT ${FILE_COLUMNS} FROM files WHERE id = ?`);
+  }
 
   /**
    * Stores new content durably, then commits its metadata (CONTRACT §6).
@@ -232,7 +242,7 @@ export class FileService {
   }
 
   private find(id: string): FileRecord | undefined {
-    return this.deps.db.select().from(files).where(eq(files.id, id)).get() as FileRecord | undefined;
+    return this.byId.get(id) ?? undefined;
   }
 
   /** The file if `principal` owns it; 404 when they cannot see it, 403 when they can but do not own it. */

@@ -2,6 +2,7 @@
  * API keys: minted for a user, listed without their secret, revoked by ID, and resolved from
  * a bearer token to the principal it stands for.
  */
+import type { Statement } from "bun:sqlite";
 import { and, desc, eq } from "drizzle-orm";
 import { AppError } from "../errors.ts";
 import { generateApiKey, hashApiKey, isApiKeyShaped } from "../domain/api-key.ts";
@@ -33,7 +34,14 @@ export const LAST_USED_RESOLUTION_MICROS = 60_000_000;
 const MAX_KEY_NAME = 100;
 
 export class KeyService {
-  constructor(private readonly deps: { db: Db; clock: Clock }) {}
+  /** Bearer authentication runs on every API call: prepared once. */
+  private readonly byHash: Statement<{ id: string; userId: string; lastUsedAt: number | null }, [Uint8Array]>;
+
+  constructor(private readonly deps: { db: Db; clock: Clock }) {
+    this.byHash = deps.db.$client.prepare(
+      "SELECT id, user_id AS userId, last_used_at AS lastUsedAt FROM api_keys WHERE secret_hash = ?",
+    );
+  }
 
   /** Mints a key for `userId`. @throws invalid_argument for a name over 100 characters or with control characters */
   create(userId: string, name: string): MintedApiKey {
@@ -81,11 +89,7 @@ export class KeyService {
    */
   authenticate(token: string): Principal | null {
     if (!isApiKeyShaped(token)) return null;
-    const row = this.deps.db
-      .select({ id: apiKeys.id, userId: apiKeys.userId, lastUsedAt: apiKeys.lastUsedAt })
-      .from(apiKeys)
-      .where(eq(apiKeys.secretHash, hashApiKey(token)))
-      .get();
+    const row = this.byHash.get(hashApiKey(token));
     if (!row) return null;
     const now = this.deps.clock.nowMicros();
     if (row.lastUsedAt === null || now - row.lastUsedAt >= LAST_USED_RESOLUTION_MICROS) {

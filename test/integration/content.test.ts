@@ -228,3 +228,10 @@ const HEADER_NAMES = [
   "content-disposition",
   "content-security-policy",
 ];
+
+test("routing does not depend on the length of the Host header (http://nas/ behind a proxy)", async () => {
+  for (const host of ["a", "nas", "nas:80", "files.example.com"]) {
+    const proc = Bun.spawn(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-H", `Host: ${host}`, text.url], { stdout: "pipe" });
+    expect({ host, status: await new Response(proc.stdout).text() }).toEqual({ host, status: "200" });
+  }
+});
