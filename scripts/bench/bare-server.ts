@@ -10,7 +10,7 @@ import { openServices } from "../../src/service/index.ts";
 const dataDir = process.argv[2]!;
 const services = openServices({ dataDir, maxUploadBytes: 1 << 30 });
 let baseUrl = "";
-const auth = new Authenticator(services.keys);
+const auth = new Authenticator(services.keys, services.sessions, () => baseUrl);
 const app = createApp({ services, auth, baseUrl: () => baseUrl, maxUploadBytes: 1 << 30 });
 const rpc = rpcFetchHandlers(rpcRoutes({ files: services.files, blobs: services.blobs, auth, baseUrl: () => baseUrl }));
 // Same access log as `cubby serve`, so both sides pay for it.

@@ -1,50 +1,112 @@
 /**
  * Resolves who is calling from request headers: `Authorization: Bearer <API key>` (RFC 6750
- * §2.1). A key in the query string is never accepted (RFC 6750 §2.3 discourages it; URLs end up
- * in logs). Session cookies join here with the dashboard.
+ * §2.1), else the dashboard's session cookie. A key in the query string is never accepted
+ * (RFC 6750 §2.3 discourages it; URLs end up in logs).
+ *
+ * A cookie rides along on requests other sites make, so a cookie-authenticated request with an
+ * unsafe method must come from cubby's own origin (`Sec-Fetch-Site: same-origin`, or an
+ * `Origin` equal to HOSTNAME), as in Hono's csrf middleware. Bearer keys are never sent by a
+ * browser on its own, so they need no such check.
  */
+import { parse as parseCookies } from "cookie";
 import { AppError } from "../errors.ts";
 import type { Principal } from "../domain/principal.ts";
 import type { KeyService } from "../service/keys.ts";
+import type { SessionService, ValidSession } from "../service/sessions.ts";
 
 export interface HeaderSource {
   get(name: string): string | null;
+}
+
+/** What an authenticator needs of a request: its method and headers. */
+export interface RequestLike {
+  method: string;
+  headers: HeaderSource;
 }
 
 /** The outcome of looking at a request's credentials. */
 export type Credentials =
   | { kind: "none" }
   | { kind: "invalid" }
-  | { kind: "valid"; principal: Principal };
+  | { kind: "cross_origin" }
+  | { kind: "valid"; principal: Principal; session?: ValidSession & { token: string } };
+
+/** The session cookie's name: `__Host-` prefixed when served over https (RFC 6265bis §4.1.3.2). */
+export function sessionCookieName(baseUrl: string): string {
+  return baseUrl.startsWith("https:") ? "__Host-cubby_session" : "cubby_session";
+}
+
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 export class Authenticator {
-  constructor(private readonly keys: KeyService) {}
+  constructor(
+    private readonly keys: KeyService,
+    private readonly sessions: SessionService,
+    /** Public origin (HOSTNAME), for the same-origin check and the cookie name. */
+    private readonly baseUrl: () => string,
+  ) {}
 
   /** What credentials the request carries and whether they are live. */
-  inspect(headers: HeaderSource): Credentials {
-    const authorization = headers.get("authorization");
-    if (authorization === null) return { kind: "none" };
-    const m = /^Bearer[ ]+([^ ]+)[ ]*$/i.exec(authorization);
-    if (!m) return { kind: "invalid" };
-    const principal = this.keys.authenticate(m[1]!);
-    return principal === null ? { kind: "invalid" } : { kind: "valid", principal };
+  inspect(request: RequestLike, opts: { bearer: boolean } = { bearer: true }): Credentials {
+    const authorization = request.headers.get("authorization");
+    if (authorization !== null && opts.bearer) {
+      const m = /^Bearer[ ]+([^ ]+)[ ]*$/i.exec(authorization);
+      if (!m) return { kind: "invalid" };
+      const principal = this.keys.authenticate(m[1]!);
+      return principal === null ? { kind: "invalid" } : { kind: "valid", principal };
+    }
+    const token = this.sessionToken(request.headers);
+    if (token === undefined) return { kind: "none" };
+    if (!SAFE_METHODS.has(request.method) && !isSameOrigin(request.headers, this.baseUrl())) return { kind: "cross_origin" };
+    const session = this.sessions.validate(token);
+    if (session === null) return { kind: "invalid" };
+    return { kind: "valid", principal: session.principal, session: { ...session, token } };
   }
 
   /**
-   * The principal, for endpoints that require one (`/v1/*`).
-   * @throws AppError unauthenticated (401) for missing, unknown or revoked credentials; the
-   *   message is the same whatever shape an invalid key has
+   * The principal, for endpoints that require one (`/v1/*`, RPC).
+   * @throws AppError unauthenticated (401) for missing, unknown or revoked credentials (the
+   *   same message whatever shape an invalid key has); permission_denied (403) for a
+   *   cross-origin request authenticated only by the session cookie
    */
-  require(headers: HeaderSource): Principal {
-    const c = this.inspect(headers);
-    if (c.kind === "valid") return c.principal;
-    if (c.kind === "none") throw new AppError("unauthenticated", "missing credentials: send Authorization: Bearer <API key>");
-    throw new AppError("unauthenticated", "invalid or revoked API key");
+  require(request: RequestLike): Principal {
+    return this.check(this.inspect(request)).principal;
+  }
+
+  /**
+   * A dashboard session, for `/auth/*` endpoints: bearer keys cannot manage keys.
+   * @throws AppError unauthenticated or permission_denied as {@link require}
+   */
+  requireSession(request: RequestLike): ValidSession & { token: string } {
+    const c = this.check(this.inspect(request, { bearer: false }));
+    return c.session!;
   }
 
   /** The principal, or null for anonymous callers (content URLs). Invalid credentials count as none. */
-  optional(headers: HeaderSource): Principal | null {
-    const c = this.inspect(headers);
+  optional(request: RequestLike): Principal | null {
+    const c = this.inspect(request);
     return c.kind === "valid" ? c.principal : null;
   }
+
+  /** The session token from the request's cookie, if any. */
+  sessionToken(headers: HeaderSource): string | undefined {
+    const header = headers.get("cookie");
+    if (header === null) return undefined;
+    return parseCookies(header)[sessionCookieName(this.baseUrl())];
+  }
+
+  private check(c: Credentials): Extract<Credentials, { kind: "valid" }> {
+    if (c.kind === "valid") return c;
+    if (c.kind === "cross_origin") throw new AppError("permission_denied", "cross-origin request refused: sign-in cookies work only from cubby's own pages");
+    if (c.kind === "none") throw new AppError("unauthenticated", "missing credentials: send Authorization: Bearer <API key>");
+    throw new AppError("unauthenticated", "invalid or revoked credentials");
+  }
+}
+
+/** `Sec-Fetch-Site: same-origin`, or else an `Origin` header equal to cubby's public origin. */
+function isSameOrigin(headers: HeaderSource, baseUrl: string): boolean {
+  const site = headers.get("sec-fetch-site");
+  if (site !== null) return site === "same-origin";
+  const origin = headers.get("origin");
+  return origin !== null && origin === new URL(baseUrl).origin;
 }

@@ -51,7 +51,7 @@ export function serveContent(deps: ContentDeps, request: Request, id: string, sl
   const url = new URL(request.url);
   let file: FileRecord;
   try {
-    file = deps.files.openContent(deps.auth.optional(request.headers), id);
+    file = deps.files.openContent(deps.auth.optional(request), id);
   } catch (err) {
     if (err instanceof AppError && err.code === "unauthenticated" && wantsHtml(request)) {
       const next = url.pathname + url.search;

@@ -46,7 +46,7 @@ export function filesRoutes(deps: FilesRoutesDeps) {
     .post(
       "",
       async ({ request }) => {
-        const principal = auth.require(request.headers);
+        const principal = auth.require(request);
         const query = new URL(request.url).searchParams;
         const input = {
           slug: parseSlug(query.get("slug") ?? ""),
@@ -62,7 +62,7 @@ export function filesRoutes(deps: FilesRoutesDeps) {
     .get(
       "",
       ({ request }) => {
-        const principal = auth.require(request.headers);
+        const principal = auth.require(request);
         const query = new URL(request.url).searchParams;
         const pageSizeRaw = query.get("page_size");
         const pageSize = pageSizeRaw === null ? DEFAULT_PAGE_SIZE : parsePageSize(pageSizeRaw);
@@ -78,7 +78,7 @@ export function filesRoutes(deps: FilesRoutesDeps) {
     .get(
       "/:id",
       ({ request, params }) => {
-        const principal = auth.require(request.headers);
+        const principal = auth.require(request);
         return json(fileJson(files.get(principal, parseFileId(params.id))));
       },
       raw,
@@ -86,7 +86,7 @@ export function filesRoutes(deps: FilesRoutesDeps) {
     .put(
       "/:id/content",
       async ({ request, params }) => {
-        const principal = auth.require(request.headers);
+        const principal = auth.require(request);
         const id = parseFileId(params.id);
         const input = { ...uploadHeaders(request, deps.maxUploadBytes), content: request.body };
         return json(fileJson(await files.replaceContent(principal, id, input)));
@@ -96,7 +96,7 @@ export function filesRoutes(deps: FilesRoutesDeps) {
     .patch(
       "/:id",
       async ({ request, params }) => {
-        const principal = auth.require(request.headers);
+        const principal = auth.require(request);
         const id = parseFileId(params.id);
         const patch = await readFilePatch(request);
         return json(fileJson(files.update(principal, id, patch)));
@@ -106,7 +106,7 @@ export function filesRoutes(deps: FilesRoutesDeps) {
     .post(
       "/:id/publish",
       ({ request, params }) => {
-        const principal = auth.require(request.headers);
+        const principal = auth.require(request);
         files.publish(principal, parseFileId(params.id));
         return json({});
       },
@@ -115,7 +115,7 @@ export function filesRoutes(deps: FilesRoutesDeps) {
     .post(
       "/:id/unpublish",
       ({ request, params }) => {
-        const principal = auth.require(request.headers);
+        const principal = auth.require(request);
         files.unpublish(principal, parseFileId(params.id));
         return json({});
       },
@@ -124,7 +124,7 @@ export function filesRoutes(deps: FilesRoutesDeps) {
     .delete(
       "/:id",
       ({ request, params }) => {
-        const principal = auth.require(request.headers);
+        const principal = auth.require(request);
         files.delete(principal, parseFileId(params.id));
         return json({});
       },

@@ -39,7 +39,7 @@ export const CONTENT_CHUNK_BYTES = 1024 * 1024;
 /** The FileService implementation. */
 export function fileServiceImpl(deps: FileRpcDeps): ServiceImpl<typeof FileService> {
   const { files, auth } = deps;
-  const principal = (ctx: HandlerContext) => auth.require(ctx.requestHeader);
+  const principal = (ctx: HandlerContext) => auth.require({ method: ctx.requestMethod, headers: ctx.requestHeader });
   const toProto = (record: FileRecord): File => fileMessage(deps.baseUrl(), record);
 
   return rpcErrors({

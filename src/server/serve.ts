@@ -24,7 +24,7 @@ export async function serve(config: Config): Promise<void> {
   }
 
   let baseUrl = config.hostname ?? "";
-  const auth = new Authenticator(services.keys);
+  const auth = new Authenticator(services.keys, services.sessions, () => baseUrl);
   const app = createApp({ services, auth, baseUrl: () => baseUrl, maxUploadBytes: config.maxUploadBytes });
   const routes = rpcRoutes({ files: services.files, blobs: services.blobs, auth, baseUrl: () => baseUrl });
   const rpc = rpcFetchHandlers(routes);

@@ -9,6 +9,7 @@ import { openDb, type Db } from "../storage/db.ts";
 import { migrate } from "../storage/migrate.ts";
 import { FileService } from "./files.ts";
 import { KeyService } from "./keys.ts";
+import { SessionService } from "./sessions.ts";
 import { UserService } from "./users.ts";
 
 export interface Services {
@@ -18,6 +19,7 @@ export interface Services {
   files: FileService;
   keys: KeyService;
   users: UserService;
+  sessions: SessionService;
   /** Flushes delayed blob removals and closes the database. */
   close(): Promise<void>;
 }
@@ -39,6 +41,7 @@ export function openServices(opts: { dataDir: string; maxUploadBytes: number; cl
     files: new FileService({ db, blobs, clock, maxUploadBytes: opts.maxUploadBytes }),
     keys: new KeyService({ db, clock }),
     users: new UserService({ db, clock }),
+    sessions: new SessionService({ db, clock }),
     async close() {
       await blobs.flushRemovals();
       db.$client.close();

@@ -1,5 +1,9 @@
-/** Users: found or created by e-mail (CLI) — sign-in by (issuer, subject) comes with OIDC. */
-import { eq } from "drizzle-orm";
+/**
+ * Users: found or created by e-mail (CLI), or by OpenID identity (issuer, subject) on sign-in.
+ * A user the CLI created by e-mail alone is linked to the identity that first signs in with
+ * that verified e-mail (CONTRACT §5).
+ */
+import { and, eq } from "drizzle-orm";
 import { AppError } from "../errors.ts";
 import { newUserId } from "../domain/ids.ts";
 import type { Clock } from "../domain/time.ts";
@@ -35,6 +39,47 @@ export class UserService {
       },
       { behavior: "immediate" },
     );
+  }
+
+  /**
+   * The user for a verified OpenID identity: by (issuer, subject); else the CLI-created user
+   * with that e-mail, now linked; else a new user.
+   * @throws AppError permission_denied when the e-mail belongs to a user linked to another identity
+   */
+  findOrCreateByIdentity(identity: { issuer: string; subject: string; email: string }): User {
+    return this.deps.db.transaction(
+      () => {
+        const linked = this.deps.db
+          .select({ id: users.id, email: users.email })
+          .from(users)
+          .where(and(eq(users.issuer, identity.issuer), eq(users.subject, identity.subject)))
+          .get();
+        if (linked) {
+          if (linked.email !== identity.email && this.findByEmail(identity.email) === undefined) {
+            this.deps.db.update(users).set({ email: identity.email }).where(eq(users.id, linked.id)).run();
+            return { id: linked.id, email: identity.email };
+          }
+          return linked;
+        }
+        const byEmail = this.deps.db.select().from(users).where(eq(users.email, identity.email)).get();
+        if (byEmail) {
+          if (byEmail.issuer !== null) {
+            throw new AppError("permission_denied", `${identity.email} already belongs to another account of the identity provider`);
+          }
+          this.deps.db.update(users).set({ issuer: identity.issuer, subject: identity.subject }).where(eq(users.id, byEmail.id)).run();
+          return { id: byEmail.id, email: byEmail.email };
+        }
+        const user = { id: newUserId(), email: identity.email, issuer: identity.issuer, subject: identity.subject, createdAt: this.deps.clock.nowMicros() };
+        this.deps.db.insert(users).values(user).run();
+        return { id: user.id, email: user.email };
+      },
+      { behavior: "immediate" },
+    );
+  }
+
+  /** The user's e-mail, by ID. */
+  emailOf(userId: string): string | undefined {
+    return this.deps.db.select({ email: users.email }).from(users).where(eq(users.id, userId)).get()?.email;
   }
 
   /** The user with this (lower-cased) e-mail, if any. */

@@ -7,8 +7,11 @@ import { createHash } from "node:crypto";
 import { migrations } from "../../drizzle/index.ts";
 import type { Db } from "./db.ts";
 
-/** Runs every pending migration. @returns how many were applied. */
-export function migrate(db: Db): number {
+/**
+ * Runs every pending migration of `list` (all embedded migrations by default).
+ * @returns how many were applied
+ */
+export function migrate(db: Db, list = migrations): number {
   const client = db.$client;
   client.exec(
     `CREATE TABLE IF NOT EXISTS "__drizzle_migrations" (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at numeric)`,
@@ -16,7 +19,7 @@ export function migrate(db: Db): number {
   const last = client
     .query<{ created_at: number }, []>(`SELECT created_at FROM "__drizzle_migrations" ORDER BY created_at DESC LIMIT 1`)
     .get();
-  const pending = migrations.filter((m) => last === null || Number(last.created_at) < m.when);
+  const pending = list.filter((m) => last === null || Number(last.created_at) < m.when);
   if (pending.length === 0) return 0;
   client.transaction(() => {
     for (const m of pending) {

@@ -61,3 +61,18 @@ export const files = sqliteTable(
     uniqueIndex("files_blob_unique").on(t.blob),
   ],
 );
+
+export const sessions = sqliteTable(
+  "sessions",
+  {
+    id: text("id").primaryKey(),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    /** SHA-256 of the session secret; the token (id.secret) lives only in the browser's cookie. */
+    secretHash: blob("secret_hash", { mode: "buffer" }).notNull(),
+    createdAt: integer("created_at").notNull(),
+    expiresAt: integer("expires_at").notNull(),
+  },
+  (t) => [index("sessions_user_idx").on(t.userId), index("sessions_expires_idx").on(t.expiresAt)],
+);

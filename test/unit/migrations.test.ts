@@ -4,6 +4,7 @@ import path from "node:path";
 import { renderMigrationIndex } from "../../scripts/db-generate.ts";
 import { openDb } from "../../src/storage/db.ts";
 import { migrate } from "../../src/storage/migrate.ts";
+import { migrations } from "../../drizzle/index.ts";
 import { tempDir } from "../support/server.ts";
 
 const root = path.resolve(import.meta.dir, "../..");
@@ -49,7 +50,17 @@ test("migrate applies everything once and is idempotent", () => {
     .query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
     .all()
     .map((r) => r.name);
-  expect(tables).toEqual(["__drizzle_migrations", "api_keys", "files", "users"]);
+  expect(tables).toEqual(["__drizzle_migrations", "api_keys", "files", "sessions", "users"]);
   expect(db.$client.query("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
+  db.$client.close();
+});
+
+test("a database made by an older release is upgraded in place, its data kept", () => {
+  using dir = tempDir();
+  const db = openDb(dir.path);
+  expect(migrate(db, migrations.slice(0, 1))).toBe(1);
+  db.$client.exec("INSERT INTO users (id, email, created_at) VALUES ('u1', 'old@example.com', 1)");
+  expect(migrate(db)).toBe(migrations.length - 1);
+  expect(db.$client.query("SELECT email FROM users").all()).toEqual([{ email: "old@example.com" }]);
   db.$client.close();
 });
