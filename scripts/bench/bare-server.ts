@@ -11,7 +11,7 @@ const dataDir = process.argv[2]!;
 const services = openServices({ dataDir, maxUploadBytes: 1 << 30 });
 let baseUrl = "";
 const auth = new Authenticator(services.keys, services.sessions, () => baseUrl);
-const app = createApp({ services, auth, baseUrl: () => baseUrl, maxUploadBytes: 1 << 30 });
+const app = createApp({ services, auth, signIn: undefined, baseUrl: () => baseUrl, maxUploadBytes: 1 << 30 });
 const rpc = rpcFetchHandlers(rpcRoutes({ files: services.files, blobs: services.blobs, auth, baseUrl: () => baseUrl }));
 // Same access log as `cubby serve`, so both sides pay for it.
 const handle = createRequestHandler({ app: (r) => app.handle(r), rpc, log: (line) => process.stdout.write(`${line}\n`) });

@@ -5,6 +5,8 @@
 import { Elysia } from "elysia";
 import { AppError } from "../errors.ts";
 import type { Authenticator } from "../auth/principal.ts";
+import type { OidcSignIn } from "../auth/oidc.ts";
+import { authRoutes } from "./auth-routes.ts";
 import type { Services } from "../service/index.ts";
 import { serveContent } from "./content.ts";
 import { filesRoutes } from "./files-routes.ts";
@@ -15,6 +17,8 @@ import { serveStatic } from "./static.ts";
 export interface AppDeps {
   services: Services;
   auth: Authenticator;
+  /** Sign-in through the OpenID provider; undefined when not configured. */
+  signIn: OidcSignIn | undefined;
   /** Public origin (HOSTNAME), known once the server listens. */
   baseUrl: () => string;
   maxUploadBytes: number;
@@ -37,13 +41,16 @@ export function createApp(deps: AppDeps) {
     })
     .get("/healthz", () => json({ status: "ok" }), raw)
     .get("/", () => serveStatic("/")!, raw)
-    .get(
-      "/auth/login",
-      () => {
-        // Sign-in through an OpenID provider arrives with the dashboard; until then say so.
-        throw new AppError("unavailable", "sign-in is not configured on this server");
-      },
-      raw,
+    .use(
+      authRoutes({
+        auth,
+        signIn: deps.signIn,
+        users: services.users,
+        sessions: services.sessions,
+        keys: services.keys,
+        baseUrl,
+        clockMicros: () => services.clock.nowMicros(),
+      }),
     )
     .use(filesRoutes({ files: services.files, auth, baseUrl, maxUploadBytes: deps.maxUploadBytes }))
     .get("/:id", ({ request, params }) => serveContent(contentDeps, request, params.id, undefined), raw)

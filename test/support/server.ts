@@ -15,6 +15,8 @@ export interface ServerOptions {
   env?: Record<string, string>;
   /** Reuse a data directory (restart tests); a fresh temporary one otherwise. */
   dataDir?: string;
+  /** A fixed port (sign-in tests need the redirect URI before start); 0 otherwise. */
+  port?: number;
   /** Run this executable instead of `bun src/main.ts`. */
   executable?: string;
   cwd?: string;
@@ -83,7 +85,7 @@ function cleanEnv(): Record<string, string> {
 export async function startServer(opts: ServerOptions = {}): Promise<RunningServer> {
   const ownDir = opts.dataDir === undefined ? fs.mkdtempSync(path.join(os.tmpdir(), "cubby-data-")) : undefined;
   const dataDir = opts.dataDir ?? ownDir!;
-  const proc = Bun.spawn(command(opts.executable, ["serve", "--port", "0", "--data-dir", dataDir]), {
+  const proc = Bun.spawn(command(opts.executable, ["serve", "--port", String(opts.port ?? 0), "--data-dir", dataDir]), {
     cwd: opts.cwd ?? ROOT,
     env: { ...cleanEnv(), ...opts.env },
     stdin: "ignore",

@@ -1,0 +1,156 @@
+/**
+ * Sign-in through an OpenID Connect provider with openid-client: authorization code flow with
+ * PKCE S256, `state` and `nonce` (RFC 9700 §2.1.1, OpenID Connect Core §3.1). The ID token is
+ * validated by openid-client (signature, `iss`, `aud`, `exp`, `nonce`); cubby then requires a
+ * verified e-mail and applies ALLOWED_DOMAINS.
+ *
+ * The provider's discovery document is read on first use and cached; a failed discovery is
+ * retried on the next sign-in rather than stopping the server.
+ */
+import * as oidc from "openid-client";
+
+export interface OidcOptions {
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  /** `{HOSTNAME}/auth/idp/callback`, exactly as registered with the provider. */
+  redirectUri: () => string;
+  /** Lower-cased domains; empty allows every domain. */
+  allowedDomains: string[];
+}
+
+/** What the browser keeps (in a short-lived HttpOnly cookie) between login and callback. */
+export interface FlowState {
+  state: string;
+  nonce: string;
+  verifier: string;
+  next: string;
+}
+
+/** A verified identity from the provider. */
+export interface Identity {
+  issuer: string;
+  subject: string;
+  email: string;
+}
+
+/** Why a sign-in was refused; the message is shown to the person signing in. */
+export class SignInError extends Error {
+  override name = "SignInError";
+  constructor(
+    message: string,
+    readonly status: 400 | 403 | 502 = 400,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+export class OidcSignIn {
+  private config: Promise<oidc.Configuration> | undefined;
+
+  constructor(private readonly opts: OidcOptions) {}
+
+  /** The provider's URL to send the browser to, and the state to keep until the callback. */
+  async start(next: string): Promise<{ url: string; flow: FlowState }> {
+    const config = await this.discover();
+    const flow: FlowState = {
+      state: oidc.randomState(),
+      nonce: oidc.randomNonce(),
+      verifier: oidc.randomPKCECodeVerifier(),
+      next,
+    };
+    const url = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: this.opts.redirectUri(),
+      scope: "openid email profile",
+      response_type: "code",
+      code_challenge: await oidc.calculatePKCECodeChallenge(flow.verifier),
+      code_challenge_method: "S256",
+      state: flow.state,
+      nonce: flow.nonce,
+    });
+    return { url: url.href, flow };
+  }
+
+  /**
+   * Completes the flow: exchanges the code, validates the ID token, and checks the e-mail.
+   * @param search the callback's query string (`?code=…&state=…` or `?error=…`)
+   * @throws SignInError with a message for the person signing in
+   */
+  async finish(search: string, flow: FlowState): Promise<Identity> {
+    const config = await this.discover();
+    const params = new URLSearchParams(search);
+    if (params.has("error")) {
+      throw new SignInError(`the identity provider refused: ${params.get("error_description") ?? params.get("error")}`, 403);
+    }
+    const callback = new URL(this.opts.redirectUri());
+    callback.search = search;
+    let tokens: Awaited<ReturnType<typeof oidc.authorizationCodeGrant>>;
+    try {
+      tokens = await oidc.authorizationCodeGrant(config, callback, {
+        pkceCodeVerifier: flow.verifier,
+        expectedState: flow.state,
+        expectedNonce: flow.nonce,
+        idTokenExpected: true,
+      });
+    } catch (err) {
+      // oauth4webapi names the claim that failed (nonce, iss, aud…) somewhere down the cause chain.
+      let claim: unknown;
+      for (let e: unknown = err; e !== null && typeof e === "object" && claim === undefined; e = (e as { cause?: unknown }).cause) {
+        claim = (e as { claim?: unknown }).claim;
+      }
+      const detail = typeof claim === "string" ? ` (ID token claim "${claim}")` : "";
+      throw new SignInError(`sign-in could not be completed: ${(err as Error).message}${detail}`, 400, { cause: err });
+    }
+    const claims = tokens.claims()!;
+    let email = typeof claims.email === "string" ? claims.email : undefined;
+    let verified = claims.email_verified;
+    if (email === undefined) {
+      const info = await oidc.fetchUserInfo(config, tokens.access_token, claims.sub);
+      email = typeof info.email === "string" ? info.email : undefined;
+      verified = info.email_verified;
+    }
+    if (email === undefined) throw new SignInError("the identity provider did not share an e-mail address (scope email)", 403);
+    if (verified !== true) throw new SignInError(`${email} is not verified by the identity provider`, 403);
+    const normalized = email.trim().toLowerCase();
+    const domain = normalized.slice(normalized.lastIndexOf("@") + 1);
+    if (this.opts.allowedDomains.length > 0 && !this.opts.allowedDomains.includes(domain)) {
+      throw new SignInError(`accounts of ${domain} may not sign in here`, 403);
+    }
+    return { issuer: claims.iss, subject: claims.sub, email: normalized };
+  }
+
+  private discover(): Promise<oidc.Configuration> {
+    if (this.config === undefined) {
+      const issuer = new URL(this.opts.issuer);
+      // openid-client refuses plain http; allow it only for a provider on this machine (tests,
+      // or a provider reached through loopback).
+      const insecure = issuer.protocol === "http:" && isLoopback(issuer.hostname);
+      this.config = oidc
+        .discovery(issuer, this.opts.clientId, this.opts.clientSecret, undefined, insecure ? { execute: [oidc.allowInsecureRequests] } : undefined)
+        .catch((err: unknown) => {
+          this.config = undefined;
+          throw new SignInError(`the identity provider at ${this.opts.issuer} could not be reached: ${(err as Error).message}`, 502, { cause: err });
+        });
+    }
+    return this.config;
+  }
+}
+
+function isLoopback(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+}
+
+/**
+ * Where to go after sign-in: only a same-origin relative path (`/x`, not `//host`, `/\host`,
+ * or anything with a scheme); anything else becomes `/`.
+ */
+export function safeNext(raw: string | null): string {
+  if (raw === null || !raw.startsWith("/") || raw.startsWith("//") || raw.startsWith("/\\") || /[\x00-\x1F\x7F\\]/.test(raw)) return "/";
+  try {
+    const url = new URL(raw, "http://cubby.invalid");
+    return url.origin === "http://cubby.invalid" ? url.pathname + url.search + url.hash : "/";
+  } catch {
+    return "/";
+  }
+}

@@ -1,0 +1,188 @@
+/**
+ * Sign-in, sessions and API-key management (CONTRACT §5): `/auth/login`, the provider's
+ * redirect back to `/auth/idp/callback`, `/auth/logout`, `/auth/session`, and `/auth/keys`
+ * (session only: a bearer key cannot mint or list keys).
+ */
+import { serialize as serializeCookie } from "cookie";
+import { Elysia } from "elysia";
+import { AppError } from "../errors.ts";
+import { formatTimestamp } from "../domain/time.ts";
+import { safeNext, SignInError, type FlowState, type OidcSignIn } from "../auth/oidc.ts";
+import { sessionCookieName, type Authenticator } from "../auth/principal.ts";
+import type { KeyService } from "../service/keys.ts";
+import type { SessionService } from "../service/sessions.ts";
+import type { UserService } from "../service/users.ts";
+import { json } from "./respond.ts";
+import { htmlPage } from "./pages.ts";
+
+export interface AuthRoutesDeps {
+  auth: Authenticator;
+  /** undefined when IDP_CLIENT_ID / IDP_CLIENT_SECRET are not set. */
+  signIn: OidcSignIn | undefined;
+  users: UserService;
+  sessions: SessionService;
+  keys: KeyService;
+  baseUrl: () => string;
+  clockMicros: () => number;
+}
+
+/** The login flow cookie lives this long: enough to type a password, not to be replayed later. */
+const FLOW_MAX_AGE_SECONDS = 600;
+const MAX_KEY_BODY_BYTES = 4096;
+
+const raw = { parse: "none" } as const;
+
+export function authRoutes(deps: AuthRoutesDeps) {
+  const secure = () => deps.baseUrl().startsWith("https:");
+  const flowCookieName = () => (secure() ? "__Host-cubby_oidc" : "cubby_oidc");
+  const cookie = (name: string, value: string, maxAgeSeconds: number) =>
+    serializeCookie(name, value, { httpOnly: true, sameSite: "lax", path: "/", secure: secure(), maxAge: maxAgeSeconds });
+  const sessionCookie = (token: string, expiresAtMicros: number) =>
+    cookie(sessionCookieName(deps.baseUrl()), token, Math.max(0, Math.floor((expiresAtMicros - deps.clockMicros()) / 1_000_000)));
+
+  return new Elysia({ name: "auth-routes", prefix: "/auth" })
+    .get(
+      "/login",
+      async ({ request }) => {
+        const next = safeNext(new URL(request.url).searchParams.get("next"));
+        if (deps.signIn === undefined) {
+          return htmlPage(
+            503,
+            "Sign-in is not configured",
+            "This cubby has no identity provider yet. Set IDP_CLIENT_ID and IDP_CLIENT_SECRET (and IDP_ISSUER for a provider other than Google), or mint an API key on the server with: cubby keys create --email you@example.com",
+          );
+        }
+        try {
+          const { url, flow } = await deps.signIn.start(next);
+          const value = Buffer.from(JSON.stringify(flow)).toString("base64url");
+          return new Response(null, { status: 302, headers: { location: url, "set-cookie": cookie(flowCookieName(), value, FLOW_MAX_AGE_SECONDS), "cache-control": "no-store" } });
+        } catch (err) {
+          if (err instanceof SignInError) return htmlPage(err.status, "Sign-in is unavailable", err.message);
+          throw err;
+        }
+      },
+      raw,
+    )
+    .get(
+      "/idp/callback",
+      async ({ request }) => {
+        const clearFlow = cookie(flowCookieName(), "", 0);
+        const refuse = (status: number, message: string) => {
+          const res = htmlPage(status, "Sign-in refused", message);
+          res.headers.append("set-cookie", clearFlow);
+          return res;
+        };
+        if (deps.signIn === undefined) return refuse(503, "sign-in is not configured on this server");
+        const flow = readFlow(request.headers.get("cookie"), flowCookieName());
+        if (flow === undefined) return refuse(400, "the sign-in took too long or was started in another browser; please start again");
+        try {
+          const identity = await deps.signIn.finish(new URL(request.url).search, flow);
+          const user = deps.users.findOrCreateByIdentity(identity);
+          const session = deps.sessions.create(user.id);
+          const headers = new Headers({ location: safeNext(flow.next), "cache-control": "no-store" });
+          headers.append("set-cookie", clearFlow);
+          headers.append("set-cookie", sessionCookie(session.token, session.expiresAt));
+          return new Response(null, { status: 302, headers });
+        } catch (err) {
+          if (err instanceof SignInError) return refuse(err.status, err.message);
+          if (err instanceof AppError && err.code === "permission_denied") return refuse(403, err.message);
+          throw err;
+        }
+      },
+      raw,
+    )
+    .post(
+      "/logout",
+      ({ request }) => {
+        const session = deps.auth.requireSession(request);
+        deps.sessions.revoke(session.token);
+        return json({}, 200, { "set-cookie": cookie(sessionCookieName(deps.baseUrl()), "", 0) });
+      },
+      raw,
+    )
+    .get(
+      "/session",
+      ({ request }) => {
+        const credentials = deps.auth.inspect(request, { bearer: false });
+        const body = {
+          sign_in_configured: deps.signIn !== undefined,
+          signed_in: credentials.kind === "valid",
+          email: credentials.kind === "valid" ? (deps.users.emailOf(credentials.principal.userId) ?? "") : "",
+        };
+        // The dashboard asks on every load: the right moment to send a renewed session cookie.
+        const renewed = credentials.kind === "valid" ? credentials.session?.renewedUntil : undefined;
+        return json(body, 200, renewed === undefined || credentials.kind !== "valid" ? {} : { "set-cookie": sessionCookie(credentials.session!.token, renewed) });
+      },
+      raw,
+    )
+    .post(
+      "/keys",
+      async ({ request }) => {
+        const { principal } = deps.auth.requireSession(request);
+        const name = await readKeyName(request);
+        const minted = deps.keys.create(principal.userId, name);
+        return json({ id: minted.id, name: minted.name, key: minted.key, created_at: formatTimestamp(minted.createdAt) });
+      },
+      raw,
+    )
+    .get(
+      "/keys",
+      ({ request }) => {
+        const { principal } = deps.auth.requireSession(request);
+        return json({
+          keys: deps.keys.list(principal.userId).map((k) => ({
+            id: k.id,
+            name: k.name,
+            created_at: formatTimestamp(k.createdAt),
+            last_used_at: k.lastUsedAt === null ? null : formatTimestamp(k.lastUsedAt),
+          })),
+        });
+      },
+      raw,
+    )
+    .delete(
+      "/keys/:id",
+      ({ request, params }) => {
+        const { principal } = deps.auth.requireSession(request);
+        deps.keys.revoke(params.id, principal.userId);
+        return json({});
+      },
+      raw,
+    );
+}
+
+/** The flow state from its cookie, or undefined when missing or malformed. */
+function readFlow(cookieHeader: string | null, name: string): FlowState | undefined {
+  if (cookieHeader === null) return undefined;
+  const match = cookieHeader.split(";").map((c) => c.trim()).find((c) => c.startsWith(`${name}=`));
+  if (match === undefined) return undefined;
+  try {
+    const flow = JSON.parse(Buffer.from(match.slice(name.length + 1), "base64url").toString("utf8")) as FlowState;
+    if ([flow.state, flow.nonce, flow.verifier, flow.next].every((v) => typeof v === "string")) return flow;
+  } catch {
+    // fall through
+  }
+  return undefined;
+}
+
+/** The optional `{"name": "..."}` body of POST /auth/keys. */
+async function readKeyName(request: Request): Promise<string> {
+  const text = request.body === null ? "" : await request.text();
+  if (text.trim() === "") return "";
+  if (text.length > MAX_KEY_BODY_BYTES) throw new AppError("invalid_argument", "body: too large");
+  const type = request.headers.get("content-type") ?? "";
+  if (!type.toLowerCase().startsWith("application/json")) {
+    throw new AppError("unsupported_media_type", "send the key's name as JSON with Content-Type: application/json");
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new AppError("invalid_argument", "body: not valid JSON");
+  }
+  if (typeof body !== "object" || body === null || Array.isArray(body)) throw new AppError("invalid_argument", "body: must be a JSON object");
+  const { name, ...rest } = body as Record<string, unknown>;
+  if (Object.keys(rest).length > 0) throw new AppError("invalid_argument", `body: unknown field "${Object.keys(rest)[0]}"`);
+  if (name !== undefined && typeof name !== "string") throw new AppError("invalid_argument", "name: must be a string");
+  return name ?? "";
+}

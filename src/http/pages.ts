@@ -1,0 +1,21 @@
+/** Small HTML pages for people (sign-in outcomes), styled like the dashboard, no script. */
+
+const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/** A page with a title, a message and a link back to the dashboard. */
+export function htmlPage(status: number, title: string, message: string): Response {
+  const body = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escape(title)} · cubby</title><link rel="icon" href="data:,"><link rel="stylesheet" href="/app.css"></head>
+<body><main class="narrow"><h1>${escape(title)}</h1><p role="alert">${escape(message)}</p><p><a href="/">Back to cubby</a></p></main></body></html>
+`;
+  return new Response(body, {
+    status,
+    headers: {
+      "content-type": "text/html; charset=utf-8",
+      "cache-control": "no-store",
+      "content-security-policy": "default-src 'none'; style-src 'self'; img-src 'self' data:",
+      "x-content-type-options": "nosniff",
+    },
+  });
+}

@@ -1,0 +1,279 @@
+// Sign-in through a real OpenID provider (oidc-provider), sessions, and the key-management API
+// (CONTRACT §5), over HTTP without a browser.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import path from "node:path";
+import { Browser, freePort, IDP_CLIENT, startIdp, type RunningIdp } from "../support/idp.ts";
+import { runCli, startServer, type RunningServer } from "../support/server.ts";
+
+let idp: RunningIdp;
+let server: RunningServer;
+let host: string;
+
+beforeAll(async () => {
+  const port = await freePort();
+  host = `localhost:${port}`;
+  idp = await startIdp([`http://localhost:${port}/auth/idp/callback`]);
+  server = await startServer({ port, env: { IDP_ISSUER: idp.issuer, ...IDP_CLIENT, ALLOWED_DOMAINS: "example.com" } });
+});
+afterAll(async () => {
+  await server[Symbol.asyncDispose]();
+  await idp[Symbol.asyncDispose]();
+});
+
+const sameOrigin = () => ({ origin: server.url });
+const cookieHeader = (b: Browser) => `cubby_session=${b.cookie(host, "cubby_session")}`;
+
+async function signedIn(login: string): Promise<Browser> {
+  const browser = new Browser();
+  const res = await browser.signIn(server.url, login);
+  expect(res.status).toBe(302);
+  return browser;
+}
+
+describe("the sign-in flow", () => {
+  test("signs in, sets a hardened session cookie, follows next, and shows the session", async () => {
+    const browser = new Browser();
+    const res = await browser.signIn(server.url, "alice", "/somewhere?x=1");
+    const setCookie = res.headers.getSetCookie().find((c) => c.startsWith("cubby_session="))!;
+    expect({ status: res.status, location: res.headers.get("location") }).toEqual({ status: 302, location: "/somewhere?x=1" });
+    expect(setCookie).toMatch(/; HttpOnly/i);
+    expect(setCookie).toMatch(/; SameSite=Lax/i);
+    expect(setCookie).toMatch(/; Path=\//i);
+    expect(setCookie).not.toMatch(/Secure/i);
+    const session = await browser.fetch(`${server.url}/auth/session`);
+    expect(await session.json()).toEqual({ sign_in_configured: true, signed_in: true, email: "alice@example.com" });
+  });
+
+  test("the login redirect uses PKCE S256, state, nonce and the exact redirect URI", async () => {
+    const res = await fetch(`${server.url}/auth/login`, { redirect: "manual" });
+    const url = new URL(res.headers.get("location")!);
+    expect({
+      origin: url.origin,
+      response_type: url.searchParams.get("response_type"),
+      scope: url.searchParams.get("scope"),
+      redirect_uri: url.searchParams.get("redirect_uri"),
+      method: url.searchParams.get("code_challenge_method"),
+      hasChallenge: (url.searchParams.get("code_challenge") ?? "").length >= 43,
+      hasState: (url.searchParams.get("state") ?? "").length > 20,
+      hasNonce: (url.searchParams.get("nonce") ?? "").length > 20,
+    }).toEqual({
+      origin: idp.issuer,
+      response_type: "code",
+      scope: "openid email profile",
+      redirect_uri: `${server.url}/auth/idp/callback`,
+      method: "S256",
+      hasChallenge: true,
+      hasState: true,
+      hasNonce: true,
+    });
+    expect(res.headers.get("set-cookie")).toMatch(/^cubby_oidc=.*HttpOnly/i);
+  });
+
+  test.each([
+    ["//evil.example/x", "/"],
+    ["https://evil.example/", "/"],
+    ["/\\evil.example", "/"],
+    ["javascript:alert(1)", "/"],
+    ["/%2F%2Fevil.example", "/%2F%2Fevil.example"],
+    ["/files?a=b#c", "/files?a=b#c"],
+  ])("next=%p is followed only as a same-origin path (→ %p)", async (next, want) => {
+    const res = await new Browser().signIn(server.url, "alice", next);
+    expect(res.headers.get("location")).toBe(want);
+  });
+
+  test("an upper-case e-mail domain matches ALLOWED_DOMAINS; the address is stored lower-cased", async () => {
+    const browser = await signedIn("carol");
+    expect(await (await browser.fetch(`${server.url}/auth/session`)).json()).toMatchObject({ email: "carol@example.com" });
+  });
+
+  test.each([
+    ["an unverified e-mail", "mallory", /not verified/],
+    ["a domain outside ALLOWED_DOMAINS", "eve", /elsewhere\.org may not sign in/],
+  ])("%s is refused with a clear page and no session", async (_, login, message) => {
+    const browser = new Browser();
+    const res = await browser.signIn(server.url, login);
+    const page = await res.text();
+    expect({ status: res.status, type: res.headers.get("content-type") }).toEqual({ status: 403, type: "text/html; charset=utf-8" });
+    expect(page).toMatch(message);
+    expect(browser.cookie(host, "cubby_session")).toBeUndefined();
+  });
+
+  test("a tampered state is refused", async () => {
+    const browser = new Browser();
+    const res = await browser.signIn(server.url, "alice", "/", (cb) => {
+      cb.searchParams.set("state", "forged-state");
+      return cb;
+    });
+    expect(res.status).toBe(400);
+    expect(browser.cookie(host, "cubby_session")).toBeUndefined();
+  });
+
+  test("a wrong nonce is refused", async () => {
+    const browser = new Browser();
+    const res = await browser.signIn(server.url, "alice", "/", (cb) => {
+      const flow = JSON.parse(Buffer.from(browser.cookie(host, "cubby_oidc")!, "base64url").toString());
+      browser.setCookie(host, "cubby_oidc", Buffer.from(JSON.stringify({ ...flow, nonce: "wrong-nonce" })).toString("base64url"));
+      return cb;
+    });
+    expect(await res.text()).toMatch(/nonce/);
+    expect(res.status).toBe(400);
+  });
+
+  test("a replayed code is refused", async () => {
+    const browser = new Browser();
+    let callback!: URL;
+    await browser.signIn(server.url, "alice", "/", (cb) => (callback = cb));
+    // Same browser, new flow cookie, old code.
+    const replay = new Browser();
+    await replay.fetch(`${server.url}/auth/login`);
+    const res = await replay.fetch(callback.href);
+    expect(res.status).toBe(400);
+    expect(replay.cookie(host, "cubby_session")).toBeUndefined();
+  });
+
+  test("a callback without the flow cookie is refused", async () => {
+    const res = await fetch(`${server.url}/auth/idp/callback?code=x&state=y`);
+    expect(res.status).toBe(400);
+    expect(await res.text()).toMatch(/start again/);
+  });
+});
+
+describe("sessions", () => {
+  test("logout ends the session on the server, not only in the browser", async () => {
+    const browser = await signedIn("alice");
+    const stolen = cookieHeader(browser);
+    const out = await browser.fetch(`${server.url}/auth/logout`, { method: "POST", headers: sameOrigin() });
+    expect(out.status).toBe(200);
+    const res = await fetch(`${server.url}/auth/keys`, { headers: { cookie: stolen } });
+    expect(res.status).toBe(401);
+  });
+
+  test("an expired session is not accepted", async () => {
+    const browser = await signedIn("alice");
+    const db = new Database(path.join(server.dataDir, "cubby.db"));
+    db.exec("PRAGMA busy_timeout = 5000");
+    db.query("UPDATE sessions SET expires_at = 0 WHERE id = ?").run(browser.cookie(host, "cubby_session")!.split(".")[0]!);
+    db.close();
+    expect(await (await browser.fetch(`${server.url}/auth/session`)).json()).toMatchObject({ signed_in: false });
+  });
+
+  test("a forged session token is not accepted", async () => {
+    const browser = await signedIn("alice");
+    const [id] = browser.cookie(host, "cubby_session")!.split(".");
+    const res = await fetch(`${server.url}/auth/keys`, { headers: { cookie: `cubby_session=${id}.forgedsecret` } });
+    expect(res.status).toBe(401);
+  });
+
+  test("the database holds only a hash of the session secret", async () => {
+    const browser = await signedIn("alice");
+    const [id, secret] = browser.cookie(host, "cubby_session")!.split(".");
+    const db = new Database(path.join(server.dataDir, "cubby.db"), { readonly: true });
+    const row = db.query<{ secret_hash: Uint8Array }, [string]>("SELECT secret_hash FROM sessions WHERE id = ?").get(id!)!;
+    db.close();
+    expect(Buffer.from(row.secret_hash).toString("latin1").includes(secret!)).toBe(false);
+    expect(row.secret_hash.byteLength).toBe(32);
+  });
+});
+
+describe("key management", () => {
+  test("mint (shown once), use, list without the secret, revoke", async () => {
+    const browser = await signedIn("alice");
+    const minted = await browser.fetch(`${server.url}/auth/keys`, {
+      method: "POST",
+      body: JSON.stringify({ name: "laptop" }),
+      headers: { ...sameOrigin(), "content-type": "application/json" },
+    });
+    const key = (await minted.json()) as { id: string; name: string; key: string; created_at: string };
+    expect(key).toEqual({ id: expect.any(String), name: "laptop", key: expect.stringMatching(/^cubby_[A-Za-z0-9_-]{43}$/), created_at: expect.stringMatching(/Z$/) });
+
+    expect((await fetch(`${server.url}/v1/files`, { headers: { authorization: `Bearer ${key.key}` } })).status).toBe(200);
+    const listed = (await (await browser.fetch(`${server.url}/auth/keys`)).json()) as { keys: Record<string, unknown>[] };
+    expect(listed.keys.find((k) => k.id === key.id)).toEqual({ id: key.id, name: "laptop", created_at: key.created_at, last_used_at: expect.stringMatching(/Z$/) });
+    expect(JSON.stringify(listed)).not.toContain(key.key);
+
+    const revoked = await browser.fetch(`${server.url}/auth/keys/${key.id}`, { method: "DELETE", headers: sameOrigin() });
+    expect({ status: revoked.status, body: await revoked.json() }).toEqual({ status: 200, body: {} });
+    expect((await fetch(`${server.url}/v1/files`, { headers: { authorization: `Bearer ${key.key}` } })).status).toBe(401);
+    expect((await browser.fetch(`${server.url}/auth/keys/${key.id}`, { method: "DELETE", headers: sameOrigin() })).status).toBe(404);
+  });
+
+  test("a key without a body gets an empty name", async () => {
+    const browser = await signedIn("alice");
+    const res = await browser.fetch(`${server.url}/auth/keys`, { method: "POST", headers: sameOrigin() });
+    expect(((await res.json()) as { name: string }).name).toBe("");
+  });
+
+  test("another user's key cannot be revoked", async () => {
+    const alice = await signedIn("alice");
+    const bob = await signedIn("bob");
+    const minted = (await (await alice.fetch(`${server.url}/auth/keys`, { method: "POST", headers: sameOrigin() })).json()) as { id: string };
+    expect((await bob.fetch(`${server.url}/auth/keys/${minted.id}`, { method: "DELETE", headers: sameOrigin() })).status).toBe(404);
+  });
+
+  test("a bearer key cannot reach /auth/keys", async () => {
+    const key = await server.mintKey("alice@example.com");
+    const res = await fetch(`${server.url}/auth/keys`, { method: "POST", headers: { authorization: `Bearer ${key}`, origin: server.url } });
+    expect(res.status).toBe(401);
+    expect((await fetch(`${server.url}/auth/keys`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(401);
+  });
+
+  test("a user the CLI created is linked on first sign-in with that e-mail", async () => {
+    expect((await runCli(["keys", "create", "--email", "bob@example.com", "--name", "from-cli", "--data-dir", server.dataDir])).code).toBe(0);
+    const bob = await signedIn("bob");
+    const listed = (await (await bob.fetch(`${server.url}/auth/keys`)).json()) as { keys: { name: string }[] };
+    expect(listed.keys.map((k) => k.name)).toContain("from-cli");
+  });
+});
+
+describe("cross-origin requests authenticated by the cookie are refused (403), same-origin ones pass", () => {
+  test.each([
+    ["POST", "/auth/keys"],
+    ["DELETE", "/auth/keys/nonexistent"],
+    ["POST", "/v1/files"],
+    ["POST", "/auth/logout"],
+  ])("%s %s", async (method, p) => {
+    const browser = await signedIn("alice");
+    for (const headers of [{ origin: "http://evil.example" }, { "sec-fetch-site": "cross-site" }, { "sec-fetch-site": "same-site" }, {}]) {
+      const res = await browser.fetch(`${server.url}${p}`, { method, headers });
+      expect({ headers, status: res.status }).toEqual({ headers, status: 403 });
+    }
+    expect(await (await browser.fetch(`${server.url}/auth/session`)).json()).toMatchObject({ signed_in: true });
+  });
+
+  test("the cookie works for the API from the same origin", async () => {
+    const browser = await signedIn("alice");
+    const up = await browser.fetch(`${server.url}/v1/files?visibility=private`, { method: "POST", body: "from the dashboard", headers: { "sec-fetch-site": "same-origin" } });
+    const file = (await up.json()) as { id: string; url: string };
+    expect(up.status).toBe(200);
+    expect(await (await browser.fetch(file.url)).text()).toBe("from the dashboard");
+    expect((await browser.fetch(`${server.url}/v1/files/${file.id}`)).status).toBe(200);
+  });
+
+  test("a browser navigation to a private file while signed out goes to sign-in and comes back", async () => {
+    const owner = await signedIn("alice");
+    const up = await owner.fetch(`${server.url}/v1/files?visibility=internal`, { method: "POST", body: "x", headers: sameOrigin() });
+    const file = (await up.json()) as { id: string; url: string };
+    const visitor = new Browser();
+    const first = await visitor.fetch(file.url, { headers: { accept: "text/html" } });
+    const next = new URL(first.headers.get("location")!, server.url).searchParams.get("next")!;
+    const res = await visitor.signIn(server.url, "bob", next);
+    expect(res.headers.get("location")).toBe(`/${file.id}`);
+    expect(await (await visitor.fetch(`${server.url}/${file.id}`)).text()).toBe("x");
+  });
+});
+
+describe("without a provider", () => {
+  test("/auth/login explains how to configure one; /auth/session says so", async () => {
+    await using plain = await startServer();
+    const login = await fetch(`${plain.url}/auth/login`);
+    expect({ status: login.status, mentions: (await login.text()).includes("IDP_CLIENT_ID") }).toEqual({ status: 503, mentions: true });
+    expect(await (await fetch(`${plain.url}/auth/session`)).json()).toEqual({ sign_in_configured: false, signed_in: false, email: "" });
+  });
+
+  test("with an https HOSTNAME the cookies are __Host- prefixed and Secure", async () => {
+    await using secure = await startServer({ env: { HOSTNAME: "https://cubby.example", IDP_ISSUER: idp.issuer, ...IDP_CLIENT } });
+    const res = await fetch(`${secure.url}/auth/login`, { redirect: "manual" });
+    expect(res.headers.get("set-cookie")).toMatch(/^__Host-cubby_oidc=.*; Path=\/; HttpOnly; Secure; SameSite=Lax$/);
+  });
+});
