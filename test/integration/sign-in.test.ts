@@ -234,7 +234,8 @@ describe("cross-origin requests authenticated by the cookie are refused (403), s
     ["POST", "/auth/logout"],
   ])("%s %s", async (method, p) => {
     const browser = await signedIn("alice");
-    for (const headers of [{ origin: "http://evil.example" }, { "sec-fetch-site": "cross-site" }, { "sec-fetch-site": "same-site" }, {}]) {
+    const variants: Record<string, string>[] = [{ origin: "http://evil.example" }, { "sec-fetch-site": "cross-site" }, { "sec-fetch-site": "same-site" }, {}];
+    for (const headers of variants) {
       const res = await browser.fetch(`${server.url}${p}`, { method, headers });
       expect({ headers, status: res.status }).toEqual({ headers, status: 403 });
     }
