@@ -127,7 +127,8 @@ export class OidcSignIn {
       // or a provider reached through loopback).
       const insecure = issuer.protocol === "http:" && isLoopback(issuer.hostname);
       this.config = oidc
-        .discovery(issuer, this.opts.clientId, this.opts.clientSecret, undefined, insecure ? { execute: [oidc.allowInsecureRequests] } : undefined)
+        // client_secret_basic: the method every provider supports by default (openid-client's own default is _post).
+        .discovery(issuer, this.opts.clientId, undefined, oidc.ClientSecretBasic(this.opts.clientSecret), insecure ? { execute: [oidc.allowInsecureRequests] } : undefined)
         .catch((err: unknown) => {
           this.config = undefined;
           throw new SignInError(`the identity provider at ${this.opts.issuer} could not be reached: ${(err as Error).message}`, 502, { cause: err });

@@ -41,6 +41,8 @@ export function createApp(deps: AppDeps) {
     })
     .get("/healthz", () => json({ status: "ok" }), raw)
     .get("/", () => serveStatic("/")!, raw)
+    .get("/app.js", () => serveStatic("/app.js")!, raw)
+    .get("/app.css", () => serveStatic("/app.css")!, raw)
     .use(
       authRoutes({
         auth,

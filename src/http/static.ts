@@ -3,6 +3,9 @@
  * (each `with { type: "file" }` import becomes a path inside the executable).
  */
 import indexHtmlImport from "../../web/index.html" with { type: "file" };
+// @ts-ignore: imported as a file path (type "file"), not as a module; TypeScript cannot tell.
+import appJs from "../../web/app.js" with { type: "file" };
+import appCss from "../../web/app.css" with { type: "file" };
 
 // bun-types describes every .html import as an HTML bundle; with `type: "file"` it is a path.
 const indexHtml = indexHtmlImport as unknown as string;
@@ -10,6 +13,8 @@ const indexHtml = indexHtmlImport as unknown as string;
 /** URL path → embedded file and its media type. test/unit/static.test.ts checks every file of web/ is here. */
 export const staticAssets: Record<string, { file: string; type: string }> = {
   "/": { file: indexHtml, type: "text/html; charset=utf-8" },
+  "/app.js": { file: appJs as unknown as string, type: "text/javascript; charset=utf-8" },
+  "/app.css": { file: appCss as unknown as string, type: "text/css; charset=utf-8" },
 };
 
 /** Security headers for the dashboard's own pages. */
@@ -17,7 +22,7 @@ export const DASHBOARD_HEADERS = {
   "x-content-type-options": "nosniff",
   "x-frame-options": "DENY",
   "referrer-policy": "same-origin",
-  "content-security-policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'",
+  "content-security-policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
 };
 
 /** A response for an embedded asset, or undefined when the path is not one. */

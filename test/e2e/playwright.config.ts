@@ -1,0 +1,22 @@
+// Playwright runs the dashboard tests (*.e2e.ts) in Debian's Chromium against the compiled binary.
+import { defineConfig } from "@playwright/test";
+import fs from "node:fs";
+
+const chromium = process.env.CHROMIUM_PATH ?? (fs.existsSync("/usr/bin/chromium") ? "/usr/bin/chromium" : undefined);
+
+export default defineConfig({
+  testDir: ".",
+  testMatch: "*.e2e.ts",
+  outputDir: "../../test-results/e2e",
+  timeout: 60_000,
+  workers: 1,
+  reporter: [["list"]],
+  use: {
+    browserName: "chromium",
+    launchOptions: {
+      executablePath: chromium,
+      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
+    },
+    viewport: { width: 1100, height: 800 },
+  },
+});
