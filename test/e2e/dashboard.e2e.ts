@@ -131,6 +131,20 @@ test("sign in, mint a key and use it, revoke it, manage files, sign out", async 
   await expect(row).toHaveCount(0);
   expect((await fetch(`${stack.url}/${id}`)).status).toBe(404);
 
+  // Drag and drop.
+  const dropped = await page.evaluateHandle(() => {
+    // Runs in the page; the test's TypeScript has no DOM library.
+    const w = globalThis as unknown as {
+      DataTransfer: new () => { items: { add(f: unknown): void } };
+      File: new (parts: string[], name: string, opts: { type: string }) => unknown;
+    };
+    const dt = new w.DataTransfer();
+    dt.items.add(new w.File(["dropped content"], "dropped.txt", { type: "text/plain" }));
+    return dt;
+  });
+  await page.dispatchEvent("#drop", "drop", { dataTransfer: dropped });
+  await expect(page.locator("#files tbody tr").filter({ hasText: "dropped.txt" })).toHaveCount(1);
+
   // A bad slug shows the API's message.
   await page.locator("#file-input").setInputFiles({ name: "b.txt", mimeType: "text/plain", buffer: Buffer.from("b") });
   await page.getByLabel("Slug of b.txt", { exact: true }).fill("no spaces allowed");

@@ -278,3 +278,19 @@ describe("without a provider", () => {
     expect(res.headers.get("set-cookie")).toMatch(/^__Host-cubby_oidc=.*; Path=\/; HttpOnly; Secure; SameSite=Lax$/);
   });
 });
+
+describe("RPC with the session cookie", () => {
+  test("a same-origin Connect call works; a cross-origin one is PERMISSION_DENIED", async () => {
+    const browser = await signedIn("alice");
+    const call = (origin: string) =>
+      browser.fetch(`${server.url}/cubby.v1.FileService/ListFiles`, {
+        method: "POST",
+        body: "{}",
+        headers: { "content-type": "application/json", origin },
+      });
+    const ok = await call(server.url);
+    expect({ status: ok.status, hasFiles: "files" in ((await ok.json()) as object) }).toEqual({ status: 200, hasFiles: true });
+    const evil = await call("http://evil.example");
+    expect({ status: evil.status, code: ((await evil.json()) as { code: string }).code }).toEqual({ status: 403, code: "permission_denied" });
+  });
+});
