@@ -2,9 +2,9 @@
 // starts the real OpenID provider and the binary on loopback ports, and stops them.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { freePort } from "../support/idp.ts";
 
 export const ROOT = path.resolve(import.meta.dirname, "../..");
 const BUN = path.join(ROOT, "node_modules/.bin/bun");
@@ -17,13 +17,6 @@ export function buildBinary(): string {
   return path.join(ROOT, "dist/cubby");
 }
 
-export async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", () => r()));
-  const port = (srv.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
 
 /** Spawns a process and waits for a line matching `ready` on stdout. */
 function spawnReady(cmd: string, args: string[], env: Record<string, string>, ready: RegExp): Promise<{ proc: ChildProcess; match: RegExpExecArray }> {

@@ -6,6 +6,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Subprocess } from "bun";
+import type { FileJson } from "../../src/domain/file.ts";
 
 export const ROOT = path.resolve(import.meta.dir, "../..");
 const MAIN = path.join(ROOT, "src/main.ts");
@@ -175,15 +176,4 @@ export function client(server: { url: string }, key?: string) {
   };
 }
 
-export interface FileJson {
-  id: string;
-  slug: string;
-  url: string;
-  name: string;
-  content_type: string;
-  size: string;
-  checksum: string;
-  visibility: string;
-  created_at: string;
-  updated_at: string;
-}
+export type { FileJson } from "../../src/domain/file.ts";
