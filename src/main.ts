@@ -5,7 +5,10 @@
  */
 import { parseArgs } from "node:util";
 import pkg from "../package.json" with { type: "json" };
-import { ConfigError, loadConfig, type ConfigFlags } from "./config.ts";
+import path from "node:path";
+import { ConfigError, loadConfig, type Config, type ConfigFlags } from "./config.ts";
+import { backup, restore } from "./storage/backup.ts";
+import { fsck } from "./storage/fsck.ts";
 import { AppError } from "./errors.ts";
 import { formatTimestamp } from "./domain/time.ts";
 import { openServices } from "./service/index.ts";
@@ -17,6 +20,9 @@ const USAGE = `usage:
   cubby keys create --email E [--name N] [--data-dir DIR]
   cubby keys list --email E [--data-dir DIR]
   cubby keys revoke ID [--data-dir DIR]
+  cubby fsck [--repair] [--data-dir DIR]
+  cubby backup DEST [--data-dir DIR]
+  cubby restore SRC [--data-dir DIR]
   cubby version`;
 
 /** Bad command-line input: printed as one line, exit status 2. */
@@ -32,6 +38,7 @@ async function main(argv: string[]): Promise<number> {
       "data-dir": { type: "string" },
       email: { type: "string" },
       name: { type: "string" },
+      repair: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -53,8 +60,48 @@ async function main(argv: string[]): Promise<number> {
     }
     case "keys":
       return keysCommand(sub, rest, values, flags);
+    case "fsck": {
+      if (sub !== undefined) throw new UsageError(`fsck takes no arguments (got "${sub}")`);
+      return fsckCommand(loadConfig(process.env, flags), values.repair === true);
+    }
+    case "backup":
+    case "restore": {
+      if (sub === undefined || rest.length > 0) throw new UsageError(`${command} takes exactly one directory`);
+      const config = loadConfig(process.env, flags);
+      if (command === "restore") {
+        await restore(path.resolve(sub), config.dataDir);
+        console.error(`restored ${sub} into ${config.dataDir}; verifying every blob…`);
+        return fsckCommand(config, false);
+      }
+      const services = openServices(config);
+      try {
+        const result = await backup(services.db, services.blobs, path.resolve(sub));
+        console.error(`backed up ${result.files} file(s), ${result.bytes} bytes, to ${sub}`);
+      } finally {
+        services.db.$client.close();
+      }
+      return 0;
+    }
     default:
       throw new UsageError(`unknown command "${command}"; try cubby --help`);
+  }
+}
+
+/** Runs fsck and prints its report. @returns 0 when all is well, 1 when problems were found */
+async function fsckCommand(config: Config, repair: boolean): Promise<number> {
+  const services = openServices(config);
+  try {
+    const report = await fsck(services.db, services.blobs, { repair, quarantineDir: path.join(config.dataDir, "quarantine") });
+    for (const p of report.problems) console.log(`${p.kind}\tfile ${p.fileId}\tblob ${p.blob}\t${p.detail}`);
+    for (const o of report.orphans) console.log(`orphan\tblob ${o}\tno file refers to it (removed at the next server start)`);
+    const verdict =
+      report.problems.length === 0
+        ? "all well"
+        : `${report.problems.length} problem(s)${report.repaired ? `, quarantined in ${path.join(config.dataDir, "quarantine")}` : "; run with --repair to quarantine them"}`;
+    console.log(`checked ${report.filesChecked} file(s), ${report.bytesRead} bytes: ${verdict}`);
+    return report.problems.length === 0 ? 0 : 1;
+  } finally {
+    services.db.$client.close();
   }
 }
 
