@@ -27,6 +27,13 @@ export interface Config {
   allowedDomains: string[];
   /** Largest accepted upload in bytes; larger bodies get 413. */
   maxUploadBytes: number;
+  /** Per client address and minute; 0 disables a limit. */
+  rateLimits: {
+    /** Failed authentications (bad key or session) before 429. */
+    authFailures: number;
+    /** Sign-in callbacks before 429. */
+    signIns: number;
+  };
 }
 
 /** A configuration problem: the message is the one line printed before exiting with status 2. */
@@ -86,6 +93,14 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     maxUploadBytes = Number(maxRaw);
   }
 
+  const count = (name: string, fallback: number) => {
+    const v = get(name);
+    if (v === undefined) return fallback;
+    if (!/^\d{1,9}$/.test(v)) throw new ConfigError(`${name} must be a whole number (got "${v}"); 0 disables the limit`);
+    return Number(v);
+  };
+  const rateLimits = { authFailures: count("RATE_LIMIT_AUTH_FAILURES", 20), signIns: count("RATE_LIMIT_SIGN_INS", 30) };
+
   return {
     port,
     dataDir,
@@ -93,6 +108,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     idp: { issuer, clientId, clientSecret },
     allowedDomains,
     maxUploadBytes,
+    rateLimits,
   };
 }
 

@@ -46,12 +46,16 @@ const mapping = {
 /** An error the caller is meant to see: a code and a human-readable message. */
 export class AppError extends Error {
   override name = "AppError";
+  /** For rate limiting: seconds the client should wait (sent as Retry-After). */
+  readonly retryAfterSeconds: number | undefined;
+
   constructor(
     readonly code: ErrorCode,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; retryAfterSeconds?: number },
   ) {
     super(message, options);
+    this.retryAfterSeconds = options?.retryAfterSeconds;
   }
 }
 

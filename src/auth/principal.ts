@@ -10,6 +10,7 @@
  */
 import { parse as parseCookies } from "cookie";
 import { AppError } from "../errors.ts";
+import { CLIENT_ADDRESS_HEADER, WindowLimiter } from "./rate-limit.ts";
 import type { Principal } from "../domain/principal.ts";
 import type { KeyService } from "../service/keys.ts";
 import type { SessionService, ValidSession } from "../service/sessions.ts";
@@ -29,6 +30,7 @@ export type Credentials =
   | { kind: "none" }
   | { kind: "invalid" }
   | { kind: "cross_origin" }
+  | { kind: "rate_limited"; retryAfterSeconds: number }
   | { kind: "valid"; principal: Principal; session?: ValidSession & { token: string } };
 
 /** The session cookie's name: `__Host-` prefixed when served over https (RFC 6265bis §4.1.3.2). */
@@ -44,22 +46,31 @@ export class Authenticator {
     private readonly sessions: SessionService,
     /** Public origin (HOSTNAME), for the same-origin check and the cookie name. */
     private readonly baseUrl: () => string,
+    /** Failed authentications per client address and minute before 429 (0: no limit). */
+    private readonly failures: WindowLimiter = new WindowLimiter(0),
   ) {}
 
   /** What credentials the request carries and whether they are live. */
   inspect(request: RequestLike, opts: { bearer: boolean } = { bearer: true }): Credentials {
     const authorization = request.headers.get("authorization");
-    if (authorization !== null && opts.bearer) {
-      const m = /^Bearer[ ]+([^ ]+)[ ]*$/i.exec(authorization);
-      if (!m) return { kind: "invalid" };
+    const token = authorization !== null && opts.bearer ? undefined : this.sessionToken(request.headers);
+    if ((authorization === null || !opts.bearer) && token === undefined) return { kind: "none" };
+    const address = request.headers.get(CLIENT_ADDRESS_HEADER) ?? "unknown";
+    const wait = this.failures.retryAfterSeconds(address);
+    if (wait > 0) return { kind: "rate_limited", retryAfterSeconds: wait };
+    const failed = (): Credentials => {
+      this.failures.record(address);
+      return { kind: "invalid" };
+    };
+    if (token === undefined) {
+      const m = /^Bearer[ ]+([^ ]+)[ ]*$/i.exec(authorization!);
+      if (!m) return failed();
       const principal = this.keys.authenticate(m[1]!);
-      return principal === null ? { kind: "invalid" } : { kind: "valid", principal };
+      return principal === null ? failed() : { kind: "valid", principal };
     }
-    const token = this.sessionToken(request.headers);
-    if (token === undefined) return { kind: "none" };
     if (!SAFE_METHODS.has(request.method) && !isSameOrigin(request.headers, this.baseUrl())) return { kind: "cross_origin" };
     const session = this.sessions.validate(token);
-    if (session === null) return { kind: "invalid" };
+    if (session === null) return failed();
     return { kind: "valid", principal: session.principal, session: { ...session, token } };
   }
 
@@ -97,6 +108,11 @@ export class Authenticator {
 
   private check(c: Credentials): Extract<Credentials, { kind: "valid" }> {
     if (c.kind === "valid") return c;
+    if (c.kind === "rate_limited") {
+      throw new AppError("resource_exhausted", `too many failed sign-in attempts from this address; retry in ${c.retryAfterSeconds} s`, {
+        retryAfterSeconds: c.retryAfterSeconds,
+      });
+    }
     if (c.kind === "cross_origin") throw new AppError("permission_denied", "cross-origin request refused: sign-in cookies work only from cubby's own pages");
     if (c.kind === "none") throw new AppError("unauthenticated", "missing credentials: send Authorization: Bearer <API key>");
     throw new AppError("unauthenticated", "invalid or revoked credentials");

@@ -6,6 +6,7 @@ import { Elysia } from "elysia";
 import { AppError } from "../errors.ts";
 import type { Authenticator } from "../auth/principal.ts";
 import type { OidcSignIn } from "../auth/oidc.ts";
+import type { WindowLimiter } from "../auth/rate-limit.ts";
 import { authRoutes } from "./auth-routes.ts";
 import type { Services } from "../service/index.ts";
 import { serveContent } from "./content.ts";
@@ -19,6 +20,8 @@ export interface AppDeps {
   auth: Authenticator;
   /** Sign-in through the OpenID provider; undefined when not configured. */
   signIn: OidcSignIn | undefined;
+  /** Sign-in callbacks per client address and minute. */
+  signInLimiter: WindowLimiter;
   /** Public origin (HOSTNAME), known once the server listens. */
   baseUrl: () => string;
   maxUploadBytes: number;
@@ -47,6 +50,7 @@ export function createApp(deps: AppDeps) {
       authRoutes({
         auth,
         signIn: deps.signIn,
+        signInLimiter: deps.signInLimiter,
         users: services.users,
         sessions: services.sessions,
         keys: services.keys,

@@ -9,6 +9,7 @@ import { AppError } from "../errors.ts";
 import { formatTimestamp } from "../domain/time.ts";
 import { safeNext, SignInError, type FlowState, type OidcSignIn } from "../auth/oidc.ts";
 import { sessionCookieName, type Authenticator } from "../auth/principal.ts";
+import { CLIENT_ADDRESS_HEADER, type WindowLimiter } from "../auth/rate-limit.ts";
 import type { KeyService } from "../service/keys.ts";
 import type { SessionService } from "../service/sessions.ts";
 import type { UserService } from "../service/users.ts";
@@ -19,6 +20,8 @@ export interface AuthRoutesDeps {
   auth: Authenticator;
   /** undefined when IDP_CLIENT_ID / IDP_CLIENT_SECRET are not set. */
   signIn: OidcSignIn | undefined;
+  /** Limits sign-in callbacks per client address. */
+  signInLimiter: WindowLimiter;
   users: UserService;
   sessions: SessionService;
   keys: KeyService;
@@ -73,6 +76,14 @@ export function authRoutes(deps: AuthRoutesDeps) {
           return res;
         };
         if (deps.signIn === undefined) return refuse(503, "sign-in is not configured on this server");
+        const address = request.headers.get(CLIENT_ADDRESS_HEADER) ?? "unknown";
+        const wait = deps.signInLimiter.retryAfterSeconds(address);
+        if (wait > 0) {
+          const res = refuse(429, `too many sign-in attempts from this address; try again in ${wait} s`);
+          res.headers.set("retry-after", String(wait));
+          return res;
+        }
+        deps.signInLimiter.record(address);
         const flow = readFlow(request.headers.get("cookie"), flowCookieName());
         if (flow === undefined) return refuse(400, "the sign-in took too long or was started in another browser; please start again");
         try {

@@ -22,6 +22,7 @@ export function errorResponse(err: unknown, requestId: string | undefined): Resp
   }
   const headers: Record<string, string> = {};
   if (appError.code === "unauthenticated") headers["www-authenticate"] = 'Bearer realm="cubby"';
+  if (appError.retryAfterSeconds !== undefined) headers["retry-after"] = String(appError.retryAfterSeconds);
   return json(toRpcStatus(appError), httpStatusOf(appError.code), headers);
 }
 

@@ -5,10 +5,10 @@
  */
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { Readable } from "node:stream";
-import type { FetchHandler } from "./request-handler.ts";
+import type { ClientRequestHandler } from "./request-handler.ts";
 
 /** Handles one HTTP/2 request with `handle`. Errors end the stream with a 500 if nothing was sent. */
-export async function serveH2WithFetch(req: Http2ServerRequest, res: Http2ServerResponse, handle: FetchHandler): Promise<void> {
+export async function serveH2WithFetch(req: Http2ServerRequest, res: Http2ServerResponse, handle: ClientRequestHandler): Promise<void> {
   try {
     const authority = req.headers[":authority"] ?? req.headers.host ?? "localhost";
     const headers = new Headers();
@@ -24,7 +24,7 @@ export async function serveH2WithFetch(req: Http2ServerRequest, res: Http2Server
       body: hasBody ? (Readable.toWeb(req as unknown as Readable) as ReadableStream<Uint8Array>) : null,
       duplex: "half",
     } as RequestInit);
-    const response = await handle(request);
+    const response = await handle(request, req.socket?.remoteAddress ?? "unknown");
     const out: Record<string, string | string[]> = {};
     response.headers.forEach((value, name) => {
       if (name === "connection" || name === "keep-alive" || name === "transfer-encoding") return;

@@ -6,8 +6,9 @@
  * - the HTTP/2 connection preface (`PRI * HTTP/2.0`, RFC 9113 §3.4, h2c with prior knowledge)
  *   → an in-process `node:http2` server: gRPC, gRPC-Web and Connect through connect-node, and
  *   every other path (REST, content, static) through the shared fetch handler;
- * - anything else (HTTP/1.x) → piped to an internal `Bun.serve` on a Unix socket, which serves
- *   the same fetch handler (Connect and gRPC-Web included).
+ * - anything else (HTTP/1.x) → relayed to an internal `Bun.serve` on a loopback port, which
+ *   serves the same fetch handler (Connect and gRPC-Web included). The relay remembers which
+ *   client each of its loopback connections stands for, so handlers see the real address.
  *
  * Piping costs throughput on tiny requests (see docs/benchmarks.md) but keeps Bun.serve's
  * fast HTTP/1.1 parser and sendfile for content, and node streams handle backpressure both ways.
@@ -20,12 +21,13 @@ import net from "node:net";
 import { nanoid } from "nanoid";
 import { RPC_OPTIONS } from "../rpc/index.ts";
 import { serveH2WithFetch } from "./h2-bridge.ts";
-import { accessLogLine, type FetchHandler } from "./request-handler.ts";
+import { CLIENT_ADDRESS_HEADER } from "../auth/rate-limit.ts";
+import { accessLogLine, type ClientRequestHandler } from "./request-handler.ts";
 
 export interface OnePortOptions {
   port: number;
   /** The shared fetch handler (REST, content, static, and RPC over fetch). */
-  handle: FetchHandler;
+  handle: ClientRequestHandler;
   /** RPC routes for the HTTP/2 path (connect-node, which can send trailers). */
   routes: (router: ConnectRouter) => void;
   /** RPC request paths, to log RPCs served on the HTTP/2 path. */
@@ -51,12 +53,19 @@ const H2_PREFIX = Buffer.from("PRI ");
 
 /** Starts the listener. */
 export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer> {
-  const socketPath = `\0cubby-${process.pid}-${Math.random().toString(36).slice(2)}`;
+  // Local port of each relay connection → the address of the client it carries.
+  const relayed = new Map<number, string>();
   const internal: Server<undefined> = Bun.serve({
-    unix: socketPath,
+    hostname: "127.0.0.1",
+    port: 0,
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-    fetch: opts.handle,
+    idleTimeout: IDLE_TIMEOUT_SECONDS,
+    fetch(request, server) {
+      const peer = server.requestIP(request);
+      return opts.handle(request, (peer && relayed.get(peer.port)) ?? peer?.address ?? "unknown");
+    },
   });
+  const internalPort = internal.port!;
 
   const rpcOverNode = connectNodeAdapter({
     ...RPC_OPTIONS,
@@ -66,6 +75,7 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
   const sessions = new Set<http2.ServerHttp2Session>();
   const h2 = http2.createServer({ settings: { initialWindowSize: H2_WINDOW_BYTES } }, (req, res) => {
     const path = req.url.split("?")[0] ?? "";
+    req.headers[CLIENT_ADDRESS_HEADER] = req.socket?.remoteAddress ?? "unknown";
     if (opts.rpcPaths.has(path)) {
       const started = performance.now();
       const requestId = req.headers["x-request-id"]?.toString() ?? nanoid(12);
@@ -98,7 +108,7 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
         h2.emit("connection", socket);
         socket.resume();
       } else {
-        forward(socket, head, socketPath);
+        forward(socket, head, internalPort, relayed);
       }
     };
     socket.on("data", onData);
@@ -131,25 +141,33 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
 }
 
 /**
- * Relays an HTTP/1.x connection to the internal Bun.serve, first bytes included. Hand-written
- * rather than `pipe()`: the same pause-on-full / resume-on-drain backpressure with fewer
- * layers per chunk, which matters for small requests.
+ * Relays an HTTP/1.x connection to the internal Bun.serve, first bytes included. Nothing is sent
+ * before the loopback connection is up and registered in `relayed`, so the handler always finds
+ * the client's address. Hand-written rather than `pipe()`: the same pause-on-full /
+ * resume-on-drain backpressure with fewer layers per chunk.
  */
-function forward(socket: net.Socket, head: Buffer, socketPath: string): void {
-  const upstream = net.connect({ path: socketPath });
+function forward(socket: net.Socket, head: Buffer, port: number, relayed: Map<number, string>): void {
+  const upstream = net.connect({ host: "127.0.0.1", port });
   upstream.setNoDelay(true);
-  relay(socket, upstream);
-  relay(upstream, socket);
   const close = () => {
     socket.destroy();
     upstream.destroy();
   };
   upstream.on("error", close);
   socket.on("error", close);
-  upstream.on("close", () => socket.end());
   socket.on("close", () => upstream.destroy());
-  upstream.write(head);
-  socket.resume();
+  upstream.once("connect", () => {
+    const localPort = upstream.localPort!;
+    relayed.set(localPort, socket.remoteAddress ?? "unknown");
+    upstream.on("close", () => {
+      relayed.delete(localPort);
+      socket.end();
+    });
+    relay(socket, upstream);
+    relay(upstream, socket);
+    upstream.write(head);
+    socket.resume();
+  });
 }
 
 /** Copies `from` into `to`, pausing `from` while `to` is full; ends `to` when `from` ends. */

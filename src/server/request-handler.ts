@@ -3,9 +3,13 @@
  * (HTTP/1.1 or h2c): RPC paths go to the Connect handlers, everything else to the HTTP app.
  * Adds the request ID header and writes one access-log line per request.
  */
+import { CLIENT_ADDRESS_HEADER } from "../auth/rate-limit.ts";
 import { requestIdOf } from "../http/request-id.ts";
 
 export type FetchHandler = (request: Request) => Promise<Response> | Response;
+
+/** The shared handler: a request and the address of the client that sent it. */
+export type ClientRequestHandler = (request: Request, clientAddress: string) => Promise<Response>;
 
 export interface RequestHandlerOptions {
   /** The HTTP application (Elysia's `app.handle`). */
@@ -16,10 +20,12 @@ export interface RequestHandlerOptions {
 }
 
 /** Builds the shared request handler. */
-export function createRequestHandler(opts: RequestHandlerOptions): (request: Request) => Promise<Response> {
-  return async (incoming) => {
+export function createRequestHandler(opts: RequestHandlerOptions): ClientRequestHandler {
+  return async (incoming, clientAddress) => {
     const started = performance.now();
     const request = withRoutableUrl(incoming);
+    // Only the listener knows the client's address; a client cannot set it.
+    request.headers.set(CLIENT_ADDRESS_HEADER, clientAddress);
     const requestId = requestIdOf(request);
     const url = new URL(request.url);
     const rpc = request.method === "POST" || request.method === "GET" ? opts.rpc.get(url.pathname) : undefined;

@@ -6,6 +6,7 @@ import pkg from "../../package.json" with { type: "json" };
 import type { Config } from "../config.ts";
 import { OidcSignIn } from "../auth/oidc.ts";
 import { Authenticator } from "../auth/principal.ts";
+import { WindowLimiter } from "../auth/rate-limit.ts";
 import { createApp } from "../http/app.ts";
 import { rpcFetchHandlers, rpcRoutes } from "../rpc/index.ts";
 import { openServices } from "../service/index.ts";
@@ -25,7 +26,7 @@ export async function serve(config: Config): Promise<void> {
   }
 
   let baseUrl = config.hostname ?? "";
-  const auth = new Authenticator(services.keys, services.sessions, () => baseUrl);
+  const auth = new Authenticator(services.keys, services.sessions, () => baseUrl, new WindowLimiter(config.rateLimits.authFailures));
   const { issuer, clientId, clientSecret } = config.idp;
   const signIn =
     clientId !== undefined && clientSecret !== undefined
@@ -33,7 +34,14 @@ export async function serve(config: Config): Promise<void> {
       : undefined;
   const expired = services.sessions.sweepExpired();
   if (expired > 0) console.log(`removed ${expired} expired session(s)`);
-  const app = createApp({ services, auth, signIn, baseUrl: () => baseUrl, maxUploadBytes: config.maxUploadBytes });
+  const app = createApp({
+    services,
+    auth,
+    signIn,
+    signInLimiter: new WindowLimiter(config.rateLimits.signIns),
+    baseUrl: () => baseUrl,
+    maxUploadBytes: config.maxUploadBytes,
+  });
   const routes = rpcRoutes({ files: services.files, blobs: services.blobs, auth, baseUrl: () => baseUrl });
   const rpc = rpcFetchHandlers(routes);
   const log = (line: string) => process.stdout.write(`${line}\n`);

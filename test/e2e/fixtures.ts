@@ -47,7 +47,7 @@ export async function startStack(binary: string, withIdp: boolean): Promise<Stac
   const url = `http://localhost:${port}`;
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "cubby-e2e-"));
   const procs: ChildProcess[] = [];
-  const env: Record<string, string> = { HOSTNAME: url };
+  const env: Record<string, string> = { HOSTNAME: url, RATE_LIMIT_AUTH_FAILURES: "0", RATE_LIMIT_SIGN_INS: "0" };
   let issuer: string | undefined;
   if (withIdp) {
     const idp = await spawnReady(BUN, ["test/support/idp-server.ts", `${url}/auth/idp/callback`], {}, /issuer=(\S+)/);

@@ -22,6 +22,7 @@ describe("loadConfig", () => {
       idp: { issuer: "https://accounts.google.com", clientId: undefined, clientSecret: undefined },
       allowedDomains: [],
       maxUploadBytes: 10737418240,
+      rateLimits: { authFailures: 20, signIns: 30 },
     });
   });
 
@@ -35,6 +36,8 @@ describe("loadConfig", () => {
       IDP_CLIENT_SECRET: "secret",
       ALLOWED_DOMAINS: "Example.com, example.org ,",
       MAX_UPLOAD_BYTES: "1048576",
+      RATE_LIMIT_AUTH_FAILURES: "5",
+      RATE_LIMIT_SIGN_INS: "0",
     };
     expect(loadConfig(env, {}, "/")).toEqual({
       port: 9000,
@@ -43,6 +46,7 @@ describe("loadConfig", () => {
       idp: { issuer: "https://auth.example.com/application/o/cubby", clientId: "cid", clientSecret: "secret" },
       allowedDomains: ["example.com", "example.org"],
       maxUploadBytes: 1048576,
+      rateLimits: { authFailures: 5, signIns: 0 },
     });
   });
 
@@ -74,6 +78,7 @@ describe("loadConfig", () => {
     ["a domain that is an address", { ALLOWED_DOMAINS: "me@example.com" }, "ALLOWED_DOMAINS: \"me@example.com\" is not an e-mail domain (expected e.g. example.com,example.org)"],
     ["both NAME and NAME_FILE", { IDP_CLIENT_SECRET: "a", IDP_CLIENT_SECRET_FILE: "/x" }, "IDP_CLIENT_SECRET and IDP_CLIENT_SECRET_FILE are both set; set only one"],
     ["unreadable NAME_FILE", { PORT_FILE: "/nonexistent/port" }, "PORT_FILE: cannot read /nonexistent/port: ENOENT: no such file or directory, open '/nonexistent/port'"],
+    ["rate limit not a number", { RATE_LIMIT_AUTH_FAILURES: "lots" }, "RATE_LIMIT_AUTH_FAILURES must be a whole number (got \"lots\"); 0 disables the limit"],
     ["issuer not a URL", { IDP_ISSUER: "google" }, "IDP_ISSUER must be the issuer URL of an OpenID provider (got \"google\")"],
   ])("%s", (_, env, message) => expect(outcome(() => loadConfig(env))).toEqual({ error: message }));
 });
