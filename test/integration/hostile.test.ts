@@ -28,7 +28,7 @@ test("PATCH with arbitrary JSON bodies: 200, or 400 and nothing changed", async 
   );
   await fc.assert(
     fc.asyncProperty(body, async (text) => {
-      const before = await (await api.fetch(`/v1/files/${file.id}`)).json();
+      const before = (await (await api.fetch(`/v1/files/${file.id}`)).json()) as FileJson;
       const res = await api.fetch(`/v1/files/${file.id}`, { method: "PATCH", body: text, headers: { "content-type": "application/json" } });
       expect(res.status === 200 || CONTRACT_ERRORS.has(res.status)).toBe(true);
       const after = (await (await api.fetch(`/v1/files/${file.id}`)).json()) as FileJson;
