@@ -35,6 +35,10 @@ const MAX_KEY_BODY_BYTES = 4096;
 
 const raw = { parse: "none" } as const;
 
+/**
+ * The /auth routes as an Elysia plugin. Failures of /auth/keys and /auth/logout are
+ * `google.rpc.Status` JSON; sign-in outcomes meant for a person are HTML pages.
+ */
 export function authRoutes(deps: AuthRoutesDeps) {
   const secure = () => deps.baseUrl().startsWith("https:");
   const flowCookieName = () => (secure() ? "__Host-cubby_oidc" : "cubby_oidc");

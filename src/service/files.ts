@@ -230,7 +230,7 @@ export class FileService {
     return file;
   }
 
-  /** Whether a blob name is referenced by any file (for the start-up sweep). */
+  /** Every blob name some file refers to (for the start-up sweep). */
   referencedBlobs(): Set<string> {
     return new Set(
       this.deps.db
