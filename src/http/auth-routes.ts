@@ -3,7 +3,7 @@
  * redirect back to `/auth/idp/callback`, `/auth/logout`, `/auth/session`, and `/auth/keys`
  * (session only: a bearer key cannot mint or list keys).
  */
-import { serialize as serializeCookie } from "cookie";
+import { parse as parseCookies, serialize as serializeCookie } from "cookie";
 import { Elysia } from "elysia";
 import { AppError } from "../errors.ts";
 import { formatTimestamp } from "../domain/time.ts";
@@ -125,8 +125,10 @@ export function authRoutes(deps: AuthRoutesDeps) {
           email: credentials.kind === "valid" ? (deps.users.emailOf(credentials.principal.userId) ?? "") : "",
         };
         // The dashboard asks on every load: the right moment to send a renewed session cookie.
-        const renewed = credentials.kind === "valid" ? credentials.session?.renewedUntil : undefined;
-        return json(body, 200, renewed === undefined || credentials.kind !== "valid" ? {} : { "set-cookie": sessionCookie(credentials.session!.token, renewed) });
+        const session = credentials.kind === "valid" ? credentials.session : undefined;
+        const renewed: Record<string, string> =
+          session?.renewedUntil === undefined ? {} : { "set-cookie": sessionCookie(session.token, session.renewedUntil) };
+        return json(body, 200, renewed);
       },
       raw,
     )
@@ -168,11 +170,10 @@ export function authRoutes(deps: AuthRoutesDeps) {
 
 /** The flow state from its cookie, or undefined when missing or malformed. */
 function readFlow(cookieHeader: string | null, name: string): FlowState | undefined {
-  if (cookieHeader === null) return undefined;
-  const match = cookieHeader.split(";").map((c) => c.trim()).find((c) => c.startsWith(`${name}=`));
-  if (match === undefined) return undefined;
+  const value = cookieHeader === null ? undefined : parseCookies(cookieHeader)[name];
+  if (value === undefined) return undefined;
   try {
-    const flow = JSON.parse(Buffer.from(match.slice(name.length + 1), "base64url").toString("utf8")) as FlowState;
+    const flow = JSON.parse(Buffer.from(value, "base64url").toString("utf8")) as FlowState;
     if ([flow.state, flow.nonce, flow.verifier, flow.next].every((v) => typeof v === "string")) return flow;
   } catch {
     // fall through

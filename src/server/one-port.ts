@@ -79,6 +79,8 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
     if (opts.rpcPaths.has(path)) {
       const started = performance.now();
       const requestId = req.headers["x-request-id"]?.toString() ?? nanoid(12);
+      // The RPC layer logs errors with the request's x-request-id: make it this one.
+      req.headers["x-request-id"] = requestId;
       res.on("close", () => opts.log(accessLogLine(req.method, path, res.statusCode, null, started, requestId)));
     }
     rpcOverNode(req, res);

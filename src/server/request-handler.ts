@@ -26,7 +26,9 @@ export function createRequestHandler(opts: RequestHandlerOptions): ClientRequest
     const request = withRoutableUrl(incoming);
     // Only the listener knows the client's address; a client cannot set it.
     request.headers.set(CLIENT_ADDRESS_HEADER, clientAddress);
+    // Handlers that log (RPC errors) read the ID from the request: one ID per request everywhere.
     const requestId = requestIdOf(request);
+    request.headers.set("x-request-id", requestId);
     const url = new URL(request.url);
     const rpc = request.method === "POST" || request.method === "GET" ? opts.rpc.get(url.pathname) : undefined;
     const response = await (rpc ?? opts.app)(request);

@@ -57,8 +57,8 @@ export interface FilePage {
 
 const notFound = () => new AppError("not_found", "file not found");
 
-/** Column list mapping the files table onto FileRecord, for hand-prepared hot-path queries. */
-const FILE_COLUMNS =
+/** Column list mapping the files table onto FileRecord, for hand-written queries. */
+export const FILE_COLUMNS =
   "id, owner_id AS ownerId, slug, name, content_type AS contentType, size, checksum, visibility, blob, created_at AS createdAt, updated_at AS updatedAt";
 
 export class FileService {

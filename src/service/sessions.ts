@@ -42,7 +42,7 @@ export class SessionService {
     const now = this.deps.clock.nowMicros();
     const expiresAt = now + SESSION_LIFETIME_MICROS;
     this.deps.db.$client
-      .prepare("INSERT INTO sessions (id, user_id, secret_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?)")
+      .query("INSERT INTO sessions (id, user_id, secret_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?)")
       .run(id, userId, hash(secret), now, expiresAt);
     return { token: `${id}.${secret}`, expiresAt };
   }
@@ -58,13 +58,13 @@ export class SessionService {
     if (!timingSafeEqual(given, Buffer.from(row.secretHash))) return null;
     const now = this.deps.clock.nowMicros();
     if (now >= row.expiresAt) {
-      this.deps.db.$client.prepare("DELETE FROM sessions WHERE id = ?").run(id);
+      this.deps.db.$client.query("DELETE FROM sessions WHERE id = ?").run(id);
       return null;
     }
     const session: ValidSession = { principal: { userId: row.userId, via: "session" }, sessionId: id };
     if (row.expiresAt - now < SESSION_LIFETIME_MICROS / 2) {
       const until = now + SESSION_LIFETIME_MICROS;
-      this.deps.db.$client.prepare("UPDATE sessions SET expires_at = ? WHERE id = ?").run(until, id);
+      this.deps.db.$client.query("UPDATE sessions SET expires_at = ? WHERE id = ?").run(until, id);
       session.renewedUntil = until;
     }
     return session;
@@ -73,11 +73,11 @@ export class SessionService {
   /** Ends a session (sign-out). Unknown tokens are ignored. */
   revoke(token: string): void {
     const id = token.slice(0, token.indexOf("."));
-    if (id !== "") this.deps.db.$client.prepare("DELETE FROM sessions WHERE id = ?").run(id);
+    if (id !== "") this.deps.db.$client.query("DELETE FROM sessions WHERE id = ?").run(id);
   }
 
   /** Removes expired sessions (run at start). @returns how many */
   sweepExpired(): number {
-    return this.deps.db.$client.prepare("DELETE FROM sessions WHERE expires_at <= ?").run(this.deps.clock.nowMicros()).changes;
+    return this.deps.db.$client.query("DELETE FROM sessions WHERE expires_at <= ?").run(this.deps.clock.nowMicros()).changes;
   }
 }

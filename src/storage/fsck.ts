@@ -10,6 +10,7 @@ import fsp from "node:fs/promises";
 import path from "node:path";
 import { checksumToBase64, crc32cUpdate } from "../domain/checksum.ts";
 import type { FileRecord } from "../domain/file.ts";
+import { FILE_COLUMNS } from "../service/files.ts";
 import type { Db } from "./db.ts";
 import type { BlobStore } from "./blobs.ts";
 
@@ -35,9 +36,7 @@ const READ_CHUNK = 1024 * 1024;
 /** Checks every file's blob against its recorded size and checksum. */
 export async function fsck(db: Db, blobs: BlobStore, opts: { repair: boolean; quarantineDir: string }): Promise<FsckReport> {
   const rows = db.$client
-    .query<FileRecord, []>(
-      "SELECT id, owner_id AS ownerId, slug, name, content_type AS contentType, size, checksum, visibility, blob, created_at AS createdAt, updated_at AS updatedAt FROM files ORDER BY id",
-    )
+    .query<FileRecord, []>(`SELECT ${FILE_COLUMNS} FROM files ORDER BY id`)
     .all();
   const report: FsckReport = { filesChecked: 0, bytesRead: 0, problems: [], orphans: [], repaired: false };
   const buffer = Buffer.allocUnsafe(READ_CHUNK);

@@ -158,6 +158,27 @@ describe("sessions", () => {
     expect(await (await browser.fetch(`${server.url}/auth/session`)).json()).toMatchObject({ signed_in: false });
   });
 
+  test("a session used with less than half its lifetime left is extended, and the cookie sent again", async () => {
+    const browser = await signedIn("alice");
+    const id = browser.cookie(host, "cubby_session")!.split(".")[0]!;
+    const db = new Database(path.join(server.dataDir, "cubby.db"));
+    db.exec("PRAGMA busy_timeout = 5000");
+    const tenDays = 10 * 24 * 3600 * 1_000_000;
+    const soon = Date.now() * 1000 + tenDays;
+    db.query("UPDATE sessions SET expires_at = ? WHERE id = ?").run(soon, id);
+    const res = await browser.fetch(`${server.url}/auth/session`);
+    const extended = db.query<{ expires_at: number }, [string]>("SELECT expires_at FROM sessions WHERE id = ?").get(id)!.expires_at;
+    db.close();
+    const cookie = res.headers.getSetCookie().find((c) => c.startsWith("cubby_session="));
+    expect({ signedIn: ((await res.json()) as { signed_in: boolean }).signed_in, extendedByDays: Math.round((extended - soon) / (24 * 3600 * 1e6)) }).toEqual({
+      signedIn: true,
+      extendedByDays: 20,
+    });
+    expect(cookie).toMatch(/Max-Age=259\d{4}/);
+    // A fresh session is not rewritten on every request.
+    expect((await browser.fetch(`${server.url}/auth/session`)).headers.getSetCookie()).toEqual([]);
+  });
+
   test("a forged session token is not accepted", async () => {
     const browser = await signedIn("alice");
     const [id] = browser.cookie(host, "cubby_session")!.split(".");

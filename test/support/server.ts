@@ -34,6 +34,8 @@ export interface RunningServer extends AsyncDisposable {
   errors(): string;
   /** Waits until stdout contains `text` (or throws after `timeoutMs`). */
   waitForOutput(text: string | RegExp, timeoutMs?: number): Promise<void>;
+  /** Waits until stderr contains `text` (or throws after `timeoutMs`). */
+  waitForErrors(text: string | RegExp, timeoutMs?: number): Promise<void>;
   /** Mints an API key for `email` through `cubby keys create`. */
   mintKey(email: string): Promise<string>;
   /** SIGTERM and wait for exit. @returns the exit code */
@@ -109,9 +111,9 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   void pump(proc.stdout, (t) => (out += t));
   void pump(proc.stderr, (t) => (err += t));
 
-  const waitForOutput = async (text: string | RegExp, timeoutMs = 10_000) => {
+  const waitFor = async (stream: () => string, text: string | RegExp, timeoutMs = 10_000) => {
     const deadline = Date.now() + timeoutMs;
-    const has = () => (typeof text === "string" ? out.includes(text) : text.test(out));
+    const has = () => (typeof text === "string" ? stream().includes(text) : text.test(stream()));
     while (!has()) {
       if (proc.exitCode !== null || proc.signalCode !== null) {
         throw new Error(`server exited (${proc.exitCode ?? proc.signalCode}) before printing ${text}\n${out}\n${err}`);
@@ -127,6 +129,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       });
     }
   };
+  const waitForOutput = (text: string | RegExp, timeoutMs?: number) => waitFor(() => out, text, timeoutMs);
+  const waitForErrors = (text: string | RegExp, timeoutMs?: number) => waitFor(() => err, text, timeoutMs);
   await waitForOutput(/listening on port \d+/);
   const port = Number(/listening on port (\d+)/.exec(out)![1]);
   const url = `http://localhost:${port}`;
@@ -139,6 +143,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     output: () => out,
     errors: () => err,
     waitForOutput,
+    waitForErrors,
     async mintKey(email: string) {
       const r = await runCli(["keys", "create", "--email", email, "--data-dir", dataDir], {
         executable: opts.executable,

@@ -1,5 +1,4 @@
 import { describe, expect, test } from "bun:test";
-import { AppError } from "../../src/errors.ts";
 import {
   encodePageToken,
   parseFileId,
@@ -10,16 +9,7 @@ import {
   parseSlug,
   parseVisibility,
 } from "../../src/domain/params.ts";
-
-/** Runs `parse` and reports the value or the error code, so each table row is one comparison. */
-function outcome(parse: () => unknown): { ok: unknown } | { error: string } {
-  try {
-    return { ok: parse() };
-  } catch (e) {
-    if (e instanceof AppError) return { error: e.code };
-    throw e;
-  }
-}
+import { outcome } from "../support/outcome.ts";
 
 describe("parseSlug", () => {
   test.each([
