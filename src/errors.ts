@@ -77,7 +77,7 @@ export interface RpcStatus {
 }
 
 /**
- * Turns anything thrown into an AppError. Disk-full and database-busy conditions become
+ * Turns anything thrown into an AppError. Disk-full, out-of-descriptors and database-busy conditions become
  * `unavailable` (503) because retrying later can succeed; everything else unknown becomes
  * `internal` with the message "internal error" and the original kept as `cause` for the log.
  */
@@ -86,6 +86,9 @@ export function toAppError(err: unknown): AppError {
   const code = (err as { code?: unknown } | null)?.code;
   if (code === "ENOSPC" || code === "EDQUOT" || code === "SQLITE_FULL") {
     return new AppError("unavailable", "storage is full; try again later", { cause: err });
+  }
+  if (code === "EMFILE" || code === "ENFILE") {
+    return new AppError("unavailable", "too many open files; try again later", { cause: err });
   }
   if (code === "SQLITE_BUSY" || code === "SQLITE_LOCKED") {
     return new AppError("unavailable", "database is busy; try again later", { cause: err });

@@ -73,14 +73,17 @@ export class BlobStore {
       let size = 0;
       const buffer = Buffer.allocUnsafe(WRITE_BUFFER_BYTES);
       let filled = 0;
+      // Positional writes (pwrite): the file offset is ours, not the descriptor's.
+      let position = 0;
       const flush = async () => {
         if (filled === 0) return;
         const view = buffer.subarray(0, filled);
         crc = crc32cUpdate(crc, view);
         let off = 0;
         while (off < filled) {
-          const { bytesWritten } = await handle.write(view, off, filled - off);
+          const { bytesWritten } = await handle.write(view, off, filled - off, position);
           off += bytesWritten;
+          position += bytesWritten;
         }
         filled = 0;
       };

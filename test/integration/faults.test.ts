@@ -1,9 +1,12 @@
-// Storage faults: DATA_DIR on a small tmpfs that fills up. Needs root (mount); skipped otherwise.
-import { expect, test } from "bun:test";
+// Storage faults: DATA_DIR on a small tmpfs that fills up (needs root to mount), and I/O errors
+// injected with strace. Each is skipped where the machine cannot do it.
+import { Database } from "bun:sqlite";
+import { describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import { checksumOf } from "../../src/domain/checksum.ts";
 import { client, startServer, tempDir } from "../support/server.ts";
+import { attach, canStrace } from "../support/strace.ts";
 
 function canMount(): boolean {
   if (process.getuid?.() !== 0) return false;
@@ -43,5 +46,55 @@ test.skipIf(!canMount())("disk full: 503, nothing partial left, reads keep worki
     expect(ok.size).toBe(String(3 * 1024 * 1024));
   } finally {
     Bun.spawnSync(["umount", "-l", mnt.path]);
+  }
+});
+
+// I/O errors injected with strace into the running server (see test/support/strace.ts): the
+// upload in flight fails with a clear 5xx, nothing of it remains, the server keeps serving, and
+// once the fault is gone uploads succeed again.
+const ioFaults = [
+  { name: "EIO on fsync", inject: "inject=fsync,fdatasync:error=EIO", status: 500, message: "internal error", code: 13 },
+  // Blob and SQLite writes are positional (pwrite64). Plain write(2) is left alone: the event
+  // loop's wake-ups use it on an eventfd, and breaking those tests Bun, not cubby.
+  { name: "EIO on write", inject: "inject=pwrite64,pwritev:error=EIO", status: 500, message: "internal error", code: 13 },
+  { name: "EMFILE on open", inject: "inject=open,openat:error=EMFILE", status: 503, message: "too many open files; try again later", code: 14 },
+];
+
+describe.skipIf(!canStrace())("I/O errors", () => {
+  for (const fault of ioFaults) {
+    test(`${fault.name}: ${fault.status}, no metadata row, no temporary, and uploads work once it is gone`, async () => {
+      await using server = await startServer();
+      const api = client(server, await server.mintKey("io@example.com"));
+      const kept = await api.upload(crypto.getRandomValues(new Uint8Array(100_000)), "?visibility=public");
+      const body = crypto.getRandomValues(new Uint8Array(300_000));
+
+      const tracer = await attach(server.proc.pid, ["-e", fault.inject]);
+      let failed: Response;
+      try {
+        failed = await api.fetch("/v1/files?name=doomed.bin", { method: "POST", body });
+      } finally {
+        await tracer.detach();
+      }
+      expect({ status: failed.status, body: await failed.json() }).toEqual({
+        status: fault.status,
+        body: { code: fault.code, message: fault.message, details: [] },
+      });
+
+      const listed = (await (await api.fetch("/v1/files")).json()) as { files: { id: string }[] };
+      expect(listed.files.map((f) => f.id)).toEqual([kept.id]);
+      expect(fs.readdirSync(path.join(server.dataDir, "tmp"))).toEqual([]);
+      expect(fs.readdirSync(path.join(server.dataDir, "blobs")).length).toBe(1);
+      const back = new Uint8Array(await (await fetch(kept.url)).arrayBuffer());
+      expect(checksumOf(back)).toBe(kept.checksum);
+
+      const again = await api.upload(body, "?name=again.bin");
+      expect(again.checksum).toBe(checksumOf(body));
+      const db = new Database(path.join(server.dataDir, "cubby.db"), { readonly: true });
+      try {
+        expect(db.query("PRAGMA integrity_check").get()).toEqual({ integrity_check: "ok" });
+      } finally {
+        db.close();
+      }
+    });
   }
 });

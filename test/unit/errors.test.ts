@@ -20,6 +20,8 @@ test.each([
   ["disk full", Object.assign(new Error("no space"), { code: "ENOSPC" }), "unavailable"],
   ["quota", Object.assign(new Error("quota"), { code: "EDQUOT" }), "unavailable"],
   ["database full", Object.assign(new Error("full"), { code: "SQLITE_FULL" }), "unavailable"],
+  ["out of descriptors", Object.assign(new Error("emfile"), { code: "EMFILE" }), "unavailable"],
+  ["system out of descriptors", Object.assign(new Error("enfile"), { code: "ENFILE" }), "unavailable"],
   ["database busy", Object.assign(new Error("busy"), { code: "SQLITE_BUSY" }), "unavailable"],
   ["I/O error", Object.assign(new Error("eio"), { code: "EIO" }), "internal"],
   ["a string", "boom", "internal"],
