@@ -6,6 +6,7 @@
  * which is how container secrets are usually mounted (CONTRACT §1).
  */
 import fs from "node:fs";
+import net from "node:net";
 import path from "node:path";
 
 export interface Config {
@@ -33,6 +34,14 @@ export interface Config {
     authFailures: number;
     /** Sign-in callbacks before 429. */
     signIns: number;
+  };
+  /** Addresses of reverse proxies whose X-Forwarded-For names the client (rate limits). */
+  trustedProxies: string[];
+  timeouts: {
+    /** Seconds a new connection has to send its first request's complete headers (408 after). */
+    headerSeconds: number;
+    /** Seconds a connection may stay silent, no bytes either way, before it is closed. */
+    idleSeconds: number;
   };
 }
 
@@ -101,6 +110,25 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
   };
   const rateLimits = { authFailures: count("RATE_LIMIT_AUTH_FAILURES", 20), signIns: count("RATE_LIMIT_SIGN_INS", 30) };
 
+  const seconds = (name: string, fallback: number, max: number) => {
+    const v = get(name);
+    if (v === undefined) return fallback;
+    if (!/^\d{1,4}$/.test(v) || Number(v) < 1 || Number(v) > max) {
+      throw new ConfigError(`${name} must be a whole number of seconds from 1 to ${max} (got "${v}")`);
+    }
+    return Number(v);
+  };
+  // Bun.serve's idleTimeout tops out at 255 seconds.
+  const timeouts = { headerSeconds: seconds("HEADER_TIMEOUT_SECONDS", 10, 3600), idleSeconds: seconds("IDLE_TIMEOUT_SECONDS", 60, 255) };
+
+  const trustedProxies = (get("TRUSTED_PROXIES") ?? "")
+    .split(",")
+    .map((a) => a.trim())
+    .filter((a) => a !== "");
+  for (const a of trustedProxies) {
+    if (net.isIP(a) === 0) throw new ConfigError(`TRUSTED_PROXIES: "${a}" is not an IP address (expected e.g. 127.0.0.1,10.0.0.2)`);
+  }
+
   return {
     port,
     dataDir,
@@ -109,6 +137,8 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     allowedDomains,
     maxUploadBytes,
     rateLimits,
+    trustedProxies,
+    timeouts,
   };
 }
 

@@ -15,7 +15,7 @@ const auth = new Authenticator(services.keys, services.sessions, () => baseUrl);
 const app = createApp({ services, auth, signIn: undefined, signInLimiter: new WindowLimiter(0), baseUrl: () => baseUrl, maxUploadBytes: 1 << 30 });
 const rpc = rpcFetchHandlers(rpcRoutes({ files: services.files, blobs: services.blobs, auth, baseUrl: () => baseUrl }));
 // Same access log as `cubby serve`, so both sides pay for it.
-const handle = createRequestHandler({ app: (r) => app.handle(r), rpc, log: (line) => process.stdout.write(`${line}\n`) });
+const handle = createRequestHandler({ app: (r) => app.handle(r), rpc, log: (line) => process.stdout.write(`${line}\n`), trustedProxies: new Set() });
 const server = Bun.serve({
   port: 0,
   maxRequestBodySize: Number.MAX_SAFE_INTEGER,

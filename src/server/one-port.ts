@@ -21,7 +21,7 @@ import net from "node:net";
 import { nanoid } from "nanoid";
 import { RPC_OPTIONS } from "../rpc/index.ts";
 import { serveH2WithFetch } from "./h2-bridge.ts";
-import { CLIENT_ADDRESS_HEADER } from "../auth/rate-limit.ts";
+import { CLIENT_ADDRESS_HEADER, clientAddressOf } from "../auth/rate-limit.ts";
 import { accessLogLine, type ClientRequestHandler } from "./request-handler.ts";
 
 export interface OnePortOptions {
@@ -33,6 +33,12 @@ export interface OnePortOptions {
   /** RPC request paths, to log RPCs served on the HTTP/2 path. */
   rpcPaths: Set<string>;
   log: (line: string) => void;
+  /** Proxy addresses whose X-Forwarded-For is believed (TRUSTED_PROXIES). */
+  trustedProxies: ReadonlySet<string>;
+  /** Seconds a new connection has to send its first request's headers; 408 after. */
+  headerTimeoutSeconds: number;
+  /** Seconds a connection may stay silent, no bytes either way, before it is closed. */
+  idleTimeoutSeconds: number;
 }
 
 export interface OnePortServer {
@@ -45,8 +51,8 @@ export interface OnePortServer {
   stop(graceMs: number): Promise<void>;
 }
 
-/** Seconds a connection may stay silent (no bytes either way) before it is closed. */
-export const IDLE_TIMEOUT_SECONDS = 60;
+/** The most an HTTP/1.x client may send before its first request's headers end: 431 past it. */
+const MAX_HEAD_BYTES = 64 * 1024;
 /** HTTP/2 flow-control window per stream and per connection: large transfers need more than 64 KiB. */
 const H2_WINDOW_BYTES = 4 * 1024 * 1024;
 const H2_PREFIX = Buffer.from("PRI ");
@@ -59,7 +65,7 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
     hostname: "127.0.0.1",
     port: 0,
     maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-    idleTimeout: IDLE_TIMEOUT_SECONDS,
+    idleTimeout: opts.idleTimeoutSeconds,
     fetch(request, server) {
       const peer = server.requestIP(request);
       return opts.handle(request, (peer && relayed.get(peer.port)) ?? peer?.address ?? "unknown");
@@ -75,7 +81,12 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
   const sessions = new Set<http2.ServerHttp2Session>();
   const h2 = http2.createServer({ settings: { initialWindowSize: H2_WINDOW_BYTES } }, (req, res) => {
     const path = req.url.split("?")[0] ?? "";
-    req.headers[CLIENT_ADDRESS_HEADER] = req.socket?.remoteAddress ?? "unknown";
+    const forwardedFor = req.headers["x-forwarded-for"];
+    req.headers[CLIENT_ADDRESS_HEADER] = clientAddressOf(
+      req.socket?.remoteAddress ?? "unknown",
+      Array.isArray(forwardedFor) ? forwardedFor.join(",") : forwardedFor,
+      opts.trustedProxies,
+    );
     if (opts.rpcPaths.has(path)) {
       const started = performance.now();
       const requestId = req.headers["x-request-id"]?.toString() ?? nanoid(12);
@@ -96,14 +107,27 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
     socket.on("error", () => socket.destroy());
-    socket.setTimeout(IDLE_TIMEOUT_SECONDS * 1000, () => socket.destroy());
+    socket.setTimeout(opts.idleTimeoutSeconds * 1000, () => socket.destroy());
+    // Slow clients (slowloris): the first request's headers must be complete in time. Later
+    // requests on the connection are bounded by the idle timeout.
+    const headerTimer = setTimeout(() => refuse(socket, "408 Request Timeout"), opts.headerTimeoutSeconds * 1000);
+    socket.once("close", () => clearTimeout(headerTimer));
     let head: Buffer = Buffer.alloc(0);
     const onData = (chunk: Buffer) => {
       head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
       const n = Math.min(head.length, H2_PREFIX.length);
       const maybeH2 = head.subarray(0, n).equals(H2_PREFIX.subarray(0, n));
       if (maybeH2 && head.length < H2_PREFIX.length) return; // wait for more bytes
+      if (!maybeH2 && head.indexOf("\r\n\r\n") === -1) {
+        if (head.length > MAX_HEAD_BYTES) {
+          socket.off("data", onData);
+          clearTimeout(headerTimer);
+          refuse(socket, "431 Request Header Fields Too Large");
+        }
+        return; // the headers are not complete yet
+      }
       socket.off("data", onData);
+      clearTimeout(headerTimer);
       socket.pause();
       if (maybeH2) {
         socket.unshift(head);
@@ -140,6 +164,12 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
       h2.close();
     },
   };
+}
+
+/** Answers a connection that never reached a handler with a bodiless error and closes it. */
+function refuse(socket: net.Socket, status: string): void {
+  if (socket.destroyed) return;
+  socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
 }
 
 /**

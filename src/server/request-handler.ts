@@ -3,12 +3,12 @@
  * (HTTP/1.1 or h2c): RPC paths go to the Connect handlers, everything else to the HTTP app.
  * Adds the request ID header and writes one access-log line per request.
  */
-import { CLIENT_ADDRESS_HEADER } from "../auth/rate-limit.ts";
+import { CLIENT_ADDRESS_HEADER, clientAddressOf } from "../auth/rate-limit.ts";
 import { requestIdOf } from "../http/request-id.ts";
 
 export type FetchHandler = (request: Request) => Promise<Response> | Response;
 
-/** The shared handler: a request and the address of the client that sent it. */
+/** The shared handler: a request and the address of the peer (client or proxy) that sent it. */
 export type ClientRequestHandler = (request: Request, clientAddress: string) => Promise<Response>;
 
 export interface RequestHandlerOptions {
@@ -17,15 +17,17 @@ export interface RequestHandlerOptions {
   /** RPC request path → handler (Connect and gRPC-Web over any HTTP version). */
   rpc: Map<string, FetchHandler>;
   log: (line: string) => void;
+  /** Proxy addresses whose X-Forwarded-For is believed (TRUSTED_PROXIES). */
+  trustedProxies: ReadonlySet<string>;
 }
 
 /** Builds the shared request handler. */
 export function createRequestHandler(opts: RequestHandlerOptions): ClientRequestHandler {
-  return async (incoming, clientAddress) => {
+  return async (incoming, peer) => {
     const started = performance.now();
     const request = withRoutableUrl(incoming);
     // Only the listener knows the client's address; a client cannot set it.
-    request.headers.set(CLIENT_ADDRESS_HEADER, clientAddress);
+    request.headers.set(CLIENT_ADDRESS_HEADER, clientAddressOf(peer, request.headers.get("x-forwarded-for"), opts.trustedProxies));
     // Handlers that log (RPC errors) read the ID from the request: one ID per request everywhere.
     const requestId = requestIdOf(request);
     request.headers.set("x-request-id", requestId);

@@ -45,8 +45,18 @@ export async function serve(config: Config): Promise<void> {
   const routes = rpcRoutes({ files: services.files, blobs: services.blobs, auth, baseUrl: () => baseUrl });
   const rpc = rpcFetchHandlers(routes);
   const log = (line: string) => process.stdout.write(`${line}\n`);
-  const handle = createRequestHandler({ app: (request) => app.handle(request), rpc, log });
-  const server = await listenOnePort({ port: config.port, handle, routes, rpcPaths: new Set(rpc.keys()), log });
+  const trustedProxies = new Set(config.trustedProxies);
+  const handle = createRequestHandler({ app: (request) => app.handle(request), rpc, log, trustedProxies });
+  const server = await listenOnePort({
+    port: config.port,
+    handle,
+    routes,
+    rpcPaths: new Set(rpc.keys()),
+    log,
+    trustedProxies,
+    headerTimeoutSeconds: config.timeouts.headerSeconds,
+    idleTimeoutSeconds: config.timeouts.idleSeconds,
+  });
   if (config.hostname === undefined) baseUrl = `http://localhost:${server.port}`;
   console.log(`cubby ${pkg.version} listening on port ${server.port}; public URL ${baseUrl}; data in ${config.dataDir}`);
 

@@ -56,3 +56,16 @@ test("a spoofed client-address header is ignored", async () => {
   }
   expect(statuses).toEqual([401, 401, 429]);
 });
+
+test("behind a trusted proxy, X-Forwarded-For names the client; from anyone else it is ignored", async () => {
+  await using server = await startServer({ env: { RATE_LIMIT_AUTH_FAILURES: "2", TRUSTED_PROXIES: "127.0.0.1" } });
+  const fail = async (base: string, forwardedFor: string) =>
+    (await fetch(`${base}/v1/files`, { headers: { authorization: "Bearer nope", "x-forwarded-for": forwardedFor } })).status;
+  const viaProxy = `http://127.0.0.1:${server.port}`;
+  // Two clients behind the proxy are counted apart; a client's own forged entry on the left is not believed.
+  expect([await fail(viaProxy, "203.0.113.7"), await fail(viaProxy, "203.0.113.7"), await fail(viaProxy, "10.9.9.9, 203.0.113.7")]).toEqual([401, 401, 429]);
+  expect(await fail(viaProxy, "198.51.100.2")).toBe(401);
+  // ::1 is not a trusted proxy: its X-Forwarded-For is ignored, so changing it does not help.
+  const untrusted = `http://[::1]:${server.port}`;
+  expect([await fail(untrusted, "192.0.2.1"), await fail(untrusted, "192.0.2.2"), await fail(untrusted, "192.0.2.3")]).toEqual([401, 401, 429]);
+});

@@ -1,0 +1,100 @@
+// Slow clients: hundreds of connections trickling bytes must not stop normal requests, and the
+// header and idle timeouts close what never finishes.
+import { expect, test } from "bun:test";
+import net from "node:net";
+import { checksumOf } from "../../src/domain/checksum.ts";
+import { client, startServer } from "../support/server.ts";
+
+/** A raw connection that records whether it was closed and what it received. */
+function rawConnection(port: number): Promise<{ socket: net.Socket; closed: Promise<string>; isOpen: () => boolean }> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ host: "127.0.0.1", port });
+    let received = "";
+    let open = true;
+    socket.on("data", (d) => (received += d.toString("latin1")));
+    socket.on("error", () => {});
+    const closed = new Promise<string>((r) =>
+      socket.on("close", () => {
+        open = false;
+        r(received);
+      }),
+    );
+    socket.once("connect", () => resolve({ socket, closed, isOpen: () => open }));
+    socket.once("error", reject);
+  });
+}
+
+test("300 header tricklers and 50 body tricklers do not stop normal requests", async () => {
+  await using server = await startServer({ env: { HEADER_TIMEOUT_SECONDS: "120" } });
+  const key = await server.mintKey("slow@example.com");
+  const api = client(server, key);
+  const kept = await api.upload(crypto.getRandomValues(new Uint8Array(64 * 1024)), "?visibility=public");
+
+  const headerTricklers = await Promise.all(Array.from({ length: 300 }, () => rawConnection(server.port)));
+  const bodyTricklers = await Promise.all(Array.from({ length: 50 }, () => rawConnection(server.port)));
+  for (const c of headerTricklers) c.socket.write("GET /healthz HTTP/1.1\r\nHost: x\r\n");
+  for (const c of bodyTricklers) {
+    c.socket.write(`POST /v1/files HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Length: 10000000\r\n\r\nab`);
+  }
+  let trickling = true;
+  const trickle = (async () => {
+    while (trickling) {
+      for (const c of headerTricklers) if (c.isOpen()) c.socket.write("X");
+      for (const c of bodyTricklers) if (c.isOpen()) c.socket.write("y");
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  })();
+
+  try {
+    // Normal traffic, each request on a new connection, while the tricklers hold theirs.
+    for (let i = 0; i < 20; i++) {
+      const health = await fetch(`${server.url}/healthz`, { headers: { connection: "close" } });
+      expect(health.status).toBe(200);
+      await health.arrayBuffer();
+      const body = new Uint8Array(await (await fetch(kept.url, { headers: { connection: "close" } })).arrayBuffer());
+      expect(checksumOf(body)).toBe(kept.checksum);
+      const up = await api.upload(crypto.getRandomValues(new Uint8Array(16 * 1024)), "", { connection: "close" });
+      expect(up.size).toBe(String(16 * 1024));
+    }
+    // The slow connections were all still there while the normal ones were served.
+    expect(headerTricklers.filter((c) => c.isOpen()).length).toBe(300);
+    expect(bodyTricklers.filter((c) => c.isOpen()).length).toBe(50);
+  } finally {
+    trickling = false;
+    await trickle;
+    for (const c of [...headerTricklers, ...bodyTricklers]) c.socket.destroy();
+  }
+});
+
+test("a client that does not finish its headers in time gets 408 and is closed", async () => {
+  await using server = await startServer({ env: { HEADER_TIMEOUT_SECONDS: "1" } });
+  const c = await rawConnection(server.port);
+  c.socket.write("GET /healthz HTTP/1.1\r\nHost: x\r\n");
+  const timer = setInterval(() => c.isOpen() && c.socket.write("X"), 100);
+  const received = await c.closed;
+  clearInterval(timer);
+  expect(received.split("\r\n")[0]).toBe("HTTP/1.1 408 Request Timeout");
+});
+
+test("headers larger than 64 KiB get 431 and the connection is closed", async () => {
+  await using server = await startServer();
+  const c = await rawConnection(server.port);
+  c.socket.write(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(70 * 1024)}`);
+  expect((await c.closed).split("\r\n")[0]).toBe("HTTP/1.1 431 Request Header Fields Too Large");
+});
+
+test("a silent keep-alive connection is closed after the idle timeout", async () => {
+  await using server = await startServer({ env: { IDLE_TIMEOUT_SECONDS: "1" } });
+  const c = await rawConnection(server.port);
+  c.socket.write("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  const received = await c.closed;
+  expect(received.split("\r\n")[0]).toBe("HTTP/1.1 200 OK");
+});
+
+test("a silent HTTP/2 connection is closed after the idle timeout", async () => {
+  await using server = await startServer({ env: { IDLE_TIMEOUT_SECONDS: "1" } });
+  const c = await rawConnection(server.port);
+  c.socket.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+  await c.closed;
+  expect(c.isOpen()).toBe(false);
+});
