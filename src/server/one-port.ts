@@ -100,6 +100,7 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
     sessions.add(session);
     session.on("close", () => sessions.delete(session));
     session.setLocalWindowSize(H2_WINDOW_BYTES);
+    session.setTimeout(opts.idleTimeoutSeconds * 1000, () => session.destroy());
   });
 
   const sockets = new Set<net.Socket>();
@@ -130,6 +131,9 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
       clearTimeout(headerTimer);
       socket.pause();
       if (maybeH2) {
+        // node:http2 reads the socket natively, so the socket never sees activity: the session's
+        // own timeout (set on "session" below) watches HTTP/2 traffic instead.
+        socket.setTimeout(0);
         socket.unshift(head);
         h2.emit("connection", socket);
         socket.resume();

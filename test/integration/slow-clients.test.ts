@@ -1,8 +1,11 @@
 // Slow clients: hundreds of connections trickling bytes must not stop normal requests, and the
 // header and idle timeouts close what never finishes.
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
 import { expect, test } from "bun:test";
 import net from "node:net";
 import { checksumOf } from "../../src/domain/checksum.ts";
+import { FileService } from "../../src/gen/cubby/v1/files_pb.ts";
 import { client, startServer } from "../support/server.ts";
 
 /** A raw connection that records whether it was closed and what it received. */
@@ -97,4 +100,20 @@ test("a silent HTTP/2 connection is closed after the idle timeout", async () => 
   c.socket.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
   await c.closed;
   expect(c.isOpen()).toBe(false);
+});
+
+test("a busy HTTP/2 connection is not cut by the idle timeout", async () => {
+  await using server = await startServer({ env: { IDLE_TIMEOUT_SECONDS: "1" } });
+  const key = await server.mintKey("busy@example.com");
+  const file = await client(server, key).upload(new Uint8Array(10), "?visibility=public");
+  const rpc = createClient(FileService, createGrpcTransport({ baseUrl: server.url }));
+  // One connection, kept busy for three idle timeouts.
+  const until = Date.now() + 3000;
+  let calls = 0;
+  while (Date.now() < until) {
+    const { file: got } = await rpc.getFile({ id: file.id }, { headers: { authorization: `Bearer ${key}` } });
+    expect(got!.id).toBe(file.id);
+    calls++;
+  }
+  expect(calls).toBeGreaterThan(10);
 });
