@@ -86,7 +86,8 @@ export function serveContent(deps: ContentDeps, request: Request, id: string, sl
   // omits the body itself.
   const rangeHeader = ifRangeHolds(request, etag, lastModified) ? request.headers.get("range") : null;
   const range = parseRange(rangeHeader, file.size);
-  const blob = Bun.file(deps.blobs.path(file.blob));
+  // Small blobs come from memory; larger ones are streamed from disk (sendfile where possible).
+  const blob = deps.blobs.readSmall(file.blob, file.size) ?? Bun.file(deps.blobs.path(file.blob));
 
   if (range.kind === "unsatisfiable") {
     return new Response(null, {
@@ -98,7 +99,7 @@ export function serveContent(deps: ContentDeps, request: Request, id: string, sl
     const { start, end } = range.range;
     headers["content-range"] = `bytes ${start}-${end}/${file.size}`;
     headers["content-length"] = String(end - start + 1);
-    return new Response(blob.slice(start, end + 1), { status: 206, headers });
+    return new Response(blob instanceof Uint8Array ? blob.subarray(start, end + 1) : blob.slice(start, end + 1), { status: 206, headers });
   }
   headers["content-length"] = String(file.size);
   return new Response(file.size === 0 ? null : blob, { status: 200, headers });

@@ -40,10 +40,18 @@ const WRITE_BUFFER_BYTES = 1024 * 1024;
  */
 export const REMOVAL_GRACE_MS = 30_000;
 
+/** Blobs up to this size are served from memory once read: they are immutable, never stale. */
+export const SMALL_BLOB_BYTES = 64 * 1024;
+/** Memory the small-blob cache may hold; the least recently used blobs leave first. */
+const SMALL_BLOB_CACHE_BYTES = 32 * 1024 * 1024;
+
 export class BlobStore {
   readonly blobDir: string;
   readonly tmpDir: string;
   private readonly pendingRemovals = new Map<string, ReturnType<typeof setTimeout>>();
+  /** Small blobs by name, least recently used first (Map keeps insertion order). */
+  private readonly small = new Map<string, Uint8Array>();
+  private smallBytes = 0;
 
   constructor(dataDir: string) {
     this.blobDir = path.join(dataDir, "blobs");
@@ -124,8 +132,48 @@ export class BlobStore {
     }
   }
 
+  /**
+   * The bytes of a small blob (≤ {@link SMALL_BLOB_BYTES}) from memory, read from disk on first
+   * use. Saves the open, stat, read and close of serving a small file from disk per request.
+   * @param size the size the metadata records
+   * @returns undefined for larger blobs, or when the file is missing or not `size` bytes long
+   *   (the caller then serves from disk as usual)
+   */
+  readSmall(name: string, size: number): Uint8Array | undefined {
+    if (size > SMALL_BLOB_BYTES) return undefined;
+    let bytes = this.small.get(name);
+    if (bytes !== undefined) {
+      if (bytes.byteLength !== size) return undefined;
+      this.small.delete(name);
+      this.small.set(name, bytes);
+      return bytes;
+    }
+    try {
+      bytes = fs.readFileSync(this.path(name));
+    } catch {
+      return undefined;
+    }
+    if (bytes.byteLength !== size) return undefined;
+    this.small.set(name, bytes);
+    this.smallBytes += bytes.byteLength;
+    for (const [oldest, b] of this.small) {
+      if (this.smallBytes <= SMALL_BLOB_CACHE_BYTES) break;
+      this.small.delete(oldest);
+      this.smallBytes -= b.byteLength;
+    }
+    return bytes;
+  }
+
+  private forget(name: string): void {
+    const bytes = this.small.get(name);
+    if (bytes === undefined) return;
+    this.small.delete(name);
+    this.smallBytes -= bytes.byteLength;
+  }
+
   /** Removes a blob now (for one that no metadata ever referenced). Missing is fine. */
   async remove(name: string): Promise<void> {
+    this.forget(name);
     await fsp.rm(this.path(name), { force: true });
   }
 
@@ -134,6 +182,7 @@ export class BlobStore {
     if (this.pendingRemovals.has(name)) return;
     const timer = setTimeout(() => {
       this.pendingRemovals.delete(name);
+      this.forget(name);
       fsp.rm(this.path(name), { force: true }).catch((err) => {
         console.error(`blob ${name}: removal failed (it will be swept at the next start): ${err}`);
       });

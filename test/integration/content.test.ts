@@ -235,3 +235,17 @@ test("routing does not depend on the length of the Host header (http://nas/ behi
     expect({ host, status: await new Response(proc.stdout).text() }).toEqual({ host, status: "200" });
   }
 });
+
+test("small files served from memory follow every replace and delete", async () => {
+  const file = await api.upload("version 0", "?visibility=public");
+  for (let i = 1; i <= 5; i++) {
+    expect(await (await fetch(file.url)).text()).toBe(`version ${i - 1}`);
+    const res = await api.fetch(`/v1/files/${file.id}/content`, { method: "PUT", body: `version ${i}!` });
+    expect(res.status).toBe(200);
+    expect(await (await fetch(file.url)).text()).toBe(`version ${i}!`);
+    expect(await (await fetch(file.url, { headers: { range: "bytes=8-9" } })).text()).toBe(`${i}!`);
+    await api.fetch(`/v1/files/${file.id}/content`, { method: "PUT", body: `version ${i}` });
+  }
+  expect((await api.fetch(`/v1/files/${file.id}`, { method: "DELETE" })).status).toBe(200);
+  expect((await fetch(file.url)).status).toBe(404);
+});
