@@ -1,6 +1,6 @@
 // The RPC anchor: cubby's proto served by @connectrpc/connect-node on plain Node.js, with a
 // GetFile that answers a constant File (no database, no auth): the protocol stack alone.
-// Bundled for Node by scripts/bench/rpc.ts; prints "h1=<port> h2=<port>".
+// Bundled for Node by scripts/bench/index.ts; prints "h1=<port> h2=<port>".
 import { create } from "@bufbuild/protobuf";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import http from "node:http";

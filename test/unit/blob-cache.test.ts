@@ -5,17 +5,22 @@ import os from "node:os";
 import path from "node:path";
 import { BlobStore, SMALL_BLOB_BYTES } from "../../src/storage/blobs.ts";
 
-async function store(): Promise<{ blobs: BlobStore; dir: string }> {
+function store(): { blobs: BlobStore; dir: string } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cubby-cache-"));
   return { blobs: new BlobStore(dir), dir };
 }
 
 async function put(blobs: BlobStore, bytes: Uint8Array) {
-  return await blobs.write([bytes], { maxBytes: 1 << 30 });
+  return await blobs.write(
+    (async function* () {
+      yield bytes;
+    })(),
+    { maxBytes: 1 << 30 },
+  );
 }
 
 test("small blobs read back exactly; larger ones and wrong sizes are not cached", async () => {
-  const { blobs, dir } = await store();
+  const { blobs, dir } = store();
   const bytes = crypto.getRandomValues(new Uint8Array(1000));
   const staged = await put(blobs, bytes);
   expect(Buffer.compare(Buffer.from(blobs.readSmall(staged.name, 1000)!), Buffer.from(bytes))).toBe(0);
@@ -31,7 +36,7 @@ test("small blobs read back exactly; larger ones and wrong sizes are not cached"
 });
 
 test("a removed blob leaves the cache", async () => {
-  const { blobs, dir } = await store();
+  const { blobs, dir } = store();
   const staged = await put(blobs, new Uint8Array([1, 2, 3]));
   expect(blobs.readSmall(staged.name, 3)).toBeDefined();
   await blobs.remove(staged.name);
@@ -40,7 +45,7 @@ test("a removed blob leaves the cache", async () => {
 });
 
 test("the cache holds at most 32 MiB, dropping the least recently used", async () => {
-  const { blobs, dir } = await store();
+  const { blobs, dir } = store();
   const names: string[] = [];
   for (let i = 0; i < 600; i++) names.push((await put(blobs, new Uint8Array(SMALL_BLOB_BYTES).fill(i % 251))).name);
   const first = blobs.readSmall(names[0]!, SMALL_BLOB_BYTES);

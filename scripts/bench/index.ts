@@ -1,0 +1,439 @@
+/**
+ * `npm run bench`: builds dist/cubby, starts it on a fresh data directory and measures each
+ * workload of issue 6 side by side with its anchor in the same run, alternating which goes
+ * first in each round so machine drift cancels. Prints a table of absolute figures and ratios
+ * (medians over the rounds), and writes it with an SVG bar chart of the ratios into
+ * docs/benchmarks.md and docs/benchmarks.svg.
+ *
+ *   npm run bench                      # 3 rounds of 5 s per workload; writes docs/
+ *   npm run bench -- --smoke           # 1 round of 1 s, small sizes, writes nothing (CI)
+ *   npm run bench -- --seconds 10 --rounds 5 --no-build
+ *
+ * Installs nothing: a missing tool is named with the command that installs it, and the rows
+ * that need it are reported as skipped.
+ */
+import type { Subprocess } from "bun";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { chartSvg, markdownTable, type Row } from "./report.ts";
+
+const { values: flags } = parseArgs({
+  options: {
+    smoke: { type: "boolean", default: false },
+    seconds: { type: "string" },
+    rounds: { type: "string" },
+    "no-build": { type: "boolean", default: false },
+    only: { type: "string" },
+  },
+});
+/** `--only 1,4`: just those numbered workloads (see the comments below); writes nothing. */
+const ONLY = flags.only?.split(",").map(Number);
+const want = (n: number) => ONLY === undefined || ONLY.includes(n);
+const SMOKE = flags.smoke;
+const SECONDS = Number(flags.seconds ?? (SMOKE ? 1 : 5));
+const ROUNDS = Number(flags.rounds ?? (SMOKE ? 1 : 3));
+const LARGE = SMOKE ? 64 * 2 ** 20 : 2 ** 30;
+const HUGE = SMOKE ? 64 * 2 ** 20 : 4 * 2 ** 30;
+const LIST_FILES = SMOKE ? 1000 : 10_000;
+const root = path.resolve(import.meta.dir, "../..");
+const bun = process.execPath;
+const cubby = path.join(root, "dist/cubby");
+
+// --- tools ---
+const TOOLS: Record<string, string> = {
+  wrk: "apt-get install wrk",
+  h2load: "apt-get install nghttp2-client",
+  nginx: "apt-get install nginx-light",
+  curl: "apt-get install curl",
+  dd: "apt-get install coreutils",
+  node: "install Node.js (https://nodejs.org)",
+};
+const which = (tool: string) => Bun.which(tool) ?? (tool === "nginx" && fs.existsSync("/usr/sbin/nginx") ? "/usr/sbin/nginx" : null);
+const missing = Object.keys(TOOLS).filter((t) => which(t) === null);
+for (const t of missing) console.error(`bench: ${t} is missing (${TOOLS[t]}); the rows that need it are skipped`);
+if (missing.length > 0) console.error("bench: all anchors at once: apt-get install nginx-light wrk nghttp2-client");
+const has = (...tools: string[]) => tools.every((t) => !missing.includes(t));
+
+// --- processes and files ---
+const work = fs.mkdtempSync(path.join(os.tmpdir(), "cubby-bench-"));
+const children = new Set<Subprocess>();
+const cleanup = () => {
+  for (const c of children) c.kill("SIGKILL");
+  fs.rmSync(work, { recursive: true, force: true });
+};
+process.on("exit", cleanup);
+process.on("SIGINT", () => process.exit(130));
+
+/** Spawns a long-running process; resolves with the first stdout match of `ready`. */
+async function spawnReady(cmd: string[], ready: RegExp, env: Record<string, string> = {}): Promise<{ proc: Subprocess; match: RegExpExecArray }> {
+  const proc = Bun.spawn(cmd, { cwd: root, stdout: "pipe", stderr: "inherit", env: { ...process.env, ...env } });
+  children.add(proc);
+  const reader = proc.stdout.getReader();
+  const decoder = new TextDecoder();
+  let seen = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`${cmd.join(" ")} exited before printing ${ready}: ${seen}`);
+    seen += decoder.decode(value);
+    const match = ready.exec(seen);
+    if (match) {
+      void (async () => {
+        while (!(await reader.read()).done);
+      })();
+      return { proc, match };
+    }
+  }
+}
+
+/** Runs a command to completion. @returns stdout and stderr @throws on a non-zero exit */
+async function run(cmd: string[], opts: { stdin?: Blob } = {}): Promise<{ out: string; err: string }> {
+  const proc = Bun.spawn(cmd, { cwd: root, stdout: "pipe", stderr: "pipe", stdin: opts.stdin ?? "ignore" });
+  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  if (code !== 0) throw new Error(`${cmd.join(" ")} failed (${code}): ${err}${out}`);
+  return { out, err };
+}
+
+/** A TCP port free right now (for servers that cannot be told to pick one). */
+async function freePort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, "127.0.0.1", () => r()));
+  const port = (s.address() as net.AddressInfo).port;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+/** Writes `size` bytes of incompressible data (a random 16 MiB block repeated) to `file`. */
+function writeRandomFile(file: string, size: number): void {
+  const block = crypto.getRandomValues(new Uint8Array(Math.min(size, 16 * 2 ** 20)));
+  const fd = fs.openSync(file, "w");
+  for (let off = 0; off < size; off += block.byteLength) fs.writeSync(fd, block, 0, Math.min(block.byteLength, size - off));
+  fs.closeSync(fd);
+}
+
+// --- load generators ---
+/** wrk at `connections`: requests/s, p50 and p99 in ms. @throws on any non-2xx answer or socket error */
+async function wrk(url: string, opts: { connections: number; headers?: string[]; script?: string }): Promise<{ rps: number; p50: number; p99: number }> {
+  const args = ["wrk", "-t", "1", "-c", String(opts.connections), "-d", `${SECONDS}s`, "--latency"];
+  for (const h of opts.headers ?? []) args.push("-H", h);
+  if (opts.script) args.push("-s", opts.script);
+  const { out } = await run([...args, url]);
+  if (/Non-2xx or 3xx responses/.test(out) || /Socket errors: connect \d+, read \d+, write \d+, timeout [1-9]/.test(out)) {
+    throw new Error(`wrk saw errors:\n${out}`);
+  }
+  const ms = (label: string) => {
+    const m = new RegExp(`${label}%\\s+([\\d.]+)(us|ms|s)`).exec(out);
+    if (!m) return NaN;
+    return Number(m[1]) * (m[2] === "us" ? 0.001 : m[2] === "s" ? 1000 : 1);
+  };
+  return { rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)![1]), p50: ms("50"), p99: ms("99") };
+}
+
+/** h2load over h2c (or HTTP/1.1 with `--h1`): requests/s. @throws on any failure */
+async function h2load(url: string, args: string[]): Promise<number> {
+  const { out } = await run(["h2load", "-D", String(SECONDS), "--warm-up-time=1", ...args, url]);
+  const rps = /finished in [\d.]+\w+, ([\d.]+) req\/s/.exec(out);
+  const status = /status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx/.exec(out);
+  const reqs = /requests: \d+ total, \d+ started, \d+ done, (\d+) succeeded, (\d+) failed, (\d+) errored/.exec(out);
+  if (!rps || !status || !reqs) throw new Error(`unexpected h2load output:\n${out}`);
+  if (status[3] !== "0" || status[4] !== "0" || reqs[2] !== "0" || reqs[3] !== "0") throw new Error(`h2load saw failures:\n${out}`);
+  return Number(rps[1]);
+}
+
+/** One curl transfer: MB/s (10^6 bytes per second) from curl's own measurement. */
+async function curlSpeed(args: string[], field: "speed_download" | "speed_upload"): Promise<number> {
+  const { out } = await run(["curl", "-sS", "--fail", "-o", "/dev/null", "-w", `%{${field}}`, ...args]);
+  return Number(out) / 1e6;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** Runs subject and anchor ROUNDS times, alternating which goes first. @returns the medians */
+async function pair(subject: () => Promise<number>, anchor: () => Promise<number>): Promise<[number, number]> {
+  const s: number[] = [];
+  const a: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    if (round % 2 === 0) {
+      s.push(await subject());
+      a.push(await anchor());
+    } else {
+      a.push(await anchor());
+      s.push(await subject());
+    }
+  }
+  return [median(s), median(a)];
+}
+
+// --- setup ---
+if (!flags["no-build"] || !fs.existsSync(cubby)) {
+  console.error("bench: building dist/cubby");
+  await run([bun, "scripts/build.ts"]);
+}
+const www = path.join(work, "www");
+fs.mkdirSync(www);
+const small = crypto.getRandomValues(new Uint8Array(4096));
+fs.writeFileSync(path.join(www, "small.bin"), small);
+writeRandomFile(path.join(www, "large.bin"), LARGE);
+
+const dataDir = path.join(work, "data");
+const cubbyEnv = { RATE_LIMIT_AUTH_FAILURES: "0", RATE_LIMIT_SIGN_INS: "0" };
+const server = await spawnReady([cubby, "serve", "--port", "0", "--data-dir", dataDir], /listening on port (\d+)/, cubbyEnv);
+const base = `http://127.0.0.1:${server.match[1]}`;
+const mintKey = async (email: string) => (await run([cubby, "keys", "create", "--email", email, "--data-dir", dataDir])).out.trim();
+const key = await mintKey("bench@example.com");
+const auth = `authorization: Bearer ${key}`;
+const upload = async (body: ConstructorParameters<typeof Response>[0], query: string, k = key) => {
+  const res = await fetch(`${base}/v1/files${query}`, { method: "POST", body, headers: { authorization: `Bearer ${k}` } });
+  if (res.status !== 200) throw new Error(`upload failed: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { id: string }).id;
+};
+const publicId = await upload(small, "?visibility=public");
+const internalId = await upload(small, "?visibility=internal");
+const largeId = await upload(Bun.file(path.join(www, "large.bin")), "?visibility=public");
+
+let nginxPort: number | undefined;
+if (has("nginx")) {
+  nginxPort = await freePort();
+  const conf = path.join(work, "nginx.conf");
+  const user = process.getuid?.() === 0 ? "user root root;" : "";
+  fs.writeFileSync(
+    conf,
+    `${user}
+worker_processes 1;
+pid ${work}/nginx.pid;
+error_log ${work}/nginx-error.log;
+events { worker_connections 4096; }
+http {
+  access_log ${work}/nginx-access.log;
+  client_body_temp_path ${work}/nginx-body;
+  proxy_temp_path ${work}/nginx-proxy;
+  fastcgi_temp_path ${work}/nginx-fastcgi;
+  uwsgi_temp_path ${work}/nginx-uwsgi;
+  scgi_temp_path ${work}/nginx-scgi;
+  sendfile on;
+  tcp_nopush on;
+  keepalive_requests 1000000;
+  default_type application/octet-stream;
+  server { listen 127.0.0.1:${nginxPort}; root ${www}; }
+}
+`,
+  );
+  const proc = Bun.spawn([which("nginx")!, "-c", conf, "-p", work, "-g", "daemon off;"], { stderr: "inherit" });
+  children.add(proc);
+  for (let i = 0; i < 200; i++) {
+    if ((await fetch(`http://127.0.0.1:${nginxPort}/small.bin`).then((r) => r.status).catch(() => 0)) === 200) break;
+    await Bun.sleep(10); // nginx has no readiness signal on stdout; poll its port
+  }
+}
+const bunFile = await spawnReady([bun, "scripts/bench/anchor-bun-file.ts", path.join(www, "small.bin")], /listening on port (\d+)/);
+const bunFileH2 = await spawnReady([bun, "scripts/bench/anchor-bun-file.ts", path.join(www, "small.bin"), "--h2"], /listening on port (\d+)/);
+
+const rows: Row[] = [];
+const skip = (workload: string, tools: string[]) =>
+  rows.push({ workload, how: "", value: NaN, unit: "", anchor: `skipped: ${tools.filter((t) => missing.includes(t)).join(", ")} missing` });
+const step = (name: string) => console.error(`bench: ${name}`);
+
+// 1. Small public GET over HTTP/1.1.
+if (want(1) && has("wrk", "nginx")) {
+  step("small public GET vs nginx");
+  const [c, n] = await pair(
+    async () => (await wrk(`${base}/${publicId}`, { connections: 32 })).rps,
+    async () => (await wrk(`http://127.0.0.1:${nginxPort}/small.bin`, { connections: 32 })).rps,
+  );
+  rows.push({ workload: "small public GET (4 KiB)", how: "wrk, HTTP/1.1, 32 connections", value: c, unit: "req/s", anchor: "nginx static file", anchorValue: n, target: 0.6 });
+} else if (ONLY === undefined) skip("small public GET (4 KiB) vs nginx", ["wrk", "nginx"]);
+if (want(1) && has("wrk")) {
+  step("small public GET vs Bun.serve + Bun.file");
+  const [c, b] = await pair(
+    async () => (await wrk(`${base}/${publicId}`, { connections: 32 })).rps,
+    async () => (await wrk(`http://127.0.0.1:${bunFile.match[1]}/`, { connections: 32 })).rps,
+  );
+  rows.push({ workload: "small public GET (4 KiB)", how: "wrk, HTTP/1.1, 32 connections", value: c, unit: "req/s", anchor: "bare Bun.serve + Bun.file", anchorValue: b, target: 1.0 });
+} else if (ONLY === undefined) skip("small public GET (4 KiB) vs Bun.serve", ["wrk"]);
+
+// 2. Small GET over h2c.
+if (want(2) && has("h2load")) {
+  step("small GET over h2c");
+  const args = ["-c", "8", "-m", "16"];
+  const [c, b] = await pair(
+    () => h2load(`${base}/${publicId}`, args),
+    () => h2load(`http://127.0.0.1:${bunFileH2.match[1]}/`, args),
+  );
+  rows.push({ workload: "small public GET over h2c", how: "h2load, 8 connections × 16 streams", value: c, unit: "req/s", anchor: "bare Bun.serve (http2) + Bun.file", anchorValue: b });
+} else if (ONLY === undefined) skip("small public GET over h2c", ["h2load"]);
+
+// 3. Authenticated GET: the cost of a bearer key over the public GET.
+if (want(3) && has("wrk")) {
+  step("authenticated GET");
+  const [a, p] = await pair(
+    async () => (await wrk(`${base}/${internalId}`, { connections: 32, headers: [auth] })).rps,
+    async () => (await wrk(`${base}/${publicId}`, { connections: 32 })).rps,
+  );
+  rows.push({ workload: "authenticated GET (4 KiB, bearer key)", how: "wrk, HTTP/1.1, 32 connections", value: a, unit: "req/s", anchor: "cubby's public GET", anchorValue: p, target: 0.8 });
+} else if (ONLY === undefined) skip("authenticated GET", ["wrk"]);
+
+// 4. Large download.
+if (want(4) && has("curl", "nginx")) {
+  step("large download");
+  const [c, n] = await pair(
+    () => curlSpeed([`${base}/${largeId}`], "speed_download"),
+    () => curlSpeed([`http://127.0.0.1:${nginxPort}/large.bin`], "speed_download"),
+  );
+  rows.push({ workload: `large download (${LARGE / 2 ** 20} MiB)`, how: "curl -o /dev/null", value: c, unit: "MB/s", anchor: "nginx static file", anchorValue: n, target: 0.8 });
+} else if (ONLY === undefined) skip("large download", ["curl", "nginx"]);
+
+// 5. Large upload, against dd writing the same bytes to the same disk with an fsync.
+if (want(5) && has("curl", "dd")) {
+  step("large upload");
+  const src = path.join(www, "large.bin");
+  const [c, d] = await pair(
+    async () => {
+      const { out } = await run(["curl", "-sS", "--fail", "-X", "POST", "-T", src, "-H", auth, "-w", "\n%{speed_upload}", `${base}/v1/files`]);
+      const [json, speed] = out.split("\n");
+      await fetch(`${base}/v1/files/${(JSON.parse(json!) as { id: string }).id}`, { method: "DELETE", headers: { authorization: `Bearer ${key}` } });
+      return Number(speed) / 1e6;
+    },
+    async () => {
+      const out = path.join(dataDir, "dd.out");
+      const started = performance.now();
+      await run(["dd", `if=${src}`, `of=${out}`, "bs=1M", "conv=fsync", "status=none"]);
+      const seconds = (performance.now() - started) / 1000;
+      fs.rmSync(out);
+      return LARGE / seconds / 1e6;
+    },
+  );
+  rows.push({ workload: `large upload (${LARGE / 2 ** 20} MiB)`, how: "curl -T, POST /v1/files", value: c, unit: "MB/s", anchor: "dd bs=1M conv=fsync, same disk", anchorValue: d, target: 0.7 });
+} else if (ONLY === undefined) skip("large upload", ["curl", "dd"]);
+
+// 6. Small uploads: latency at 16 connections.
+if (want(6) && has("wrk")) {
+  step("small uploads");
+  const script = path.join(work, "post.lua");
+  fs.writeFileSync(script, `wrk.method = "POST"\nwrk.body = string.rep("x", 65536)\nwrk.headers["Content-Type"] = "application/octet-stream"\n`);
+  const uploader = await mintKey("uploads@example.com");
+  const r = await wrk(`${base}/v1/files`, { connections: 16, headers: [`authorization: Bearer ${uploader}`], script });
+  rows.push({ workload: "small uploads (64 KiB)", how: "wrk POST /v1/files, 16 connections", value: r.rps, unit: "req/s", anchor: `p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms` });
+} else if (ONLY === undefined) skip("small uploads", ["wrk"]);
+
+// 7. RPC unary against connect-node on Node.js.
+if (want(7) && has("h2load", "node")) {
+  step("RPC unary");
+  const anchorJs = path.join(work, "node-anchor.mjs");
+  await run([bun, "build", "scripts/bench/node-anchor.ts", "--target=node", "--format=esm", `--outfile=${anchorJs}`]);
+  const nodeAnchor = await spawnReady(["node", anchorJs], /h1=(\d+) h2=(\d+)/);
+  const connectBody = path.join(work, "connect.json");
+  fs.writeFileSync(connectBody, JSON.stringify({ id: publicId }));
+  const idBytes = Buffer.from(publicId);
+  const message = Buffer.concat([Buffer.from([0x0a, idBytes.length]), idBytes]);
+  const frame = Buffer.alloc(5 + message.length);
+  frame.writeUInt32BE(message.length, 1);
+  message.copy(frame, 5);
+  const grpcBody = path.join(work, "grpc.bin");
+  fs.writeFileSync(grpcBody, frame);
+  const rpcPath = "/cubby.v1.FileService/GetFile";
+  const connectArgs = ["--h1", "-c", "32", "-d", connectBody, "-H", "content-type: application/json", "-H", auth];
+  const grpcArgs = ["-c", "8", "-m", "16", "-d", grpcBody, "-H", "content-type: application/grpc", "-H", "te: trailers", "-H", auth];
+  const [cc, nc] = await pair(
+    () => h2load(`${base}${rpcPath}`, connectArgs),
+    () => h2load(`http://127.0.0.1:${nodeAnchor.match[1]}${rpcPath}`, connectArgs),
+  );
+  rows.push({ workload: "RPC GetFile, Connect (HTTP/1.1)", how: "h2load --h1, 32 connections", value: cc, unit: "req/s", anchor: "connect-node on Node.js", anchorValue: nc, target: 1.5 });
+  const [cg, ng] = await pair(
+    () => h2load(`${base}${rpcPath}`, grpcArgs),
+    () => h2load(`http://127.0.0.1:${nodeAnchor.match[2]}${rpcPath}`, grpcArgs),
+  );
+  rows.push({ workload: "RPC GetFile, gRPC (h2c)", how: "h2load, 8 connections × 16 streams", value: cg, unit: "req/s", anchor: "connect-node on Node.js", anchorValue: ng, target: 1.5 });
+} else if (ONLY === undefined) skip("RPC unary", ["h2load", "node"]);
+
+// 8. List with LIST_FILES files in the store (one user's).
+if (want(8) && has("h2load", "wrk")) {
+  step(`list (seeding ${LIST_FILES} files)`);
+  const lister = await mintKey("list@example.com");
+  const body = path.join(work, "1k.bin");
+  fs.writeFileSync(body, new Uint8Array(1024));
+  await run(["h2load", "-n", String(LIST_FILES), "-c", "16", "-d", body, "-H", `authorization: Bearer ${lister}`, `${base}/v1/files`]);
+  const r = await wrk(`${base}/v1/files?page_size=100`, { connections: 32, headers: [`authorization: Bearer ${lister}`] });
+  rows.push({ workload: `list, page_size=100 (${LIST_FILES} files)`, how: "wrk, 32 connections", value: r.rps, unit: "req/s", anchor: `p50 ${r.p50.toFixed(1)} ms, p99 ${r.p99.toFixed(1)} ms` });
+} else if (ONLY === undefined) skip("list", ["h2load", "wrk"]);
+
+// 9. Start: spawn → first /healthz 200 on an empty data directory; and the binary's size.
+if (want(9)) {
+  step("start");
+  const times: number[] = [];
+  for (let i = 0; i < (SMOKE ? 2 : 7); i++) {
+    const port = await freePort();
+    const dir = path.join(work, `start-${i}`);
+    const started = performance.now();
+    const proc = Bun.spawn([cubby, "serve", "--port", String(port), "--data-dir", dir], { stdout: "ignore", stderr: "inherit" });
+    children.add(proc);
+    for (;;) {
+      const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status === 200, () => false);
+      if (ok) break;
+      if (proc.exitCode !== null) throw new Error("cubby exited during the start measurement");
+    }
+    times.push(performance.now() - started);
+    proc.kill("SIGKILL");
+    await proc.exited;
+    children.delete(proc);
+  }
+  rows.push({ workload: "start to first /healthz 200", how: `median of ${times.length}, empty data dir`, value: median(times), unit: "ms", anchor: "", target: 60, lowerIsBetter: true });
+  rows.push({ workload: "binary size", how: "dist/cubby", value: fs.statSync(cubby).size / 2 ** 20, unit: "MiB", anchor: "" });
+}
+
+// 10. Memory: peak RSS of a fresh server while a HUGE upload and a HUGE download run at once.
+if (want(10) && has("curl")) {
+  step(`memory (${HUGE / 2 ** 30} GiB up and down at once)`);
+  const dir = path.join(work, "memory");
+  const mem = await spawnReady([cubby, "serve", "--port", "0", "--data-dir", dir], /listening on port (\d+)/, cubbyEnv);
+  const memBase = `http://127.0.0.1:${mem.match[1]}`;
+  const memKey = (await run([cubby, "keys", "create", "--email", "m@example.com", "--data-dir", dir])).out.trim();
+  const hugeFile = path.join(work, "huge.bin");
+  writeRandomFile(hugeFile, HUGE);
+  const put = async () => {
+    const { out } = await run(["curl", "-sS", "--fail", "-X", "POST", "-T", hugeFile, "-H", `authorization: Bearer ${memKey}`, `${memBase}/v1/files?visibility=public`]);
+    return (JSON.parse(out) as { id: string }).id;
+  };
+  const hugeId = await put();
+  // Reset the kernel's peak-RSS mark (VmHWM) so only the concurrent transfers count.
+  const pid = mem.proc.pid;
+  fs.writeFileSync(`/proc/${pid}/clear_refs`, "5");
+  let sampled = 0;
+  const sampler = setInterval(() => {
+    const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"));
+    if (m) sampled = Math.max(sampled, Number(m[1]) * 1024);
+  }, 20);
+  await Promise.all([put(), curlSpeed([`${memBase}/${hugeId}`], "speed_download")]);
+  clearInterval(sampler);
+  const hwm = Number(/VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"))![1]) * 1024;
+  rows.push({
+    workload: `peak RSS, ${HUGE / 2 ** 30} GiB upload + ${HUGE / 2 ** 30} GiB download at once`,
+    how: "VmHWM after reset (clear_refs)",
+    value: Math.max(hwm, sampled) / 2 ** 20,
+    unit: "MiB",
+    anchor: "",
+    target: 128,
+    lowerIsBetter: true,
+  });
+  mem.proc.kill("SIGKILL");
+  fs.rmSync(hugeFile);
+} else if (ONLY === undefined) skip("memory", ["curl"]);
+
+// --- report ---
+const node = has("node") ? (await run(["node", "--version"])).out.trim() : "no Node.js";
+const header = `${SMOKE ? "SMOKE run (1 round of 1 s, small sizes: not a measurement). " : ""}${ROUNDS} alternating round(s) of ${SECONDS} s per workload, medians; ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? "?"}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Bun ${Bun.version}, Node ${node}, ${new Date().toISOString().slice(0, 10)}`;
+const table = markdownTable(rows);
+console.log(`\n${header}\n\n${table}`);
+if (!SMOKE && ONLY === undefined) {
+  const doc = path.join(root, "docs/benchmarks.md");
+  const text = fs.readFileSync(doc, "utf8");
+  const start = "<!-- bench:start -->";
+  const end = "<!-- bench:end -->";
+  const generated = `${start}\n_Written by \`npm run bench\`._ ${header}\n\n${table}\n\n![Ratios against the anchors](benchmarks.svg)\n${end}`;
+  const next = text.includes(start) ? text.replace(new RegExp(`${start}[\\s\\S]*${end}`), generated) : `${text.trimEnd()}\n\n${generated}\n`;
+  fs.writeFileSync(doc, next);
+  fs.writeFileSync(path.join(root, "docs/benchmarks.svg"), chartSvg(rows));
+  console.log("\nwritten to docs/benchmarks.md and docs/benchmarks.svg");
+}
+process.exit(0);
