@@ -59,17 +59,17 @@ export function chartSvg(rows: Row[]): string {
   const parts = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${left + width + 70}" height="${height}" font-family="sans-serif" font-size="12">`,
     `<rect width="100%" height="100%" fill="white"/>`,
-    `<text x="10" y="20" font-size="14" font-weight="bold">cubby / anchor (higher is better; | = target)</text>`,
+    `<text x="10" y="20" font-size="14" font-weight="bold">cubby / anchor (higher is better; | = target; grey: no target)</text>`,
     `<line x1="${x(1)}" y1="${top - 8}" x2="${x(1)}" y2="${height - 25}" stroke="#999" stroke-dasharray="4 3"/>`,
     `<text x="${x(1)}" y="${height - 10}" text-anchor="middle" fill="#666">1×</text>`,
   ];
   bars.forEach((r, i) => {
     const ratio = ratioOf(r)!;
     const y = top + i * (barH + gap);
-    const met = r.target === undefined || ratio >= r.target;
+    const color = r.target === undefined ? "#7f8c8d" : ratio >= r.target ? "#3a7d44" : "#c0392b";
     parts.push(
       `<text x="${left - 8}" y="${y + barH / 2 + 4}" text-anchor="end">${escapeXml(`${r.workload} vs ${r.anchor}`.slice(0, 52))}</text>`,
-      `<rect x="${left}" y="${y}" width="${x(ratio) - left}" height="${barH}" fill="${met ? "#3a7d44" : "#c0392b"}"/>`,
+      `<rect x="${left}" y="${y}" width="${x(ratio) - left}" height="${barH}" fill="${color}"/>`,
       `<text x="${x(ratio) + 4}" y="${y + barH / 2 + 4}">${ratio.toFixed(2)}×</text>`,
     );
     if (r.target !== undefined) {
