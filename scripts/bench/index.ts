@@ -148,6 +148,8 @@ async function curlSpeed(args: string[], field: "speed_download" | "speed_upload
   return Number(out) / 1e6;
 }
 
+/** 1073741824 → "1 GiB", 67108864 → "64 MiB". */
+const size = (bytes: number) => (bytes >= 2 ** 30 ? `${bytes / 2 ** 30} GiB` : `${bytes / 2 ** 20} MiB`);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 /** Runs subject and anchor ROUNDS times, alternating which goes first. @returns the medians */
@@ -281,7 +283,7 @@ if (want(4) && has("curl", "nginx")) {
     () => curlSpeed([`${base}/${largeId}`], "speed_download"),
     () => curlSpeed([`http://127.0.0.1:${nginxPort}/large.bin`], "speed_download"),
   );
-  rows.push({ workload: `large download (${LARGE / 2 ** 20} MiB)`, how: "curl -o /dev/null", value: c, unit: "MB/s", anchor: "nginx static file", anchorValue: n, target: 0.8 });
+  rows.push({ workload: `large download (${size(LARGE)})`, how: "curl -o /dev/null", value: c, unit: "MB/s", anchor: "nginx static file", anchorValue: n, target: 0.8 });
 } else if (ONLY === undefined) skip("large download", ["curl", "nginx"]);
 
 // 5. Large upload, against dd writing the same bytes to the same disk with an fsync.
@@ -304,7 +306,7 @@ if (want(5) && has("curl", "dd")) {
       return LARGE / seconds / 1e6;
     },
   );
-  rows.push({ workload: `large upload (${LARGE / 2 ** 20} MiB)`, how: "curl -T, POST /v1/files", value: c, unit: "MB/s", anchor: "dd bs=1M conv=fsync, same disk", anchorValue: d, target: 0.7 });
+  rows.push({ workload: `large upload (${size(LARGE)})`, how: "curl -T, POST /v1/files", value: c, unit: "MB/s", anchor: "dd bs=1M conv=fsync, same disk", anchorValue: d, target: 0.7 });
 } else if (ONLY === undefined) skip("large upload", ["curl", "dd"]);
 
 // 6. Small uploads: latency at 16 connections.
@@ -384,7 +386,7 @@ if (want(9)) {
 
 // 10. Memory: peak RSS of a fresh server while a HUGE upload and a HUGE download run at once.
 if (want(10) && has("curl")) {
-  step(`memory (${HUGE / 2 ** 30} GiB up and down at once)`);
+  step(`memory (${size(HUGE)} up and down at once)`);
   const dir = path.join(work, "memory");
   const mem = await spawnReady([cubby, "serve", "--port", "0", "--data-dir", dir], /listening on port (\d+)/, cubbyEnv);
   const memBase = `http://127.0.0.1:${mem.match[1]}`;
@@ -408,7 +410,7 @@ if (want(10) && has("curl")) {
   clearInterval(sampler);
   const hwm = Number(/VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"))![1]) * 1024;
   rows.push({
-    workload: `peak RSS, ${HUGE / 2 ** 30} GiB upload + ${HUGE / 2 ** 30} GiB download at once`,
+    workload: `peak RSS, ${size(HUGE)} upload + ${size(HUGE)} download at once`,
     how: "VmHWM after reset (clear_refs)",
     value: Math.max(hwm, sampled) / 2 ** 20,
     unit: "MiB",
