@@ -119,7 +119,9 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
       const n = Math.min(head.length, H2_PREFIX.length);
       const maybeH2 = head.subarray(0, n).equals(H2_PREFIX.subarray(0, n));
       if (maybeH2 && head.length < H2_PREFIX.length) return; // wait for more bytes
-      if (!maybeH2 && head.indexOf("\r\n\r\n") === -1) {
+      // Headers ended by bare LFs (RFC 9112 §2.2) go on too: Bun.serve answers them at once
+      // (505) instead of leaving the client to the header timeout.
+      if (!maybeH2 && head.indexOf("\r\n\r\n") === -1 && head.indexOf("\n\n") === -1) {
         if (head.length > MAX_HEAD_BYTES) {
           socket.off("data", onData);
           clearTimeout(headerTimer);

@@ -117,3 +117,11 @@ test("a busy HTTP/2 connection is not cut by the idle timeout", async () => {
   }
   expect(calls).toBeGreaterThan(10);
 });
+
+test("headers ended by bare line feeds get an answer at once, not the header timeout", async () => {
+  await using server = await startServer({ env: { HEADER_TIMEOUT_SECONDS: "30" } });
+  const c = await rawConnection(server.port);
+  c.socket.write("GET /healthz HTTP/1.1\nHost: x\nConnection: close\n\n");
+  // Bun.serve does not take bare-LF requests (RFC 9112 §2.2 allows either); it says so at once.
+  expect((await c.closed).split("\r\n")[0]).toBe("HTTP/1.1 505 HTTP Version Not Supported");
+});
