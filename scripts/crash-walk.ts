@@ -41,6 +41,20 @@ type Operation = (typeof OPERATIONS)[number];
 const V1 = crypto.getRandomValues(new Uint8Array(1_500_000));
 const V2 = crypto.getRandomValues(new Uint8Array(1_700_001));
 
+/** What a traced path (relative to DATA_DIR) or descriptor is, first match wins. */
+const PLACES: [(rel: string) => boolean, string][] = [
+  [(r) => r === "", "data directory"],
+  [(r) => r.startsWith("tmp/"), "temporary file"],
+  [(r) => r === "blobs", "blob directory"],
+  [(r) => r.startsWith("blobs/"), "blob"],
+  [(r) => r === "cubby.db-wal", "WAL"],
+  [(r) => r === "cubby.db", "database"],
+  [(r) => r === "cubby.db-shm", "WAL index"],
+  [(r) => r.includes("eventfd"), "eventfd"],
+  [(r) => r.startsWith("pipe:"), "log pipe"],
+  [(r) => r.startsWith("socket:") || r.startsWith("TCP"), "socket"],
+];
+
 interface Template {
   dir: string;
   key: string;
@@ -198,29 +212,10 @@ function siteOf(trace: string, syscall: string, dataDir: string): string {
   const line = calls.at(-1) ?? "";
   const target = /\(\d+<([^>]*)>/.exec(line)?.[1] ?? /"([^"]*)"/.exec(line)?.[1] ?? line;
   const rel = target.startsWith(dataDir) ? target.slice(dataDir.length + 1) : target;
-  const what = rel === ""
-    ? "data directory"
-    : rel.startsWith("tmp/")
-    ? "temporary file"
-    : rel === "blobs"
-      ? "blob directory"
-      : rel.startsWith("blobs/")
-        ? "blob"
-        : rel === "cubby.db-wal"
-          ? "WAL"
-          : rel === "cubby.db"
-            ? "database"
-            : rel === "cubby.db-shm"
-              ? "WAL index"
-            : rel.includes("eventfd")
-              ? "eventfd"
-              : rel.startsWith("pipe:")
-                ? "log pipe"
-                : rel.startsWith("socket:") || rel.startsWith("TCP")
-                  ? "socket"
-                  : `${line.trim()}`;
+  const what = PLACES.find(([matches]) => matches(rel))?.[1] ?? line.trim();
   return `${syscall}(${what})`;
 }
+
 
 /** The invariants visible through the API after restart. @returns the broken ones */
 async function check(op: Operation, server: RunningServer, template: Template, acked: boolean): Promise<string[]> {

@@ -51,6 +51,12 @@ const fail = (what: string) => {
   errors.push(what);
   if (errors.length <= 20) console.error(`error: ${what}`);
 };
+/** Data that was wrong, as opposed to a request that failed: lost, torn, stale or resurrected. */
+let damaged = 0;
+const damage = (what: string) => {
+  damaged++;
+  fail(what);
+};
 const count = (op: string) => counts.set(op, (counts.get(op) ?? 0) + 1);
 
 // Memory: the server's VmRSS once a second.
@@ -91,11 +97,11 @@ do {
   for (const f of page.files) listed.add(f.id);
   token = page.next_page_token;
 } while (token !== "");
-for (const id of listed) if (!expected.has(id)) fail(`audit: ${id} exists but was deleted or never acknowledged`);
+for (const id of listed) if (!expected.has(id)) damage(`audit: ${id} exists but was deleted or never acknowledged`);
 for (const [id, bytes] of expected) {
-  if (!listed.has(id)) fail(`audit: ${id} was lost`);
+  if (!listed.has(id)) damage(`audit: ${id} was lost`);
   const body = new Uint8Array(await (await fetch(`${server.url}/${id}`, { headers: auth })).arrayBuffer());
-  if (!same(body, bytes)) fail(`audit: ${id} does not read back`);
+  if (!same(body, bytes)) damage(`audit: ${id} does not read back`);
 }
 const stopCode = await server.stop();
 if (stopCode !== 0) fail(`the server stopped with ${stopCode}`);
@@ -107,7 +113,7 @@ const total = [...counts.values()].reduce((a, b) => a + b, 0);
 const memory = memoryVerdict(rss);
 console.log(`\nsoak: ${SECONDS} s, ${CLIENTS} clients, ${total} operations (${(total / SECONDS).toFixed(0)}/s)`);
 console.log([...counts].map(([op, n]) => `${op} ${n}`).join(", "));
-console.log(`files at the end: ${expected.size}; errors: ${errors.length}; lost or torn: ${errors.filter((e) => /lost|torn|read back|audit/.test(e)).length}`);
+console.log(`files at the end: ${expected.size}; errors: ${errors.length}; lost, torn or stale: ${damaged}`);
 console.log(`memory: ${memory.text}`);
 process.exit(errors.length === 0 && memory.flat ? 0 : 1);
 
@@ -145,7 +151,7 @@ async function runClient(owned: Map<string, Uint8Array>, rpc: Client<typeof File
         if (res.status !== 200) fail(`upload: ${res.status} ${await res.text()}`);
         else {
           const f = (await res.json()) as { id: string; size: string; checksum: string };
-          if (f.size !== String(bytes.byteLength) || f.checksum !== checksumOf(bytes)) fail(`upload ${f.id}: metadata does not match`);
+          if (f.size !== String(bytes.byteLength) || f.checksum !== checksumOf(bytes)) damage(`upload ${f.id}: metadata does not match`);
           owned.set(f.id, bytes);
         }
         count("upload");
@@ -188,7 +194,7 @@ async function runClient(owned: Map<string, Uint8Array>, rpc: Client<typeof File
           if (res.status !== 200) fail(`read ${id}: ${res.status}`);
           count("read");
         }
-        if (!same(body, want)) fail(`read ${id}: torn or stale (${body.byteLength} bytes, want ${want.byteLength})`);
+        if (!same(body, want)) damage(`read ${id}: torn or stale (${body.byteLength} bytes, want ${want.byteLength})`);
       } else if (r < 0.85) {
         const id = pick();
         const want = owned.get(id)!;
@@ -197,7 +203,7 @@ async function runClient(owned: Map<string, Uint8Array>, rpc: Client<typeof File
         const end = randInt(start, want.byteLength - 1);
         const res = await fetch(`${server.url}/${id}`, { headers: { ...auth, range: `bytes=${start}-${end}` } });
         const body = new Uint8Array(await res.arrayBuffer());
-        if (res.status !== 206 || !same(body, want.subarray(start, end + 1))) fail(`range ${id} ${start}-${end}: ${res.status}, torn or stale`);
+        if (res.status !== 206 || !same(body, want.subarray(start, end + 1))) damage(`range ${id} ${start}-${end}: ${res.status}, torn or stale`);
         count("range read");
       } else {
         const id = pick();
@@ -216,7 +222,7 @@ async function runClient(owned: Map<string, Uint8Array>, rpc: Client<typeof File
           checksum = f.checksum;
           count("get");
         }
-        if (size !== String(want.byteLength) || checksum !== checksumOf(want)) fail(`get ${id}: stale metadata`);
+        if (size !== String(want.byteLength) || checksum !== checksumOf(want)) damage(`get ${id}: stale metadata`);
       }
     } catch (err) {
       fail(`client: ${err}`);

@@ -77,8 +77,8 @@ export interface RpcStatus {
 }
 
 /**
- * Turns anything thrown into an AppError. Disk-full, out-of-descriptors and database-busy conditions become
- * `unavailable` (503) because retrying later can succeed; everything else unknown becomes
+ * Turns anything thrown into an AppError. Disk-full, out-of-descriptors and database-busy
+ * conditions become `unavailable` (503) because retrying later can succeed; everything else becomes
  * `internal` with the message "internal error" and the original kept as `cause` for the log.
  */
 export function toAppError(err: unknown): AppError {

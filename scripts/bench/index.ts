@@ -186,8 +186,8 @@ const base = `http://127.0.0.1:${server.match[1]}`;
 const mintKey = async (email: string) => (await run([cubby, "keys", "create", "--email", email, "--data-dir", dataDir])).out.trim();
 const key = await mintKey("bench@example.com");
 const auth = `authorization: Bearer ${key}`;
-const upload = async (body: ConstructorParameters<typeof Response>[0], query: string, k = key) => {
-  const res = await fetch(`${base}/v1/files${query}`, { method: "POST", body, headers: { authorization: `Bearer ${k}` } });
+const upload = async (body: ConstructorParameters<typeof Response>[0], query: string) => {
+  const res = await fetch(`${base}/v1/files${query}`, { method: "POST", body, headers: { authorization: `Bearer ${key}` } });
   if (res.status !== 200) throw new Error(`upload failed: ${res.status} ${await res.text()}`);
   return ((await res.json()) as { id: string }).id;
 };

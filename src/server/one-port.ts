@@ -81,13 +81,15 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
   const sessions = new Set<http2.ServerHttp2Session>();
   const h2 = http2.createServer({ settings: { initialWindowSize: H2_WINDOW_BYTES } }, (req, res) => {
     const path = req.url.split("?")[0] ?? "";
-    const forwardedFor = req.headers["x-forwarded-for"];
-    req.headers[CLIENT_ADDRESS_HEADER] = clientAddressOf(
-      req.socket?.remoteAddress ?? "unknown",
-      Array.isArray(forwardedFor) ? forwardedFor.join(",") : forwardedFor,
-      opts.trustedProxies,
-    );
     if (opts.rpcPaths.has(path)) {
+      // connect-node reads credentials and the client address from req.headers; other paths go
+      // through the shared fetch handler, which sets the address itself.
+      const forwardedFor = req.headers["x-forwarded-for"];
+      req.headers[CLIENT_ADDRESS_HEADER] = clientAddressOf(
+        req.socket?.remoteAddress ?? "unknown",
+        Array.isArray(forwardedFor) ? forwardedFor.join(",") : forwardedFor,
+        opts.trustedProxies,
+      );
       const started = performance.now();
       const requestId = req.headers["x-request-id"]?.toString() ?? nanoid(12);
       // The RPC layer logs errors with the request's x-request-id: make it this one.
