@@ -10,7 +10,7 @@ import { isFileId } from "../domain/ids.ts";
 import { essenceOf } from "../domain/params.ts";
 import { parseRange } from "../domain/range.ts";
 import { toHttpDate } from "../domain/time.ts";
-import type { Authenticator } from "../auth/principal.ts";
+import type { Authenticator, RequestLike } from "../auth/principal.ts";
 import type { FileService } from "../service/files.ts";
 import type { BlobStore } from "../storage/blobs.ts";
 
@@ -45,27 +45,55 @@ function isPassive(essence: string): boolean {
  */
 const SANDBOX_CSP = "sandbox; default-src 'none'; img-src 'self' data:; media-src 'self'; style-src 'unsafe-inline'";
 
-/** Answers GET or HEAD for a content URL. `slug` is undefined for the ID-only form. */
+/** What serving content needs of a request, whichever server parsed it. */
+export interface ContentRequest extends RequestLike {
+  /** The request path, as sent (percent-encoded). */
+  pathname: string;
+  /** The query string with its `?`, or "". */
+  search: string;
+}
+
+/** A content answer before it becomes a `Response` or is written to a Node response. */
+export interface ContentReply {
+  status: number;
+  headers: Record<string, string>;
+  /** Small blobs as bytes from memory, larger ones as a lazily read file (or a slice of one). */
+  body: Uint8Array | Blob | null;
+}
+
+/** Answers GET or HEAD for a content URL as a `Response` (see {@link contentReply}). */
 export function serveContent(deps: ContentDeps, request: Request, id: string, slug: string | undefined): Response {
-  if (!isFileId(id)) throw new AppError("not_found", "not found");
   const url = new URL(request.url);
+  const reply = contentReply(deps, { method: request.method, headers: request.headers, pathname: url.pathname, search: url.search }, id, slug);
+  // For HEAD the body is still given: Bun sends the headers (Content-Length included) and
+  // omits the body itself.
+  return new Response(reply.body, { status: reply.status, headers: reply.headers });
+}
+
+/**
+ * Answers GET or HEAD for a content URL. `slug` is undefined for the ID-only form.
+ * @throws AppError not_found / unauthenticated as {@link FileService.openContent}
+ */
+export function contentReply(deps: ContentDeps, request: ContentRequest, id: string, slug: string | undefined): ContentReply {
+  if (!isFileId(id)) throw new AppError("not_found", "not found");
   let file: FileRecord;
   try {
     file = deps.files.openContent(deps.auth.optional(request), id);
   } catch (err) {
     if (err instanceof AppError && err.code === "unauthenticated" && wantsHtml(request)) {
-      const next = url.pathname + url.search;
-      return new Response(null, { status: 302, headers: { location: `/auth/login?next=${encodeURIComponent(next)}` } });
+      const next = request.pathname + request.search;
+      return { status: 302, headers: { location: `/auth/login?next=${encodeURIComponent(next)}`, "content-length": "0" }, body: null };
     }
     throw err;
   }
 
   if (slug !== undefined && slug !== file.slug) {
-    return new Response(null, { status: 302, headers: { location: canonicalUrl(deps.baseUrl(), file) + url.search } });
+    return { status: 302, headers: { location: canonicalUrl(deps.baseUrl(), file) + request.search, "content-length": "0" }, body: null };
   }
 
   const etag = `"${file.blob}"`;
   const lastModified = toHttpDate(file.updatedAt);
+  const attachment = request.search !== "" && new URLSearchParams(request.search).get("download") === "1";
   const headers: Record<string, string> = {
     "content-type": file.contentType,
     "accept-ranges": "bytes",
@@ -73,40 +101,38 @@ export function serveContent(deps: ContentDeps, request: Request, id: string, sl
     "last-modified": lastModified,
     "cache-control": file.visibility === "public" ? "no-cache, public" : "no-cache, private",
     "x-content-type-options": "nosniff",
-    "content-disposition": contentDisposition(url.searchParams.get("download") === "1" ? "attachment" : "inline", file.name),
+    "content-disposition": contentDisposition(attachment ? "attachment" : "inline", file.name),
   };
   if (!isPassive(essenceOf(file.contentType))) headers["content-security-policy"] = SANDBOX_CSP;
   if (file.visibility !== "public") headers.vary = "Authorization, Cookie";
 
   if (notModified(request, etag, file.updatedAt)) {
-    return new Response(null, { status: 304, headers: pick(headers, ["etag", "last-modified", "cache-control", "vary"]) });
+    return { status: 304, headers: pick(headers, ["etag", "last-modified", "cache-control", "vary"]), body: null };
   }
 
-  // For HEAD the body is still given: Bun sends the headers (Content-Length included) and
-  // omits the body itself.
   const rangeHeader = ifRangeHolds(request, etag, lastModified) ? request.headers.get("range") : null;
   const range = parseRange(rangeHeader, file.size);
-  // Small blobs come from memory; larger ones are streamed from disk (sendfile where possible).
-  const blob = deps.blobs.readSmall(file.blob, file.size) ?? Bun.file(deps.blobs.path(file.blob));
-
   if (range.kind === "unsatisfiable") {
-    return new Response(null, {
+    return {
       status: 416,
-      headers: { ...pick(headers, ["etag", "last-modified", "cache-control", "accept-ranges"]), "content-range": `bytes */${file.size}` },
-    });
+      headers: { ...pick(headers, ["etag", "last-modified", "cache-control", "accept-ranges"]), "content-range": `bytes */${file.size}`, "content-length": "0" },
+      body: null,
+    };
   }
+  // Small blobs come from memory; larger ones are streamed from disk.
+  const blob = deps.blobs.readSmall(file.blob, file.size) ?? Bun.file(deps.blobs.path(file.blob));
   if (range.kind === "range") {
     const { start, end } = range.range;
     headers["content-range"] = `bytes ${start}-${end}/${file.size}`;
     headers["content-length"] = String(end - start + 1);
-    return new Response(blob instanceof Uint8Array ? blob.subarray(start, end + 1) : blob.slice(start, end + 1), { status: 206, headers });
+    return { status: 206, headers, body: blob instanceof Uint8Array ? blob.subarray(start, end + 1) : blob.slice(start, end + 1) };
   }
   headers["content-length"] = String(file.size);
-  return new Response(file.size === 0 ? null : blob, { status: 200, headers });
+  return { status: 200, headers, body: file.size === 0 ? null : blob };
 }
 
 /** Browser navigations ask for HTML; API clients do not. */
-function wantsHtml(request: Request): boolean {
+function wantsHtml(request: RequestLike): boolean {
   return (request.headers.get("accept") ?? "").includes("text/html");
 }
 
@@ -114,7 +140,7 @@ function wantsHtml(request: Request): boolean {
  * RFC 9110 §13.1.2 / §13.1.3: If-None-Match (weak comparison, `*` matches) decides when
  * present; otherwise If-Modified-Since at one-second resolution.
  */
-function notModified(request: Request, etag: string, updatedAtMicros: number): boolean {
+function notModified(request: RequestLike, etag: string, updatedAtMicros: number): boolean {
   const inm = request.headers.get("if-none-match");
   if (inm !== null) {
     if (inm.trim() === "*") return true;
@@ -128,7 +154,7 @@ function notModified(request: Request, etag: string, updatedAtMicros: number): b
 }
 
 /** RFC 9110 §13.1.5: a Range applies only if If-Range (strong ETag or exact date) still matches. */
-function ifRangeHolds(request: Request, etag: string, lastModified: string): boolean {
+function ifRangeHolds(request: RequestLike, etag: string, lastModified: string): boolean {
   const ifRange = request.headers.get("if-range");
   if (ifRange === null) return true;
   const v = ifRange.trim();

@@ -8,9 +8,13 @@ const SANE = /^[A-Za-z0-9._:-]{1,64}$/;
 export function requestIdOf(request: Request): string {
   let id = ids.get(request);
   if (id === undefined) {
-    const incoming = request.headers.get("x-request-id");
-    id = incoming !== null && SANE.test(incoming) ? incoming : nanoid(12);
+    id = requestIdFrom(request.headers.get("x-request-id"));
     ids.set(request, id);
   }
   return id;
+}
+
+/** The ID for a request whose incoming X-Request-Id header is `incoming`: kept if sane, else minted. */
+export function requestIdFrom(incoming: string | null | undefined): string {
+  return incoming != null && SANE.test(incoming) ? incoming : nanoid(12);
 }

@@ -1,11 +1,9 @@
 /**
  * The RPC surface: FileService and server reflection on one Connect router, with the options
- * of CONTRACT §4, as routes for node:http2 (gRPC, gRPC-Web, Connect over h2c) and as fetch
- * handlers for HTTP/1.1 (Connect and gRPC-Web).
+ * of CONTRACT §4, as routes for connect-node (gRPC, gRPC-Web and Connect on HTTP/1.1 and h2c).
  */
 import type { ConnectRouter, ConnectRouterOptions } from "@connectrpc/connect";
 import { createConnectRouter } from "@connectrpc/connect";
-import { createFetchHandler } from "@connectrpc/connect/protocol";
 import { file_cubby_v1_files, FileService } from "../gen/cubby/v1/files_pb.ts";
 import { fileServiceImpl, type FileRpcDeps } from "./file-service.ts";
 import { registerReflection } from "./reflection.ts";
@@ -28,9 +26,9 @@ export function rpcRoutes(deps: FileRpcDeps): (router: ConnectRouter) => void {
   };
 }
 
-/** Request path (e.g. `/cubby.v1.FileService/GetFile`) → fetch handler, for the HTTP/1.1 path. */
-export function rpcFetchHandlers(routes: (router: ConnectRouter) => void): Map<string, (request: Request) => Promise<Response>> {
+/** Every RPC request path (e.g. `/cubby.v1.FileService/GetFile`) the routes serve. */
+export function rpcPaths(routes: (router: ConnectRouter) => void): Set<string> {
   const router = createConnectRouter(RPC_OPTIONS);
   routes(router);
-  return new Map(router.handlers.map((h) => [h.requestPath, createFetchHandler(h)]));
+  return new Set(router.handlers.map((h) => h.requestPath));
 }

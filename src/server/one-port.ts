@@ -1,26 +1,29 @@
 /**
- * Every protocol on one TCP port (CONTRACT §4). Bun.serve cannot send HTTP/2 trailers, which
- * gRPC needs, so the port is a `node:net` listener that reads the first bytes of each
- * connection:
+ * Every protocol on one TCP port (CONTRACT §4). The port is Bun's `node:http` server (the same
+ * native HTTP/1.1 parser as Bun.serve, without a fetch round trip per request):
  *
- * - the HTTP/2 connection preface (`PRI * HTTP/2.0`, RFC 9113 §3.4, h2c with prior knowledge)
- *   → an in-process `node:http2` server: gRPC, gRPC-Web and Connect through connect-node, and
- *   every other path (REST, content, static) through the shared fetch handler;
- * - anything else (HTTP/1.x) → relayed to an internal `Bun.serve` on a loopback port, which
- *   serves the same fetch handler (Connect and gRPC-Web included). The relay remembers which
- *   client each of its loopback connections stands for, so handlers see the real address.
+ * - HTTP/1.x requests are served there, through the shared fetch handler (REST, content, static,
+ *   Connect and gRPC-Web);
+ * - a connection that opens with the HTTP/2 preface (`PRI * HTTP/2.0`, RFC 9113 §3.4, h2c with
+ *   prior knowledge) stops the HTTP/1 parser, which reports it as a client error
+ *   (`HPE_PAUSED_H2_UPGRADE`, as Node.js does). That connection is switched to a raw tunnel and
+ *   given, first bytes included, to an in-process `node:http2` server: gRPC, gRPC-Web and Connect
+ *   through connect-node (Bun.serve cannot send the HTTP/2 trailers gRPC needs), and every other
+ *   path through the shared fetch handler.
  *
- * Piping costs throughput on tiny requests (see docs/benchmarks.md) but keeps Bun.serve's
- * fast HTTP/1.1 parser and sendfile for content, and node streams handle backpressure both ways.
+ * Switching to a tunnel uses two members of Bun's server socket that Bun uses for
+ * CONNECT/Upgrade itself but does not export (see `tunnel` below); Bun is pinned, and the HTTP/2
+ * tests fail loudly if a new Bun renames them.
  */
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import type { Server } from "bun";
+import http from "node:http";
 import http2 from "node:http2";
-import net from "node:net";
-import { nanoid } from "nanoid";
+import type { Duplex } from "node:stream";
+import { requestIdFrom } from "../http/request-id.ts";
 import { RPC_OPTIONS } from "../rpc/index.ts";
-import { serveH2WithFetch } from "./h2-bridge.ts";
+import { contentTarget, serveContentFast, type FastContentOptions } from "./fast-content.ts";
+import { serveWithFetch, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
 import { CLIENT_ADDRESS_HEADER, clientAddressOf } from "../auth/rate-limit.ts";
 import { accessLogLine, type ClientRequestHandler } from "./request-handler.ts";
 
@@ -30,14 +33,17 @@ export interface OnePortOptions {
   handle: ClientRequestHandler;
   /** RPC routes for the HTTP/2 path (connect-node, which can send trailers). */
   routes: (router: ConnectRouter) => void;
-  /** RPC request paths, to log RPCs served on the HTTP/2 path. */
+  /** RPC request paths: these go to connect-node. */
   rpcPaths: Set<string>;
+  /** The content fast path (GET/HEAD of file URLs). */
+  content: FastContentOptions;
   log: (line: string) => void;
   /** Proxy addresses whose X-Forwarded-For is believed (TRUSTED_PROXIES). */
   trustedProxies: ReadonlySet<string>;
-  /** Seconds a new connection has to send its first request's headers; 408 after. */
-  headerTimeoutSeconds: number;
-  /** Seconds a connection may stay silent, no bytes either way, before it is closed. */
+  /**
+   * Seconds a connection may go without progress before it is closed: incomplete headers, a
+   * stalled body or response, an idle keep-alive or HTTP/2 connection.
+   */
   idleTimeoutSeconds: number;
 }
 
@@ -51,53 +57,47 @@ export interface OnePortServer {
   stop(graceMs: number): Promise<void>;
 }
 
-/** The most an HTTP/1.x client may send before its first request's headers end: 431 past it. */
+/** The most an HTTP/1.x client may send as a request's headers: 431 past it. */
 const MAX_HEAD_BYTES = 64 * 1024;
 /** HTTP/2 flow-control window per stream and per connection: large transfers need more than 64 KiB. */
 const H2_WINDOW_BYTES = 4 * 1024 * 1024;
-const H2_PREFIX = Buffer.from("PRI ");
 
 /** Starts the listener. */
 export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer> {
-  // Local port of each relay connection → the address of the client it carries.
-  const relayed = new Map<number, string>();
-  const internal: Server<undefined> = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
-    idleTimeout: opts.idleTimeoutSeconds,
-    fetch(request, server) {
-      const peer = server.requestIP(request);
-      return opts.handle(request, (peer && relayed.get(peer.port)) ?? peer?.address ?? "unknown");
-    },
-  });
-  const internalPort = internal.port!;
-
-  const rpcOverNode = connectNodeAdapter({
-    ...RPC_OPTIONS,
-    routes: opts.routes,
-    fallback: (req, res) => void serveH2WithFetch(req as http2.Http2ServerRequest, res as http2.Http2ServerResponse, opts.handle),
-  });
-  const sessions = new Set<http2.ServerHttp2Session>();
-  const h2 = http2.createServer({ settings: { initialWindowSize: H2_WINDOW_BYTES } }, (req, res) => {
-    const path = req.url.split("?")[0] ?? "";
-    if (opts.rpcPaths.has(path)) {
-      // connect-node reads credentials and the client address from req.headers; other paths go
-      // through the shared fetch handler, which sets the address itself.
-      const forwardedFor = req.headers["x-forwarded-for"];
-      req.headers[CLIENT_ADDRESS_HEADER] = clientAddressOf(
-        req.socket?.remoteAddress ?? "unknown",
-        Array.isArray(forwardedFor) ? forwardedFor.join(",") : forwardedFor,
-        opts.trustedProxies,
-      );
-      const started = performance.now();
-      const requestId = req.headers["x-request-id"]?.toString() ?? nanoid(12);
-      // The RPC layer logs errors with the request's x-request-id: make it this one.
-      req.headers["x-request-id"] = requestId;
-      res.on("close", () => opts.log(accessLogLine(req.method, path, res.statusCode, null, started, requestId)));
+  const rpcOverNode = connectNodeAdapter({ ...RPC_OPTIONS, routes: opts.routes });
+  /** Every request, HTTP/1.1 or HTTP/2: RPC, the content fast path, or the shared fetch handler. */
+  let stopping = false;
+  const dispatch = (req: NodeRequest, res: NodeResponse): void => {
+    // During a stop, HTTP/1.1 connections close after their current response.
+    if (stopping && req.httpVersionMajor === 1) (res as http.ServerResponse).shouldKeepAlive = false;
+    const url = req.url ?? "/";
+    const q = url.indexOf("?");
+    const pathname = q === -1 ? url : url.slice(0, q);
+    if (opts.rpcPaths.has(pathname)) return serveRpc(req, res, pathname);
+    if (req.method === "GET" || req.method === "HEAD") {
+      const target = contentTarget(pathname);
+      if (target !== undefined) return void serveContentFast(opts.content, req, res, target, pathname, q === -1 ? "" : url.slice(q));
     }
+    void serveWithFetch(req, res, opts.handle);
+  };
+  const serveRpc = (req: NodeRequest, res: NodeResponse, path: string): void => {
+    // connect-node reads credentials and the client address from req.headers.
+    const forwardedFor = req.headers["x-forwarded-for"];
+    req.headers[CLIENT_ADDRESS_HEADER] = clientAddressOf(
+      req.socket?.remoteAddress ?? "unknown",
+      Array.isArray(forwardedFor) ? forwardedFor.join(",") : forwardedFor,
+      opts.trustedProxies,
+    );
+    const started = performance.now();
+    const requestId = requestIdFrom(req.headers["x-request-id"]?.toString());
+    // The RPC layer logs errors with the request's x-request-id: make it this one.
+    req.headers["x-request-id"] = requestId;
+    res.setHeader("x-request-id", requestId);
+    res.on("close", () => opts.log(accessLogLine(req.method ?? "POST", path, res.statusCode, null, started, requestId)));
     rpcOverNode(req, res);
-  });
+  };
+  const sessions = new Set<http2.ServerHttp2Session>();
+  const h2 = http2.createServer({ settings: { initialWindowSize: H2_WINDOW_BYTES } }, dispatch);
   h2.on("session", (session) => {
     sessions.add(session);
     session.on("close", () => sessions.delete(session));
@@ -105,69 +105,45 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
     session.setTimeout(opts.idleTimeoutSeconds * 1000, () => session.destroy());
   });
 
-  const sockets = new Set<net.Socket>();
-  const listener = net.createServer({ noDelay: true }, (socket) => {
-    sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
-    socket.on("error", () => socket.destroy());
-    socket.setTimeout(opts.idleTimeoutSeconds * 1000, () => socket.destroy());
-    // Slow clients (slowloris): the first request's headers must be complete in time. Later
-    // requests on the connection are bounded by the idle timeout.
-    const headerTimer = setTimeout(() => refuse(socket, "408 Request Timeout"), opts.headerTimeoutSeconds * 1000);
-    socket.once("close", () => clearTimeout(headerTimer));
-    let head: Buffer = Buffer.alloc(0);
-    const onData = (chunk: Buffer) => {
-      head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
-      const n = Math.min(head.length, H2_PREFIX.length);
-      const maybeH2 = head.subarray(0, n).equals(H2_PREFIX.subarray(0, n));
-      if (maybeH2 && head.length < H2_PREFIX.length) return; // wait for more bytes
-      // Headers ended by bare LFs (RFC 9112 §2.2) go on too: Bun.serve answers them at once
-      // (505) instead of leaving the client to the header timeout.
-      if (!maybeH2 && head.indexOf("\r\n\r\n") === -1 && head.indexOf("\n\n") === -1) {
-        if (head.length > MAX_HEAD_BYTES) {
-          socket.off("data", onData);
-          clearTimeout(headerTimer);
-          refuse(socket, "431 Request Header Fields Too Large");
-        }
-        return; // the headers are not complete yet
-      }
-      socket.off("data", onData);
-      clearTimeout(headerTimer);
-      socket.pause();
-      if (maybeH2) {
-        // node:http2 reads the socket natively, so the socket never sees activity: the session's
-        // own timeout (set on "session" below) watches HTTP/2 traffic instead.
-        socket.setTimeout(0);
-        socket.unshift(head);
-        h2.emit("connection", socket);
-        socket.resume();
-      } else {
-        forward(socket, head, internalPort, relayed);
-      }
-    };
-    socket.on("data", onData);
+  const h1 = http.createServer({ maxHeaderSize: MAX_HEAD_BYTES, requireHostHeader: false, keepAliveTimeout: opts.idleTimeoutSeconds * 1000 }, dispatch);
+  // Bun's server closes a connection silent for this long (no bytes either way).
+  h1.setTimeout(opts.idleTimeoutSeconds * 1000);
+  const tunnels = new Set<Duplex>();
+  h1.on("clientError", (err: NodeJS.ErrnoException & { rawPacket?: ArrayBuffer }, socket: Duplex) => {
+    if (err.code === "HPE_PAUSED_H2_UPGRADE" && err.rawPacket !== undefined && tunnel(socket)) {
+      tunnels.add(socket);
+      socket.on("close", () => tunnels.delete(socket));
+      socket.on("error", () => socket.destroy());
+      socket.unshift(Buffer.from(err.rawPacket));
+      h2.emit("connection", socket);
+      return;
+    }
+    if (err.code === "HPE_HEADER_OVERFLOW") return refuse(socket, "431 Request Header Fields Too Large");
+    if (err.code === "ECONNRESET" || !socket.writable) return socket.destroy();
+    refuse(socket, "400 Bad Request");
   });
   await new Promise<void>((resolve, reject) => {
-    listener.once("error", reject);
-    listener.listen(opts.port, () => resolve());
+    h1.once("error", reject);
+    h1.listen(opts.port, () => resolve());
   });
-  const address = listener.address() as net.AddressInfo;
+  const address = h1.address() as { port: number };
 
   return {
     port: address.port,
     async stop(graceMs) {
-      listener.close();
+      stopping = true;
+      const closed = new Promise<void>((resolve) => h1.close(() => resolve()));
       for (const s of sessions) s.close();
+      // Keep-alive connections whose in-flight request finishes during the stop turn idle and
+      // are closed at the next sweep; Bun's close() only closes those idle at the time.
+      const sweep = setInterval(() => h1.closeIdleConnections(), 50);
       const cut = setTimeout(() => {
-        void internal.stop(true);
+        h1.closeAllConnections();
         for (const s of sessions) s.destroy();
-        for (const s of sockets) s.destroy();
+        for (const s of tunnels) s.destroy();
       }, graceMs);
-      // In-flight HTTP/1.1 requests finish inside Bun.serve; their responses still have to be
-      // relayed, so public sockets are left to close on their own (the internal server closes
-      // each connection once it is idle) until the grace period cuts them.
-      await internal.stop(false);
-      await Promise.all([...sessions, ...sockets].map((s) => new Promise<void>((resolve) => (s.closed ? resolve() : s.once("close", () => resolve())))));
+      await Promise.all([closed, ...[...sessions].map((s) => new Promise<void>((resolve) => (s.closed ? resolve() : s.once("close", () => resolve()))))]);
+      clearInterval(sweep);
       clearTimeout(cut);
       h2.close();
     },
@@ -175,46 +151,38 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
 }
 
 /** Answers a connection that never reached a handler with a bodiless error and closes it. */
-function refuse(socket: net.Socket, status: string): void {
+function refuse(socket: Duplex, status: string): void {
   if (socket.destroyed) return;
   socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
 }
 
 /**
- * Relays an HTTP/1.x connection to the internal Bun.serve, first bytes included. Nothing is sent
- * before the loopback connection is up and registered in `relayed`, so the handler always finds
- * the client's address. Hand-written rather than `pipe()`: the same pause-on-full /
- * resume-on-drain backpressure with fewer layers per chunk.
+ * Turns Bun's HTTP/1 server socket into a raw byte stream both ways, as Bun does itself before
+ * it emits `connect` or `upgrade`: the native handle stops parsing HTTP (`upgradeToTunnel`) and
+ * the socket starts delivering and accepting opaque data (its `kEnableStreaming` method).
+ * Neither is exported, so both are found by their symbol's description.
+ * @returns false (and destroys the socket) when this Bun lacks them
  */
-function forward(socket: net.Socket, head: Buffer, port: number, relayed: Map<number, string>): void {
-  const upstream = net.connect({ host: "127.0.0.1", port });
-  upstream.setNoDelay(true);
-  const close = () => {
+function tunnel(socket: Duplex): boolean {
+  const handleKey = symbolNamed(socket, "handle");
+  const streamingKey = symbolNamed(socket, "kEnableStreaming");
+  const record = socket as unknown as Record<symbol, unknown>;
+  const handle = handleKey && (record[handleKey] as { upgradeToTunnel?: () => void } | undefined);
+  const enableStreaming = streamingKey && (record[streamingKey] as ((on: boolean) => void) | undefined);
+  if (typeof handle?.upgradeToTunnel !== "function" || typeof enableStreaming !== "function") {
+    console.error("h2c: this Bun's node:http socket cannot be switched to a tunnel; HTTP/2 connection refused");
     socket.destroy();
-    upstream.destroy();
-  };
-  upstream.on("error", close);
-  socket.on("error", close);
-  socket.on("close", () => upstream.destroy());
-  upstream.once("connect", () => {
-    const localPort = upstream.localPort!;
-    relayed.set(localPort, socket.remoteAddress ?? "unknown");
-    upstream.on("close", () => {
-      relayed.delete(localPort);
-      socket.end();
-    });
-    relay(socket, upstream);
-    relay(upstream, socket);
-    upstream.write(head);
-    socket.resume();
-  });
+    return false;
+  }
+  handle.upgradeToTunnel();
+  enableStreaming.call(socket, true);
+  return true;
 }
 
-/** Copies `from` into `to`, pausing `from` while `to` is full; ends `to` when `from` ends. */
-function relay(from: net.Socket, to: net.Socket): void {
-  from.on("data", (chunk: Buffer) => {
-    if (!to.write(chunk)) from.pause();
-  });
-  to.on("drain", () => from.resume());
-  from.on("end", () => to.end());
+/** The symbol-keyed member of `object` (or its prototypes) whose symbol is described as `name`. */
+function symbolNamed(object: object, name: string): symbol | undefined {
+  for (let o: object | null = object; o !== null; o = Object.getPrototypeOf(o)) {
+    for (const s of Object.getOwnPropertySymbols(o)) if (s.description === name) return s;
+  }
+  return undefined;
 }

@@ -1,7 +1,8 @@
 /**
- * The fetch-style entry every HTTP request goes through, whichever connection brought it
- * (HTTP/1.1 or h2c): RPC paths go to the Connect handlers, everything else to the HTTP app.
- * Adds the request ID header and writes one access-log line per request.
+ * The fetch-style entry for HTTP requests that are neither RPCs nor content URLs (those are
+ * served on the Node request directly, see one-port.ts), whichever connection brought them
+ * (HTTP/1.1 or h2c): the HTTP app (REST, dashboard, static files). Adds the request ID header
+ * and writes one access-log line per request.
  */
 import { CLIENT_ADDRESS_HEADER, clientAddressOf } from "../auth/rate-limit.ts";
 import { requestIdOf } from "../http/request-id.ts";
@@ -14,8 +15,6 @@ export type ClientRequestHandler = (request: Request, clientAddress: string) => 
 export interface RequestHandlerOptions {
   /** The HTTP application (Elysia's `app.handle`). */
   app: FetchHandler;
-  /** RPC request path → handler (Connect and gRPC-Web over any HTTP version). */
-  rpc: Map<string, FetchHandler>;
   log: (line: string) => void;
   /** Proxy addresses whose X-Forwarded-For is believed (TRUSTED_PROXIES). */
   trustedProxies: ReadonlySet<string>;
@@ -32,8 +31,7 @@ export function createRequestHandler(opts: RequestHandlerOptions): ClientRequest
     const requestId = requestIdOf(request);
     request.headers.set("x-request-id", requestId);
     const url = new URL(request.url);
-    const rpc = request.method === "POST" || request.method === "GET" ? opts.rpc.get(url.pathname) : undefined;
-    const response = await (rpc ?? opts.app)(request);
+    const response = await opts.app(request);
     response.headers.set("x-request-id", requestId);
     opts.log(accessLogLine(request.method, url.pathname, response.status, response.headers.get("content-length"), started, requestId));
     return response;
@@ -65,4 +63,35 @@ function withRoutableUrl(request: Request): Request {
   const pathStart = url.indexOf("/", url.indexOf("//") + 2);
   if (pathStart >= 11 || pathStart < 0) return request;
   return new Request(`http://localhost${url.slice(pathStart)}`, request);
+}
+
+/** Lines kept back at most before a write, whatever the event loop is doing. */
+const LOG_BATCH_LINES = 1024;
+
+/**
+ * An access log that writes the lines of one event-loop turn together: one `write` for a burst
+ * of requests instead of one per request (nginx's `access_log … buffer=` does the same). A line
+ * waits at most until the loop's next turn; `flush` writes what is waiting at once (on stop).
+ */
+export function batchedLog(write: (chunk: string) => void): { log: (line: string) => void; flush: () => void } {
+  let pending: string[] = [];
+  let scheduled = false;
+  const flush = () => {
+    scheduled = false;
+    if (pending.length === 0) return;
+    const chunk = `${pending.join("\n")}\n`;
+    pending = [];
+    write(chunk);
+  };
+  return {
+    log(line) {
+      pending.push(line);
+      if (pending.length >= LOG_BATCH_LINES) flush();
+      else if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+    },
+    flush,
+  };
 }

@@ -8,10 +8,10 @@ import { OidcSignIn } from "../auth/oidc.ts";
 import { Authenticator } from "../auth/principal.ts";
 import { WindowLimiter } from "../auth/rate-limit.ts";
 import { createApp } from "../http/app.ts";
-import { rpcFetchHandlers, rpcRoutes } from "../rpc/index.ts";
+import { rpcPaths, rpcRoutes } from "../rpc/index.ts";
 import { openServices } from "../service/index.ts";
 import { listenOnePort } from "./one-port.ts";
-import { createRequestHandler } from "./request-handler.ts";
+import { batchedLog, createRequestHandler } from "./request-handler.ts";
 
 /** In-flight requests get this long to finish after a stop signal, then connections are cut. */
 export const SHUTDOWN_GRACE_MS = 10_000;
@@ -43,18 +43,17 @@ export async function serve(config: Config): Promise<void> {
     maxUploadBytes: config.maxUploadBytes,
   });
   const routes = rpcRoutes({ files: services.files, blobs: services.blobs, auth, baseUrl: () => baseUrl });
-  const rpc = rpcFetchHandlers(routes);
-  const log = (line: string) => process.stdout.write(`${line}\n`);
+  const { log, flush: flushLog } = batchedLog((chunk) => process.stdout.write(chunk));
   const trustedProxies = new Set(config.trustedProxies);
-  const handle = createRequestHandler({ app: (request) => app.handle(request), rpc, log, trustedProxies });
+  const handle = createRequestHandler({ app: (request) => app.handle(request), log, trustedProxies });
   const server = await listenOnePort({
     port: config.port,
     handle,
     routes,
-    rpcPaths: new Set(rpc.keys()),
+    rpcPaths: rpcPaths(routes),
+    content: { deps: { files: services.files, blobs: services.blobs, auth, baseUrl: () => baseUrl }, log, trustedProxies },
     log,
     trustedProxies,
-    headerTimeoutSeconds: config.timeouts.headerSeconds,
     idleTimeoutSeconds: config.timeouts.idleSeconds,
   });
   if (config.hostname === undefined) baseUrl = `http://localhost:${server.port}`;
@@ -66,6 +65,7 @@ export async function serve(config: Config): Promise<void> {
       process.off("SIGINT", onInt);
       console.log(`${signal}: stopping; in-flight requests have ${SHUTDOWN_GRACE_MS / 1000}s to finish`);
       await server.stop(SHUTDOWN_GRACE_MS);
+      flushLog();
       await services.close();
       console.log("stopped");
       resolve();

@@ -1,0 +1,117 @@
+/**
+ * Serves fetch-style handlers on Node-style request/response pairs, which both `node:http`
+ * (HTTP/1.1) and `node:http2` (h2c) hand out: turns the request into a `Request` and writes the
+ * `Response` back. Small bodies whose length is known go out in one write; others stream with
+ * backpressure (a slow reader pauses the body, it is not buffered).
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import { Readable } from "node:stream";
+import type { ClientRequestHandler } from "./request-handler.ts";
+
+export type NodeRequest = IncomingMessage | Http2ServerRequest;
+export type NodeResponse = ServerResponse | Http2ServerResponse;
+
+/** Bodies up to this size with a Content-Length are read whole and written at once. */
+const SINGLE_WRITE_BYTES = 64 * 1024;
+/** Response headers that belong to one HTTP connection, never copied to the Node response. */
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "set-cookie"]);
+
+/** Handles one request with `handle`. Errors end the response with a 500 if nothing was sent. */
+export async function serveWithFetch(req: NodeRequest, res: NodeResponse, handle: ClientRequestHandler): Promise<void> {
+  try {
+    await writeResponse(req, res, await handle(toRequest(req), req.socket?.remoteAddress ?? "unknown"));
+  } catch (err) {
+    failed(req, res, err);
+  }
+}
+
+/**
+ * Writes `response` to `res`: status, headers (Set-Cookie kept apart, hop-by-hop ones dropped)
+ * and body (none for HEAD). Resolves when the body is handed to the connection.
+ */
+export async function writeResponse(req: NodeRequest, res: NodeResponse, response: Response): Promise<void> {
+  const out: Record<string, string | string[]> = {};
+  response.headers.forEach((value, name) => {
+    if (!HOP_BY_HOP.has(name)) out[name] = value;
+  });
+  const cookies = response.headers.getSetCookie();
+  if (cookies.length > 0) out["set-cookie"] = cookies;
+  const writer = res as ServerResponse;
+  if (!req.complete && req.httpVersionMajor === 1) {
+    // Answered before the request body was read (413, 401…): the rest of the body is read and
+    // dropped, as Node.js does, and the connection closes after this response instead of
+    // parsing leftover body bytes as the next request.
+    out.connection = "close";
+    writer.shouldKeepAlive = false;
+    req.resume();
+  }
+  if (response.body === null || req.method === "HEAD") {
+    // A bodiless answer says so, rather than being sent as an empty chunked body.
+    const bodiless = response.status === 204 || response.status === 304 || response.status < 200;
+    if (response.body === null && !bodiless && out["content-length"] === undefined) out["content-length"] = "0";
+    writer.writeHead(response.status, out);
+    writer.end();
+    return;
+  }
+  if (Number(out["content-length"] ?? Number.NaN) <= SINGLE_WRITE_BYTES) {
+    const bytes = await response.bytes();
+    writer.writeHead(response.status, out);
+    writer.end(bytes);
+    return;
+  }
+  writer.writeHead(response.status, out);
+  await writeBody(res, response.body);
+}
+
+/** Streams `body` into `res` and ends it, waiting for `drain` whenever `res` is full. */
+export async function writeBody(res: NodeResponse, body: ReadableStream<Uint8Array>): Promise<void> {
+  const writer = res as ServerResponse;
+  for await (const chunk of body) {
+    if (res.destroyed) return;
+    if (!writer.write(chunk)) await drained(res);
+  }
+  writer.end();
+}
+
+/** Logs a failure and ends the response: a 500 if nothing was sent yet, else a reset. */
+export function failed(req: NodeRequest, res: NodeResponse, err: unknown): void {
+  console.error(`request ${req.method} ${req.url} failed: ${err instanceof Error ? err.stack : String(err)}`);
+  if (!res.headersSent) {
+    (res as ServerResponse).writeHead(500, { "content-type": "application/json" });
+    res.end('{"code":13,"message":"internal error","details":[]}');
+  } else {
+    res.destroy();
+  }
+}
+
+/** The request as a fetch `Request`; the body, if any, streams from the connection. */
+function toRequest(req: NodeRequest): Request {
+  const authority = req.headers[":authority"] ?? req.headers.host ?? "localhost";
+  const headers = new Headers();
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (name.charCodeAt(0) !== 58 /* ":" */) headers.append(name, raw[i + 1]!);
+  }
+  const hasBody = req.method !== "GET" && req.method !== "HEAD";
+  return new Request(`http://${authority}${req.url}`, {
+    method: req.method,
+    headers,
+    body: hasBody ? (Readable.toWeb(req as unknown as Readable) as ReadableStream<Uint8Array>) : null,
+    duplex: "half",
+  } as RequestInit);
+}
+
+/** Resolves when `res` can take more data, or has closed. */
+function drained(res: NodeResponse): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve();
+    };
+    res.on("drain", done);
+    res.on("close", done);
+  });
+}
