@@ -53,21 +53,30 @@ export interface ContentRequest extends RequestLike {
   search: string;
 }
 
+/** Bytes `start` to `start + length - 1` of the file at `path`. */
+export interface FileRange {
+  path: string;
+  start: number;
+  length: number;
+}
+
 /** A content answer before it becomes a `Response` or is written to a Node response. */
 export interface ContentReply {
   status: number;
   headers: Record<string, string>;
-  /** Small blobs as bytes from memory, larger ones as a lazily read file (or a slice of one). */
-  body: Uint8Array | Blob | null;
+  /** Small blobs as bytes from memory, larger ones as a range of the blob file, read when sent. */
+  body: Uint8Array | FileRange | null;
 }
 
 /** Answers GET or HEAD for a content URL as a `Response` (see {@link contentReply}). */
 export function serveContent(deps: ContentDeps, request: Request, id: string, slug: string | undefined): Response {
   const url = new URL(request.url);
   const reply = contentReply(deps, { method: request.method, headers: request.headers, pathname: url.pathname, search: url.search }, id, slug);
+  const body = reply.body;
   // For HEAD the body is still given: Bun sends the headers (Content-Length included) and
   // omits the body itself.
-  return new Response(reply.body, { status: reply.status, headers: reply.headers });
+  const blob = body === null || body instanceof Uint8Array ? body : Bun.file(body.path).slice(body.start, body.start + body.length);
+  return new Response(blob, { status: reply.status, headers: reply.headers });
 }
 
 /**
@@ -119,16 +128,16 @@ export function contentReply(deps: ContentDeps, request: ContentRequest, id: str
       body: null,
     };
   }
-  // Small blobs come from memory; larger ones are streamed from disk.
-  const blob = deps.blobs.readSmall(file.blob, file.size) ?? Bun.file(deps.blobs.path(file.blob));
+  // Small blobs come from memory; larger ones are read from disk as they are sent.
+  const small = deps.blobs.readSmall(file.blob, file.size);
+  const { start, end } = range.kind === "range" ? range.range : { start: 0, end: file.size - 1 };
+  const body = small !== undefined ? small.subarray(start, end + 1) : { path: deps.blobs.path(file.blob), start, length: end - start + 1 };
+  headers["content-length"] = String(end - start + 1);
   if (range.kind === "range") {
-    const { start, end } = range.range;
     headers["content-range"] = `bytes ${start}-${end}/${file.size}`;
-    headers["content-length"] = String(end - start + 1);
-    return { status: 206, headers, body: blob instanceof Uint8Array ? blob.subarray(start, end + 1) : blob.slice(start, end + 1) };
+    return { status: 206, headers, body };
   }
-  headers["content-length"] = String(file.size);
-  return { status: 200, headers, body: file.size === 0 ? null : blob };
+  return { status: 200, headers, body: file.size === 0 ? null : body };
 }
 
 /** Browser navigations ask for HTML; API clients do not. */

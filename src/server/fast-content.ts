@@ -10,7 +10,7 @@ import type { HeaderSource } from "../auth/principal.ts";
 import { contentReply, type ContentDeps } from "../http/content.ts";
 import { requestIdFrom } from "../http/request-id.ts";
 import { errorResponse } from "../http/respond.ts";
-import { failed, writeBody, writeResponse, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
+import { failed, writeFileRange, writeResponse, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
 import { accessLogLine } from "./request-handler.ts";
 
 export interface FastContentOptions {
@@ -57,7 +57,7 @@ export async function serveContentFast(
     writer.writeHead(reply.status, reply.headers);
     if (reply.body === null || req.method === "HEAD") writer.end();
     else if (reply.body instanceof Uint8Array) writer.end(reply.body);
-    else await writeBody(res, reply.body.stream());
+    else await writeFileRange(res, reply.body);
   } catch (err) {
     if (res.headersSent) {
       failed(req, res, err);

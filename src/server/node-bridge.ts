@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
-import { Readable } from "node:stream";
+import fsp from "node:fs/promises";
 import type { ClientRequestHandler } from "./request-handler.ts";
 
 export type NodeRequest = IncomingMessage | Http2ServerRequest;
@@ -74,6 +74,52 @@ export async function writeBody(res: NodeResponse, body: ReadableStream<Uint8Arr
   writer.end();
 }
 
+/** Bytes read from a file per write when sending it, and how many such buffers a download uses. */
+const FILE_CHUNK_BYTES = 256 * 1024;
+const FILE_BUFFERS = 4;
+
+/**
+ * Sends `length` bytes of the file at `path` from `start` and ends `res`: positional reads of
+ * 256 KiB into fresh buffers, each written once the connection has taken the previous ones, so
+ * memory per download stays a few chunks whatever the file's size. Stops early if the client
+ * goes away.
+ * @throws what opening or reading the file throws (the caller resets the response)
+ */
+export async function writeFileRange(res: NodeResponse, range: { path: string; start: number; length: number }): Promise<void> {
+  const writer = res as ServerResponse;
+  const file = await fsp.open(range.path, "r");
+  // Buffers the connection has finished with, reused so a long download makes no garbage.
+  const free: Buffer[] = [];
+  let buffers = 0;
+  let wake: (() => void) | undefined;
+  const release = (buffer: Buffer) => {
+    free.push(buffer);
+    wake?.();
+  };
+  const closed = () => wake?.();
+  res.on("close", closed);
+  try {
+    let position = range.start;
+    const end = range.start + range.length;
+    while (position < end && !res.destroyed) {
+      if (free.length === 0 && buffers === FILE_BUFFERS) {
+        await new Promise<void>((resolve) => (wake = resolve));
+        wake = undefined;
+        continue;
+      }
+      const buffer = free.pop() ?? (buffers++, Buffer.allocUnsafe(FILE_CHUNK_BYTES));
+      const { bytesRead } = await file.read(buffer, 0, Math.min(FILE_CHUNK_BYTES, end - position), position);
+      if (bytesRead === 0) throw new Error(`${range.path} ended at byte ${position}, before ${end}`);
+      position += bytesRead;
+      writer.write(buffer.subarray(0, bytesRead), () => release(buffer));
+    }
+  } finally {
+    res.off("close", closed);
+    await file.close();
+  }
+  writer.end();
+}
+
 /** Logs a failure and ends the response: a 500 if nothing was sent yet, else a reset. */
 export function failed(req: NodeRequest, res: NodeResponse, err: unknown): void {
   console.error(`request ${req.method} ${req.url} failed: ${err instanceof Error ? err.stack : String(err)}`);
@@ -98,9 +144,30 @@ function toRequest(req: NodeRequest): Request {
   return new Request(`http://${authority}${req.url}`, {
     method: req.method,
     headers,
-    body: hasBody ? (Readable.toWeb(req as unknown as Readable) as ReadableStream<Uint8Array>) : null,
+    body: hasBody ? bodyStream(req) : null,
     duplex: "half",
   } as RequestInit);
+}
+
+/**
+ * The request body as a web stream that reads from the connection only when its consumer asks
+ * (high-water mark 0): nothing is queued beyond what Node's own stream holds.
+ */
+function bodyStream(req: NodeRequest): ReadableStream<Uint8Array> {
+  const chunks = (req as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        const { value, done } = await chunks.next();
+        if (done) controller.close();
+        else controller.enqueue(value);
+      },
+      async cancel() {
+        await chunks.return?.();
+      },
+    },
+    { highWaterMark: 0 },
+  );
 }
 
 /** Resolves when `res` can take more data, or has closed. */

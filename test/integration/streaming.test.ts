@@ -2,6 +2,7 @@
 // 200 MiB (issue 2, item 8). The content is generated on the fly and never held whole.
 import { expect, test } from "bun:test";
 import fs from "node:fs";
+import http2 from "node:http2";
 import { crc32cUpdate, checksumToBase64 } from "../../src/domain/checksum.ts";
 import { client, startServer, type FileJson } from "../support/server.ts";
 
@@ -60,3 +61,37 @@ test(
   },
   { timeout: 180_000 },
 );
+
+test("a slow reader gets every byte over HTTP/1.1 and HTTP/2 (download buffers are reused only once sent)", async () => {
+  await using server = await startServer();
+  const api = client(server, await server.mintKey("slow@example.com"));
+  let crc = 0;
+  const total = 8 * CHUNK;
+  const file = await api.upload(generated(total, (c) => (crc = crc32cUpdate(crc, c))), "?visibility=public");
+  const expected = { size: total, checksum: checksumToBase64(crc) };
+  // The reader stops for a moment every 512 KiB, so the server's writes back up and wait.
+  const pauseEvery = 512 * 1024;
+  const check = async (chunks: AsyncIterable<Uint8Array>) => {
+    let size = 0;
+    let got = 0;
+    let sincePause = 0;
+    for await (const chunk of chunks) {
+      size += chunk.byteLength;
+      got = crc32cUpdate(got, chunk);
+      sincePause += chunk.byteLength;
+      if (sincePause >= pauseEvery) {
+        sincePause = 0;
+        await Bun.sleep(5); // the slow reader itself, not a wait for a condition
+      }
+    }
+    return { size, checksum: checksumToBase64(got) };
+  };
+  expect(await check((await fetch(file.url)).body!)).toEqual(expected);
+  const session = http2.connect(server.url);
+  try {
+    const stream = session.request({ ":path": new URL(file.url).pathname });
+    expect(await check(stream)).toEqual(expected);
+  } finally {
+    session.close();
+  }
+});
