@@ -87,7 +87,7 @@ export function contentReply(deps: ContentDeps, request: ContentRequest, id: str
   if (!isFileId(id)) throw new AppError("not_found", "not found");
   let file: FileRecord;
   try {
-    file = deps.files.openContent(deps.auth.optional(request), id);
+    file = deps.files.openContent(() => deps.auth.optional(request), id);
   } catch (err) {
     if (err instanceof AppError && err.code === "unauthenticated" && wantsHtml(request)) {
       const next = request.pathname + request.search;

@@ -217,14 +217,16 @@ export class FileService {
 
   /**
    * A file as served at its URL (CONTRACT §3): public to anyone, internal to any signed-in
-   * user, private to its owner.
+   * user, private to its owner. `principalOf` is asked only for files that are not public, so
+   * serving a public file never looks at credentials.
    * @throws not_found when there is no such file, or the signed-in caller may not see it;
    *   unauthenticated when an anonymous caller may not see it
    */
-  openContent(principal: Principal | null, id: string): FileRecord {
+  openContent(principalOf: () => Principal | null, id: string): FileRecord {
     const file = this.find(id);
     if (file === undefined) throw notFound();
     if (file.visibility === "public") return file;
+    const principal = principalOf();
     if (principal === null) throw new AppError("unauthenticated", "sign in to open this file");
     if (!canSee(principal, file)) throw notFound();
     return file;

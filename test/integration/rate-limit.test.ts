@@ -69,3 +69,16 @@ test("behind a trusted proxy, X-Forwarded-For names the client; from anyone else
   const untrusted = `http://[::1]:${server.port}`;
   expect([await fail(untrusted, "192.0.2.1"), await fail(untrusted, "192.0.2.2"), await fail(untrusted, "192.0.2.3")]).toEqual([401, 401, 429]);
 });
+
+test("a public file is served without looking at credentials: bad keys there count as no failure", async () => {
+  await using server = await startServer({ env: { RATE_LIMIT_AUTH_FAILURES: "2" } });
+  const key = await server.mintKey("public@example.com");
+  const upload = await fetch(`${server.url}/v1/files?visibility=public`, { method: "POST", body: "hello", headers: { authorization: `Bearer ${key}` } });
+  const file = (await upload.json()) as { url: string };
+  const bad = { authorization: "Bearer cubby_wrongwrongwrongwrongwrongwrongwrongwrongwro" };
+  const statuses: number[] = [];
+  for (let i = 0; i < 4; i++) statuses.push((await fetch(file.url, { headers: bad })).status);
+  expect(statuses).toEqual([200, 200, 200, 200]);
+  // Had those been counted, this address would now be limited (429) instead of refused (401).
+  expect((await fetch(`${server.url}/v1/files`, { headers: bad })).status).toBe(401);
+});
