@@ -1,5 +1,5 @@
 // Rate limiting of failed authentication and of sign-in callbacks, per client address, through
-// the real listener (the HTTP/1.1 relay and h2c both carry the client's address).
+// the real listener (HTTP/1.1 and h2c both carry the client's address).
 import { expect, test } from "bun:test";
 import { WindowLimiter } from "../../src/auth/rate-limit.ts";
 import { startServer } from "../support/server.ts";
