@@ -12,6 +12,7 @@ import type { PageCursor } from "../domain/params.ts";
 import type { Principal } from "../domain/principal.ts";
 import type { Clock } from "../domain/time.ts";
 import type { BlobStore, StagedBlob } from "../storage/blobs.ts";
+import { ReadCache, type ChangeWatch } from "../storage/change-watch.ts";
 import type { Db } from "../storage/db.ts";
 import { files } from "../storage/schema.ts";
 
@@ -21,7 +22,12 @@ export interface FileServiceDeps {
   clock: Clock;
   /** Largest content accepted, in bytes (MAX_UPLOAD_BYTES). */
   maxUploadBytes: number;
+  /** Tells read paths when a cached lookup may be stale (any commit, by any process). */
+  changes: ChangeWatch;
 }
+
+/** File lookups kept for the read paths (each entry is one row, well under a kilobyte). */
+const CACHED_LOOKUPS = 10_000;
 
 /** Raw content of an upload: an async stream of byte chunks, or null for an empty body. */
 export type Content = AsyncIterable<Uint8Array> | null;
@@ -63,10 +69,13 @@ export const FILE_COLUMNS =
 
 export class FileService {
   /** Lookup by ID is on every read path: prepared once, not rebuilt by the query builder. */
+  /** Lookups by ID for reads, valid until the next commit anywhere. */
+  private readonly readable: ReadCache<FileRecord | undefined>;
   private readonly byId: Statement<FileRecord, [string]>;
 
   constructor(private readonly deps: FileServiceDeps) {
     this.byId = deps.db.$client.prepare<FileRecord, [string]>(`SELECT ${FILE_COLUMNS} FROM files WHERE id = ?`);
+    this.readable = new ReadCache(deps.changes, CACHED_LOOKUPS);
   }
 
   /**
@@ -100,7 +109,7 @@ export class FileService {
 
   /** Metadata of a file the caller may see (owner, or internal/public for any signed-in user). */
   get(principal: Principal, id: string): FileRecord {
-    const file = this.find(id);
+    const file = this.findForRead(id);
     if (file === undefined || !canSee(principal, file)) throw notFound();
     return file;
   }
@@ -223,7 +232,7 @@ export class FileService {
    *   unauthenticated when an anonymous caller may not see it
    */
   openContent(principalOf: () => Principal | null, id: string): FileRecord {
-    const file = this.find(id);
+    const file = this.findForRead(id);
     if (file === undefined) throw notFound();
     if (file.visibility === "public") return file;
     const principal = principalOf();
@@ -243,8 +252,18 @@ export class FileService {
     );
   }
 
+  /** The row as stored now (inside a write transaction, as that transaction sees it). */
   private find(id: string): FileRecord | undefined {
     return this.byId.get(id) ?? undefined;
+  }
+
+  /**
+   * The row for a read outside any transaction, from the cache while nothing has committed
+   * since it was read. Never for writes: a transaction's own uncommitted changes do not move
+   * the version.
+   */
+  private findForRead(id: string): FileRecord | undefined {
+    return this.readable.get(id, () => this.find(id));
   }
 
   /** The file if `principal` owns it; 404 when they cannot see it, 403 when they can but do not own it. */

@@ -3,6 +3,8 @@
  * CLI commands share.
  */
 import fs from "node:fs";
+import path from "node:path";
+import { ChangeWatch } from "../storage/change-watch.ts";
 import { systemClock, type Clock } from "../domain/time.ts";
 import { BlobStore } from "../storage/blobs.ts";
 import { openDb, type Db } from "../storage/db.ts";
@@ -34,16 +36,18 @@ export function openServices(opts: { dataDir: string; maxUploadBytes: number; cl
   migrate(db);
   const blobs = new BlobStore(opts.dataDir);
   const clock = opts.clock ?? systemClock();
+  const changes = new ChangeWatch(path.join(opts.dataDir, "cubby.db-shm"));
   return {
     db,
     blobs,
     clock,
-    files: new FileService({ db, blobs, clock, maxUploadBytes: opts.maxUploadBytes }),
-    keys: new KeyService({ db, clock }),
+    files: new FileService({ db, blobs, clock, maxUploadBytes: opts.maxUploadBytes, changes }),
+    keys: new KeyService({ db, clock, changes }),
     users: new UserService({ db, clock }),
     sessions: new SessionService({ db, clock }),
     async close() {
       await blobs.flushRemovals();
+      changes.close();
       db.$client.close();
     },
   };

@@ -9,6 +9,7 @@ import { generateApiKey, hashApiKey, isApiKeyShaped } from "../domain/api-key.ts
 import { newKeyId } from "../domain/ids.ts";
 import type { Principal } from "../domain/principal.ts";
 import type { Clock } from "../domain/time.ts";
+import { ReadCache, type ChangeWatch } from "../storage/change-watch.ts";
 import type { Db } from "../storage/db.ts";
 import { apiKeys } from "../storage/schema.ts";
 
@@ -32,15 +33,29 @@ export interface MintedApiKey extends ApiKeyInfo {
 export const LAST_USED_RESOLUTION_MICROS = 60_000_000;
 
 const MAX_KEY_NAME = 100;
+/** Bearer lookups kept (by key hash; unknown keys too, so a flood of them stays cheap). */
+const CACHED_KEYS = 10_000;
+
+interface KeyRow {
+  id: string;
+  userId: string;
+  lastUsedAt: number | null;
+}
 
 export class KeyService {
   /** Bearer authentication runs on every API call: prepared once. */
-  private readonly byHash: Statement<{ id: string; userId: string; lastUsedAt: number | null }, [Uint8Array]>;
+  private readonly byHash: Statement<KeyRow, [Uint8Array]>;
+  /**
+   * Bearer lookups, valid until the next commit by any connection in any process, so a key
+   * revoked anywhere (dashboard, RPC, `cubby keys revoke`) is refused from the next request on.
+   */
+  private readonly lookups: ReadCache<KeyRow | null>;
 
-  constructor(private readonly deps: { db: Db; clock: Clock }) {
+  constructor(private readonly deps: { db: Db; clock: Clock; changes: ChangeWatch }) {
     this.byHash = deps.db.$client.prepare(
       "SELECT id, user_id AS userId, last_used_at AS lastUsedAt FROM api_keys WHERE secret_hash = ?",
     );
+    this.lookups = new ReadCache(deps.changes, CACHED_KEYS);
   }
 
   /** Mints a key for `userId`. @throws invalid_argument for a name over 100 characters or with control characters */
@@ -89,7 +104,8 @@ export class KeyService {
    */
   authenticate(token: string): Principal | null {
     if (!isApiKeyShaped(token)) return null;
-    const row = this.byHash.get(hashApiKey(token));
+    const hash = hashApiKey(token);
+    const row = this.lookups.get(hash.toString("base64"), () => this.byHash.get(hash));
     if (!row) return null;
     const now = this.deps.clock.nowMicros();
     if (row.lastUsedAt === null || now - row.lastUsedAt >= LAST_USED_RESOLUTION_MICROS) {

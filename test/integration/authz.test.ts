@@ -88,3 +88,26 @@ test("list shows only the caller's own files", async () => {
   expect(ownersFiles.map((f) => f.id)).not.toContain(mine.id);
   expect((await fetch(`${server.url}/v1/files`)).status).toBe(401);
 });
+
+test("a key revoked by the CLI (another process) is refused on the very next request, however warm the server's lookups", async () => {
+  const key = await server.mintKey("warm@example.com");
+  const api = client(server, key);
+  const file = await api.upload("warm", "?visibility=private");
+  const paths = [`/${file.id}`, `/v1/files/${file.id}`];
+  for (let i = 0; i < 50; i++) for (const p of paths) expect((await api.fetch(p)).status).toBe(200);
+  const list = await runCli(["keys", "list", "--email", "warm@example.com", "--data-dir", server.dataDir]);
+  const id = list.stdout.split("\n")[1]!.split("\t")[0]!;
+  expect((await runCli(["keys", "revoke", id, "--data-dir", server.dataDir])).code).toBe(0);
+  for (const p of paths) expect({ p, status: (await api.fetch(p)).status }).toEqual({ p, status: 401 });
+});
+
+test("a file deleted through another connection is gone on the very next request", async () => {
+  const api = client(server, ownerKey);
+  const file = await api.upload("soon gone", "?visibility=public");
+  for (let i = 0; i < 50; i++) expect((await fetch(file.url)).status).toBe(200);
+  // Another process's connection, as `cubby fsck` quarantining a damaged file would use.
+  const script = `const { Database } = require("bun:sqlite"); const d = new Database(${JSON.stringify(`${server.dataDir}/cubby.db`)}); d.exec("PRAGMA busy_timeout = 5000"); d.query("DELETE FROM files WHERE id = ?").run(${JSON.stringify(file.id)}); d.close();`;
+  expect(Bun.spawnSync([process.execPath, "-e", script]).exitCode).toBe(0);
+  expect((await fetch(file.url)).status).toBe(404);
+  expect((await api.fetch(`/v1/files/${file.id}`)).status).toBe(404);
+});

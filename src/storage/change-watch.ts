@@ -1,0 +1,90 @@
+/**
+ * Knowing, without a query, whether the database may have changed: the WAL-index header.
+ *
+ * In WAL mode every connection, in any process, that commits rewrites the header at the start of
+ * the `-shm` file (SQLite's WAL-index format, https://www.sqlite.org/walformat.html §2.1: a change
+ * counter incremented with each transaction, the last valid frame, the cumulative frame checksum,
+ * the salts renewed on every WAL restart, and a checksum of the header). A header that reads the
+ * same bytes as before means no transaction has committed in between. Reading 48 bytes with one
+ * `pread` costs about 0.5 µs; a lookup through SQLite costs several times that under load (read
+ * lock, statement, row), which is what this lets read paths skip (docs/benchmarks.md).
+ *
+ * `PRAGMA data_version` answers the same question but is itself a statement with the same read
+ * lock, so it saves little over the lookup it would guard.
+ */
+import fs from "node:fs";
+
+/** Bytes of the first copy of the WAL-index header. */
+const HEADER_BYTES = 48;
+
+export class ChangeWatch {
+  private fd: number | undefined;
+  private readonly seen = Buffer.alloc(HEADER_BYTES);
+  private readonly scratch = Buffer.alloc(HEADER_BYTES);
+  private current = 0;
+
+  /** @param shmPath the database's `-shm` file (`cubby.db-shm`) */
+  constructor(private readonly shmPath: string) {}
+
+  /**
+   * A number that stays the same for as long as no transaction commits, and changes (never back
+   * to an earlier value) once one has. A value read before a lookup can be kept with the lookup's
+   * result: the result stays true while `version()` returns that value. When the header cannot be
+   * read (no `-shm`: not in WAL mode) every call returns a new value, so nothing is ever reused.
+   */
+  version(): number {
+    if (this.fd === undefined) {
+      try {
+        this.fd = fs.openSync(this.shmPath, "r");
+      } catch {
+        return ++this.current;
+      }
+    }
+    let read = 0;
+    try {
+      read = fs.readSync(this.fd, this.scratch, 0, HEADER_BYTES, 0);
+    } catch {
+      read = 0;
+    }
+    if (read !== HEADER_BYTES) return ++this.current;
+    if (!this.scratch.equals(this.seen)) {
+      this.scratch.copy(this.seen);
+      this.current++;
+    }
+    return this.current;
+  }
+
+  /** Closes the `-shm` descriptor (before the database closes). */
+  close(): void {
+    if (this.fd !== undefined) fs.closeSync(this.fd);
+    this.fd = undefined;
+  }
+}
+
+/**
+ * Values from the database kept with the {@link ChangeWatch} version they were read under, and
+ * given back only while that version holds. At most `capacity` entries; the oldest goes first.
+ */
+export class ReadCache<V> {
+  private readonly entries = new Map<string, { value: V; version: number }>();
+
+  constructor(
+    private readonly watch: ChangeWatch,
+    private readonly capacity: number,
+  ) {}
+
+  /** The value for `key`: cached while no transaction has committed, else `load()`ed again. */
+  get(key: string, load: () => V): V {
+    // The version is taken before the lookup: a commit racing the lookup leaves the entry
+    // stamped with the older version, so it is reloaded next time rather than kept stale.
+    const version = this.watch.version();
+    const hit = this.entries.get(key);
+    if (hit !== undefined && hit.version === version) return hit.value;
+    const value = load();
+    if (hit === undefined && this.entries.size >= this.capacity) {
+      this.entries.delete(this.entries.keys().next().value!);
+    }
+    this.entries.set(key, { value, version });
+    return value;
+  }
+}
