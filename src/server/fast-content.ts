@@ -5,6 +5,7 @@
  * {@link contentReply}, the same code the HTTP app uses for these URLs, so both paths agree;
  * any URL of another shape goes the general way.
  */
+import type { ServerResponse } from "node:http";
 import { CLIENT_ADDRESS_HEADER, clientAddressOf } from "../auth/rate-limit.ts";
 import type { HeaderSource } from "../auth/principal.ts";
 import { contentReply, type ContentDeps } from "../http/content.ts";
@@ -53,7 +54,7 @@ export async function serveContentFast(
     reply.headers["x-request-id"] = requestId;
     status = reply.status;
     bytes = reply.headers["content-length"];
-    const writer = res as import("node:http").ServerResponse;
+    const writer = res as ServerResponse;
     writer.writeHead(reply.status, reply.headers);
     if (reply.body === null || req.method === "HEAD") writer.end();
     else if (reply.body instanceof Uint8Array) writer.end(reply.body);

@@ -29,9 +29,9 @@ import { accessLogLine, type ClientRequestHandler } from "./request-handler.ts";
 
 export interface OnePortOptions {
   port: number;
-  /** The shared fetch handler (REST, content, static, and RPC over fetch). */
+  /** The shared fetch handler: REST, dashboard, static files, content URLs of unusual shape. */
   handle: ClientRequestHandler;
-  /** RPC routes for the HTTP/2 path (connect-node, which can send trailers). */
+  /** RPC routes, served by connect-node on both HTTP versions. */
   routes: (router: ConnectRouter) => void;
   /** RPC request paths: these go to connect-node. */
   rpcPaths: Set<string>;
@@ -65,8 +65,8 @@ const H2_WINDOW_BYTES = 4 * 1024 * 1024;
 /** Starts the listener. */
 export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer> {
   const rpcOverNode = connectNodeAdapter({ ...RPC_OPTIONS, routes: opts.routes });
-  /** Every request, HTTP/1.1 or HTTP/2: RPC, the content fast path, or the shared fetch handler. */
   let stopping = false;
+  /** Every request, HTTP/1.1 or HTTP/2: RPC, the content fast path, or the shared fetch handler. */
   const dispatch = (req: NodeRequest, res: NodeResponse): void => {
     // During a stop, HTTP/1.1 connections close after their current response.
     if (stopping && req.httpVersionMajor === 1) (res as http.ServerResponse).shouldKeepAlive = false;
@@ -106,7 +106,8 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
   });
 
   const h1 = http.createServer({ maxHeaderSize: MAX_HEAD_BYTES, requireHostHeader: false, keepAliveTimeout: opts.idleTimeoutSeconds * 1000 }, dispatch);
-  // Bun's server closes a connection silent for this long (no bytes either way).
+  // Bun's server closes a connection that makes no progress for this long; bytes of unfinished
+  // headers do not count as progress.
   h1.setTimeout(opts.idleTimeoutSeconds * 1000);
   const tunnels = new Set<Duplex>();
   h1.on("clientError", (err: NodeJS.ErrnoException & { rawPacket?: ArrayBuffer }, socket: Duplex) => {
