@@ -115,6 +115,8 @@ console.log(`\nsoak: ${SECONDS} s, ${CLIENTS} clients, ${total} operations (${(t
 console.log([...counts].map(([op, n]) => `${op} ${n}`).join(", "));
 console.log(`files at the end: ${expected.size}; errors: ${errors.length}; lost, torn or stale: ${damaged}`);
 console.log(`memory: ${memory.text}`);
+// The server's own account of any failure (internal errors are logged with their cause).
+if (errors.length > 0 && server.errors().trim() !== "") console.error(`server stderr:\n${server.errors().trim().split("\n").slice(-40).join("\n")}`);
 process.exit(errors.length === 0 && memory.flat ? 0 : 1);
 
 /**

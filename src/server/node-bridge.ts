@@ -7,6 +7,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import fsp from "node:fs/promises";
+import type { Duplex } from "node:stream";
 import type { ClientRequestHandler } from "./request-handler.ts";
 
 export type NodeRequest = IncomingMessage | Http2ServerRequest;
@@ -38,6 +39,8 @@ export async function writeResponse(req: NodeRequest, res: NodeResponse, respons
   const cookies = response.headers.getSetCookie();
   if (cookies.length > 0) out["set-cookie"] = cookies;
   const writer = res as ServerResponse;
+  // A body read stopped part-way (bodyStream) leaves the connection paused: it reads again now.
+  if (req.httpVersionMajor === 1) (req.socket as Duplex | undefined)?.resume();
   if (!req.complete && req.httpVersionMajor === 1) {
     // Answered before the request body was read (413, 401…): the rest of the body is read and
     // dropped, as Node.js does, and the connection closes after this response instead of
@@ -155,14 +158,24 @@ function toRequest(req: NodeRequest): Request {
  */
 function bodyStream(req: NodeRequest): ReadableStream<Uint8Array> {
   const chunks = (req as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+  // Bun's node:http reads a connection handed to it by the listener as fast as it arrives,
+  // whatever the request's consumer does: over HTTP/1.1 the connection itself is paused after
+  // each chunk until the consumer asks for the next, so an upload is held back by the disk
+  // instead of piling up in memory (HTTP/2 has flow control per stream). writeResponse resumes it.
+  const socket = req.httpVersionMajor === 1 ? (req.socket as Duplex | undefined) : undefined;
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
+        socket?.resume();
         const { value, done } = await chunks.next();
         if (done) controller.close();
-        else controller.enqueue(value);
+        else {
+          socket?.pause();
+          controller.enqueue(value);
+        }
       },
       async cancel() {
+        socket?.resume();
         await chunks.return?.();
       },
     },

@@ -1,24 +1,23 @@
 /**
- * Every protocol on one TCP port (CONTRACT §4). The port is Bun's `node:http` server (the same
- * native HTTP/1.1 parser as Bun.serve, without a fetch round trip per request):
+ * Every protocol on one TCP port (CONTRACT §4). Bun.serve cannot send HTTP/2 trailers, which
+ * gRPC needs, so the port is a `node:net` listener that reads the first bytes of each connection:
  *
- * - HTTP/1.x requests are served there, through the shared fetch handler (REST, content, static,
- *   Connect and gRPC-Web);
- * - a connection that opens with the HTTP/2 preface (`PRI * HTTP/2.0`, RFC 9113 §3.4, h2c with
- *   prior knowledge) stops the HTTP/1 parser, which reports it as a client error
- *   (`HPE_PAUSED_H2_UPGRADE`, as Node.js does). That connection is switched to a raw tunnel and
- *   given, first bytes included, to an in-process `node:http2` server: gRPC, gRPC-Web and Connect
- *   through connect-node (Bun.serve cannot send the HTTP/2 trailers gRPC needs), and every other
- *   path through the shared fetch handler.
+ * - the HTTP/2 connection preface (`PRI * HTTP/2.0`, RFC 9113 §3.4, h2c with prior knowledge)
+ *   → an in-process `node:http2` server;
+ * - anything else (HTTP/1.x), once the first request's headers are complete → an in-process
+ *   `node:http` server (Bun's), handed the socket with `emit("connection")`.
  *
- * Switching to a tunnel uses two members of Bun's server socket that Bun uses for
- * CONNECT/Upgrade itself but does not export (see `tunnel` below); Bun is pinned, and the HTTP/2
- * tests fail loudly if a new Bun renames them.
+ * Both servers share one dispatch: RPC paths to connect-node (gRPC, gRPC-Web, Connect), GET and
+ * HEAD of content URLs to the content fast path, everything else through the fetch bridge to
+ * the HTTP app. Tried and dropped (docs/design.md): relaying HTTP/1.1 over loopback to Bun.serve
+ * (slow), and letting Bun's `node:http` own the port and hand h2c connections over from its
+ * HPE_PAUSED_H2_UPGRADE client error (fast, but about one streamed RPC in a thousand was reset).
  */
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import http from "node:http";
 import http2 from "node:http2";
+import net from "node:net";
 import type { Duplex } from "node:stream";
 import { requestIdFrom } from "../http/request-id.ts";
 import { RPC_OPTIONS } from "../rpc/index.ts";
@@ -40,10 +39,9 @@ export interface OnePortOptions {
   log: (line: string) => void;
   /** Proxy addresses whose X-Forwarded-For is believed (TRUSTED_PROXIES). */
   trustedProxies: ReadonlySet<string>;
-  /**
-   * Seconds a connection may go without progress before it is closed: incomplete headers, a
-   * stalled body or response, an idle keep-alive or HTTP/2 connection.
-   */
+  /** Seconds a new connection has to send its first request's headers; 408 after. */
+  headerTimeoutSeconds: number;
+  /** Seconds a connection may stay silent, no bytes either way, before it is closed. */
   idleTimeoutSeconds: number;
 }
 
@@ -61,15 +59,28 @@ export interface OnePortServer {
 const MAX_HEAD_BYTES = 64 * 1024;
 /** HTTP/2 flow-control window per stream and per connection: large transfers need more than 64 KiB. */
 const H2_WINDOW_BYTES = 4 * 1024 * 1024;
+const H2_PREFIX = Buffer.from("PRI ");
 
 /** Starts the listener. */
 export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer> {
   const rpcOverNode = connectNodeAdapter({ ...RPC_OPTIONS, routes: opts.routes });
   let stopping = false;
+  /** HTTP/1.1 connections with a request in flight, and how many. */
+  const busy = new Map<object, number>();
+  const h2Sockets = new WeakSet<net.Socket>();
   /** Every request, HTTP/1.1 or HTTP/2: RPC, the content fast path, or the shared fetch handler. */
   const dispatch = (req: NodeRequest, res: NodeResponse): void => {
-    // During a stop, HTTP/1.1 connections close after their current response.
-    if (stopping && req.httpVersionMajor === 1) (res as http.ServerResponse).shouldKeepAlive = false;
+    if (req.httpVersionMajor === 1) {
+      // During a stop, HTTP/1.1 connections close after their current response.
+      if (stopping) (res as http.ServerResponse).shouldKeepAlive = false;
+      const socket = req.socket;
+      busy.set(socket, (busy.get(socket) ?? 0) + 1);
+      res.once("close", () => {
+        const n = busy.get(socket)! - 1;
+        if (n === 0) busy.delete(socket);
+        else busy.set(socket, n);
+      });
+    }
     const url = req.url ?? "/";
     const q = url.indexOf("?");
     const pathname = q === -1 ? url : url.slice(0, q);
@@ -106,44 +117,77 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
   });
 
   const h1 = http.createServer({ maxHeaderSize: MAX_HEAD_BYTES, requireHostHeader: false, keepAliveTimeout: opts.idleTimeoutSeconds * 1000 }, dispatch);
-  // Bun's server closes a connection that makes no progress for this long; bytes of unfinished
-  // headers do not count as progress.
-  h1.setTimeout(opts.idleTimeoutSeconds * 1000);
-  const tunnels = new Set<Duplex>();
-  h1.on("clientError", (err: NodeJS.ErrnoException & { rawPacket?: ArrayBuffer }, socket: Duplex) => {
-    if (err.code === "HPE_PAUSED_H2_UPGRADE" && err.rawPacket !== undefined && tunnel(socket)) {
-      tunnels.add(socket);
-      socket.on("close", () => tunnels.delete(socket));
-      socket.on("error", () => socket.destroy());
-      socket.unshift(Buffer.from(err.rawPacket));
-      h2.emit("connection", socket);
-      return;
-    }
+  h1.on("clientError", (err: NodeJS.ErrnoException, socket: Duplex) => {
     if (err.code === "HPE_HEADER_OVERFLOW") return refuse(socket, "431 Request Header Fields Too Large");
     if (err.code === "ECONNRESET" || !socket.writable) return socket.destroy();
     refuse(socket, "400 Bad Request");
   });
-  await new Promise<void>((resolve, reject) => {
-    h1.once("error", reject);
-    h1.listen(opts.port, () => resolve());
+
+  const sockets = new Set<net.Socket>();
+  const listener = net.createServer({ noDelay: true }, (socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+    socket.on("error", () => socket.destroy());
+    socket.setTimeout(opts.idleTimeoutSeconds * 1000, () => socket.destroy());
+    // Slow clients (slowloris): the first request's headers must be complete in time, however
+    // they trickle. Later requests on the connection are bounded by the idle timeout.
+    const headerTimer = setTimeout(() => refuse(socket, "408 Request Timeout"), opts.headerTimeoutSeconds * 1000);
+    socket.once("close", () => clearTimeout(headerTimer));
+    let head: Buffer = Buffer.alloc(0);
+    const onData = (chunk: Buffer) => {
+      head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
+      const n = Math.min(head.length, H2_PREFIX.length);
+      const maybeH2 = head.subarray(0, n).equals(H2_PREFIX.subarray(0, n));
+      if (maybeH2 && head.length < H2_PREFIX.length) return; // wait for more bytes
+      // Headers ended by bare LFs (RFC 9112 §2.2) go on too: the HTTP/1 parser answers them at
+      // once (400) instead of leaving the client to the timeout.
+      if (!maybeH2 && head.indexOf("\r\n\r\n") === -1 && head.indexOf("\n\n") === -1) {
+        if (head.length > MAX_HEAD_BYTES) {
+          socket.off("data", onData);
+          clearTimeout(headerTimer);
+          refuse(socket, "431 Request Header Fields Too Large");
+        }
+        return; // the headers are not complete yet
+      }
+      socket.off("data", onData);
+      clearTimeout(headerTimer);
+      socket.pause();
+      socket.unshift(head);
+      if (maybeH2) {
+        // node:http2 reads the socket natively, so the socket never sees activity: the session's
+        // own timeout (set on "session" above) watches HTTP/2 traffic instead.
+        socket.setTimeout(0);
+        h2Sockets.add(socket);
+        h2.emit("connection", socket);
+      } else {
+        h1.emit("connection", socket);
+      }
+      socket.resume();
+    };
+    socket.on("data", onData);
   });
-  const address = h1.address() as { port: number };
+  await new Promise<void>((resolve, reject) => {
+    listener.once("error", reject);
+    listener.listen(opts.port, () => resolve());
+  });
+  const address = listener.address() as net.AddressInfo;
 
   return {
     port: address.port,
     async stop(graceMs) {
       stopping = true;
-      const closed = new Promise<void>((resolve) => h1.close(() => resolve()));
+      listener.close();
       for (const s of sessions) s.close();
-      // Keep-alive connections whose in-flight request finishes during the stop turn idle and
-      // are closed at the next sweep; Bun's close() only closes those idle at the time.
-      const sweep = setInterval(() => h1.closeIdleConnections(), 50);
       const cut = setTimeout(() => {
-        h1.closeAllConnections();
         for (const s of sessions) s.destroy();
-        for (const s of tunnels) s.destroy();
+        for (const s of sockets) s.destroy();
       }, graceMs);
-      await Promise.all([closed, ...[...sessions].map((s) => new Promise<void>((resolve) => (s.closed ? resolve() : s.once("close", () => resolve()))))]);
+      // HTTP/1.1 connections close after their current response (see dispatch); the ones with
+      // no request in flight are closed now and whenever one turns idle.
+      const sweep = setInterval(() => {
+        for (const s of sockets) if (!busy.has(s) && !h2Sockets.has(s)) s.destroy();
+      }, 50);
+      await Promise.all([...sockets].map((s) => new Promise<void>((resolve) => (s.closed ? resolve() : s.once("close", () => resolve())))));
       clearInterval(sweep);
       clearTimeout(cut);
       h2.close();
@@ -155,35 +199,4 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
 function refuse(socket: Duplex, status: string): void {
   if (socket.destroyed) return;
   socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
-}
-
-/**
- * Turns Bun's HTTP/1 server socket into a raw byte stream both ways, as Bun does itself before
- * it emits `connect` or `upgrade`: the native handle stops parsing HTTP (`upgradeToTunnel`) and
- * the socket starts delivering and accepting opaque data (its `kEnableStreaming` method).
- * Neither is exported, so both are found by their symbol's description.
- * @returns false (and destroys the socket) when this Bun lacks them
- */
-function tunnel(socket: Duplex): boolean {
-  const handleKey = symbolNamed(socket, "handle");
-  const streamingKey = symbolNamed(socket, "kEnableStreaming");
-  const record = socket as unknown as Record<symbol, unknown>;
-  const handle = handleKey && (record[handleKey] as { upgradeToTunnel?: () => void } | undefined);
-  const enableStreaming = streamingKey && (record[streamingKey] as ((on: boolean) => void) | undefined);
-  if (typeof handle?.upgradeToTunnel !== "function" || typeof enableStreaming !== "function") {
-    console.error("h2c: this Bun's node:http socket cannot be switched to a tunnel; HTTP/2 connection refused");
-    socket.destroy();
-    return false;
-  }
-  handle.upgradeToTunnel();
-  enableStreaming.call(socket, true);
-  return true;
-}
-
-/** The symbol-keyed member of `object` (or its prototypes) whose symbol is described as `name`. */
-function symbolNamed(object: object, name: string): symbol | undefined {
-  for (let o: object | null = object; o !== null; o = Object.getPrototypeOf(o)) {
-    for (const s of Object.getOwnPropertySymbols(o)) if (s.description === name) return s;
-  }
-  return undefined;
 }

@@ -54,6 +54,7 @@ export async function serve(config: Config): Promise<void> {
     content: { deps: { files: services.files, blobs: services.blobs, auth, baseUrl: () => baseUrl }, log, trustedProxies },
     log,
     trustedProxies,
+    headerTimeoutSeconds: config.timeouts.headerSeconds,
     idleTimeoutSeconds: config.timeouts.idleSeconds,
   });
   if (config.hostname === undefined) baseUrl = `http://localhost:${server.port}`;

@@ -1,5 +1,5 @@
 // Slow clients: hundreds of connections trickling bytes must not stop normal requests, and the
-// idle timeout closes what never finishes.
+// header and idle timeouts close what never finishes.
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { expect, test } from "bun:test";
@@ -28,7 +28,7 @@ function rawConnection(port: number): Promise<{ socket: net.Socket; closed: Prom
 }
 
 test("300 header tricklers and 50 body tricklers do not stop normal requests", async () => {
-  await using server = await startServer({ env: { IDLE_TIMEOUT_SECONDS: "120" } });
+  await using server = await startServer({ env: { HEADER_TIMEOUT_SECONDS: "120" } });
   const key = await server.mintKey("slow@example.com");
   const api = client(server, key);
   const kept = await api.upload(crypto.getRandomValues(new Uint8Array(64 * 1024)), "?visibility=public");
@@ -69,17 +69,14 @@ test("300 header tricklers and 50 body tricklers do not stop normal requests", a
   }
 });
 
-test("a client that does not finish its headers within the idle timeout is closed, however it trickles", async () => {
-  await using server = await startServer({ env: { IDLE_TIMEOUT_SECONDS: "1" } });
+test("a client that does not finish its headers in time gets 408 and is closed", async () => {
+  await using server = await startServer({ env: { HEADER_TIMEOUT_SECONDS: "1" } });
   const c = await rawConnection(server.port);
-  const opened = performance.now();
   c.socket.write("GET /healthz HTTP/1.1\r\nHost: x\r\n");
-  // A byte every 100 ms is traffic, but no progress: the timer runs from the connection's start.
   const timer = setInterval(() => c.isOpen() && c.socket.write("X"), 100);
   const received = await c.closed;
   clearInterval(timer);
-  expect(received).toBe("");
-  expect(performance.now() - opened).toBeGreaterThanOrEqual(900);
+  expect(received.split("\r\n")[0]).toBe("HTTP/1.1 408 Request Timeout");
 });
 
 test("headers larger than 64 KiB get 431 and the connection is closed", async () => {
@@ -122,10 +119,10 @@ test("a busy HTTP/2 connection is not cut by the idle timeout", async () => {
   expect(calls).toBeGreaterThan(10);
 });
 
-test("headers ended by bare line feeds get an answer at once, not the idle timeout", async () => {
-  await using server = await startServer({ env: { IDLE_TIMEOUT_SECONDS: "30" } });
+test("headers ended by bare line feeds get an answer at once, not the header timeout", async () => {
+  await using server = await startServer({ env: { HEADER_TIMEOUT_SECONDS: "30" } });
   const c = await rawConnection(server.port);
   c.socket.write("GET /healthz HTTP/1.1\nHost: x\nConnection: close\n\n");
-  // Bun's parser does not take bare-LF requests (RFC 9112 §2.2 allows either); it says so at once.
+  // Bun's HTTP/1 parser does not take bare-LF requests (RFC 9112 §2.2 allows either); it says so at once.
   expect((await c.closed).split("\r\n")[0]).toBe("HTTP/1.1 400 Bad Request");
 });

@@ -24,7 +24,7 @@ describe("loadConfig", () => {
       maxUploadBytes: 10737418240,
       rateLimits: { authFailures: 20, signIns: 30 },
       trustedProxies: [],
-      timeouts: { idleSeconds: 60 },
+      timeouts: { headerSeconds: 10, idleSeconds: 60 },
     });
   });
 
@@ -40,6 +40,7 @@ describe("loadConfig", () => {
       MAX_UPLOAD_BYTES: "1048576",
       RATE_LIMIT_AUTH_FAILURES: "5",
       RATE_LIMIT_SIGN_INS: "0",
+      HEADER_TIMEOUT_SECONDS: "5",
       IDLE_TIMEOUT_SECONDS: "255",
       TRUSTED_PROXIES: "127.0.0.1, ::1",
     };
@@ -52,7 +53,7 @@ describe("loadConfig", () => {
       maxUploadBytes: 1048576,
       rateLimits: { authFailures: 5, signIns: 0 },
       trustedProxies: ["127.0.0.1", "::1"],
-      timeouts: { idleSeconds: 255 },
+      timeouts: { headerSeconds: 5, idleSeconds: 255 },
     });
   });
 
@@ -86,7 +87,7 @@ describe("loadConfig", () => {
     ["unreadable NAME_FILE", { PORT_FILE: "/nonexistent/port" }, "PORT_FILE: cannot read /nonexistent/port: ENOENT: no such file or directory, open '/nonexistent/port'"],
     ["rate limit not a number", { RATE_LIMIT_AUTH_FAILURES: "lots" }, "RATE_LIMIT_AUTH_FAILURES must be a whole number (got \"lots\"); 0 disables the limit"],
     ["idle timeout past Bun's limit", { IDLE_TIMEOUT_SECONDS: "256" }, "IDLE_TIMEOUT_SECONDS must be a whole number of seconds from 1 to 255 (got \"256\")"],
-    ["the removed header timeout", { HEADER_TIMEOUT_SECONDS: "10" }, "HEADER_TIMEOUT_SECONDS is no longer read: headers that do not arrive are bounded by IDLE_TIMEOUT_SECONDS; remove it"],
+    ["no header timeout", { HEADER_TIMEOUT_SECONDS: "0" }, "HEADER_TIMEOUT_SECONDS must be a whole number of seconds from 1 to 3600 (got \"0\")"],
     ["a proxy that is not an address", { TRUSTED_PROXIES: "10.0.0.0/8" }, "TRUSTED_PROXIES: \"10.0.0.0/8\" is not an IP address (expected e.g. 127.0.0.1,10.0.0.2)"],
     ["issuer not a URL", { IDP_ISSUER: "google" }, "IDP_ISSUER must be the issuer URL of an OpenID provider (got \"google\")"],
   ])("%s", (_, env, message) => expect(outcome(() => loadConfig(env))).toEqual({ error: message }));
