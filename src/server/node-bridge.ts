@@ -83,9 +83,9 @@ const FILE_BUFFERS = 4;
 
 /**
  * Sends `length` bytes of the file at `path` from `start` and ends `res`: positional reads of
- * 256 KiB into fresh buffers, each written once the connection has taken the previous ones, so
- * memory per download stays a few chunks whatever the file's size. Stops early if the client
- * goes away.
+ * 256 KiB into at most four buffers, each filled again only after the connection's write
+ * callback says it is done with it. Memory per download stays 1 MiB whatever the file's size,
+ * and a long download makes no garbage. Stops early if the client goes away.
  * @throws what opening or reading the file throws (the caller resets the response)
  */
 export async function writeFileRange(res: NodeResponse, range: { path: string; start: number; length: number }): Promise<void> {
