@@ -6,12 +6,11 @@
  * any URL of another shape goes the general way.
  */
 import type { ServerResponse } from "node:http";
-import { CLIENT_ADDRESS_HEADER, clientAddressOf } from "../auth/rate-limit.ts";
+import { CLIENT_ADDRESS_HEADER } from "../auth/rate-limit.ts";
 import type { HeaderSource } from "../auth/principal.ts";
 import { contentReply, type ContentDeps } from "../http/content.ts";
-import { requestIdFrom } from "../http/request-id.ts";
 import { errorResponse } from "../http/respond.ts";
-import { failed, writeFileRange, writeResponse, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
+import { clientOf, failed, headerOf, writeFileRange, writeResponse, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
 import { accessLogLine } from "./request-handler.ts";
 
 export interface FastContentOptions {
@@ -43,10 +42,8 @@ export async function serveContentFast(
   search: string,
 ): Promise<void> {
   const started = performance.now();
-  const incoming = req.headers;
-  const address = clientAddressOf(req.socket?.remoteAddress ?? "unknown", header(incoming, "x-forwarded-for"), opts.trustedProxies);
-  const headers: HeaderSource = { get: (name) => (name === CLIENT_ADDRESS_HEADER ? address : header(incoming, name)) };
-  const requestId = requestIdFrom(header(incoming, "x-request-id"));
+  const { address, requestId } = clientOf(req, opts.trustedProxies);
+  const headers: HeaderSource = { get: (name) => (name === CLIENT_ADDRESS_HEADER ? address : headerOf(req, name)) };
   let status = 500;
   let bytes: string | undefined;
   try {
@@ -72,11 +69,4 @@ export async function serveContentFast(
   } finally {
     opts.log(accessLogLine(req.method ?? "GET", pathname, status, bytes, started, requestId));
   }
-}
-
-/** One request header as a single string (RFC 9110 §5.3 list join; `; ` for Cookie, RFC 9113 §8.2.3). */
-function header(headers: NodeRequest["headers"], name: string): string | null {
-  const v = headers[name];
-  if (v === undefined) return null;
-  return Array.isArray(v) ? v.join(name === "cookie" ? "; " : ", ") : v;
 }

@@ -8,6 +8,9 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import fsp from "node:fs/promises";
 import type { Duplex } from "node:stream";
+import { clientAddressOf } from "../auth/rate-limit.ts";
+import { httpStatusOf, toAppError, toRpcStatus } from "../errors.ts";
+import { requestIdFrom } from "../http/request-id.ts";
 import type { ClientRequestHandler } from "./request-handler.ts";
 
 export type NodeRequest = IncomingMessage | Http2ServerRequest;
@@ -17,6 +20,25 @@ export type NodeResponse = ServerResponse | Http2ServerResponse;
 const SINGLE_WRITE_BYTES = 64 * 1024;
 /** Response headers that belong to one HTTP connection, never copied to the Node response. */
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "set-cookie"]);
+
+/** One request header as a single string (RFC 9110 §5.3 list join; `; ` for Cookie, RFC 9113 §8.2.3). */
+export function headerOf(req: NodeRequest, name: string): string | null {
+  const v = req.headers[name];
+  if (v === undefined) return null;
+  return Array.isArray(v) ? v.join(name === "cookie" ? "; " : ", ") : v;
+}
+
+/**
+ * Who sent the request and its ID, for the paths served on the Node request itself (RPC,
+ * content): the client's address as {@link clientAddressOf} decides it from the peer and
+ * X-Forwarded-For, and the ID as {@link requestIdFrom} (a sane incoming X-Request-Id, or a new one).
+ */
+export function clientOf(req: NodeRequest, trustedProxies: ReadonlySet<string>): { address: string; requestId: string } {
+  return {
+    address: clientAddressOf(req.socket?.remoteAddress ?? "unknown", headerOf(req, "x-forwarded-for"), trustedProxies),
+    requestId: requestIdFrom(headerOf(req, "x-request-id")),
+  };
+}
 
 /** Handles one request with `handle`. Errors end the response with a 500 if nothing was sent. */
 export async function serveWithFetch(req: NodeRequest, res: NodeResponse, handle: ClientRequestHandler): Promise<void> {
@@ -68,7 +90,7 @@ export async function writeResponse(req: NodeRequest, res: NodeResponse, respons
 }
 
 /** Streams `body` into `res` and ends it, waiting for `drain` whenever `res` is full. */
-export async function writeBody(res: NodeResponse, body: ReadableStream<Uint8Array>): Promise<void> {
+async function writeBody(res: NodeResponse, body: ReadableStream<Uint8Array>): Promise<void> {
   const writer = res as ServerResponse;
   for await (const chunk of body) {
     if (res.destroyed) return;
@@ -127,8 +149,9 @@ export async function writeFileRange(res: NodeResponse, range: { path: string; s
 export function failed(req: NodeRequest, res: NodeResponse, err: unknown): void {
   console.error(`request ${req.method} ${req.url} failed: ${err instanceof Error ? err.stack : String(err)}`);
   if (!res.headersSent) {
-    (res as ServerResponse).writeHead(500, { "content-type": "application/json" });
-    res.end('{"code":13,"message":"internal error","details":[]}');
+    const status = toAppError(err);
+    (res as ServerResponse).writeHead(httpStatusOf(status.code), { "content-type": "application/json" });
+    res.end(JSON.stringify(toRpcStatus(status)));
   } else {
     res.destroy();
   }

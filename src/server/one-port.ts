@@ -19,11 +19,10 @@ import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 import type { Duplex } from "node:stream";
-import { requestIdFrom } from "../http/request-id.ts";
 import { RPC_OPTIONS } from "../rpc/index.ts";
 import { contentTarget, serveContentFast, type FastContentOptions } from "./fast-content.ts";
-import { serveWithFetch, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
-import { CLIENT_ADDRESS_HEADER, clientAddressOf } from "../auth/rate-limit.ts";
+import { clientOf, serveWithFetch, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
+import { CLIENT_ADDRESS_HEADER } from "../auth/rate-limit.ts";
 import { accessLogLine, type ClientRequestHandler } from "./request-handler.ts";
 
 export interface OnePortOptions {
@@ -92,16 +91,11 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
     void serveWithFetch(req, res, opts.handle);
   };
   const serveRpc = (req: NodeRequest, res: NodeResponse, path: string): void => {
-    // connect-node reads credentials and the client address from req.headers.
-    const forwardedFor = req.headers["x-forwarded-for"];
-    req.headers[CLIENT_ADDRESS_HEADER] = clientAddressOf(
-      req.socket?.remoteAddress ?? "unknown",
-      Array.isArray(forwardedFor) ? forwardedFor.join(",") : forwardedFor,
-      opts.trustedProxies,
-    );
     const started = performance.now();
-    const requestId = requestIdFrom(req.headers["x-request-id"]?.toString());
-    // The RPC layer logs errors with the request's x-request-id: make it this one.
+    const { address, requestId } = clientOf(req, opts.trustedProxies);
+    // connect-node reads credentials and the client address from req.headers, and the RPC layer
+    // logs errors with the request's x-request-id: make both the ones decided here.
+    req.headers[CLIENT_ADDRESS_HEADER] = address;
     req.headers["x-request-id"] = requestId;
     res.setHeader("x-request-id", requestId);
     res.on("close", () => opts.log(accessLogLine(req.method ?? "POST", path, res.statusCode, null, started, requestId)));

@@ -17,6 +17,7 @@ import fs from "node:fs";
 /** Bytes of the first copy of the WAL-index header. */
 const HEADER_BYTES = 48;
 
+/** Watches one database's WAL-index header; see {@link ChangeWatch.version}. */
 export class ChangeWatch {
   private fd: number | undefined;
   private readonly seen = Buffer.alloc(HEADER_BYTES);

@@ -45,6 +45,15 @@ describe("the sign-in flow", () => {
     expect(await session.json()).toEqual({ sign_in_configured: true, signed_in: true, email: "alice@example.com" });
   });
 
+  test("a bodiless redirect from the app says so (Content-Length: 0), not as an empty chunked body", async () => {
+    const res = await fetch(`${server.url}/auth/login`, { redirect: "manual" });
+    expect({ status: res.status, length: res.headers.get("content-length"), chunked: res.headers.get("transfer-encoding") }).toEqual({
+      status: 302,
+      length: "0",
+      chunked: null,
+    });
+  });
+
   test("the login redirect uses PKCE S256, state, nonce and the exact redirect URI", async () => {
     const res = await fetch(`${server.url}/auth/login`, { redirect: "manual" });
     const url = new URL(res.headers.get("location")!);
