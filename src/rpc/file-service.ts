@@ -52,6 +52,7 @@ export function fileServiceImpl(deps: FileRpcDeps): ServiceImpl<typeof FileServi
         visibility: first === undefined || first.visibility === "" ? "internal" : parseVisibility(first.visibility),
         contentType: parseMediaType(first?.contentType ?? ""),
         content,
+        signal: ctx.signal,
       });
       return { file: toProto(file) };
     },
@@ -60,7 +61,7 @@ export function fileServiceImpl(deps: FileRpcDeps): ServiceImpl<typeof FileServi
       const who = principal(ctx);
       const { first, content } = await splitFirst(requests);
       const id = parseFileId(first?.id ?? "");
-      const file = await files.replaceContent(who, id, { contentType: parseMediaType(first?.contentType ?? ""), content });
+      const file = await files.replaceContent(who, id, { contentType: parseMediaType(first?.contentType ?? ""), content, signal: ctx.signal });
       return { file: toProto(file) };
     },
 

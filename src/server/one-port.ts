@@ -58,6 +58,12 @@ export interface OnePortServer {
 const MAX_HEAD_BYTES = 64 * 1024;
 /** HTTP/2 flow-control window per stream and per connection: large transfers need more than 64 KiB. */
 const H2_WINDOW_BYTES = 4 * 1024 * 1024;
+/**
+ * Streams one HTTP/2 connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS,
+ * RFC 9113 §6.5.2): the client is refused more (REFUSED_STREAM). A download holds at most
+ * 1 MiB of buffers, so one connection holds at most 100 MiB however its client behaves.
+ */
+export const H2_MAX_CONCURRENT_STREAMS = 100;
 const H2_PREFIX = Buffer.from("PRI ");
 
 /** Starts the listener. */
@@ -102,7 +108,10 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
     rpcOverNode(req, res);
   };
   const sessions = new Set<http2.ServerHttp2Session>();
-  const h2 = http2.createServer({ settings: { initialWindowSize: H2_WINDOW_BYTES } }, dispatch);
+  const h2 = http2.createServer(
+    { settings: { initialWindowSize: H2_WINDOW_BYTES, maxConcurrentStreams: H2_MAX_CONCURRENT_STREAMS } },
+    dispatch,
+  );
   h2.on("session", (session) => {
     sessions.add(session);
     session.on("close", () => sessions.delete(session));

@@ -40,12 +40,19 @@ export interface CreateFileInput {
   /** CRC32C the client declared (base64); the upload fails if the content differs. */
   expectedChecksum?: string | undefined;
   content: Content;
+  /**
+   * The call's cancellation: once it fires (the client's deadline passed, the call was
+   * cancelled or its stream reset), nothing is committed and the upload fails with its reason.
+   */
+  signal?: AbortSignal | undefined;
 }
 
 export interface ReplaceContentInput {
   contentType: string;
   expectedChecksum?: string | undefined;
   content: Content;
+  /** As {@link CreateFileInput.signal}. */
+  signal?: AbortSignal | undefined;
 }
 
 /** Metadata changes; an absent field is left as it is. */
@@ -101,7 +108,7 @@ export class FileService {
       createdAt: now,
       updatedAt: now,
     };
-    await this.commitOrDiscard(staged, () => {
+    await this.commitOrDiscard(staged, input.signal, () => {
       this.deps.db.insert(files).values(record).run();
     });
     return record;
@@ -150,7 +157,7 @@ export class FileService {
     });
     let updated!: FileRecord;
     let oldBlob = "";
-    await this.commitOrDiscard(staged, () => {
+    await this.commitOrDiscard(staged, input.signal, () => {
       const file = this.ownedForWrite(principal, id);
       oldBlob = file.blob;
       updated = {
@@ -281,9 +288,13 @@ export class FileService {
     return Math.max(this.deps.clock.nowMicros(), file.updatedAt + 1);
   }
 
-  /** Runs the metadata commit; if it fails, the staged blob is removed so nothing is orphaned. */
-  private async commitOrDiscard(staged: StagedBlob, commit: () => void): Promise<void> {
+  /**
+   * Runs the metadata commit, unless `signal` has fired; if it fired or the commit fails, the
+   * staged blob is removed so nothing is orphaned.
+   */
+  private async commitOrDiscard(staged: StagedBlob, signal: AbortSignal | undefined, commit: () => void): Promise<void> {
     try {
+      signal?.throwIfAborted();
       this.deps.db.transaction(commit, { behavior: "immediate" });
     } catch (err) {
       await this.deps.blobs.remove(staged.name).catch(() => {});

@@ -13,6 +13,7 @@ import path from "node:path";
 import { AppError } from "../errors.ts";
 import { checksumToBase64, crc32cUpdate } from "../domain/checksum.ts";
 import { newBlobName } from "../domain/ids.ts";
+import { gcPacer } from "../gc-pacer.ts";
 
 /** A blob written durably under its final name, not yet referenced by any metadata. */
 export interface StagedBlob {
@@ -31,14 +32,6 @@ export interface WriteOptions {
 
 /** Bytes gathered before one write(2): large writes keep the syscall count low. */
 const WRITE_BUFFER_BYTES = 1024 * 1024;
-/**
- * A long upload runs a full garbage collection after each this many bytes. Every chunk read
- * from the connection is a fresh buffer, garbage once copied; left to its own pace the
- * collector let a 4 GiB upload add ~50 MiB of dead buffers to the peak RSS. One collection per
- * 64 MiB costs a few milliseconds (docs/benchmarks.md).
- */
-const COLLECT_EVERY_BYTES = 64 * 1024 * 1024;
-
 /**
  * How long a blob that is no longer referenced stays on disk. A reader that looked up the old
  * blob name just before a replace or delete committed still finds the file when it opens it
@@ -101,13 +94,9 @@ export class BlobStore {
           position += bytesWritten;
         }
         filled = 0;
-        sinceCollect += view.byteLength;
-        if (sinceCollect >= COLLECT_EVERY_BYTES) {
-          sinceCollect = 0;
-          Bun.gc(true);
-        }
+        // Every chunk read from the connection is a fresh buffer, garbage once copied here.
+        gcPacer.add(view.byteLength);
       };
-      let sinceCollect = 0;
       if (content !== null) {
         for await (const chunk of content) {
           size += chunk.byteLength;
