@@ -37,8 +37,15 @@ export interface Config {
   };
   /** Addresses of reverse proxies whose X-Forwarded-For names the client (rate limits). */
   trustedProxies: string[];
+  /** Open connections allowed at once (0: no limit). */
+  connections: {
+    /** All clients together (MAX_CONNECTIONS). */
+    total: number;
+    /** From one client address; TRUSTED_PROXIES are exempt (MAX_CONNECTIONS_PER_CLIENT). */
+    perClient: number;
+  };
   timeouts: {
-    /** Seconds a new connection has to send its first request's complete headers (408 after). */
+    /** Seconds a request has to send its complete headers, from its first byte (408 after). */
     headerSeconds: number;
     /** Seconds a connection may stay silent, no bytes either way, before it is closed. */
     idleSeconds: number;
@@ -109,6 +116,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     return Number(v);
   };
   const rateLimits = { authFailures: count("RATE_LIMIT_AUTH_FAILURES", 20), signIns: count("RATE_LIMIT_SIGN_INS", 30) };
+  const connections = { total: count("MAX_CONNECTIONS", 4096), perClient: count("MAX_CONNECTIONS_PER_CLIENT", 64) };
 
   const seconds = (name: string, fallback: number, max: number) => {
     const v = get(name);
@@ -139,6 +147,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     maxUploadBytes,
     rateLimits,
     trustedProxies,
+    connections,
     timeouts,
   };
 }

@@ -50,7 +50,7 @@ export class WindowLimiter {
 export const CLIENT_ADDRESS_HEADER = "x-cubby-client-address";
 
 /** `::ffff:192.0.2.1` (an IPv4 client on a dual-stack socket) → `192.0.2.1`. */
-function plainAddress(address: string): string {
+export function plainAddress(address: string): string {
   return address.startsWith("::ffff:") && address.includes(".") ? address.slice(7) : address;
 }
 

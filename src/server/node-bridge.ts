@@ -11,6 +11,7 @@ import type { Duplex } from "node:stream";
 import { clientAddressOf } from "../auth/rate-limit.ts";
 import { AppError, httpStatusOf, toAppError, toRpcStatus } from "../errors.ts";
 import { gcPacer } from "../gc-pacer.ts";
+import { lingeringClose } from "./lingering-close.ts";
 import { requestIdFrom } from "../http/request-id.ts";
 import type { ClientRequestHandler } from "./request-handler.ts";
 
@@ -65,12 +66,15 @@ export async function writeResponse(req: NodeRequest, res: NodeResponse, respons
   // A body read stopped part-way (bodyStream) leaves the connection paused: it reads again now.
   if (req.httpVersionMajor === 1) (req.socket as Duplex | undefined)?.resume();
   if (!req.complete && req.httpVersionMajor === 1) {
-    // Answered before the request body was read (413, 401…): the rest of the body is read and
-    // dropped, as Node.js does, and the connection closes after this response instead of
-    // parsing leftover body bytes as the next request.
+    // Answered before the request body was read (413, 401…): the connection closes after this
+    // response instead of parsing leftover body bytes as the next request, and lingers so the
+    // client, still sending, reads the answer instead of a reset (lingering-close.ts).
     out.connection = "close";
     writer.shouldKeepAlive = false;
-    req.resume();
+    const socket = req.socket as Duplex & { destroySoon?: () => void };
+    // Bun's node:http closes such a connection with destroySoon() once the response is
+    // written, which resets it while the client is still sending the body.
+    socket.destroySoon = () => lingeringClose(socket);
   }
   if (response.body === null || req.method === "HEAD") {
     // A bodiless answer says so, rather than being sent as an empty chunked body.

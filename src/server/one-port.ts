@@ -22,7 +22,10 @@ import type { Duplex } from "node:stream";
 import { RPC_OPTIONS } from "../rpc/index.ts";
 import { contentTarget, serveContentFast, type FastContentOptions } from "./fast-content.ts";
 import { clientOf, serveWithFetch, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
-import { CLIENT_ADDRESS_HEADER } from "../auth/rate-limit.ts";
+import { CLIENT_ADDRESS_HEADER, plainAddress } from "../auth/rate-limit.ts";
+import { ConnectionLimits } from "./connection-limits.ts";
+import { HeaderDeadline } from "./header-deadline.ts";
+import { refuseConnection } from "./lingering-close.ts";
 import { accessLogLine, type ClientRequestHandler } from "./request-handler.ts";
 
 export interface OnePortOptions {
@@ -38,8 +41,10 @@ export interface OnePortOptions {
   log: (line: string) => void;
   /** Proxy addresses whose X-Forwarded-For is believed (TRUSTED_PROXIES). */
   trustedProxies: ReadonlySet<string>;
-  /** Seconds a new connection has to send its first request's headers; 408 after. */
+  /** Seconds a request has to send its complete headers, from its first byte; 408 after. */
   headerTimeoutSeconds: number;
+  /** Open connections allowed at once, in total and per client address (0: no limit). */
+  maxConnections: { total: number; perClient: number };
   /** Seconds a connection may stay silent, no bytes either way, before it is closed. */
   idleTimeoutSeconds: number;
 }
@@ -70,21 +75,22 @@ const H2_PREFIX = Buffer.from("PRI ");
 export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer> {
   const rpcOverNode = connectNodeAdapter({ ...RPC_OPTIONS, routes: opts.routes });
   let stopping = false;
-  /** HTTP/1.1 connections with a request in flight, and how many. */
-  const busy = new Map<object, number>();
+  /** Header deadlines of HTTP/1.1 connections; they also know whether a request is in flight. */
+  const h1Connections = new Map<object, HeaderDeadline>();
   const h2Sockets = new WeakSet<net.Socket>();
+  /** The latest request on each HTTP/1.1 connection. */
+  const latestRequest = new WeakMap<object, NodeRequest>();
   /** Every request, HTTP/1.1 or HTTP/2: RPC, the content fast path, or the shared fetch handler. */
   const dispatch = (req: NodeRequest, res: NodeResponse): void => {
     if (req.httpVersionMajor === 1) {
       // During a stop, HTTP/1.1 connections close after their current response.
       if (stopping) (res as http.ServerResponse).shouldKeepAlive = false;
-      const socket = req.socket;
-      busy.set(socket, (busy.get(socket) ?? 0) + 1);
-      res.once("close", () => {
-        const n = busy.get(socket)! - 1;
-        if (n === 0) busy.delete(socket);
-        else busy.set(socket, n);
-      });
+      const deadline = h1Connections.get(req.socket);
+      if (deadline !== undefined) {
+        latestRequest.set(req.socket, req);
+        deadline.onRequest();
+        res.once("close", () => deadline.onResponseDone());
+      }
     }
     const url = req.url ?? "/";
     const q = url.indexOf("?");
@@ -121,20 +127,36 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
 
   const h1 = http.createServer({ maxHeaderSize: MAX_HEAD_BYTES, requireHostHeader: false, keepAliveTimeout: opts.idleTimeoutSeconds * 1000 }, dispatch);
   h1.on("clientError", (err: NodeJS.ErrnoException, socket: Duplex) => {
-    if (err.code === "HPE_HEADER_OVERFLOW") return refuse(socket, "431 Request Header Fields Too Large");
     if (err.code === "ECONNRESET" || !socket.writable) return socket.destroy();
-    refuse(socket, "400 Bad Request");
+    const status = err.code === "HPE_HEADER_OVERFLOW" ? "431 Request Header Fields Too Large" : "400 Bad Request";
+    // A malformed request pipelined behind a valid one is refused after the valid one's answer.
+    const deadline = h1Connections.get(socket);
+    if (deadline === undefined) refuseConnection(socket, status);
+    else deadline.whenIdle(() => refuseConnection(socket, status));
   });
 
   const sockets = new Set<net.Socket>();
+  const limits = new ConnectionLimits({ ...opts.maxConnections, exempt: opts.trustedProxies });
   const listener = net.createServer({ noDelay: true }, (socket) => {
+    const peer = plainAddress(socket.remoteAddress ?? "unknown");
+    if (!limits.admit(peer)) {
+      // Over a limit: closed before a byte is read. The protocol is not known yet, so the
+      // client sees a closed connection, as from a full accept queue.
+      socket.destroy();
+      return;
+    }
     sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
+    socket.on("close", () => {
+      sockets.delete(socket);
+      limits.release(peer);
+      h1Connections.get(socket)?.dispose();
+      h1Connections.delete(socket);
+    });
     socket.on("error", () => socket.destroy());
     socket.setTimeout(opts.idleTimeoutSeconds * 1000, () => socket.destroy());
     // Slow clients (slowloris): the first request's headers must be complete in time, however
-    // they trickle. Later requests on the connection are bounded by the idle timeout.
-    const headerTimer = setTimeout(() => refuse(socket, "408 Request Timeout"), opts.headerTimeoutSeconds * 1000);
+    // they trickle; later requests on an HTTP/1.1 connection have a HeaderDeadline each.
+    const headerTimer = setTimeout(() => refuseConnection(socket, "408 Request Timeout"), opts.headerTimeoutSeconds * 1000);
     socket.once("close", () => clearTimeout(headerTimer));
     let head: Buffer = Buffer.alloc(0);
     const onData = (chunk: Buffer) => {
@@ -148,7 +170,7 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
         if (head.length > MAX_HEAD_BYTES) {
           socket.off("data", onData);
           clearTimeout(headerTimer);
-          refuse(socket, "431 Request Header Fields Too Large");
+          refuseConnection(socket, "431 Request Header Fields Too Large");
         }
         return; // the headers are not complete yet
       }
@@ -163,6 +185,10 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
         h2Sockets.add(socket);
         h2.emit("connection", socket);
       } else {
+        const deadline = new HeaderDeadline({ timeoutMs: opts.headerTimeoutSeconds * 1000, refuse: () => refuseConnection(socket, "408 Request Timeout") });
+        h1Connections.set(socket, deadline);
+        // Registered before the HTTP parser's own listener, so it sees each chunk first.
+        socket.on("data", () => deadline.onBytes(latestRequest.get(socket)?.complete ?? true));
         h1.emit("connection", socket);
       }
       socket.resume();
@@ -188,7 +214,7 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
       // HTTP/1.1 connections close after their current response (see dispatch); the ones with
       // no request in flight are closed now and whenever one turns idle.
       const sweep = setInterval(() => {
-        for (const s of sockets) if (!busy.has(s) && !h2Sockets.has(s)) s.destroy();
+        for (const s of sockets) if (!h2Sockets.has(s) && h1Connections.get(s)?.busy !== true) s.destroy();
       }, 50);
       await Promise.all([...sockets].map((s) => new Promise<void>((resolve) => (s.closed ? resolve() : s.once("close", () => resolve())))));
       clearInterval(sweep);
@@ -196,10 +222,4 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
       h2.close();
     },
   };
-}
-
-/** Answers a connection that never reached a handler with a bodiless error and closes it. */
-function refuse(socket: Duplex, status: string): void {
-  if (socket.destroyed) return;
-  socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
 }

@@ -55,6 +55,7 @@ export async function serve(config: Config): Promise<void> {
     log,
     trustedProxies,
     headerTimeoutSeconds: config.timeouts.headerSeconds,
+    maxConnections: config.connections,
     idleTimeoutSeconds: config.timeouts.idleSeconds,
   });
   if (config.hostname === undefined) baseUrl = `http://localhost:${server.port}`;

@@ -92,8 +92,8 @@ describe("abandoned HTTP/2 downloads", () => {
         console.log(`${how}: before ${JSON.stringify(before)}, 1000 streams open ${JSON.stringify(held)}, after ${JSON.stringify(after)}`);
         expect(fds).toBeLessThanOrEqual(limit);
         // Without the fix every stream went on reading its 64 MiB into the void: the descriptors
-        // stayed open for many seconds and RSS kept growing after the client left.
-        expect(after.rssMiB).toBeLessThanOrEqual(held.rssMiB + 50);
+        // stayed open for many seconds and RSS grew by ~800 MiB after the client left.
+        expect(after.rssMiB - held.rssMiB).toBeLessThan(200);
       } finally {
         for (const c of connections) c.close();
       }

@@ -10,8 +10,13 @@ import { client, startServer } from "../support/server.ts";
 
 /** A raw connection that records whether it was closed and what it received. */
 function rawConnection(port: number): Promise<{ socket: net.Socket; closed: Promise<string>; isOpen: () => boolean }> {
+  return rawConnectionFrom(port, undefined);
+}
+
+/** As {@link rawConnection}, from the local address `from`. */
+function rawConnectionFrom(port: number, from: string | undefined): Promise<{ socket: net.Socket; closed: Promise<string>; isOpen: () => boolean }> {
   return new Promise((resolve, reject) => {
-    const socket = net.connect({ host: "127.0.0.1", port });
+    const socket = net.connect({ host: "127.0.0.1", port, localAddress: from });
     let received = "";
     let open = true;
     socket.on("data", (d) => (received += d.toString("latin1")));
@@ -28,7 +33,7 @@ function rawConnection(port: number): Promise<{ socket: net.Socket; closed: Prom
 }
 
 test("300 header tricklers and 50 body tricklers do not stop normal requests", async () => {
-  await using server = await startServer({ env: { HEADER_TIMEOUT_SECONDS: "120" } });
+  await using server = await startServer({ env: { HEADER_TIMEOUT_SECONDS: "120", MAX_CONNECTIONS_PER_CLIENT: "0" } });
   const key = await server.mintKey("slow@example.com");
   const api = client(server, key);
   const kept = await api.upload(crypto.getRandomValues(new Uint8Array(64 * 1024)), "?visibility=public");
@@ -77,6 +82,71 @@ test("a client that does not finish its headers in time gets 408 and is closed",
   const received = await c.closed;
   clearInterval(timer);
   expect(received.split("\r\n")[0]).toBe("HTTP/1.1 408 Request Timeout");
+});
+
+// Slowloris on a kept-alive connection: every request has the header timeout, not only the first.
+for (const [name, first] of [
+  ["after one complete request and response", "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"],
+  ["pipelined behind a complete request", "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\n"],
+  ["after an upload's body", "POST /v1/files HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"],
+] as const) {
+  test(`a request trickling its headers ${name} gets 408 and is closed`, async () => {
+    await using server = await startServer({ env: { HEADER_TIMEOUT_SECONDS: "1" } });
+    const c = await rawConnection(server.port);
+    c.socket.write(first);
+    const started = Date.now();
+    let sent = 0;
+    const timer = setInterval(() => {
+      if (!c.isOpen()) return;
+      c.socket.write(sent++ === 0 && !first.endsWith("HTTP/1.1\r\n") ? "GET /healthz HTTP/1.1\r\n" : "X-Slow: 1\r\n");
+    }, 200);
+    const received = await c.closed;
+    clearInterval(timer);
+    const statuses = received.match(/HTTP\/1\.1 \d{3} [^\r]*/g) ?? [];
+    expect(statuses[statuses.length - 1]).toBe("HTTP/1.1 408 Request Timeout");
+    expect(statuses.length).toBe(2); // the first request was answered, the slow one refused
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+}
+
+test("a kept-alive connection that stays silent between requests is not refused by the header timeout", async () => {
+  await using server = await startServer({ env: { HEADER_TIMEOUT_SECONDS: "1" } });
+  const c = await rawConnection(server.port);
+  let received = "";
+  c.socket.on("data", (d) => (received += d.toString("latin1")));
+  c.socket.write("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  // Silent for twice the header timeout (the idle timeout, 60 s, governs silence), then a request.
+  const until = Date.now() + 2000;
+  while (Date.now() < until) {
+    expect(c.isOpen()).toBe(true);
+    await Bun.sleep(100);
+  }
+  c.socket.write("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  await c.closed;
+  expect(received.match(/HTTP\/1\.1 \d{3} [^\r]*/g)).toEqual(["HTTP/1.1 200 OK", "HTTP/1.1 200 OK"]);
+});
+
+test("connections over MAX_CONNECTIONS_PER_CLIENT or MAX_CONNECTIONS are closed at once; others are served", async () => {
+  await using server = await startServer({ env: { MAX_CONNECTIONS_PER_CLIENT: "5", MAX_CONNECTIONS: "8" } });
+  // 127.0.0.1 may hold five; a sixth is closed without a byte read.
+  const held = await Promise.all(Array.from({ length: 5 }, () => rawConnection(server.port)));
+  const sixth = await rawConnection(server.port);
+  expect(await sixth.closed).toBe("");
+  // Another address (127.0.0.2 is loopback too) is not held to 127.0.0.1's count, but the total is 8.
+  const other = await Promise.all(Array.from({ length: 3 }, () => rawConnectionFrom(server.port, "127.0.0.2")));
+  const ninth = await rawConnectionFrom(server.port, "127.0.0.2");
+  expect(await ninth.closed).toBe("");
+  for (const c of other) expect(c.isOpen()).toBe(true);
+  // Once some close, new connections are served again.
+  held[0]!.socket.destroy();
+  other[0]!.socket.destroy();
+  await Promise.all([held[0]!.closed, other[0]!.closed]);
+  let res: Response | undefined;
+  for (let i = 0; i < 50 && res === undefined; i++) {
+    res = await fetch(`${server.url}/healthz`, { headers: { connection: "close" } }).catch(() => undefined);
+  }
+  expect(res?.status).toBe(200);
+  for (const c of [...held, ...other]) c.socket.destroy();
 });
 
 test("headers larger than 64 KiB get 431 and the connection is closed", async () => {

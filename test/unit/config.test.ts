@@ -24,6 +24,7 @@ describe("loadConfig", () => {
       maxUploadBytes: 10737418240,
       rateLimits: { authFailures: 20, signIns: 30 },
       trustedProxies: [],
+      connections: { total: 4096, perClient: 64 },
       timeouts: { headerSeconds: 10, idleSeconds: 60 },
     });
   });
@@ -43,6 +44,8 @@ describe("loadConfig", () => {
       HEADER_TIMEOUT_SECONDS: "5",
       IDLE_TIMEOUT_SECONDS: "255",
       TRUSTED_PROXIES: "127.0.0.1, ::1",
+      MAX_CONNECTIONS: "100",
+      MAX_CONNECTIONS_PER_CLIENT: "0",
     };
     expect(loadConfig(env, {}, "/")).toEqual({
       port: 9000,
@@ -53,6 +56,7 @@ describe("loadConfig", () => {
       maxUploadBytes: 1048576,
       rateLimits: { authFailures: 5, signIns: 0 },
       trustedProxies: ["127.0.0.1", "::1"],
+      connections: { total: 100, perClient: 0 },
       timeouts: { headerSeconds: 5, idleSeconds: 255 },
     });
   });
