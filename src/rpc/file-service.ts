@@ -45,7 +45,7 @@ export function fileServiceImpl(deps: FileRpcDeps): ServiceImpl<typeof FileServi
   return rpcErrors({
     async createFile(requests, ctx) {
       const who = principal(ctx);
-      const { first, content } = await splitFirst(requests);
+      const { first, content } = await splitFirst(requests, ctx.signal);
       const file = await files.create(who, {
         slug: parseSlug(first?.slug ?? ""),
         name: parseName(first?.name ?? ""),
@@ -59,7 +59,7 @@ export function fileServiceImpl(deps: FileRpcDeps): ServiceImpl<typeof FileServi
 
     async updateFileContent(requests, ctx) {
       const who = principal(ctx);
-      const { first, content } = await splitFirst(requests);
+      const { first, content } = await splitFirst(requests, ctx.signal);
       const id = parseFileId(first?.id ?? "");
       const file = await files.replaceContent(who, id, { contentType: parseMediaType(first?.contentType ?? ""), content, signal: ctx.signal });
       return { file: toProto(file) };
@@ -155,6 +155,7 @@ function timestamp(micros: number): Timestamp {
  */
 async function splitFirst<T extends { content: Uint8Array }>(
   requests: AsyncIterable<T>,
+  signal: AbortSignal,
 ): Promise<{ first: T | undefined; content: AsyncIterable<Uint8Array> }> {
   const it = requests[Symbol.asyncIterator]();
   const head = await it.next();
@@ -165,6 +166,29 @@ async function splitFirst<T extends { content: Uint8Array }>(
     for (let r = await it.next(); !r.done; r = await it.next()) {
       if (r.value.content.byteLength > 0) yield r.value.content;
     }
+    await resetOrQuiet(signal, CLIENT_STREAM_SETTLE_MS);
   }
   return { first, content: content() };
+}
+
+/**
+ * How long an upload waits, after its client stream ended, for a reset before it commits (ms).
+ * connect-es clients whose deadline or AbortSignal fires mid-upload end the request stream
+ * normally (END_STREAM) and send RST_STREAM (CANCEL or INTERNAL_ERROR) a moment later, about
+ * 1 ms on loopback: committing on END_STREAM alone stored the truncated prefix (issue 11).
+ */
+export const CLIENT_STREAM_SETTLE_MS = 25;
+
+/** Resolves when `signal` fires or after `ms` milliseconds, whichever comes first. */
+function resetOrQuiet(signal: AbortSignal, ms: number): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done);
+  });
 }

@@ -92,8 +92,10 @@ describe("abandoned HTTP/2 downloads", () => {
         console.log(`${how}: before ${JSON.stringify(before)}, 1000 streams open ${JSON.stringify(held)}, after ${JSON.stringify(after)}`);
         expect(fds).toBeLessThanOrEqual(limit);
         // Without the fix every stream went on reading its 64 MiB into the void: the descriptors
-        // stayed open for many seconds and RSS grew by ~800 MiB after the client left.
-        expect(after.rssMiB - held.rssMiB).toBeLessThan(200);
+        // stayed open for many seconds and RSS grew by ~820 MiB within 5 s of the client leaving.
+        // With it, 1000 streams' buffers (2 × 128 KiB each) peak near +450 MiB and the allocator
+        // keeps ~300 MiB of that for reuse.
+        expect(after.rssMiB - before.rssMiB).toBeLessThan(450);
       } finally {
         for (const c of connections) c.close();
       }
@@ -104,7 +106,9 @@ describe("abandoned HTTP/2 downloads", () => {
     await using c = await RawH2.connect(server.port);
     const path = new URL(file.url).pathname;
     for (let i = 0; i < 300; i++) c.headers(1 + 2 * i, requestHeaders("GET", path), true);
-    await c.until(() => c.goaway !== undefined || [...c.streams.values()].filter((s) => s.resetCode !== undefined).length >= 200, 10_000, "refusals");
+    // Bun refuses the excess with RST_STREAM REFUSED_STREAM, or ends the connection with GOAWAY
+    // ENHANCE_YOUR_CALM (sometimes closing it before the GOAWAY is read): any of these is a refusal.
+    await c.until(() => c.closed || c.goaway !== undefined || [...c.streams.values()].filter((s) => s.resetCode !== undefined).length >= 200, 10_000, "refusals");
     const answered = [...c.streams.values()].filter((s) => s.headers[":status"] === "200").length;
     expect(answered).toBeLessThanOrEqual(100);
   });
