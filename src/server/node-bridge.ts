@@ -14,6 +14,7 @@ import { gcPacer } from "../gc-pacer.ts";
 import { lingeringClose } from "./lingering-close.ts";
 import { requestIdFrom } from "../http/request-id.ts";
 import type { ClientRequestHandler } from "./request-handler.ts";
+import { REQUEST_ORIGIN } from "./request-target.ts";
 
 export type NodeRequest = IncomingMessage | Http2ServerRequest;
 export type NodeResponse = ServerResponse | Http2ServerResponse;
@@ -173,18 +174,22 @@ export async function writeFileRange(res: NodeResponse, range: { path: string; s
 /** Logs a failure and ends the response: a 500 if nothing was sent yet, else a reset. */
 export function failed(req: NodeRequest, res: NodeResponse, err: unknown): void {
   console.error(`request ${req.method} ${req.url} failed: ${err instanceof Error ? err.stack : String(err)}`);
-  if (!res.headersSent) {
-    const status = toAppError(err);
-    (res as ServerResponse).writeHead(httpStatusOf(status.code), { "content-type": "application/json" });
-    res.end(JSON.stringify(toRpcStatus(status)));
-  } else {
-    res.destroy();
-  }
+  if (!res.headersSent) refuse(res, toAppError(err));
+  else res.destroy();
 }
 
-/** The request as a fetch `Request`; the body, if any, streams from the connection. */
+/** Answers with `err`'s HTTP status and its JSON error body (CONTRACT §3). */
+export function refuse(res: NodeResponse, err: AppError): void {
+  const body = JSON.stringify(toRpcStatus(err));
+  (res as ServerResponse).writeHead(httpStatusOf(err.code), { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+  res.end(body);
+}
+
+/**
+ * The request as a fetch `Request` on the fixed {@link REQUEST_ORIGIN} (its target was checked
+ * and reduced to origin form by the listener); the body, if any, streams from the connection.
+ */
 function toRequest(req: NodeRequest): Request {
-  const authority = req.headers[":authority"] ?? req.headers.host ?? "localhost";
   const headers = new Headers();
   const raw = req.rawHeaders;
   for (let i = 0; i < raw.length; i += 2) {
@@ -192,7 +197,7 @@ function toRequest(req: NodeRequest): Request {
     if (name.charCodeAt(0) !== 58 /* ":" */) headers.append(name, raw[i + 1]!);
   }
   const hasBody = req.method !== "GET" && req.method !== "HEAD";
-  return new Request(`http://${authority}${req.url}`, {
+  return new Request(REQUEST_ORIGIN + req.url, {
     method: req.method,
     headers,
     body: hasBody ? bodyStream(req) : null,

@@ -21,7 +21,9 @@ import net from "node:net";
 import type { Duplex } from "node:stream";
 import { RPC_OPTIONS } from "../rpc/index.ts";
 import { contentTarget, serveContentFast, type FastContentOptions } from "./fast-content.ts";
-import { clientOf, serveWithFetch, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
+import { AppError } from "../errors.ts";
+import { clientOf, refuse, serveWithFetch, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
+import { originFormOf } from "./request-target.ts";
 import { CLIENT_ADDRESS_HEADER, plainAddress } from "../auth/rate-limit.ts";
 import { ConnectionLimits } from "./connection-limits.ts";
 import { HeaderDeadline } from "./header-deadline.ts";
@@ -66,7 +68,7 @@ const H2_WINDOW_BYTES = 4 * 1024 * 1024;
 /**
  * Streams one HTTP/2 connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS,
  * RFC 9113 §6.5.2): the client is refused more (REFUSED_STREAM). A download holds at most
- * 1 MiB of buffers, so one connection holds at most 100 MiB however its client behaves.
+ * 256 KiB of buffers, so one connection holds at most 25 MiB however its client behaves.
  */
 export const H2_MAX_CONCURRENT_STREAMS = 100;
 const H2_PREFIX = Buffer.from("PRI ");
@@ -92,7 +94,10 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
         res.once("close", () => deadline.onResponseDone());
       }
     }
-    const url = req.url ?? "/";
+    const checked = originFormOf(req);
+    if ("problem" in checked) return refuseRequest(req, res, new AppError("invalid_argument", checked.problem));
+    if (req.url !== checked.target) req.url = checked.target;
+    const url = checked.target;
     const q = url.indexOf("?");
     const pathname = q === -1 ? url : url.slice(0, q);
     if (opts.rpcPaths.has(pathname)) return serveRpc(req, res, pathname);
@@ -102,6 +107,13 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
     }
     void serveWithFetch(req, res, opts.handle);
   };
+  const refuseRequest = (req: NodeRequest, res: NodeResponse, err: AppError): void => {
+    const started = performance.now();
+    const { requestId } = clientOf(req, opts.trustedProxies);
+    res.setHeader("x-request-id", requestId);
+    refuse(res, err);
+    opts.log(accessLogLine(req.method ?? "GET", (req.url ?? "").slice(0, 200), res.statusCode, null, started, requestId));
+  };
   const serveRpc = (req: NodeRequest, res: NodeResponse, path: string): void => {
     const started = performance.now();
     const { address, requestId } = clientOf(req, opts.trustedProxies);
@@ -109,6 +121,8 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
     // logs errors with the request's x-request-id: make both the ones decided here.
     req.headers[CLIENT_ADDRESS_HEADER] = address;
     req.headers["x-request-id"] = requestId;
+    // connect-node builds the request URL from the Host, which HTTP/1.0 may leave out.
+    if (req.httpVersionMajor === 1) req.headers.host ??= "localhost";
     res.setHeader("x-request-id", requestId);
     res.on("close", () => opts.log(accessLogLine(req.method ?? "POST", path, res.statusCode, null, started, requestId)));
     rpcOverNode(req, res);

@@ -22,9 +22,8 @@ export interface RequestHandlerOptions {
 
 /** Builds the shared request handler. */
 export function createRequestHandler(opts: RequestHandlerOptions): ClientRequestHandler {
-  return async (incoming, peer) => {
+  return async (request, peer) => {
     const started = performance.now();
-    const request = withRoutableUrl(incoming);
     // Only the listener knows the client's address; a client cannot set it.
     request.headers.set(CLIENT_ADDRESS_HEADER, clientAddressOf(peer, request.headers.get("x-forwarded-for"), opts.trustedProxies));
     // Handlers that log (RPC errors) read the ID from the request: one ID per request everywhere.
@@ -51,18 +50,6 @@ export function accessLogLine(
     `method=${method} path=${JSON.stringify(pathname)} status=${status} bytes=${bytes ?? "-"} ` +
     `duration_ms=${(performance.now() - startedAt).toFixed(1)} request_id=${requestId}`
   );
-}
-
-/**
- * Elysia finds the path with `url.indexOf("/", 11)`, which misses it when the Host is shorter
- * than four characters (`http://nas/…`). Such requests get an equivalent URL whose host is
- * long enough; handlers only use the path and query, never the host.
- */
-function withRoutableUrl(request: Request): Request {
-  const url = request.url;
-  const pathStart = url.indexOf("/", url.indexOf("//") + 2);
-  if (pathStart >= 11 || pathStart < 0) return request;
-  return new Request(`http://localhost${url.slice(pathStart)}`, request);
 }
 
 /** Lines kept back at most before a write, whatever the event loop is doing. */
