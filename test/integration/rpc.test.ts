@@ -323,3 +323,59 @@ describe("REST and content over h2c (curl --http2-prior-knowledge)", () => {
     fs.rmSync(dir, { recursive: true });
   });
 });
+
+describe("malformed protobuf is INVALID_ARGUMENT, never INTERNAL", () => {
+  // Field 1 declared as a 3-byte string with one byte present: "premature EOF" in every parser.
+  const garbage = Uint8Array.of(0x0a, 0x03, 0x41);
+  const envelope = (flags = 0) => Buffer.concat([Buffer.from([flags, 0, 0, 0, garbage.length]), garbage]);
+
+  /** One gRPC call over h2c with a raw body; the response's grpc-status and grpc-message. */
+  async function grpcRaw(method: string, body: Buffer, contentType = "application/grpc"): Promise<Record<string, string>> {
+    const { connect } = await import("node:http2");
+    const session = connect(server.url);
+    try {
+      const stream = session.request({ ":method": "POST", ":path": `/cubby.v1.FileService/${method}`, "content-type": contentType, te: "trailers", authorization: `Bearer ${key}` });
+      const status: Record<string, string> = {};
+      const take = (h: Record<string, unknown>) => {
+        for (const name of ["grpc-status", "grpc-message"]) if (typeof h[name] === "string") status[name] = decodeURIComponent(h[name] as string);
+      };
+      stream.on("response", take);
+      stream.on("trailers", take);
+      stream.on("data", () => {});
+      stream.end(body);
+      await new Promise((resolve) => stream.on("close", resolve));
+      return status;
+    } finally {
+      session.close();
+    }
+  }
+
+  test("Connect unary (application/proto): 400 invalid_argument", async () => {
+    const res = await fetch(`${server.url}/cubby.v1.FileService/GetFile`, {
+      method: "POST",
+      headers: { "content-type": "application/proto", authorization: `Bearer ${key}` },
+      body: garbage,
+    });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ code: "invalid_argument", message: expect.stringContaining("parse binary") });
+  });
+
+  test("gRPC unary and client-streaming: grpc-status 3", async () => {
+    expect(await grpcRaw("GetFile", envelope())).toMatchObject({ "grpc-status": "3", "grpc-message": expect.stringContaining("parse binary") });
+    const before = (await (await client(server, key).fetch("/v1/files?page_size=1000")).json()) as { files: unknown[] };
+    expect(await grpcRaw("CreateFile", envelope())).toMatchObject({ "grpc-status": "3" });
+    const after = (await (await client(server, key).fetch("/v1/files?page_size=1000")).json()) as { files: unknown[] };
+    expect(after.files.length).toBe(before.files.length);
+  });
+
+  test("gRPC-Web unary: grpc-status 3", async () => {
+    const res = await fetch(`${server.url}/cubby.v1.FileService/GetFile`, {
+      method: "POST",
+      headers: { "content-type": "application/grpc-web+proto", authorization: `Bearer ${key}` },
+      body: envelope(),
+    });
+    const bytes = Buffer.from(await res.arrayBuffer());
+    const trailer = (res.headers.get("grpc-status") ?? "") + bytes.toString("latin1");
+    expect(trailer).toMatch(/grpc-status:\s*3|^3/);
+  });
+});
