@@ -9,6 +9,7 @@ import path from "node:path";
 import { ConfigError, loadConfig, type Config, type ConfigFlags } from "./config.ts";
 import { backup, restore } from "./storage/backup.ts";
 import { fsck } from "./storage/fsck.ts";
+import { PRIVATE_UMASK } from "./storage/permissions.ts";
 import { AppError } from "./errors.ts";
 import { formatTimestamp } from "./domain/time.ts";
 import { openServices } from "./service/index.ts";
@@ -29,6 +30,9 @@ const USAGE = `usage:
 class UsageError extends Error {}
 
 async function main(argv: string[]): Promise<number> {
+  // Before anything is created: what SQLite and the file system create with default modes
+  // (VACUUM INTO's snapshot, directories made along the way) is then owner-only too (issue 11).
+  process.umask(PRIVATE_UMASK);
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,

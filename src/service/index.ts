@@ -9,6 +9,7 @@ import { systemClock, type Clock } from "../domain/time.ts";
 import { BlobStore } from "../storage/blobs.ts";
 import { openDb, type Db } from "../storage/db.ts";
 import { migrate } from "../storage/migrate.ts";
+import { describeTightened, PRIVATE_DIR_MODE, tightenDataDir } from "../storage/permissions.ts";
 import { FileService } from "./files.ts";
 import { KeyService } from "./keys.ts";
 import { SessionService } from "./sessions.ts";
@@ -27,11 +28,15 @@ export interface Services {
 }
 
 /**
- * Creates DATA_DIR if needed, opens the database, applies pending migrations (idempotent) and
- * wires the services.
+ * Creates DATA_DIR if needed (0700), takes group and other access away from what an earlier
+ * version left there (one line on stderr when it changed anything: stdout may be a key), opens
+ * the database, applies pending migrations (idempotent) and wires the services.
  */
 export function openServices(opts: { dataDir: string; maxUploadBytes: number; clock?: Clock }): Services {
-  fs.mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
+  fs.mkdirSync(opts.dataDir, { recursive: true, mode: PRIVATE_DIR_MODE });
+  // Before openDb: SQLite gives a new -wal / -shm the database file's mode.
+  const tightened = tightenDataDir(opts.dataDir);
+  if (tightened.length > 0) console.error(`tightened to owner-only access in ${opts.dataDir}: ${describeTightened(tightened)}`);
   const db = openDb(opts.dataDir);
   migrate(db);
   const blobs = new BlobStore(opts.dataDir);

@@ -6,6 +6,9 @@
  * staging directory on the same file system (blobs are immutable, so a link is a copy). A blob
  * removed between the snapshot and its link (replaced or deleted more than the removal grace
  * period ago) makes the attempt start over. The staging directory is then copied to DEST.
+ *
+ * A backup is as private as the store: its files are 0600 and its directories 0700, DEST
+ * included, and so is what restore writes.
  */
 import { Database } from "bun:sqlite";
 import fs from "node:fs";
@@ -15,6 +18,7 @@ import { nanoid } from "nanoid";
 import { AppError } from "../errors.ts";
 import type { BlobStore } from "./blobs.ts";
 import type { Db } from "./db.ts";
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./permissions.ts";
 
 export interface BackupResult {
   files: number;
@@ -31,12 +35,15 @@ function requireEmptyDir(dir: string, what: string): void {
   }
 }
 
-/** Writes a consistent copy of the store to `dest` (which must not exist or be empty). */
+/**
+ * Writes a consistent copy of the store to `dest` (which must not exist or be empty; it is
+ * created, or an empty one narrowed, to 0700).
+ */
 export async function backup(db: Db, blobs: BlobStore, dest: string): Promise<BackupResult> {
   requireEmptyDir(dest, "backup destination");
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     const staging = path.join(blobs.tmpDir, `backup-${nanoid(12)}`);
-    fs.mkdirSync(path.join(staging, "blobs"), { recursive: true });
+    fs.mkdirSync(path.join(staging, "blobs"), { recursive: true, mode: PRIVATE_DIR_MODE });
     try {
       const snapshot = path.join(staging, "cubby.db");
       db.$client.prepare("VACUUM INTO ?").run(snapshot);
@@ -54,7 +61,10 @@ export async function backup(db: Db, blobs: BlobStore, dest: string): Promise<Ba
         }
       }
       if (!complete) continue;
-      fs.mkdirSync(dest, { recursive: true });
+      fs.mkdirSync(dest, { recursive: true, mode: PRIVATE_DIR_MODE });
+      // An empty directory the caller made keeps its mode through mkdir; it is about to hold a
+      // copy of every file.
+      fs.chmodSync(dest, PRIVATE_DIR_MODE);
       await copyTree(staging, dest);
       return { files: rows.length, bytes: rows.reduce((n, r) => n + r.size, 0), attempts: attempt };
     } finally {
@@ -73,7 +83,7 @@ export async function restore(src: string, dataDir: string): Promise<void> {
     throw new AppError("invalid_argument", `${src} is not a cubby backup (no cubby.db and blobs/)`);
   }
   requireEmptyDir(dataDir, "data directory");
-  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  fs.mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR_MODE });
   await copyTree(src, dataDir);
   const db = new Database(path.join(dataDir, "cubby.db"));
   const check = db.query<{ integrity_check: string }, []>("PRAGMA integrity_check").get();
@@ -81,9 +91,9 @@ export async function restore(src: string, dataDir: string): Promise<void> {
   if (check?.integrity_check !== "ok") throw new AppError("internal", `restored database failed its integrity check: ${check?.integrity_check}`);
 }
 
-/** Copies `cubby.db` and `blobs/` from one directory to another, each file fsynced. */
+/** Copies `cubby.db` and `blobs/` from one directory to another, each file fsynced and 0600. */
 async function copyTree(from: string, to: string): Promise<void> {
-  fs.mkdirSync(path.join(to, "blobs"), { recursive: true });
+  fs.mkdirSync(path.join(to, "blobs"), { recursive: true, mode: PRIVATE_DIR_MODE });
   await copyDurably(path.join(from, "cubby.db"), path.join(to, "cubby.db"));
   for (const name of fs.readdirSync(path.join(from, "blobs"))) {
     await copyDurably(path.join(from, "blobs", name), path.join(to, "blobs", name));
@@ -98,6 +108,8 @@ async function copyTree(from: string, to: string): Promise<void> {
 async function copyDurably(from: string, to: string): Promise<void> {
   await fsp.copyFile(from, to, fs.constants.COPYFILE_EXCL);
   const h = await fsp.open(to, "r+");
+  // copyFile keeps the source's mode, and VACUUM INTO writes 0644 less the umask.
+  await h.chmod(PRIVATE_FILE_MODE);
   await h.sync();
   await h.close();
 }

@@ -14,6 +14,7 @@ import { AppError } from "../errors.ts";
 import { checksumToBase64, crc32cUpdate } from "../domain/checksum.ts";
 import { newBlobName } from "../domain/ids.ts";
 import { gcPacer } from "../gc-pacer.ts";
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./permissions.ts";
 
 /** A blob written durably under its final name, not yet referenced by any metadata. */
 export interface StagedBlob {
@@ -56,8 +57,8 @@ export class BlobStore {
   constructor(dataDir: string) {
     this.blobDir = path.join(dataDir, "blobs");
     this.tmpDir = path.join(dataDir, "tmp");
-    fs.mkdirSync(this.blobDir, { recursive: true });
-    fs.mkdirSync(this.tmpDir, { recursive: true });
+    fs.mkdirSync(this.blobDir, { recursive: true, mode: PRIVATE_DIR_MODE });
+    fs.mkdirSync(this.tmpDir, { recursive: true, mode: PRIVATE_DIR_MODE });
   }
 
   /** Absolute path of a blob. */
@@ -74,7 +75,7 @@ export class BlobStore {
   async write(content: AsyncIterable<Uint8Array> | null, opts: WriteOptions): Promise<StagedBlob> {
     const name = newBlobName();
     const tmpPath = path.join(this.tmpDir, `${name}.tmp`);
-    const handle = await fsp.open(tmpPath, "wx", 0o600);
+    const handle = await fsp.open(tmpPath, "wx", PRIVATE_FILE_MODE);
     let closed = false;
     try {
       let crc = 0;

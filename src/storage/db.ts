@@ -4,7 +4,9 @@
  */
 import { Database } from "bun:sqlite";
 import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
+import fs from "node:fs";
 import path from "node:path";
+import { PRIVATE_FILE_MODE } from "./permissions.ts";
 import * as schema from "./schema.ts";
 
 export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database };
@@ -13,11 +15,15 @@ export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database };
 export const BUSY_TIMEOUT_MS = 5000;
 
 /**
- * Opens (creating if needed) the database in `dataDir` and sets the pragmas every connection
- * needs. Does not migrate: see {@link migrate}.
+ * Opens (creating if needed, mode 0600) the database in `dataDir` and sets the pragmas every
+ * connection needs. Does not migrate: see {@link migrate}.
  */
 export function openDb(dataDir: string): Db {
-  const client = new Database(path.join(dataDir, "cubby.db"), { create: true, strict: true });
+  const file = path.join(dataDir, "cubby.db");
+  // SQLite would create it 0644 less the umask; it then creates -wal and -shm with this file's
+  // mode, so creating it 0600 here makes all three owner-only whatever the umask.
+  fs.closeSync(fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_CREAT, PRIVATE_FILE_MODE));
+  const client = new Database(file, { create: true, strict: true });
   client.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
   client.exec("PRAGMA journal_mode = WAL");
   client.exec("PRAGMA synchronous = FULL");

@@ -13,6 +13,7 @@ import type { FileRecord } from "../domain/file.ts";
 import { FILE_COLUMNS } from "../service/files.ts";
 import type { Db } from "./db.ts";
 import type { BlobStore } from "./blobs.ts";
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./permissions.ts";
 
 export interface FsckProblem {
   fileId: string;
@@ -73,11 +74,11 @@ export async function fsck(db: Db, blobs: BlobStore, opts: { repair: boolean; qu
   report.orphans = fs.readdirSync(blobs.blobDir).filter((name) => !referenced.has(name));
 
   if (opts.repair && report.problems.length > 0) {
-    fs.mkdirSync(opts.quarantineDir, { recursive: true });
+    fs.mkdirSync(opts.quarantineDir, { recursive: true, mode: PRIVATE_DIR_MODE });
     const byId = new Map(rows.map((r) => [r.id, r]));
     for (const p of report.problems) {
       const file = byId.get(p.fileId)!;
-      fs.writeFileSync(path.join(opts.quarantineDir, `${p.blob}.json`), `${JSON.stringify({ problem: p, file }, null, 2)}\n`);
+      fs.writeFileSync(path.join(opts.quarantineDir, `${p.blob}.json`), `${JSON.stringify({ problem: p, file }, null, 2)}\n`, { mode: PRIVATE_FILE_MODE });
       if (p.kind !== "missing") await fsp.rename(blobs.path(p.blob), path.join(opts.quarantineDir, p.blob));
       db.$client.prepare("DELETE FROM files WHERE id = ? AND blob = ?").run(p.fileId, p.blob);
     }
