@@ -144,14 +144,22 @@ function isLoopback(hostname: string): boolean {
 
 /**
  * Where to go after sign-in: only a same-origin relative path (`/x`, not `//host`, `/\host`,
- * or anything with a scheme); anything else becomes `/`.
+ * or anything with a scheme); anything else becomes `/`. The answer is checked after the URL
+ * parser has resolved dot segments too, since `/.//evil.example` resolves to `//evil.example`,
+ * which a browser reads as another host (RFC 3986 §4.2 network-path reference).
  */
 export function safeNext(raw: string | null): string {
-  if (raw === null || !raw.startsWith("/") || raw.startsWith("//") || raw.startsWith("/\\") || /[\x00-\x1F\x7F\\]/.test(raw)) return "/";
+  if (raw === null || !isLocalPath(raw)) return "/";
   try {
     const url = new URL(raw, "http://cubby.invalid");
-    return url.origin === "http://cubby.invalid" ? url.pathname + url.search + url.hash : "/";
+    const next = url.pathname + url.search + url.hash;
+    return url.origin === "http://cubby.invalid" && isLocalPath(next) ? next : "/";
   } catch {
     return "/";
   }
+}
+
+/** An absolute path that is not a network-path reference and has no control characters or backslashes. */
+function isLocalPath(path: string): boolean {
+  return path.startsWith("/") && !path.startsWith("//") && !path.startsWith("/\\") && !/[\x00-\x1F\x7F\\]/.test(path);
 }

@@ -51,7 +51,7 @@ export class Authenticator {
   ) {}
 
   /** What credentials the request carries and whether they are live. */
-  inspect(request: RequestLike, opts: { bearer: boolean } = { bearer: true }): Credentials {
+  private inspect(request: RequestLike, opts: { bearer: boolean } = { bearer: true }): Credentials {
     const authorization = request.headers.get("authorization");
     const token = authorization !== null && opts.bearer ? undefined : this.sessionToken(request.headers);
     if ((authorization === null || !opts.bearer) && token === undefined) return { kind: "none" };
@@ -93,10 +93,25 @@ export class Authenticator {
     return c.session!;
   }
 
-  /** The principal, or null for anonymous callers (content URLs). Invalid credentials count as none. */
+  /**
+   * The principal, or null for anonymous callers (content URLs). Invalid credentials count as
+   * none, so the caller answers as it would to an anonymous request.
+   * @throws AppError resource_exhausted (429, with Retry-After) when the request carries
+   *   credentials and its client address is rate limited, exactly as {@link require} does: a
+   *   limited address learns nothing about its credentials on any surface
+   */
   optional(request: RequestLike): Principal | null {
-    const c = this.inspect(request);
-    return c.kind === "valid" ? c.principal : null;
+    return this.validOrNull(this.inspect(request))?.principal ?? null;
+  }
+
+  /**
+   * The dashboard session, or null when the request has none or an invalid one (`/auth/session`
+   * reports "signed out" rather than failing). Bearer keys are not looked at.
+   * @throws AppError resource_exhausted (429, with Retry-After) when the request carries a
+   *   session cookie and its client address is rate limited, as {@link requireSession} does
+   */
+  optionalSession(request: RequestLike): (ValidSession & { token: string }) | null {
+    return this.validOrNull(this.inspect(request, { bearer: false }))?.session ?? null;
   }
 
   /** The session token from the request's cookie, if any. */
@@ -106,17 +121,24 @@ export class Authenticator {
     return parseCookies(header)[sessionCookieName(this.baseUrl())];
   }
 
+  /** For optional authentication: valid credentials, or null for none or invalid ones; throws only when rate limited. */
+  private validOrNull(c: Credentials): Extract<Credentials, { kind: "valid" }> | null {
+    if (c.kind === "rate_limited") throw rateLimited(c.retryAfterSeconds);
+    return c.kind === "valid" ? c : null;
+  }
+
   private check(c: Credentials): Extract<Credentials, { kind: "valid" }> {
     if (c.kind === "valid") return c;
-    if (c.kind === "rate_limited") {
-      throw new AppError("resource_exhausted", `too many failed sign-in attempts from this address; retry in ${c.retryAfterSeconds} s`, {
-        retryAfterSeconds: c.retryAfterSeconds,
-      });
-    }
+    if (c.kind === "rate_limited") throw rateLimited(c.retryAfterSeconds);
     if (c.kind === "cross_origin") throw new AppError("permission_denied", "cross-origin request refused: sign-in cookies work only from cubby's own pages");
     if (c.kind === "none") throw new AppError("unauthenticated", "missing credentials: send Authorization: Bearer <API key>");
     throw new AppError("unauthenticated", "invalid or revoked credentials");
   }
+}
+
+/** The one rate-limit error of every surface: 429 / RESOURCE_EXHAUSTED with Retry-After. */
+function rateLimited(retryAfterSeconds: number): AppError {
+  return new AppError("resource_exhausted", `too many failed sign-in attempts from this address; retry in ${retryAfterSeconds} s`, { retryAfterSeconds });
 }
 
 /** `Sec-Fetch-Site: same-origin`, or else an `Origin` header equal to cubby's public origin. */

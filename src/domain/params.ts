@@ -81,10 +81,12 @@ export function parsePageToken(raw: string): PageCursor | undefined {
   return { createdAt: Number(m![1]), id: m![2]! };
 }
 
-// RFC 9110 §5.6.2 token characters.
+// RFC 9110 §5.6.2 token characters. Quoted parameter values are ASCII only: the obs-text
+// (0x80-0xFF) RFC 9110 §5.6.4 tolerates has no agreed charset, and came back double-encoded over
+// HTTP/1.1 and as latin-1 over HTTP/2, so it is refused rather than stored mangled.
 const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
 const MEDIA_TYPE = new RegExp(
-  `^${TOKEN}/${TOKEN}(?:[ \\t]*;[ \\t]*${TOKEN}=(?:${TOKEN}|"(?:[\\t \\x21\\x23-\\x5B\\x5D-\\x7E\\x80-\\xFF]|\\\\[\\t \\x21-\\x7E\\x80-\\xFF])*"))*[ \\t]*;?$`,
+  `^${TOKEN}/${TOKEN}(?:[ \\t]*;[ \\t]*${TOKEN}=(?:${TOKEN}|"(?:[\\t \\x21\\x23-\\x5B\\x5D-\\x7E]|\\\\[\\t \\x21-\\x7E])*"))*[ \\t]*;?$`,
 );
 
 /** Stored when an upload has no Content-Type (CONTRACT §2). */
@@ -99,8 +101,41 @@ export function parseMediaType(raw: string | null | undefined): string {
   if (raw === null || raw === undefined) return DEFAULT_CONTENT_TYPE;
   const v = raw.trim();
   if (v === "") return DEFAULT_CONTENT_TYPE;
-  if (v.length > 255 || !MEDIA_TYPE.test(v)) invalid(`content type: "${truncate(v)}" is not a media type (like image/png)`);
+  if (v.length > 255 || !MEDIA_TYPE.test(v)) invalid(`content type: "${truncate(v)}" is not a media type in ASCII (like image/png)`);
   return v;
+}
+
+/**
+ * A query string (`?a=1&b=2`, the `?` optional) read strictly, for the parameters in `known`:
+ * `application/x-www-form-urlencoded` as the URL Standard §5.1 parses it (`+` is a space),
+ * except that a malformed percent-escape or percent-escaped bytes that are not UTF-8 (`%FF`)
+ * are refused instead of becoming U+FFFD, and so is a known parameter given twice (which one
+ * would win is a guess). Unknown parameters are ignored.
+ * @returns each known parameter present, by name
+ * @throws AppError("invalid_argument") naming the parameter
+ */
+export function parseQuery(search: string, known: readonly string[]): Map<string, string> {
+  const found = new Map<string, string>();
+  const query = search.startsWith("?") ? search.slice(1) : search;
+  if (query === "") return found;
+  for (const pair of query.split("&")) {
+    if (pair === "") continue;
+    const eq = pair.indexOf("=");
+    const name = decodeComponent(eq === -1 ? pair : pair.slice(0, eq), "a parameter name");
+    if (!known.includes(name)) continue;
+    const value = decodeComponent(eq === -1 ? "" : pair.slice(eq + 1), name);
+    if (found.has(name)) invalid(`${name}: given more than once`);
+    found.set(name, value);
+  }
+  return found;
+}
+
+function decodeComponent(raw: string, what: string): string {
+  try {
+    return decodeURIComponent(raw.replaceAll("+", " "));
+  } catch {
+    return invalid(`${what}: malformed percent-encoding or not UTF-8 (${JSON.stringify(truncate(raw))})`);
+  }
 }
 
 /** The lower-cased `type/subtype` of a media type, parameters dropped. */

@@ -7,6 +7,7 @@ import { parse as parseCookies, serialize as serializeCookie } from "cookie";
 import { Elysia } from "elysia";
 import { AppError } from "../errors.ts";
 import { formatTimestamp } from "../domain/time.ts";
+import { parseQuery } from "../domain/params.ts";
 import { safeNext, SignInError, type FlowState, type OidcSignIn } from "../auth/oidc.ts";
 import { sessionCookieName, type Authenticator } from "../auth/principal.ts";
 import { CLIENT_ADDRESS_HEADER, type WindowLimiter } from "../auth/rate-limit.ts";
@@ -51,7 +52,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
     .get(
       "/login",
       async ({ request }) => {
-        const next = safeNext(new URL(request.url).searchParams.get("next"));
+        const next = safeNext(parseQuery(new URL(request.url).search, ["next"]).get("next") ?? null);
         if (deps.signIn === undefined) {
           return htmlPage(
             503,
@@ -118,14 +119,14 @@ export function authRoutes(deps: AuthRoutesDeps) {
     .get(
       "/session",
       ({ request }) => {
-        const credentials = deps.auth.inspect(request, { bearer: false });
+        // A rate-limited address gets 429 like every other surface, not "signed out".
+        const session = deps.auth.optionalSession(request);
         const body = {
           sign_in_configured: deps.signIn !== undefined,
-          signed_in: credentials.kind === "valid",
-          email: credentials.kind === "valid" ? (deps.users.emailOf(credentials.principal.userId) ?? "") : "",
+          signed_in: session !== null,
+          email: session === null ? "" : (deps.users.emailOf(session.principal.userId) ?? ""),
         };
         // The dashboard asks on every load: the right moment to send a renewed session cookie.
-        const session = credentials.kind === "valid" ? credentials.session : undefined;
         const renewed: Record<string, string> =
           session?.renewedUntil === undefined ? {} : { "set-cookie": sessionCookie(session.token, session.renewedUntil) };
         return json(body, 200, renewed);

@@ -7,7 +7,7 @@ import { AppError } from "../errors.ts";
 import { canonicalUrl, type FileRecord } from "../domain/file.ts";
 import { contentDisposition } from "../domain/content-disposition.ts";
 import { isFileId } from "../domain/ids.ts";
-import { essenceOf } from "../domain/params.ts";
+import { essenceOf, parseQuery } from "../domain/params.ts";
 import { parseRange } from "../domain/range.ts";
 import { toHttpDate } from "../domain/time.ts";
 import type { Authenticator, RequestLike } from "../auth/principal.ts";
@@ -81,7 +81,9 @@ export function serveContent(deps: ContentDeps, request: Request, id: string, sl
 
 /**
  * Answers GET or HEAD for a content URL. `slug` is undefined for the ID-only form.
- * @throws AppError not_found / unauthenticated as {@link FileService.openContent}
+ * @throws AppError not_found / unauthenticated as {@link FileService.openContent};
+ *   resource_exhausted (429, Retry-After) when a file that needs credentials is asked for with
+ *   credentials from a rate-limited address ({@link Authenticator.optional})
  */
 export function contentReply(deps: ContentDeps, request: ContentRequest, id: string, slug: string | undefined): ContentReply {
   if (!isFileId(id)) throw new AppError("not_found", "not found");
@@ -102,7 +104,7 @@ export function contentReply(deps: ContentDeps, request: ContentRequest, id: str
 
   const etag = `"${file.blob}"`;
   const lastModified = toHttpDate(file.updatedAt);
-  const attachment = request.search !== "" && new URLSearchParams(request.search).get("download") === "1";
+  const attachment = parseQuery(request.search, ["download"]).get("download") === "1";
   const headers: Record<string, string> = {
     "content-type": file.contentType,
     "accept-ranges": "bytes",

@@ -12,6 +12,7 @@ import {
   essenceOf,
   parseFileId,
   parseMediaType,
+  parseQuery,
   parseName,
   parsePageSize,
   parsePageToken,
@@ -47,7 +48,7 @@ export function filesRoutes(deps: FilesRoutesDeps) {
       "",
       async ({ request }) => {
         const principal = auth.require(request);
-        const query = new URL(request.url).searchParams;
+        const query = parseQuery(new URL(request.url).search, ["slug", "name", "visibility"]);
         const input = {
           slug: parseSlug(query.get("slug") ?? ""),
           name: parseName(query.get("name") ?? ""),
@@ -63,9 +64,9 @@ export function filesRoutes(deps: FilesRoutesDeps) {
       "",
       ({ request }) => {
         const principal = auth.require(request);
-        const query = new URL(request.url).searchParams;
+        const query = parseQuery(new URL(request.url).search, ["page_size", "page_token"]);
         const pageSizeRaw = query.get("page_size");
-        const pageSize = pageSizeRaw === null ? DEFAULT_PAGE_SIZE : parsePageSize(pageSizeRaw);
+        const pageSize = pageSizeRaw === undefined ? DEFAULT_PAGE_SIZE : parsePageSize(pageSizeRaw);
         const cursor = parsePageToken(query.get("page_token") ?? "");
         const page = files.list(principal, pageSize, cursor);
         return json({
@@ -133,8 +134,8 @@ export function filesRoutes(deps: FilesRoutesDeps) {
 }
 
 /** `visibility` from a query string; absent or empty means "use the default". */
-function optionalVisibility(raw: string | null): Visibility | undefined {
-  return raw === null || raw === "" ? undefined : parseVisibility(raw);
+function optionalVisibility(raw: string | undefined): Visibility | undefined {
+  return raw === undefined || raw === "" ? undefined : parseVisibility(raw);
 }
 
 /**
@@ -197,7 +198,7 @@ async function readFilePatch(request: Request): Promise<FilePatch> {
   };
 }
 
-/** Reads a body as UTF-8 text, refusing more than `limit` bytes. */
+/** Reads a body as UTF-8 text, refusing more than `limit` bytes and bytes that are not UTF-8. */
 async function readTextLimited(request: Request, limit: number): Promise<string> {
   if (request.body === null) return "";
   const chunks: Uint8Array[] = [];
@@ -207,5 +208,11 @@ async function readTextLimited(request: Request, limit: number): Promise<string>
     if (size > limit) throw new AppError("invalid_argument", `body: at most ${limit} bytes`);
     chunks.push(chunk);
   }
-  return Buffer.concat(chunks).toString("utf8");
+  try {
+    return UTF8.decode(Buffer.concat(chunks));
+  } catch {
+    throw new AppError("invalid_argument", "body: not UTF-8 (RFC 8259 §8.1)");
+  }
 }
+
+const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });

@@ -89,6 +89,20 @@ describe("GET /{id} and /{id}/{slug}", () => {
     });
   });
 
+  // The documented choice (docs/design.md, "Anonymous requests and existence"): an anonymous
+  // client learns that a private or internal ID exists (it is asked to sign in), which is what
+  // lets a signed-out owner follow their own link; IDs carry 126 random bits, so none is guessed.
+  test("anonymous: an existing private or internal file asks for sign-in, a missing one is 404", async () => {
+    const statuses: Record<string, number> = {};
+    for (const visibility of ["private", "internal"]) {
+      const f = await api.upload("x", `?visibility=${visibility}`);
+      statuses[visibility] = (await fetch(f.url, { redirect: "manual" })).status;
+      statuses[`${visibility} (browser)`] = (await fetch(f.url, { redirect: "manual", headers: { accept: "text/html" } })).status;
+    }
+    statuses.missing = (await fetch(`${server.url}/AAAAAAAAAAAAAAAAAAAAA`, { redirect: "manual" })).status;
+    expect(statuses).toEqual({ private: 401, "private (browser)": 302, internal: 401, "internal (browser)": 302, missing: 404 });
+  });
+
   test("an unknown ID is 404; a path that is not an ID is 404", async () => {
     expect((await fetch(`${server.url}/AAAAAAAAAAAAAAAAAAAAA`)).status).toBe(404);
     expect((await fetch(`${server.url}/not-an-id`)).status).toBe(404);

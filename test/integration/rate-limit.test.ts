@@ -1,8 +1,12 @@
 // Rate limiting of failed authentication and of sign-in callbacks, per client address, through
 // the real listener (HTTP/1.1 and h2c both carry the client's address).
 import { expect, test } from "bun:test";
+import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { WindowLimiter } from "../../src/auth/rate-limit.ts";
-import { startServer } from "../support/server.ts";
+import { FileService } from "../../src/gen/cubby/v1/files_pb.ts";
+import { Browser, freePort, IDP_CLIENT, startIdp } from "../support/idp.ts";
+import { client, startServer } from "../support/server.ts";
 
 test("WindowLimiter counts per key and window", () => {
   let now = 0;
@@ -81,4 +85,131 @@ test("a public file is served without looking at credentials: bad keys there cou
   expect(statuses).toEqual([200, 200, 200, 200]);
   // Had those been counted, this address would now be limited (429) instead of refused (401).
   expect((await fetch(`${server.url}/v1/files`, { headers: bad })).status).toBe(401);
+});
+
+// Issue 11: once an address is limited, a request that presents credentials gets the REST 429
+// everywhere its credentials are looked at, never a 401 or "signed out" that hides the limit.
+
+/** Fails authentication from `base` until the limit (of `limit` failures) bites. */
+async function exhaust(base: string, limit: number): Promise<void> {
+  const statuses: number[] = [];
+  for (let i = 0; i <= limit; i++) {
+    statuses.push((await fetch(`${base}/v1/files`, { headers: { authorization: "Bearer cubby_wrongwrongwrongwrongwrongwrongwrongwrongwro" } })).status);
+  }
+  expect(statuses).toEqual([...Array<number>(limit).fill(401), 429]);
+}
+
+/** What a client can tell apart in an answer: the status, Retry-After, the error body and its type. */
+async function outcome(res: Response) {
+  const text = await res.text();
+  return {
+    status: res.status,
+    retryAfter: Number(res.headers.get("retry-after")) > 0,
+    wwwAuthenticate: res.headers.get("www-authenticate"),
+    contentType: res.headers.get("content-type"),
+    body: text === "" ? undefined : JSON.parse(text),
+  };
+}
+
+const LIMITED = {
+  status: 429,
+  retryAfter: true,
+  wwwAuthenticate: null,
+  contentType: "application/json",
+  body: { code: 8, message: expect.stringContaining("too many failed"), details: [] },
+};
+
+/** curl over h2c (prior knowledge): status and Retry-After. */
+async function h2c(url: string, headers: Record<string, string>): Promise<{ status: number; retryAfter: boolean }> {
+  const args = Object.entries(headers).flatMap(([k, v]) => ["-H", `${k}: ${v}`]);
+  const proc = Bun.spawn(["curl", "-s", "--http2-prior-knowledge", "-D", "-", "-o", "/dev/null", ...args, url], { stdout: "pipe" });
+  const head = await new Response(proc.stdout).text();
+  return { status: Number(/^HTTP\/2 (\d+)/.exec(head)?.[1]), retryAfter: /^retry-after: *[1-9]\d*\r?$/im.test(head) };
+}
+
+test("a valid key from a limited address gets REST's 429 on content URLs too, on every path; anonymous requests are answered as before", async () => {
+  await using server = await startServer({ env: { RATE_LIMIT_AUTH_FAILURES: "2" } });
+  const key = await server.mintKey("content-limit@example.com");
+  const internal = await client(server, key).upload("internal", "?visibility=internal&slug=notes");
+  const pub = await client(server, key).upload("public", "?visibility=public");
+  const v4 = `http://127.0.0.1:${server.port}`;
+  const withKey = { authorization: `Bearer ${key}` };
+  await exhaust(v4, 2);
+
+  const rest = await outcome(await fetch(`${v4}/v1/files`, { headers: withKey }));
+  expect(rest).toEqual(LIMITED);
+  const content = {
+    // /{id} and /{id}/{slug}: the content fast path on the listener.
+    fast: await outcome(await fetch(`${v4}/${internal.id}`, { headers: withKey })),
+    fastSlug: await outcome(await fetch(`${v4}/${internal.id}/notes`, { headers: withKey })),
+    // A browser navigation is not sent to sign in: signing in would not help.
+    navigation: await outcome(await fetch(`${v4}/${internal.id}`, { headers: { ...withKey, accept: "text/html" }, redirect: "manual" })),
+    // A slug with an escape is not the fast path's: the HTTP app's route answers.
+    appRoute: await outcome(await fetch(`${v4}/${internal.id}/old%20name`, { headers: withKey, redirect: "manual" })),
+  };
+  expect(content).toEqual({ fast: LIMITED, fastSlug: LIMITED, navigation: LIMITED, appRoute: LIMITED });
+  const head = await fetch(`${v4}/${internal.id}`, { method: "HEAD", headers: withKey });
+  expect({ status: head.status, retryAfter: Number(head.headers.get("retry-after")) > 0 }).toEqual({ status: 429, retryAfter: true });
+  expect([await h2c(`${v4}/${internal.id}`, withKey), await h2c(`${v4}/${internal.id}/old%20name`, withKey)]).toEqual([
+    { status: 429, retryAfter: true },
+    { status: 429, retryAfter: true },
+  ]);
+
+  // The limiter counts failed authentications: a request without credentials is none, and is
+  // answered as it always was.
+  const anonymous = {
+    internal: (await fetch(`${v4}/${internal.id}`)).status,
+    navigation: (await fetch(`${v4}/${internal.id}`, { headers: { accept: "text/html" }, redirect: "manual" })).status,
+    public: (await fetch(pub.url.replace(server.url, v4))).status,
+  };
+  expect(anonymous).toEqual({ internal: 401, navigation: 302, public: 200 });
+  // A public file is served without looking at credentials (see the test above), so a key sent
+  // along changes nothing there.
+  expect((await fetch(pub.url.replace(server.url, v4), { headers: withKey })).status).toBe(200);
+  // Another address is not limited: the same key opens the file.
+  expect((await fetch(`http://[::1]:${server.port}/${internal.id}`, { headers: withKey })).status).toBe(200);
+});
+
+test("RPC from a limited address gets RESOURCE_EXHAUSTED over gRPC and Connect", async () => {
+  await using server = await startServer({ env: { RATE_LIMIT_AUTH_FAILURES: "2" } });
+  const key = await server.mintKey("rpc-limit@example.com");
+  const v4 = `http://127.0.0.1:${server.port}`;
+  await exhaust(v4, 2);
+  const codeOf = async (transport: Transport) => {
+    try {
+      await createClient(FileService, transport).listFiles({ pageSize: 1 }, { headers: { authorization: `Bearer ${key}` } });
+      return "ok";
+    } catch (err) {
+      return Code[ConnectError.from(err).code];
+    }
+  };
+  expect({
+    grpc: await codeOf(createGrpcTransport({ baseUrl: v4 })),
+    connect: await codeOf(createConnectTransport({ baseUrl: v4, httpVersion: "1.1" })),
+  }).toEqual({ grpc: "ResourceExhausted", connect: "ResourceExhausted" });
+});
+
+test("/auth/session with a session cookie from a limited address answers 429, not signed out", async () => {
+  const port = await freePort();
+  await using idp = await startIdp([`http://localhost:${port}/auth/idp/callback`]);
+  await using server = await startServer({ port, env: { IDP_ISSUER: idp.issuer, ...IDP_CLIENT, RATE_LIMIT_AUTH_FAILURES: "2" } });
+  const browser = new Browser();
+  expect((await browser.signIn(server.url, "carol")).status).toBe(302);
+  const cookie = { cookie: `cubby_session=${browser.cookie(`localhost:${port}`, "cubby_session")}` };
+  const key = await server.mintKey("carol@example.com");
+  const internal = await client(server, key).upload("internal", "?visibility=internal");
+  const v4 = `http://127.0.0.1:${port}`;
+  const v6 = `http://[::1]:${port}`;
+  expect(await (await fetch(`${v4}/auth/session`, { headers: cookie })).json()).toEqual({ sign_in_configured: true, signed_in: true, email: "carol@example.com" });
+  await exhaust(v4, 2);
+
+  expect({
+    session: await outcome(await fetch(`${v4}/auth/session`, { headers: cookie })),
+    rest: await outcome(await fetch(`${v4}/v1/files`, { headers: cookie })),
+    content: await outcome(await fetch(`${v4}/${internal.id}`, { headers: cookie })),
+  }).toEqual({ session: LIMITED, rest: LIMITED, content: LIMITED });
+  // Without a cookie there is nothing to limit: the dashboard still learns it is signed out.
+  expect(await (await fetch(`${v4}/auth/session`)).json()).toEqual({ sign_in_configured: true, signed_in: false, email: "" });
+  // The session itself is fine, as another address shows.
+  expect(await (await fetch(`${v6}/auth/session`, { headers: cookie })).json()).toEqual({ sign_in_configured: true, signed_in: true, email: "carol@example.com" });
 });
