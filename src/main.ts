@@ -8,12 +8,12 @@ import pkg from "../package.json" with { type: "json" };
 import path from "node:path";
 import { ConfigError, loadConfig, type Config, type ConfigFlags } from "./config.ts";
 import { backup, restore } from "./storage/backup.ts";
-import { fsck } from "./storage/fsck.ts";
+import { fsck } from "./service/fsck.ts";
 import { PRIVATE_UMASK } from "./storage/permissions.ts";
 import { AppError } from "./errors.ts";
 import { formatTimestamp } from "./domain/time.ts";
 import { openServices } from "./service/index.ts";
-import { parseEmail } from "./service/users.ts";
+import { parseEmail } from "./domain/params.ts";
 import { serve } from "./server/serve.ts";
 
 const USAGE = `usage:
@@ -77,13 +77,9 @@ async function main(argv: string[]): Promise<number> {
         console.error(`restored ${sub} into ${config.dataDir}; verifying every blob…`);
         return fsckCommand(config, false);
       }
-      const services = openServices(config);
-      try {
-        const result = await backup(services.db, services.blobs, path.resolve(sub));
-        console.error(`backed up ${result.files} file(s), ${result.bytes} bytes, to ${sub}`);
-      } finally {
-        services.db.$client.close();
-      }
+      await using services = openServices(config);
+      const result = await backup(services.store, services.blobs, path.resolve(sub));
+      console.error(`backed up ${result.files} file(s), ${result.bytes} bytes, to ${sub}`);
       return 0;
     }
     default:
@@ -93,28 +89,24 @@ async function main(argv: string[]): Promise<number> {
 
 /** Runs fsck and prints its report. @returns 0 when all is well, 1 when problems were found */
 async function fsckCommand(config: Config, repair: boolean): Promise<number> {
-  const services = openServices(config);
-  try {
-    const report = await fsck(services.db, services.blobs, { repair, quarantineDir: path.join(config.dataDir, "quarantine") });
-    for (const p of report.problems) console.log(`${p.kind}\tfile ${p.fileId}\tblob ${p.blob}\t${p.detail}`);
-    for (const o of report.orphans) console.log(`orphan\tblob ${o}\tno file refers to it (removed at the next server start)`);
-    const verdict =
-      report.problems.length === 0
-        ? "all well"
-        : `${report.problems.length} problem(s)${report.repaired ? `, quarantined in ${path.join(config.dataDir, "quarantine")}` : "; run with --repair to quarantine them"}`;
-    console.log(`checked ${report.filesChecked} file(s), ${report.bytesRead} bytes: ${verdict}`);
-    return report.problems.length === 0 ? 0 : 1;
-  } finally {
-    services.db.$client.close();
-  }
+  await using services = openServices(config);
+  const report = await fsck(services.store, services.blobs, { repair });
+  for (const p of report.problems) console.log(`${p.kind}\tfile ${p.fileId}\tblob ${p.blob}\t${p.detail}`);
+  for (const o of report.orphans) console.log(`orphan\tblob ${o}\tno file refers to it (removed at the next server start)`);
+  const verdict =
+    report.problems.length === 0
+      ? "all well"
+      : `${report.problems.length} problem(s)${report.repaired ? `, quarantined in ${path.join(config.dataDir, "quarantine")}` : "; run with --repair to quarantine them"}`;
+  console.log(`checked ${report.filesChecked} file(s), ${report.bytesRead} bytes: ${verdict}`);
+  return report.problems.length === 0 ? 0 : 1;
 }
 
-function keysCommand(
+async function keysCommand(
   sub: string | undefined,
   rest: string[],
   values: { email?: string | undefined; name?: string | undefined },
   flags: ConfigFlags,
-): number {
+): Promise<number> {
   const config = loadConfig(process.env, flags);
   const requireEmail = () => {
     if (values.email === undefined) throw new UsageError(`keys ${sub} needs --email`);
@@ -124,44 +116,30 @@ function keysCommand(
     case "create": {
       const email = requireEmail();
       if (rest.length > 0) throw new UsageError(`keys create takes no arguments (got "${rest[0]}")`);
-      const services = openServices(config);
-      try {
-        const user = services.users.findOrCreateByEmail(email);
-        const minted = services.keys.create(user.id, values.name ?? "");
-        // Only the key on stdout, so `KEY=$(cubby keys create --email …)` works.
-        process.stdout.write(`${minted.key}\n`);
-      } finally {
-        services.db.$client.close();
-      }
+      await using services = openServices(config);
+      const user = await services.users.findOrCreateByEmail(email);
+      const minted = await services.keys.create(user.id, values.name ?? "");
+      // Only the key on stdout, so `KEY=$(cubby keys create --email …)` works.
+      process.stdout.write(`${minted.key}\n`);
       return 0;
     }
     case "list": {
       const email = requireEmail();
-      const services = openServices(config);
-      try {
-        const user = services.users.findByEmail(email);
-        const keys = user === undefined ? [] : services.keys.list(user.id);
-        console.log(["ID", "NAME", "CREATED", "LAST USED"].join("\t"));
-        for (const k of keys) {
-          console.log(
-            [k.id, k.name || "-", formatTimestamp(k.createdAt), k.lastUsedAt === null ? "never" : formatTimestamp(k.lastUsedAt)].join("\t"),
-          );
-        }
-      } finally {
-        services.db.$client.close();
+      await using services = openServices(config);
+      const user = await services.users.findByEmail(email);
+      const keys = user === undefined ? [] : await services.keys.list(user.id);
+      console.log(["ID", "NAME", "CREATED", "LAST USED"].join("\t"));
+      for (const k of keys) {
+        console.log([k.id, k.name || "-", formatTimestamp(k.createdAt), k.lastUsedAt === null ? "never" : formatTimestamp(k.lastUsedAt)].join("\t"));
       }
       return 0;
     }
     case "revoke": {
       const [id, extra] = rest;
       if (id === undefined || extra !== undefined) throw new UsageError("keys revoke takes exactly one key ID");
-      const services = openServices(config);
-      try {
-        services.keys.revoke(id);
-        console.error(`revoked ${id}`);
-      } finally {
-        services.db.$client.close();
-      }
+      await using services = openServices(config);
+      await services.keys.revoke(id);
+      console.error(`revoked ${id}`);
       return 0;
     }
     default:

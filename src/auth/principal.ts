@@ -51,7 +51,7 @@ export class Authenticator {
   ) {}
 
   /** What credentials the request carries and whether they are live. */
-  private inspect(request: RequestLike, opts: { bearer: boolean } = { bearer: true }): Credentials {
+  private async inspect(request: RequestLike, opts: { bearer: boolean } = { bearer: true }): Promise<Credentials> {
     const authorization = request.headers.get("authorization");
     const token = authorization !== null && opts.bearer ? undefined : this.sessionToken(request.headers);
     if ((authorization === null || !opts.bearer) && token === undefined) return { kind: "none" };
@@ -65,11 +65,11 @@ export class Authenticator {
     if (token === undefined) {
       const m = /^Bearer[ ]+([^ ]+)[ ]*$/i.exec(authorization!);
       if (!m) return failed();
-      const principal = this.keys.authenticate(m[1]!);
+      const principal = await this.keys.authenticate(m[1]!);
       return principal === null ? failed() : { kind: "valid", principal };
     }
     if (!SAFE_METHODS.has(request.method) && !isSameOrigin(request.headers, this.baseUrl())) return { kind: "cross_origin" };
-    const session = this.sessions.validate(token);
+    const session = await this.sessions.validate(token);
     if (session === null) return failed();
     return { kind: "valid", principal: session.principal, session: { ...session, token } };
   }
@@ -80,16 +80,16 @@ export class Authenticator {
    *   same message whatever shape an invalid key has); permission_denied (403) for a
    *   cross-origin request authenticated only by the session cookie
    */
-  require(request: RequestLike): Principal {
-    return this.check(this.inspect(request)).principal;
+  async require(request: RequestLike): Promise<Principal> {
+    return this.check(await this.inspect(request)).principal;
   }
 
   /**
    * A dashboard session, for `/auth/*` endpoints: bearer keys cannot manage keys.
    * @throws AppError unauthenticated or permission_denied as {@link require}
    */
-  requireSession(request: RequestLike): ValidSession & { token: string } {
-    const c = this.check(this.inspect(request, { bearer: false }));
+  async requireSession(request: RequestLike): Promise<ValidSession & { token: string }> {
+    const c = this.check(await this.inspect(request, { bearer: false }));
     return c.session!;
   }
 
@@ -100,8 +100,8 @@ export class Authenticator {
    *   credentials and its client address is rate limited, exactly as {@link require} does: a
    *   limited address learns nothing about its credentials on any surface
    */
-  optional(request: RequestLike): Principal | null {
-    return this.validOrNull(this.inspect(request))?.principal ?? null;
+  async optional(request: RequestLike): Promise<Principal | null> {
+    return this.validOrNull(await this.inspect(request))?.principal ?? null;
   }
 
   /**
@@ -110,8 +110,8 @@ export class Authenticator {
    * @throws AppError resource_exhausted (429, with Retry-After) when the request carries a
    *   session cookie and its client address is rate limited, as {@link requireSession} does
    */
-  optionalSession(request: RequestLike): (ValidSession & { token: string }) | null {
-    return this.validOrNull(this.inspect(request, { bearer: false }))?.session ?? null;
+  async optionalSession(request: RequestLike): Promise<(ValidSession & { token: string }) | null> {
+    return this.validOrNull(await this.inspect(request, { bearer: false }))?.session ?? null;
   }
 
   /** The session token from the request's cookie, if any. */

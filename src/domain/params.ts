@@ -15,6 +15,18 @@ function invalid(message: string): never {
   throw new AppError("invalid_argument", message);
 }
 
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+/**
+ * A lower-cased e-mail address: something@domain.tld, at most 254 characters (RFC 5321
+ * §4.5.3.1.3 path limit less the brackets). Deliverability is the identity provider's business.
+ */
+export function parseEmail(raw: string): string {
+  const email = raw.trim().toLowerCase();
+  if (email.length > 254 || !EMAIL.test(email)) invalid(`"${raw}" is not an e-mail address`);
+  return email;
+}
+
 /** A file ID (`^[A-Za-z0-9_-]{21}$`). */
 export function parseFileId(raw: string): string {
   if (!FILE_ID_PATTERN.test(raw)) invalid(`id: "${truncate(raw)}" is not a file ID (21 characters of A-Z a-z 0-9 _ -)`);

@@ -9,7 +9,6 @@ import type { OidcSignIn } from "../auth/oidc.ts";
 import type { WindowLimiter } from "../auth/rate-limit.ts";
 import { authRoutes } from "./auth-routes.ts";
 import type { Services } from "../service/index.ts";
-import { serveContent } from "./content.ts";
 import { filesRoutes } from "./files-routes.ts";
 import { errorResponse, json } from "./respond.ts";
 import { requestIdOf } from "./request-id.ts";
@@ -29,10 +28,12 @@ export interface AppDeps {
 
 const raw = { parse: "none" } as const;
 
-/** Builds the Elysia app serving REST, content URLs, the dashboard and health checks. */
+/**
+ * Builds the Elysia app serving REST, the dashboard, sign-in and health checks. Content URLs
+ * are not routed here: the listener sends them to server/content.ts.
+ */
 export function createApp(deps: AppDeps) {
   const { services, auth, baseUrl } = deps;
-  const contentDeps = { files: services.files, blobs: services.blobs, auth, baseUrl };
 
   return new Elysia({ name: "cubby" })
     .onError(({ code, error, request }) => {
@@ -58,9 +59,5 @@ export function createApp(deps: AppDeps) {
         clockMicros: () => services.clock.nowMicros(),
       }),
     )
-    .use(filesRoutes({ files: services.files, auth, baseUrl, maxUploadBytes: deps.maxUploadBytes }))
-    .get("/:id", ({ request, params }) => serveContent(contentDeps, request, params.id, undefined), raw)
-    .head("/:id", ({ request, params }) => serveContent(contentDeps, request, params.id, undefined), raw)
-    .get("/:id/:slug", ({ request, params }) => serveContent(contentDeps, request, params.id, params.slug), raw)
-    .head("/:id/:slug", ({ request, params }) => serveContent(contentDeps, request, params.id, params.slug), raw);
+    .use(filesRoutes({ files: services.files, auth, baseUrl, maxUploadBytes: deps.maxUploadBytes }));
 }

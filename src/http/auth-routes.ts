@@ -93,8 +93,8 @@ export function authRoutes(deps: AuthRoutesDeps) {
         if (flow === undefined) return refuse(400, "the sign-in took too long or was started in another browser; please start again");
         try {
           const identity = await deps.signIn.finish(new URL(request.url).search, flow);
-          const user = deps.users.findOrCreateByIdentity(identity);
-          const session = deps.sessions.create(user.id);
+          const user = await deps.users.findOrCreateByIdentity(identity);
+          const session = await deps.sessions.create(user.id);
           const headers = new Headers({ location: safeNext(flow.next), "cache-control": "no-store" });
           headers.append("set-cookie", clearFlow);
           headers.append("set-cookie", sessionCookie(session.token, session.expiresAt));
@@ -109,22 +109,22 @@ export function authRoutes(deps: AuthRoutesDeps) {
     )
     .post(
       "/logout",
-      ({ request }) => {
-        const session = deps.auth.requireSession(request);
-        deps.sessions.revoke(session.token);
+      async ({ request }) => {
+        const session = await deps.auth.requireSession(request);
+        await deps.sessions.revoke(session.token);
         return json({}, 200, { "set-cookie": cookie(sessionCookieName(deps.baseUrl()), "", 0) });
       },
       raw,
     )
     .get(
       "/session",
-      ({ request }) => {
+      async ({ request }) => {
         // A rate-limited address gets 429 like every other surface, not "signed out".
-        const session = deps.auth.optionalSession(request);
+        const session = await deps.auth.optionalSession(request);
         const body = {
           sign_in_configured: deps.signIn !== undefined,
           signed_in: session !== null,
-          email: session === null ? "" : (deps.users.emailOf(session.principal.userId) ?? ""),
+          email: session === null ? "" : ((await deps.users.emailOf(session.principal.userId)) ?? ""),
         };
         // The dashboard asks on every load: the right moment to send a renewed session cookie.
         const renewed: Record<string, string> =
@@ -136,19 +136,19 @@ export function authRoutes(deps: AuthRoutesDeps) {
     .post(
       "/keys",
       async ({ request }) => {
-        const { principal } = deps.auth.requireSession(request);
+        const { principal } = await deps.auth.requireSession(request);
         const name = await readKeyName(request);
-        const minted = deps.keys.create(principal.userId, name);
+        const minted = await deps.keys.create(principal.userId, name);
         return json({ id: minted.id, name: minted.name, key: minted.key, created_at: formatTimestamp(minted.createdAt) });
       },
       raw,
     )
     .get(
       "/keys",
-      ({ request }) => {
-        const { principal } = deps.auth.requireSession(request);
+      async ({ request }) => {
+        const { principal } = await deps.auth.requireSession(request);
         return json({
-          keys: deps.keys.list(principal.userId).map((k) => ({
+          keys: (await deps.keys.list(principal.userId)).map((k) => ({
             id: k.id,
             name: k.name,
             created_at: formatTimestamp(k.createdAt),
@@ -160,9 +160,9 @@ export function authRoutes(deps: AuthRoutesDeps) {
     )
     .delete(
       "/keys/:id",
-      ({ request, params }) => {
-        const { principal } = deps.auth.requireSession(request);
-        deps.keys.revoke(params.id, principal.userId);
+      async ({ request, params }) => {
+        const { principal } = await deps.auth.requireSession(request);
+        await deps.keys.revoke(params.id, principal.userId);
         return json({});
       },
       raw,

@@ -1,7 +1,8 @@
 /**
- * Serving a file's content at `/{id}` and `/{id}/{slug}` (CONTRACT §3): access by visibility,
+ * What a content URL (`/{id}` and `/{id}/{slug}`, CONTRACT §3) answers: access by visibility,
  * slug redirects, conditional requests (RFC 9110 §13), single byte ranges (RFC 9110 §14),
- * Content-Disposition (RFC 6266) and sandboxing of active content.
+ * Content-Disposition (RFC 6266) and sandboxing of active content. The bytes themselves are
+ * written by server/content.ts, the one place that sends content.
  */
 import { AppError } from "../errors.ts";
 import { canonicalUrl, type FileRecord } from "../domain/file.ts";
@@ -11,12 +12,11 @@ import { essenceOf, parseQuery } from "../domain/params.ts";
 import { parseRange } from "../domain/range.ts";
 import { toHttpDate } from "../domain/time.ts";
 import type { Authenticator, RequestLike } from "../auth/principal.ts";
-import type { FileService } from "../service/files.ts";
-import type { BlobStore } from "../storage/blobs.ts";
+import type { FileContent, FileService } from "../service/files.ts";
+import type { ByteRange } from "../storage/ports.ts";
 
 export interface ContentDeps {
   files: FileService;
-  blobs: BlobStore;
   auth: Authenticator;
   baseUrl: () => string;
 }
@@ -53,53 +53,48 @@ export interface ContentRequest extends RequestLike {
   search: string;
 }
 
-/** Bytes `start` to `start + length - 1` of the file at `path`. */
-export interface FileRange {
-  path: string;
-  start: number;
-  length: number;
-}
-
-/** A content answer before it becomes a `Response` or is written to a Node response. */
+/** A content answer: status and headers, and which bytes of the content to send, if any. */
 export interface ContentReply {
   status: number;
   headers: Record<string, string>;
-  /** Small blobs as bytes from memory, larger ones as a range of the blob file, read when sent. */
-  body: Uint8Array | FileRange | null;
+  /** The bytes to send (absent for HEAD-like answers: redirects, 304, 416, empty content). */
+  range?: ByteRange;
 }
 
-/** Answers GET or HEAD for a content URL as a `Response` (see {@link contentReply}). */
-export function serveContent(deps: ContentDeps, request: Request, id: string, slug: string | undefined): Response {
-  const url = new URL(request.url);
-  const reply = contentReply(deps, { method: request.method, headers: request.headers, pathname: url.pathname, search: url.search }, id, slug);
-  const body = reply.body;
-  // For HEAD the body is still given: Bun sends the headers (Content-Length included) and
-  // omits the body itself.
-  const blob = body === null || body instanceof Uint8Array ? body : Bun.file(body.path).slice(body.start, body.start + body.length);
-  return new Response(blob, { status: reply.status, headers: reply.headers });
-}
+/** What the content URL asked for: a redirect (sign-in), or a file with its content handle. */
+export type OpenedContent = { redirect: ContentReply } | FileContent;
 
 /**
- * Answers GET or HEAD for a content URL. `slug` is undefined for the ID-only form.
- * @throws AppError not_found / unauthenticated as {@link FileService.openContent};
+ * Finds the file of a content URL and checks access: public to anyone, otherwise the caller's
+ * credentials decide ({@link FileService.openContent}). An anonymous browser navigation to a
+ * file that needs sign-in is redirected to sign-in with a return path instead.
+ * @throws AppError not_found (also for IDs of the wrong shape) / unauthenticated;
  *   resource_exhausted (429, Retry-After) when a file that needs credentials is asked for with
  *   credentials from a rate-limited address ({@link Authenticator.optional})
  */
-export function contentReply(deps: ContentDeps, request: ContentRequest, id: string, slug: string | undefined): ContentReply {
+export async function openContent(deps: ContentDeps, request: ContentRequest, id: string): Promise<OpenedContent> {
   if (!isFileId(id)) throw new AppError("not_found", "not found");
-  let file: FileRecord;
   try {
-    file = deps.files.openContent(() => deps.auth.optional(request), id);
+    return await deps.files.openContent(() => deps.auth.optional(request), id);
   } catch (err) {
     if (err instanceof AppError && err.code === "unauthenticated" && wantsHtml(request)) {
       const next = request.pathname + request.search;
-      return { status: 302, headers: { location: `/auth/login?next=${encodeURIComponent(next)}`, "content-length": "0" }, body: null };
+      return { redirect: { status: 302, headers: { location: `/auth/login?next=${encodeURIComponent(next)}`, "content-length": "0" } } };
     }
     throw err;
   }
+}
 
+/**
+ * The answer to GET or HEAD of `/{id}` or `/{id}/{slug}` (`slug` undefined for the ID-only
+ * form) for a file the caller may open: a pure function of the file and the request. A wrong
+ * slug redirects to the canonical URL; then conditional requests (RFC 9110 §13), a single byte
+ * range (§14), Content-Disposition (RFC 6266) and the sandbox for active content.
+ * @throws AppError invalid_argument for a malformed or repeated `download` parameter
+ */
+export function contentReply(file: FileRecord, request: ContentRequest, slug: string | undefined, baseUrl: string): ContentReply {
   if (slug !== undefined && slug !== file.slug) {
-    return { status: 302, headers: { location: canonicalUrl(deps.baseUrl(), file) + request.search, "content-length": "0" }, body: null };
+    return { status: 302, headers: { location: canonicalUrl(baseUrl, file) + request.search, "content-length": "0" } };
   }
 
   const etag = `"${file.blob}"`;
@@ -118,7 +113,7 @@ export function contentReply(deps: ContentDeps, request: ContentRequest, id: str
   if (file.visibility !== "public") headers.vary = "Authorization, Cookie";
 
   if (notModified(request, etag, file.updatedAt)) {
-    return { status: 304, headers: pick(headers, ["etag", "last-modified", "cache-control", "vary"]), body: null };
+    return { status: 304, headers: pick(headers, ["etag", "last-modified", "cache-control", "vary"]) };
   }
 
   const rangeHeader = ifRangeHolds(request, etag, lastModified) ? request.headers.get("range") : null;
@@ -127,19 +122,15 @@ export function contentReply(deps: ContentDeps, request: ContentRequest, id: str
     return {
       status: 416,
       headers: { ...pick(headers, ["etag", "last-modified", "cache-control", "accept-ranges"]), "content-range": `bytes */${file.size}`, "content-length": "0" },
-      body: null,
     };
   }
-  // Small blobs come from memory; larger ones are read from disk as they are sent.
-  const small = deps.blobs.readSmall(file.blob, file.size);
   const { start, end } = range.kind === "range" ? range.range : { start: 0, end: file.size - 1 };
-  const body = small !== undefined ? small.subarray(start, end + 1) : { path: deps.blobs.path(file.blob), start, length: end - start + 1 };
   headers["content-length"] = String(end - start + 1);
   if (range.kind === "range") {
     headers["content-range"] = `bytes ${start}-${end}/${file.size}`;
-    return { status: 206, headers, body };
+    return { status: 206, headers, range: { start, length: end - start + 1 } };
   }
-  return { status: 200, headers, body: file.size === 0 ? null : body };
+  return file.size === 0 ? { status: 200, headers } : { status: 200, headers, range: { start: 0, length: file.size } };
 }
 
 /** Browser navigations ask for HTML; API clients do not. */

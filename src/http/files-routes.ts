@@ -47,12 +47,12 @@ export function filesRoutes(deps: FilesRoutesDeps) {
     .post(
       "",
       async ({ request }) => {
-        const principal = auth.require(request);
+        const principal = await auth.require(request);
         const query = parseQuery(new URL(request.url).search, ["slug", "name", "visibility"]);
         const input = {
           slug: parseSlug(query.get("slug") ?? ""),
           name: parseName(query.get("name") ?? ""),
-          visibility: optionalVisibility(query.get("visibility")) ?? "internal",
+          visibility: optionalVisibility(query.get("visibility")),
           ...uploadHeaders(request, deps.maxUploadBytes),
           content: request.body,
         };
@@ -62,13 +62,13 @@ export function filesRoutes(deps: FilesRoutesDeps) {
     )
     .get(
       "",
-      ({ request }) => {
-        const principal = auth.require(request);
+      async ({ request }) => {
+        const principal = await auth.require(request);
         const query = parseQuery(new URL(request.url).search, ["page_size", "page_token"]);
         const pageSizeRaw = query.get("page_size");
         const pageSize = pageSizeRaw === undefined ? DEFAULT_PAGE_SIZE : parsePageSize(pageSizeRaw);
         const cursor = parsePageToken(query.get("page_token") ?? "");
-        const page = files.list(principal, pageSize, cursor);
+        const page = await files.list(principal, pageSize, cursor);
         return json({
           files: page.files.map(fileJson),
           next_page_token: page.next === undefined ? "" : encodePageToken(page.next),
@@ -78,16 +78,16 @@ export function filesRoutes(deps: FilesRoutesDeps) {
     )
     .get(
       "/:id",
-      ({ request, params }) => {
-        const principal = auth.require(request);
-        return json(fileJson(files.get(principal, parseFileId(params.id))));
+      async ({ request, params }) => {
+        const principal = await auth.require(request);
+        return json(fileJson(await files.get(principal, parseFileId(params.id))));
       },
       raw,
     )
     .put(
       "/:id/content",
       async ({ request, params }) => {
-        const principal = auth.require(request);
+        const principal = await auth.require(request);
         const id = parseFileId(params.id);
         const input = { ...uploadHeaders(request, deps.maxUploadBytes), content: request.body };
         return json(fileJson(await files.replaceContent(principal, id, input)));
@@ -97,36 +97,36 @@ export function filesRoutes(deps: FilesRoutesDeps) {
     .patch(
       "/:id",
       async ({ request, params }) => {
-        const principal = auth.require(request);
+        const principal = await auth.require(request);
         const id = parseFileId(params.id);
         const patch = await readFilePatch(request);
-        return json(fileJson(files.update(principal, id, patch)));
+        return json(fileJson(await files.update(principal, id, patch)));
       },
       raw,
     )
     .post(
       "/:id/publish",
-      ({ request, params }) => {
-        const principal = auth.require(request);
-        files.publish(principal, parseFileId(params.id));
+      async ({ request, params }) => {
+        const principal = await auth.require(request);
+        await files.publish(principal, parseFileId(params.id));
         return json({});
       },
       raw,
     )
     .post(
       "/:id/unpublish",
-      ({ request, params }) => {
-        const principal = auth.require(request);
-        files.unpublish(principal, parseFileId(params.id));
+      async ({ request, params }) => {
+        const principal = await auth.require(request);
+        await files.unpublish(principal, parseFileId(params.id));
         return json({});
       },
       raw,
     )
     .delete(
       "/:id",
-      ({ request, params }) => {
-        const principal = auth.require(request);
-        files.delete(principal, parseFileId(params.id));
+      async ({ request, params }) => {
+        const principal = await auth.require(request);
+        await files.delete(principal, parseFileId(params.id));
         return json({});
       },
       raw,

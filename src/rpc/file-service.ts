@@ -5,7 +5,6 @@
 import { create } from "@bufbuild/protobuf";
 import { TimestampSchema, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import fsp from "node:fs/promises";
 import { canonicalUrl, type FileRecord } from "../domain/file.ts";
 import {
   DEFAULT_PAGE_SIZE,
@@ -22,13 +21,11 @@ import { toSecondsNanos } from "../domain/time.ts";
 import { AppError } from "../errors.ts";
 import type { Authenticator } from "../auth/principal.ts";
 import type { FileService as Files } from "../service/files.ts";
-import type { BlobStore } from "../storage/blobs.ts";
 import { FileSchema, FileService, type File } from "../gen/cubby/v1/files_pb.ts";
 import { rpcErrors } from "./errors.ts";
 
 export interface FileRpcDeps {
   files: Files;
-  blobs: BlobStore;
   auth: Authenticator;
   baseUrl: () => string;
 }
@@ -44,12 +41,12 @@ export function fileServiceImpl(deps: FileRpcDeps): ServiceImpl<typeof FileServi
 
   return rpcErrors({
     async createFile(requests, ctx) {
-      const who = principal(ctx);
+      const who = await principal(ctx);
       const { first, content } = await splitFirst(requests, ctx.signal);
       const file = await files.create(who, {
         slug: parseSlug(first?.slug ?? ""),
         name: parseName(first?.name ?? ""),
-        visibility: first === undefined || first.visibility === "" ? "internal" : parseVisibility(first.visibility),
+        visibility: first === undefined || first.visibility === "" ? undefined : parseVisibility(first.visibility),
         contentType: parseMediaType(first?.contentType ?? ""),
         content,
         signal: ctx.signal,
@@ -58,30 +55,30 @@ export function fileServiceImpl(deps: FileRpcDeps): ServiceImpl<typeof FileServi
     },
 
     async updateFileContent(requests, ctx) {
-      const who = principal(ctx);
+      const who = await principal(ctx);
       const { first, content } = await splitFirst(requests, ctx.signal);
       const id = parseFileId(first?.id ?? "");
       const file = await files.replaceContent(who, id, { contentType: parseMediaType(first?.contentType ?? ""), content, signal: ctx.signal });
       return { file: toProto(file) };
     },
 
-    getFile(req, ctx) {
-      return { file: toProto(files.get(principal(ctx), parseFileId(req.id))) };
+    async getFile(req, ctx) {
+      return { file: toProto(await files.get(await principal(ctx), parseFileId(req.id))) };
     },
 
-    listFiles(req, ctx) {
-      const who = principal(ctx);
+    async listFiles(req, ctx) {
+      const who = await principal(ctx);
       // proto3 cannot tell 0 from unset: 0 means the default.
       if (req.pageSize < 0 || req.pageSize > MAX_PAGE_SIZE) {
         throw new AppError("invalid_argument", `page_size: must be from 1 to ${MAX_PAGE_SIZE} (got ${req.pageSize})`);
       }
-      const page = files.list(who, req.pageSize === 0 ? DEFAULT_PAGE_SIZE : req.pageSize, parsePageToken(req.pageToken));
+      const page = await files.list(who, req.pageSize === 0 ? DEFAULT_PAGE_SIZE : req.pageSize, parsePageToken(req.pageToken));
       return { files: page.files.map(toProto), nextPageToken: page.next === undefined ? "" : encodePageToken(page.next) };
     },
 
-    updateFile(req, ctx) {
-      const who = principal(ctx);
-      const file = files.update(who, parseFileId(req.id), {
+    async updateFile(req, ctx) {
+      const who = await principal(ctx);
+      const file = await files.update(who, parseFileId(req.id), {
         slug: req.slug === undefined ? undefined : parseSlug(req.slug),
         name: req.name === undefined ? undefined : parseName(req.name),
         visibility: req.visibility === undefined ? undefined : parseVisibility(req.visibility),
@@ -89,41 +86,36 @@ export function fileServiceImpl(deps: FileRpcDeps): ServiceImpl<typeof FileServi
       return { file: toProto(file) };
     },
 
-    publishFile(req, ctx) {
-      files.publish(principal(ctx), parseFileId(req.id));
+    async publishFile(req, ctx) {
+      await files.publish(await principal(ctx), parseFileId(req.id));
       return {};
     },
 
-    unpublishFile(req, ctx) {
-      files.unpublish(principal(ctx), parseFileId(req.id));
+    async unpublishFile(req, ctx) {
+      await files.unpublish(await principal(ctx), parseFileId(req.id));
       return {};
     },
 
-    deleteFile(req, ctx) {
-      files.delete(principal(ctx), parseFileId(req.id));
+    async deleteFile(req, ctx) {
+      await files.delete(await principal(ctx), parseFileId(req.id));
       return {};
     },
 
     async *getFileContent(req, ctx) {
-      const file = files.get(principal(ctx), parseFileId(req.id));
-      const handle = await fsp.open(deps.blobs.path(file.blob), "r");
-      try {
-        let sent = 0;
-        let first = true;
-        while (first || sent < file.size) {
-          const chunk = new Uint8Array(Math.min(CONTENT_CHUNK_BYTES, file.size - sent));
-          let filled = 0;
-          while (filled < chunk.byteLength) {
-            const { bytesRead } = await handle.read(chunk, filled, chunk.byteLength - filled, sent + filled);
-            if (bytesRead === 0) throw new Error(`blob ${file.blob} is shorter than its recorded size ${file.size}`);
-            filled += bytesRead;
-          }
-          sent += filled;
-          yield { contentType: first ? file.contentType : "", content: chunk };
-          first = false;
-        }
-      } finally {
-        await handle.close();
+      const who = await principal(ctx);
+      // The same access as GetFile: a signed-in caller sees its own files and others' non-private ones.
+      const { file, cached, read } = await files.openContent(async () => who, parseFileId(req.id));
+      if (cached !== undefined || file.size === 0) {
+        yield { contentType: file.contentType, content: cached ?? new Uint8Array(0) };
+        return;
+      }
+      let first = true;
+      const plan = { chunkBytes: CONTENT_CHUNK_BYTES, buffers: 1, signal: ctx.signal };
+      for await (const chunk of read({ start: 0, length: file.size }, plan)) {
+        // Connect serialises the message before it asks for the next one: the buffer is free then.
+        yield { contentType: first ? file.contentType : "", content: chunk.bytes };
+        chunk.release();
+        first = false;
       }
     },
   });

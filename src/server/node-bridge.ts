@@ -6,11 +6,9 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
-import fsp from "node:fs/promises";
 import type { Duplex } from "node:stream";
 import { clientAddressOf } from "../auth/rate-limit.ts";
 import { AppError, httpStatusOf, toAppError, toRpcStatus } from "../errors.ts";
-import { gcPacer } from "../gc-pacer.ts";
 import { lingeringClose } from "./lingering-close.ts";
 import { requestIdFrom } from "../http/request-id.ts";
 import type { ClientRequestHandler } from "./request-handler.ts";
@@ -103,72 +101,6 @@ async function writeBody(res: NodeResponse, body: ReadableStream<Uint8Array>): P
     if (!writer.write(chunk)) await drained(res);
   }
   writer.end();
-}
-
-/**
- * Bytes read from a file per write when sending it, and how many such buffers one download
- * uses. An HTTP/1.1 connection carries one download at a time: 1 MiB keeps the socket full.
- * An HTTP/2 connection carries up to 100 (H2_MAX_CONCURRENT_STREAMS), each held back by the
- * client's flow-control window, and Bun's HTTP/2 layer holds about as much again as it is
- * given: 256 KiB a stream downloads as fast (measured with curl, ~1.1–1.3 GB/s on loopback)
- * while a connection whose client stops reading holds ~50 MiB instead of ~200.
- */
-const H1_FILE_BUFFERS = { chunkBytes: 256 * 1024, maxBuffers: 4 };
-const H2_FILE_BUFFERS = { chunkBytes: 128 * 1024, maxBuffers: 2 };
-
-/**
- * Sends `length` bytes of the file at `path` from `start` and ends `res`: positional reads into
- * a few reused buffers (1 MiB over HTTP/1.1, 256 KiB per HTTP/2 stream), each filled again only
- * after the connection's write callback says it is done with it. Memory per download stays
- * bounded whatever the file's size, and a long download makes no garbage. Stops, releasing the
- * file and its buffers, as soon as the response closes or a write fails (client gone, stream
- * reset, GOAWAY, session closed or timed out).
- * @throws what opening or reading the file throws (the caller resets the response)
- */
-export async function writeFileRange(res: NodeResponse, range: { path: string; start: number; length: number }): Promise<void> {
-  const writer = res as ServerResponse;
-  const { chunkBytes, maxBuffers } = (res as Http2ServerResponse).stream === undefined ? H1_FILE_BUFFERS : H2_FILE_BUFFERS;
-  const file = await fsp.open(range.path, "r");
-  // Buffers the connection has finished with, reused so a long download makes no garbage.
-  const free: Buffer[] = [];
-  let buffers = 0;
-  let wake: (() => void) | undefined;
-  // The response is gone once it closes, or a write fails. Bun's node:http2 response has no
-  // `destroyed` and keeps calling write callbacks (with an error) for a reset stream, so
-  // neither `res.destroyed` nor waiting for callbacks alone would ever stop the loop.
-  let gone = false;
-  const release = (buffer: Buffer, err: Error | null | undefined) => {
-    if (err) gone = true;
-    free.push(buffer);
-    wake?.();
-  };
-  const closed = () => {
-    gone = true;
-    wake?.();
-  };
-  res.once("close", closed);
-  try {
-    let position = range.start;
-    const end = range.start + range.length;
-    while (position < end && !gone) {
-      if (free.length === 0 && buffers === maxBuffers) {
-        await new Promise<void>((resolve) => (wake = resolve));
-        wake = undefined;
-        continue;
-      }
-      const buffer = free.pop() ?? (buffers++, Buffer.allocUnsafe(chunkBytes));
-      const { bytesRead } = await file.read(buffer, 0, Math.min(chunkBytes, end - position), position);
-      if (bytesRead === 0) throw new Error(`${range.path} ended at byte ${position}, before ${end}`);
-      position += bytesRead;
-      if (gone) break;
-      writer.write(buffer.subarray(0, bytesRead), (err) => release(buffer, err));
-    }
-  } finally {
-    res.off("close", closed);
-    gcPacer.add(buffers * chunkBytes);
-    await file.close();
-  }
-  if (!gone) writer.end();
 }
 
 /** Logs a failure and ends the response: a 500 if nothing was sent yet, else a reset. */

@@ -20,7 +20,7 @@ import http2 from "node:http2";
 import net from "node:net";
 import type { Duplex } from "node:stream";
 import { RPC_OPTIONS } from "../rpc/index.ts";
-import { contentTarget, serveContentFast, type FastContentOptions } from "./fast-content.ts";
+import { contentTarget, serveContent, type ContentOptions } from "./content.ts";
 import { AppError } from "../errors.ts";
 import { clientOf, refuse, serveWithFetch, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
 import { originFormOf } from "./request-target.ts";
@@ -38,8 +38,8 @@ export interface OnePortOptions {
   routes: (router: ConnectRouter) => void;
   /** RPC request paths: these go to connect-node. */
   rpcPaths: Set<string>;
-  /** The content fast path (GET/HEAD of file URLs). */
-  content: FastContentOptions;
+  /** Content URLs (GET/HEAD of `/{id}` and `/{id}/{slug}`). */
+  content: ContentOptions;
   log: (line: string) => void;
   /** Proxy addresses whose X-Forwarded-For is believed (TRUSTED_PROXIES). */
   trustedProxies: ReadonlySet<string>;
@@ -103,7 +103,7 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
     if (opts.rpcPaths.has(pathname)) return serveRpc(req, res, pathname);
     if (req.method === "GET" || req.method === "HEAD") {
       const target = contentTarget(pathname);
-      if (target !== undefined) return void serveContentFast(opts.content, req, res, target, pathname, q === -1 ? "" : url.slice(q));
+      if (target !== undefined) return void serveContent(opts.content, req, res, target, pathname, q === -1 ? "" : url.slice(q));
     }
     void serveWithFetch(req, res, opts.handle);
   };

@@ -9,20 +9,26 @@ import { Authenticator } from "../auth/principal.ts";
 import { WindowLimiter } from "../auth/rate-limit.ts";
 import { createApp } from "../http/app.ts";
 import { rpcPaths, rpcRoutes } from "../rpc/index.ts";
-import { openServices } from "../service/index.ts";
+import { openServices, type Services } from "../service/index.ts";
 import { listenOnePort } from "./one-port.ts";
 import { batchedLog, createRequestHandler } from "./request-handler.ts";
 
 /** In-flight requests get this long to finish after a stop signal, then connections are cut. */
 export const SHUTDOWN_GRACE_MS = 10_000;
 
-/** Runs the server until SIGTERM or SIGINT. */
+/** Runs the server until SIGTERM or SIGINT; returns once it has stopped and the stores are closed. */
 export async function serve(config: Config): Promise<void> {
-  const services = openServices(config);
-  const referenced = services.files.referencedBlobs();
-  const swept = await services.blobs.sweep((name) => referenced.has(name));
-  if (swept.temporaries + swept.orphans > 0) {
-    console.log(`swept ${swept.temporaries} temporary and ${swept.orphans} unreferenced blob file(s)`);
+  {
+    await using services = openServices(config);
+    await serveUntilStopped(config, services);
+  }
+  console.log("stopped");
+}
+
+async function serveUntilStopped(config: Config, services: Services): Promise<void> {
+  const swept = await services.files.sweep();
+  if (swept.unfinished + swept.orphans > 0) {
+    console.log(`swept ${swept.unfinished} temporary and ${swept.orphans} unreferenced blob file(s)`);
   }
 
   let baseUrl = config.hostname ?? "";
@@ -32,7 +38,7 @@ export async function serve(config: Config): Promise<void> {
     clientId !== undefined && clientSecret !== undefined
       ? new OidcSignIn({ issuer, clientId, clientSecret, redirectUri: () => `${baseUrl}/auth/idp/callback`, allowedDomains: config.allowedDomains })
       : undefined;
-  const expired = services.sessions.sweepExpired();
+  const expired = await services.sessions.sweepExpired();
   if (expired > 0) console.log(`removed ${expired} expired session(s)`);
   const app = createApp({
     services,
@@ -42,7 +48,7 @@ export async function serve(config: Config): Promise<void> {
     baseUrl: () => baseUrl,
     maxUploadBytes: config.maxUploadBytes,
   });
-  const routes = rpcRoutes({ files: services.files, blobs: services.blobs, auth, baseUrl: () => baseUrl });
+  const routes = rpcRoutes({ files: services.files, auth, baseUrl: () => baseUrl });
   const { log, flush: flushLog } = batchedLog((chunk) => process.stdout.write(chunk));
   const trustedProxies = new Set(config.trustedProxies);
   const handle = createRequestHandler({ app: (request) => app.handle(request), log, trustedProxies });
@@ -51,7 +57,7 @@ export async function serve(config: Config): Promise<void> {
     handle,
     routes,
     rpcPaths: rpcPaths(routes),
-    content: { deps: { files: services.files, blobs: services.blobs, auth, baseUrl: () => baseUrl }, log, trustedProxies },
+    content: { deps: { files: services.files, auth, baseUrl: () => baseUrl }, log, trustedProxies },
     log,
     trustedProxies,
     headerTimeoutSeconds: config.timeouts.headerSeconds,
@@ -68,8 +74,6 @@ export async function serve(config: Config): Promise<void> {
       console.log(`${signal}: stopping; in-flight requests have ${SHUTDOWN_GRACE_MS / 1000}s to finish`);
       await server.stop(SHUTDOWN_GRACE_MS);
       flushLog();
-      await services.close();
-      console.log("stopped");
       resolve();
     };
     const onTerm = () => void stop("SIGTERM");

@@ -4,12 +4,11 @@
  * a session used when less than half its lifetime is left is extended, so an active user stays
  * signed in and an idle one is signed out.
  */
-import type { Statement } from "bun:sqlite";
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { nanoid } from "nanoid";
 import type { Clock } from "../domain/time.ts";
 import type { Principal } from "../domain/principal.ts";
-import type { Db } from "../storage/db.ts";
+import type { MetadataStore } from "../storage/ports.ts";
 
 /** A session lives this long after it was created or last renewed. */
 export const SESSION_LIFETIME_MICROS = 30 * 24 * 3600 * 1_000_000;
@@ -29,55 +28,49 @@ export interface ValidSession {
 const hash = (secret: string) => createHash("sha256").update(secret).digest();
 
 export class SessionService {
-  private readonly byId: Statement<{ userId: string; secretHash: Uint8Array; expiresAt: number }, [string]>;
-
-  constructor(private readonly deps: { db: Db; clock: Clock }) {
-    this.byId = deps.db.$client.prepare("SELECT user_id AS userId, secret_hash AS secretHash, expires_at AS expiresAt FROM sessions WHERE id = ?");
-  }
+  constructor(private readonly deps: { store: MetadataStore; clock: Clock }) {}
 
   /** Starts a session for a user. */
-  create(userId: string): NewSession {
+  async create(userId: string): Promise<NewSession> {
     const id = nanoid(21);
     const secret = randomBytes(32).toString("base64url");
     const now = this.deps.clock.nowMicros();
     const expiresAt = now + SESSION_LIFETIME_MICROS;
-    this.deps.db.$client
-      .query("INSERT INTO sessions (id, user_id, secret_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?)")
-      .run(id, userId, hash(secret), now, expiresAt);
+    await this.deps.store.sessions.insert({ id, userId, secretHash: hash(secret), createdAt: now, expiresAt });
     return { token: `${id}.${secret}`, expiresAt };
   }
 
   /** The session a token stands for, or null if unknown, forged or expired (expired ones are deleted). */
-  validate(token: string): ValidSession | null {
+  async validate(token: string): Promise<ValidSession | null> {
     const dot = token.indexOf(".");
     if (dot !== 21 || token.length > 100) return null;
     const id = token.slice(0, dot);
-    const row = this.byId.get(id);
+    const row = await this.deps.store.sessions.get(id);
     if (!row) return null;
     const given = hash(token.slice(dot + 1));
     if (!timingSafeEqual(given, Buffer.from(row.secretHash))) return null;
     const now = this.deps.clock.nowMicros();
     if (now >= row.expiresAt) {
-      this.deps.db.$client.query("DELETE FROM sessions WHERE id = ?").run(id);
+      await this.deps.store.sessions.delete(id);
       return null;
     }
     const session: ValidSession = { principal: { userId: row.userId, via: "session" }, sessionId: id };
     if (row.expiresAt - now < SESSION_LIFETIME_MICROS / 2) {
       const until = now + SESSION_LIFETIME_MICROS;
-      this.deps.db.$client.query("UPDATE sessions SET expires_at = ? WHERE id = ?").run(until, id);
+      await this.deps.store.sessions.extend(id, until);
       session.renewedUntil = until;
     }
     return session;
   }
 
   /** Ends a session (sign-out). Unknown tokens are ignored. */
-  revoke(token: string): void {
+  async revoke(token: string): Promise<void> {
     const id = token.slice(0, token.indexOf("."));
-    if (id !== "") this.deps.db.$client.query("DELETE FROM sessions WHERE id = ?").run(id);
+    if (id !== "") await this.deps.store.sessions.delete(id);
   }
 
   /** Removes expired sessions (run at start). @returns how many */
-  sweepExpired(): number {
-    return this.deps.db.$client.query("DELETE FROM sessions WHERE expires_at <= ?").run(this.deps.clock.nowMicros()).changes;
+  sweepExpired(): Promise<number> {
+    return this.deps.store.sessions.deleteExpired(this.deps.clock.nowMicros());
   }
 }

@@ -3,42 +3,30 @@
  * A user the CLI created by e-mail alone is linked to the identity that first signs in with
  * that verified e-mail (CONTRACT §5).
  */
-import { and, eq } from "drizzle-orm";
 import { AppError } from "../errors.ts";
 import { newUserId } from "../domain/ids.ts";
 import type { Clock } from "../domain/time.ts";
-import type { Db } from "../storage/db.ts";
-import { users } from "../storage/schema.ts";
+import type { MetadataStore, UserRow } from "../storage/ports.ts";
 
 export interface User {
   id: string;
   email: string;
 }
 
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-
-/** A lower-cased e-mail address. @throws AppError invalid_argument when it does not look like one. */
-export function parseEmail(raw: string): string {
-  const email = raw.trim().toLowerCase();
-  if (email.length > 254 || !EMAIL.test(email)) throw new AppError("invalid_argument", `"${raw}" is not an e-mail address`);
-  return email;
-}
+const user = (row: UserRow): User => ({ id: row.id, email: row.email });
 
 export class UserService {
-  constructor(private readonly deps: { db: Db; clock: Clock }) {}
+  constructor(private readonly deps: { store: MetadataStore; clock: Clock }) {}
 
-  /** The user with this e-mail, created when missing. */
-  findOrCreateByEmail(email: string): User {
-    return this.deps.db.transaction(
-      () => {
-        const found = this.findByEmail(email);
-        if (found) return found;
-        const user = { id: newUserId(), email, createdAt: this.deps.clock.nowMicros() };
-        this.deps.db.insert(users).values(user).run();
-        return { id: user.id, email };
-      },
-      { behavior: "immediate" },
-    );
+  /** The user with this (lower-cased) e-mail, created when missing. */
+  findOrCreateByEmail(email: string): Promise<User> {
+    return this.deps.store.transaction(async (tx) => {
+      const found = await tx.users.byEmail(email);
+      if (found) return user(found);
+      const row: UserRow = { id: newUserId(), email, issuer: null, subject: null, createdAt: this.deps.clock.nowMicros() };
+      await tx.users.insert(row);
+      return user(row);
+    });
   }
 
   /**
@@ -46,44 +34,39 @@ export class UserService {
    * with that e-mail, now linked; else a new user.
    * @throws AppError permission_denied when the e-mail belongs to a user linked to another identity
    */
-  findOrCreateByIdentity(identity: { issuer: string; subject: string; email: string }): User {
-    return this.deps.db.transaction(
-      () => {
-        const linked = this.deps.db
-          .select({ id: users.id, email: users.email })
-          .from(users)
-          .where(and(eq(users.issuer, identity.issuer), eq(users.subject, identity.subject)))
-          .get();
-        if (linked) {
-          if (linked.email !== identity.email && this.findByEmail(identity.email) === undefined) {
-            this.deps.db.update(users).set({ email: identity.email }).where(eq(users.id, linked.id)).run();
-            return { id: linked.id, email: identity.email };
-          }
-          return linked;
+  findOrCreateByIdentity(identity: { issuer: string; subject: string; email: string }): Promise<User> {
+    return this.deps.store.transaction(async (tx) => {
+      const linked = await tx.users.byIdentity(identity.issuer, identity.subject);
+      if (linked) {
+        // The provider's e-mail changed: follow it, unless another user already has it.
+        if (linked.email !== identity.email && (await tx.users.byEmail(identity.email)) === undefined) {
+          await tx.users.update({ ...linked, email: identity.email });
+          return { id: linked.id, email: identity.email };
         }
-        const byEmail = this.deps.db.select().from(users).where(eq(users.email, identity.email)).get();
-        if (byEmail) {
-          if (byEmail.issuer !== null) {
-            throw new AppError("permission_denied", `${identity.email} already belongs to another account of the identity provider`);
-          }
-          this.deps.db.update(users).set({ issuer: identity.issuer, subject: identity.subject }).where(eq(users.id, byEmail.id)).run();
-          return { id: byEmail.id, email: byEmail.email };
+        return user(linked);
+      }
+      const byEmail = await tx.users.byEmail(identity.email);
+      if (byEmail) {
+        if (byEmail.issuer !== null) {
+          throw new AppError("permission_denied", `${identity.email} already belongs to another account of the identity provider`);
         }
-        const user = { id: newUserId(), email: identity.email, issuer: identity.issuer, subject: identity.subject, createdAt: this.deps.clock.nowMicros() };
-        this.deps.db.insert(users).values(user).run();
-        return { id: user.id, email: user.email };
-      },
-      { behavior: "immediate" },
-    );
+        await tx.users.update({ ...byEmail, issuer: identity.issuer, subject: identity.subject });
+        return user(byEmail);
+      }
+      const row: UserRow = { id: newUserId(), email: identity.email, issuer: identity.issuer, subject: identity.subject, createdAt: this.deps.clock.nowMicros() };
+      await tx.users.insert(row);
+      return user(row);
+    });
   }
 
   /** The user's e-mail, by ID. */
-  emailOf(userId: string): string | undefined {
-    return this.deps.db.select({ email: users.email }).from(users).where(eq(users.id, userId)).get()?.email;
+  async emailOf(userId: string): Promise<string | undefined> {
+    return (await this.deps.store.users.byId(userId))?.email;
   }
 
   /** The user with this (lower-cased) e-mail, if any. */
-  findByEmail(email: string): User | undefined {
-    return this.deps.db.select({ id: users.id, email: users.email }).from(users).where(eq(users.email, email)).get();
+  async findByEmail(email: string): Promise<User | undefined> {
+    const row = await this.deps.store.users.byEmail(email);
+    return row === undefined ? undefined : user(row);
   }
 }

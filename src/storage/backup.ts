@@ -14,10 +14,9 @@ import { Database } from "bun:sqlite";
 import fs from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
-import { nanoid } from "nanoid";
 import { AppError } from "../errors.ts";
-import type { BlobStore } from "./blobs.ts";
-import type { Db } from "./db.ts";
+import type { DiskBlobStore } from "./disk-blobs.ts";
+import type { SqliteMetadataStore } from "./sqlite-metadata.ts";
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./permissions.ts";
 
 export interface BackupResult {
@@ -39,28 +38,18 @@ function requireEmptyDir(dir: string, what: string): void {
  * Writes a consistent copy of the store to `dest` (which must not exist or be empty; it is
  * created, or an empty one narrowed, to 0700).
  */
-export async function backup(db: Db, blobs: BlobStore, dest: string): Promise<BackupResult> {
+export async function backup(store: SqliteMetadataStore, blobs: DiskBlobStore, dest: string): Promise<BackupResult> {
   requireEmptyDir(dest, "backup destination");
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-    const staging = path.join(blobs.tmpDir, `backup-${nanoid(12)}`);
-    fs.mkdirSync(path.join(staging, "blobs"), { recursive: true, mode: PRIVATE_DIR_MODE });
+    const staging = blobs.stagingDir("backup");
+    fs.mkdirSync(path.join(staging, "blobs"), { mode: PRIVATE_DIR_MODE });
     try {
       const snapshot = path.join(staging, "cubby.db");
-      db.$client.prepare("VACUUM INTO ?").run(snapshot);
+      store.snapshotTo(snapshot);
       const copy = new Database(snapshot, { readonly: true });
       const rows = copy.query<{ blob: string; size: number }, []>("SELECT blob, size FROM files").all();
       copy.close();
-      let complete = true;
-      for (const { blob } of rows) {
-        try {
-          fs.linkSync(blobs.path(blob), path.join(staging, "blobs", blob));
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
-          complete = false;
-          break;
-        }
-      }
-      if (!complete) continue;
+      if (!rows.every(({ blob }) => blobs.linkInto(blob, path.join(staging, "blobs")))) continue;
       fs.mkdirSync(dest, { recursive: true, mode: PRIVATE_DIR_MODE });
       // An empty directory the caller made keeps its mode through mkdir; it is about to hold a
       // copy of every file.

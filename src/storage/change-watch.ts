@@ -61,31 +61,3 @@ export class ChangeWatch {
     this.fd = undefined;
   }
 }
-
-/**
- * Values from the database kept with the {@link ChangeWatch} version they were read under, and
- * given back only while that version holds. At most `capacity` entries; the oldest goes first.
- */
-export class ReadCache<V> {
-  private readonly entries = new Map<string, { value: V; version: number }>();
-
-  constructor(
-    private readonly watch: ChangeWatch,
-    private readonly capacity: number,
-  ) {}
-
-  /** The value for `key`: cached while no transaction has committed, else `load()`ed again. */
-  get(key: string, load: () => V): V {
-    // The version is taken before the lookup: a commit racing the lookup leaves the entry
-    // stamped with the older version, so it is reloaded next time rather than kept stale.
-    const version = this.watch.version();
-    const hit = this.entries.get(key);
-    if (hit !== undefined && hit.version === version) return hit.value;
-    const value = load();
-    if (hit === undefined && this.entries.size >= this.capacity) {
-      this.entries.delete(this.entries.keys().next().value!);
-    }
-    this.entries.set(key, { value, version });
-    return value;
-  }
-}

@@ -5,7 +5,8 @@ import { afterEach, beforeEach, expect, test } from "bun:test";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { ChangeWatch, ReadCache } from "../../src/storage/change-watch.ts";
+import { ReadCache } from "../../src/service/read-cache.ts";
+import { ChangeWatch } from "../../src/storage/change-watch.ts";
 
 let dir: string;
 let db: Database;
@@ -47,35 +48,35 @@ test("the version holds while nothing commits, and moves on every commit, here o
   expect(watch.version()).toBe(v2);
 });
 
-test("ReadCache serves a value until a commit, then reads it again", () => {
+test("ReadCache serves a value until a commit, then reads it again", async () => {
   const cache = new ReadCache<string | null>(watch, 10);
   let loads = 0;
-  const read = () => cache.get("a", () => (loads++, (db.query("SELECT v FROM t WHERE k = 'a'").get() as { v: string } | null)?.v ?? null));
-  expect([read(), read(), loads]).toEqual(["one", "one", 1]);
+  const read = () => cache.get("a", async () => (loads++, (db.query("SELECT v FROM t WHERE k = 'a'").get() as { v: string } | null)?.v ?? null));
+  expect([await read(), await read(), loads]).toEqual(["one", "one", 1]);
   commitFromAnotherProcess("DELETE FROM t WHERE k = 'a'");
-  expect([read(), loads]).toEqual([null, 2]);
-  expect([read(), loads]).toEqual([null, 2]);
+  expect([await read(), loads]).toEqual([null, 2]);
+  expect([await read(), loads]).toEqual([null, 2]);
   db.exec("INSERT INTO t VALUES ('a', 'back')");
-  expect([read(), loads]).toEqual(["back", 3]);
+  expect([await read(), loads]).toEqual(["back", 3]);
 });
 
-test("ReadCache keeps at most its capacity, dropping the oldest", () => {
+test("ReadCache keeps at most its capacity, dropping the oldest", async () => {
   const cache = new ReadCache<string>(watch, 2);
   const loaded: string[] = [];
-  const read = (k: string) => cache.get(k, () => (loaded.push(k), k.toUpperCase()));
-  read("x");
-  read("y");
-  read("z");
-  read("y");
-  read("x");
+  const read = (k: string) => cache.get(k, async () => (loaded.push(k), k.toUpperCase()));
+  await read("x");
+  await read("y");
+  await read("z");
+  await read("y");
+  await read("x");
   expect(loaded).toEqual(["x", "y", "z", "x"]);
 });
 
-test("without a -shm file (not WAL mode) nothing is ever reused", () => {
+test("without a -shm file (not WAL mode) nothing is ever reused", async () => {
   const none = new ChangeWatch(path.join(dir, "missing-shm"));
   const cache = new ReadCache<number>(none, 10);
   let loads = 0;
-  cache.get("k", () => ++loads);
-  cache.get("k", () => ++loads);
+  await cache.get("k", async () => ++loads);
+  await cache.get("k", async () => ++loads);
   expect(loads).toBe(2);
 });

@@ -1,6 +1,8 @@
 /**
- * Blob storage on the local file system: DATA_DIR/blobs holds one file per content version,
- * DATA_DIR/tmp holds uploads in progress. Blobs are immutable: replacing a file's content
+ * Blob storage on the local file system, the first implementation of the {@link BlobStore}
+ * port: DATA_DIR/blobs holds one file per content version, DATA_DIR/tmp holds uploads in
+ * progress, DATA_DIR/quarantine what `cubby fsck --repair` moved aside. A blob's path never
+ * leaves this module. Blobs are immutable: replacing a file's content
  * writes a new blob, and the old one is removed only after the metadata commit.
  *
  * Durable write recipe (CONTRACT §6, as in garage's block manager): stream to a temporary
@@ -14,22 +16,8 @@ import { AppError } from "../errors.ts";
 import { checksumToBase64, crc32cUpdate } from "../domain/checksum.ts";
 import { newBlobName } from "../domain/ids.ts";
 import { gcPacer } from "../gc-pacer.ts";
+import type { BlobChunk, BlobStore, ByteRange, ReadPlan, StagedBlob, WriteOptions } from "./ports.ts";
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./permissions.ts";
-
-/** A blob written durably under its final name, not yet referenced by any metadata. */
-export interface StagedBlob {
-  name: string;
-  size: number;
-  /** CRC32C, base64 of the 4-byte big-endian value. */
-  checksum: string;
-}
-
-export interface WriteOptions {
-  /** Uploads larger than this are refused with payload_too_large (413) and leave nothing. */
-  maxBytes: number;
-  /** Checksum the client declared; a mismatch is invalid_argument (400) and leaves nothing. */
-  expectedChecksum?: string | undefined;
-}
 
 /** Bytes gathered before one write(2): large writes keep the syscall count low. */
 const WRITE_BUFFER_BYTES = 1024 * 1024;
@@ -46,9 +34,10 @@ export const SMALL_BLOB_BYTES = 64 * 1024;
 /** Memory the small-blob cache may hold; the least recently used blobs leave first. */
 const SMALL_BLOB_CACHE_BYTES = 32 * 1024 * 1024;
 
-export class BlobStore {
-  readonly blobDir: string;
-  readonly tmpDir: string;
+export class DiskBlobStore implements BlobStore {
+  private readonly blobDir: string;
+  private readonly tmpDir: string;
+  private readonly quarantineDir: string;
   private readonly pendingRemovals = new Map<string, ReturnType<typeof setTimeout>>();
   /** Small blobs by name, least recently used first (Map keeps insertion order). */
   private readonly small = new Map<string, Uint8Array>();
@@ -57,17 +46,17 @@ export class BlobStore {
   constructor(dataDir: string) {
     this.blobDir = path.join(dataDir, "blobs");
     this.tmpDir = path.join(dataDir, "tmp");
+    this.quarantineDir = path.join(dataDir, "quarantine");
     fs.mkdirSync(this.blobDir, { recursive: true, mode: PRIVATE_DIR_MODE });
     fs.mkdirSync(this.tmpDir, { recursive: true, mode: PRIVATE_DIR_MODE });
   }
 
-  /** Absolute path of a blob. */
-  path(name: string): string {
+  private path(name: string): string {
     return path.join(this.blobDir, name);
   }
 
   /**
-   * Streams `content` into a new durable blob.
+   * Streams `content` into a new durable blob (see the recipe above).
    * @throws AppError payload_too_large past `maxBytes`; invalid_argument on checksum mismatch;
    *   anything the stream or the file system throws (ENOSPC becomes unavailable upstream).
    *   On every failure the temporary file is removed.
@@ -140,9 +129,9 @@ export class BlobStore {
    * use. Saves the open, stat, read and close of serving a small file from disk per request.
    * @param size the size the metadata records
    * @returns undefined for larger blobs, or when the file is missing or not `size` bytes long
-   *   (the caller then serves from disk as usual)
+   *   (the caller then reads it as usual)
    */
-  readSmall(name: string, size: number): Uint8Array | undefined {
+  cached(name: string, size: number): Uint8Array | undefined {
     if (size > SMALL_BLOB_BYTES) return undefined;
     let bytes = this.small.get(name);
     if (bytes !== undefined) {
@@ -167,6 +156,84 @@ export class BlobStore {
     return bytes;
   }
 
+  /**
+   * Positional reads of `range` into at most `plan.buffers` reused buffers of `plan.chunkBytes`:
+   * a buffer is filled again only once its chunk was released, so memory stays bounded whatever
+   * the size, and a long read makes no garbage. The file is opened on the first `next()`.
+   */
+  async *read(name: string, range: ByteRange, plan: ReadPlan): AsyncIterable<BlobChunk> {
+    const file = await fsp.open(this.path(name), "r");
+    const free: Buffer[] = [];
+    let allocated = 0;
+    let wake: (() => void) | undefined;
+    const stop = () => wake?.();
+    plan.signal?.addEventListener("abort", stop);
+    try {
+      const end = range.start + range.length;
+      for (let position = range.start; position < end && !plan.signal?.aborted; ) {
+        if (free.length === 0 && allocated === plan.buffers) {
+          await new Promise<void>((resolve) => (wake = resolve));
+          wake = undefined;
+          continue;
+        }
+        const buffer = free.pop() ?? (allocated++, Buffer.allocUnsafe(plan.chunkBytes));
+        const { bytesRead } = await file.read(buffer, 0, Math.min(plan.chunkBytes, end - position), position);
+        if (bytesRead === 0) throw new Error(`blob ${name} ended at byte ${position}, before ${end}`);
+        position += bytesRead;
+        if (plan.signal?.aborted) break;
+        yield {
+          bytes: buffer.subarray(0, bytesRead),
+          release: () => {
+            free.push(buffer);
+            wake?.();
+          },
+        };
+      }
+    } finally {
+      plan.signal?.removeEventListener("abort", stop);
+      gcPacer.add(allocated * plan.chunkBytes);
+      await file.close();
+    }
+  }
+
+  async verify(name: string): Promise<{ size: number; checksum: string } | undefined> {
+    let size: number;
+    try {
+      size = (await fsp.stat(this.path(name))).size;
+    } catch {
+      return undefined;
+    }
+    let crc = 0;
+    for await (const chunk of this.read(name, { start: 0, length: size }, { chunkBytes: VERIFY_CHUNK_BYTES, buffers: 1 })) {
+      crc = crc32cUpdate(crc, chunk.bytes);
+      chunk.release();
+    }
+    return { size, checksum: checksumToBase64(crc) };
+  }
+
+  async *names(): AsyncIterable<string> {
+    yield* await fsp.readdir(this.blobDir);
+  }
+
+  async sweepUnfinished(): Promise<number> {
+    let removed = 0;
+    for (const entry of await fsp.readdir(this.tmpDir)) {
+      await fsp.rm(path.join(this.tmpDir, entry), { force: true, recursive: true });
+      removed++;
+    }
+    return removed;
+  }
+
+  /** Moves the blob to DATA_DIR/quarantine/NAME with NAME.json holding `note`. */
+  async quarantine(name: string, note: unknown): Promise<void> {
+    fs.mkdirSync(this.quarantineDir, { recursive: true, mode: PRIVATE_DIR_MODE });
+    fs.writeFileSync(path.join(this.quarantineDir, `${name}.json`), `${JSON.stringify(note, null, 2)}\n`, { mode: PRIVATE_FILE_MODE });
+    this.forget(name);
+    await fsp.rename(this.path(name), path.join(this.quarantineDir, name)).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== "ENOENT") throw err;
+    });
+  }
+
   private forget(name: string): void {
     const bytes = this.small.get(name);
     if (bytes === undefined) return;
@@ -174,7 +241,7 @@ export class BlobStore {
     this.smallBytes -= bytes.byteLength;
   }
 
-  /** Removes a blob now (for one that no metadata ever referenced). Missing is fine. */
+  /** Removes a blob now (one no row ever referred to). Missing is fine. */
   async remove(name: string): Promise<void> {
     this.forget(name);
     await fsp.rm(this.path(name), { force: true });
@@ -194,6 +261,27 @@ export class BlobStore {
     this.pendingRemovals.set(name, timer);
   }
 
+  /** A new empty directory beside the uploads in progress (same file system as the blobs), 0700. */
+  stagingDir(prefix: string): string {
+    const dir = path.join(this.tmpDir, `${prefix}-${newBlobName()}`);
+    fs.mkdirSync(dir, { mode: PRIVATE_DIR_MODE });
+    return dir;
+  }
+
+  /**
+   * Hard-links a blob into `dir` under its own name: a copy that costs nothing, since blobs are
+   * immutable. @returns false when the blob is gone
+   */
+  linkInto(name: string, dir: string): boolean {
+    try {
+      fs.linkSync(this.path(name), path.join(dir, name));
+      return true;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return false;
+      throw err;
+    }
+  }
+
   /** Runs every pending delayed removal now (at shutdown, and in tests). */
   async flushRemovals(): Promise<void> {
     const names = [...this.pendingRemovals.keys()];
@@ -202,28 +290,13 @@ export class BlobStore {
     await Promise.all(names.map((n) => this.remove(n)));
   }
 
-  /**
-   * Start-up sweep: removes every temporary file and every blob that `isReferenced` rejects
-   * (left by a crash between rename and commit, or between commit and removal).
-   * @returns counts of what was removed
-   */
-  async sweep(isReferenced: (name: string) => boolean): Promise<{ temporaries: number; orphans: number }> {
-    let temporaries = 0;
-    let orphans = 0;
-    for (const entry of await fsp.readdir(this.tmpDir)) {
-      await fsp.rm(path.join(this.tmpDir, entry), { force: true, recursive: true });
-      temporaries++;
-    }
-    for (const entry of await fsp.readdir(this.blobDir)) {
-      if (!isReferenced(entry)) {
-        await fsp.rm(this.path(entry), { force: true, recursive: true });
-        orphans++;
-      }
-    }
-    if (orphans > 0) await syncDir(this.blobDir);
-    return { temporaries, orphans };
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.flushRemovals();
   }
 }
+
+/** Bytes per read when checksumming a whole blob. */
+const VERIFY_CHUNK_BYTES = 1024 * 1024;
 
 /** fsync(2) on a directory, making renames and removals in it durable. */
 async function syncDir(dir: string): Promise<void> {

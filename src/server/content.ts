@@ -1,0 +1,129 @@
+/**
+ * Content URLs on the wire: GET and HEAD of `/{id}` and `/{id}/{slug}`, the requests a file
+ * sharing service answers most, served straight on the Node-style request and response without
+ * building a fetch `Request`, routing or a `Response`. What to answer comes from http/content.ts
+ * (access, then the pure `contentReply`); this module is the one place that writes a file's
+ * bytes to a connection.
+ */
+import type { ServerResponse } from "node:http";
+import type { Http2ServerResponse } from "node:http2";
+import { CLIENT_ADDRESS_HEADER } from "../auth/rate-limit.ts";
+import type { HeaderSource } from "../auth/principal.ts";
+import { contentReply, openContent, type ContentDeps } from "../http/content.ts";
+import { errorResponse } from "../http/respond.ts";
+import type { FileContent } from "../service/files.ts";
+import type { ByteRange, ReadPlan } from "../storage/ports.ts";
+import { clientOf, failed, headerOf, writeResponse, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
+import { accessLogLine } from "./request-handler.ts";
+
+export interface ContentOptions {
+  deps: ContentDeps;
+  log: (line: string) => void;
+  /** Proxy addresses whose X-Forwarded-For is believed (TRUSTED_PROXIES). */
+  trustedProxies: ReadonlySet<string>;
+}
+
+/** `/{21-char id}` or `/{21-char id}/{one segment}`. */
+const CONTENT_PATH = /^\/([A-Za-z0-9_-]{21})(?:\/([^/]+))?$/;
+
+/**
+ * The file ID and slug when `pathname` is a content URL; undefined otherwise. The slug is
+ * percent-decoded (an undecodable one is kept as sent: it matches no slug, so it redirects).
+ */
+export function contentTarget(pathname: string): { id: string; slug: string | undefined } | undefined {
+  const m = CONTENT_PATH.exec(pathname);
+  if (m === null) return undefined;
+  const raw = m[2];
+  if (raw === undefined || !raw.includes("%")) return { id: m[1]!, slug: raw };
+  try {
+    return { id: m[1]!, slug: decodeURIComponent(raw) };
+  } catch {
+    return { id: m[1]!, slug: raw };
+  }
+}
+
+/**
+ * Answers a content GET or HEAD with the request ID and one access-log line. Errors become the
+ * usual `google.rpc.Status` JSON; a failure after the headers went out resets the response.
+ */
+export async function serveContent(
+  opts: ContentOptions,
+  req: NodeRequest,
+  res: NodeResponse,
+  target: { id: string; slug: string | undefined },
+  pathname: string,
+  search: string,
+): Promise<void> {
+  const started = performance.now();
+  const { address, requestId } = clientOf(req, opts.trustedProxies);
+  const headers: HeaderSource = { get: (name) => (name === CLIENT_ADDRESS_HEADER ? address : headerOf(req, name)) };
+  const request = { method: req.method ?? "GET", headers, pathname, search };
+  let status = 500;
+  let bytes: string | undefined;
+  try {
+    const opened = await openContent(opts.deps, request, target.id);
+    const reply = "redirect" in opened ? opened.redirect : contentReply(opened.file, request, target.slug, opts.deps.baseUrl());
+    reply.headers["x-request-id"] = requestId;
+    status = reply.status;
+    bytes = reply.headers["content-length"];
+    (res as ServerResponse).writeHead(reply.status, reply.headers);
+    if (reply.range === undefined || req.method === "HEAD" || "redirect" in opened) res.end();
+    else await writeContent(res, opened, reply.range);
+  } catch (err) {
+    if (res.headersSent) {
+      failed(req, res, err);
+    } else {
+      const response = errorResponse(err, requestId);
+      response.headers.set("x-request-id", requestId);
+      status = response.status;
+      bytes = response.headers.get("content-length") ?? undefined;
+      await writeResponse(req, res, response).catch((e: unknown) => failed(req, res, e));
+    }
+  } finally {
+    opts.log(accessLogLine(req.method ?? "GET", pathname, status, bytes, started, requestId));
+  }
+}
+
+/**
+ * How a download is buffered. An HTTP/1.1 connection carries one download at a time: four
+ * 256 KiB buffers keep the socket full. An HTTP/2 connection carries up to 100
+ * (H2_MAX_CONCURRENT_STREAMS), each held back by the client's flow-control window, and Bun's
+ * HTTP/2 layer holds about as much again as it is given: two of 128 KiB a stream download as
+ * fast (curl, ~0.9–1.4 GB/s on loopback) while a connection whose client stops reading holds
+ * ~25 MiB instead of ~200.
+ */
+const H1_PLAN = { chunkBytes: 256 * 1024, buffers: 4 };
+const H2_PLAN = { chunkBytes: 128 * 1024, buffers: 2 };
+
+/**
+ * Sends `range` of a file's content and ends `res`: from memory when the blob store keeps the
+ * content, else chunk by chunk from the store, each chunk released (and its buffer refilled)
+ * only in the write's callback. Stops, releasing the blob and its buffers, as soon as the
+ * response closes or a write fails (client gone, stream reset, GOAWAY, session closed or timed
+ * out): Bun's `Http2ServerResponse` has no `destroyed` and delivers no callback for a reset
+ * stream, so waiting for callbacks alone would never stop.
+ * @throws what reading the blob throws (the caller resets the response)
+ */
+export async function writeContent(res: NodeResponse, content: FileContent, range: ByteRange): Promise<void> {
+  const writer = res as ServerResponse;
+  if (content.cached !== undefined) {
+    writer.end(content.cached.subarray(range.start, range.start + range.length));
+    return;
+  }
+  const gone = new AbortController();
+  const close = () => gone.abort();
+  res.once("close", close);
+  const plan: ReadPlan = { ...((res as Http2ServerResponse).stream === undefined ? H1_PLAN : H2_PLAN), signal: gone.signal };
+  try {
+    for await (const chunk of content.read(range, plan)) {
+      writer.write(chunk.bytes, (err) => {
+        if (err) gone.abort();
+        chunk.release();
+      });
+      if (gone.signal.aborted) break;
+    }
+  } finally {
+    res.off("close", close);
+  }
+  if (!gone.signal.aborted) writer.end();
+}

@@ -1,0 +1,196 @@
+/**
+ * The two storage ports the services are written against (hexagonal "ports and adapters", as
+ * PicoShare's `store.Store`): a **metadata store** for rows (users, API keys, sessions, files)
+ * and a **blob store** for content. They say what `service/` needs and are declared here, at
+ * the storage boundary, so that no import goes upward: `service/` imports them, and the
+ * implementations beside them implement them. SQLite (`storage/sqlite-metadata.ts`) and the local disk
+ * (`storage/disk-blobs.ts`) are the first implementations; PostgreSQL and S3-compatible object
+ * storage are the next (CONTRACT §7). Everything is asynchronous because those are.
+ *
+ * The one durability rule both serve (CONTRACT §6): content is written durably under a fresh
+ * blob name first, the row that refers to it is committed after, and a blob no row refers to
+ * any more is removed only after that commit.
+ */
+import type { FileRecord } from "../domain/file.ts";
+import type { PageCursor } from "../domain/params.ts";
+
+// --- metadata ---
+
+/** A user row. Times are Unix microseconds. */
+export interface UserRow {
+  id: string;
+  email: string;
+  /** The OpenID issuer and subject the user signed in with; null for users made by the CLI. */
+  issuer: string | null;
+  subject: string | null;
+  createdAt: number;
+}
+
+/** An API key row: the secret itself is never stored, only SHA-256 of it. */
+export interface ApiKeyRow {
+  id: string;
+  userId: string;
+  name: string;
+  secretHash: Uint8Array;
+  createdAt: number;
+  lastUsedAt: number | null;
+}
+
+/** A dashboard session row: SHA-256 of the token's secret part. */
+export interface SessionRow {
+  id: string;
+  userId: string;
+  secretHash: Uint8Array;
+  createdAt: number;
+  expiresAt: number;
+}
+
+/** The files table. */
+export interface FileTable {
+  get(id: string): Promise<FileRecord | undefined>;
+  /** An owner's files, newest first (created_at, then id, both descending), after `after`. */
+  listByOwner(ownerId: string, limit: number, after: PageCursor | undefined): Promise<FileRecord[]>;
+  insert(file: FileRecord): Promise<void>;
+  /** Writes every field of `file` but its ID, owner and creation time. */
+  update(file: FileRecord): Promise<void>;
+  /** Deletes the row if it still refers to `blob`. @returns whether a row was deleted */
+  delete(id: string, blob: string): Promise<boolean>;
+  /** Every row, in ID order (fsck, export). */
+  all(): AsyncIterable<FileRecord>;
+  /** Every blob name a row refers to (the orphan sweep). */
+  blobNames(): Promise<Set<string>>;
+}
+
+/** The api_keys table. */
+export interface KeyTable {
+  byHash(secretHash: Uint8Array): Promise<ApiKeyRow | undefined>;
+  /** A user's keys, newest first. */
+  listByUser(userId: string): Promise<ApiKeyRow[]>;
+  insert(key: ApiKeyRow): Promise<void>;
+  /** Deletes a key, only if it is `userId`'s when given. @returns whether one was deleted */
+  delete(id: string, userId: string | undefined): Promise<boolean>;
+  touch(id: string, lastUsedAt: number): Promise<void>;
+}
+
+/** The users table. */
+export interface UserTable {
+  byId(id: string): Promise<UserRow | undefined>;
+  byEmail(email: string): Promise<UserRow | undefined>;
+  byIdentity(issuer: string, subject: string): Promise<UserRow | undefined>;
+  insert(user: UserRow): Promise<void>;
+  update(user: UserRow): Promise<void>;
+}
+
+/** The sessions table. */
+export interface SessionTable {
+  get(id: string): Promise<SessionRow | undefined>;
+  insert(session: SessionRow): Promise<void>;
+  extend(id: string, expiresAt: number): Promise<void>;
+  delete(id: string): Promise<void>;
+  /** @returns how many were deleted */
+  deleteExpired(now: number): Promise<number>;
+}
+
+/** The tables, as reached inside or outside a transaction. */
+export interface MetadataTables {
+  files: FileTable;
+  keys: KeyTable;
+  users: UserTable;
+  sessions: SessionTable;
+}
+
+/**
+ * Where rows live. Reads through the tables see every committed change. A change that reads
+ * before it writes runs in {@link MetadataStore.transaction}, which serialises writers (SQLite
+ * `BEGIN IMMEDIATE`; on PostgreSQL a row or advisory lock) and commits all or nothing.
+ */
+export interface MetadataStore extends MetadataTables, AsyncDisposable {
+  /**
+   * Runs `work` in one write transaction; its tables see the transaction's own changes. Commits
+   * when `work` resolves, rolls back when it throws (and rethrows).
+   */
+  transaction<T>(work: (tx: MetadataTables) => Promise<T>): Promise<T>;
+  /**
+   * A number that stays the same while nothing commits, by this process or another, and
+   * changes once something has: a cached read stays true while the version it was read under
+   * holds (see `ReadCache`).
+   */
+  version(): number;
+}
+
+// --- blobs ---
+
+/** A blob written durably under its final name, not yet referenced by any row. */
+export interface StagedBlob {
+  name: string;
+  /** Bytes. */
+  size: number;
+  /** CRC32C, base64 of the 4-byte big-endian value (RFC 4960 Appendix B polynomial). */
+  checksum: string;
+}
+
+export interface WriteOptions {
+  /** Uploads larger than this many bytes are refused with payload_too_large and leave nothing. */
+  maxBytes: number;
+  /** Checksum the client declared; a mismatch is invalid_argument and leaves nothing. */
+  expectedChecksum?: string | undefined;
+}
+
+/**
+ * One piece of a blob being read. `bytes` may live in a buffer the reader reuses: call
+ * `release()` once done with it (for a network write, in the write's callback), and the reader
+ * fills it again.
+ */
+export interface BlobChunk {
+  bytes: Uint8Array;
+  release(): void;
+}
+
+/** How a read is buffered: at most `buffers` chunks of `chunkBytes` unreleased at once. */
+export interface ReadPlan {
+  chunkBytes: number;
+  buffers: number;
+  /** Stops the read (and frees its buffers) when it fires, even while waiting for a release. */
+  signal?: AbortSignal | undefined;
+}
+
+/** The bytes `start` to `start + length - 1` of a blob. */
+export interface ByteRange {
+  start: number;
+  length: number;
+}
+
+/** Where content lives. Blobs are immutable; a new version of a file is a new blob. */
+export interface BlobStore extends AsyncDisposable {
+  /**
+   * Streams `content` into a new durable blob under a fresh name.
+   * @throws AppError payload_too_large past `maxBytes`; invalid_argument on a checksum mismatch;
+   *   whatever the stream or the store throws. Nothing is left behind on failure.
+   */
+  write(content: AsyncIterable<Uint8Array> | null, opts: WriteOptions): Promise<StagedBlob>;
+  /**
+   * The whole content of a small blob (whose recorded size is `size`) from memory, if the
+   * store keeps one; undefined means "read it".
+   */
+  cached(name: string, size: number): Uint8Array | undefined;
+  /**
+   * Reads `range` of a blob in chunks, as the plan says.
+   * @throws (while iterating) when the blob is missing or shorter than the range
+   */
+  read(name: string, range: ByteRange, plan: ReadPlan): AsyncIterable<BlobChunk>;
+  /** Size and CRC32C of a blob as stored now, or undefined when it is missing (fsck). */
+  verify(name: string): Promise<{ size: number; checksum: string } | undefined>;
+  /** Removes a blob now (one no row ever referred to). Missing is fine. */
+  remove(name: string): Promise<void>;
+  /**
+   * Removes a blob after a grace period, so a reader that looked it up just before the commit
+   * that dropped it can still read it. Pending removals run on dispose.
+   */
+  removeLater(name: string): void;
+  /** Every blob name in the store. */
+  names(): AsyncIterable<string>;
+  /** Removes uploads left unfinished by a crash. @returns how many */
+  sweepUnfinished(): Promise<number>;
+  /** Moves a damaged blob aside with a note on why (fsck --repair). Missing is fine. */
+  quarantine(name: string, note: unknown): Promise<void>;
+}

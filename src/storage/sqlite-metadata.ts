@@ -1,0 +1,249 @@
+/**
+ * The metadata store on SQLite (`bun:sqlite` through drizzle-orm): the first implementation of
+ * the {@link MetadataStore} port. Two connections to one WAL database: reads go through one,
+ * every write through the other, one transaction at a time in this process (a promise queue)
+ * and `BEGIN IMMEDIATE` against other processes (the CLI). A read therefore never sees a
+ * transaction that has not committed, even one paused at an `await`, and a write never waits
+ * on a lock this process holds itself.
+ */
+import { and, asc, desc, eq, gt, lt, lte, or, sql } from "drizzle-orm";
+import path from "node:path";
+import type { FileRecord } from "../domain/file.ts";
+import type { PageCursor } from "../domain/params.ts";
+import type {
+  ApiKeyRow,
+  FileTable,
+  KeyTable,
+  MetadataStore,
+  MetadataTables,
+  SessionRow,
+  SessionTable,
+  UserRow,
+  UserTable,
+} from "./ports.ts";
+import { ChangeWatch } from "./change-watch.ts";
+import { openDb, type Db } from "./db.ts";
+import { migrate } from "./migrate.ts";
+import { apiKeys, files, sessions, users } from "./schema.ts";
+
+/** Rows read per query when iterating a whole table. */
+const PAGE_ROWS = 1000;
+
+/** Runs a write: on the write connection, inside the store's write queue. */
+type WriteRunner = <T>(write: (db: Db) => T) => Promise<T>;
+
+/** Opens (creating and migrating if needed) the SQLite metadata store in `dataDir`. */
+export function openSqliteMetadata(dataDir: string): SqliteMetadataStore {
+  const writer = openDb(dataDir);
+  migrate(writer);
+  return new SqliteMetadataStore(openDb(dataDir), writer, new ChangeWatch(path.join(dataDir, "cubby.db-shm")));
+}
+
+export class SqliteMetadataStore implements MetadataStore {
+  readonly files: FileTable;
+  readonly keys: KeyTable;
+  readonly users: UserTable;
+  readonly sessions: SessionTable;
+  /** The tables as a transaction sees them: on the write connection, writes run at once. */
+  private readonly inTransaction: MetadataTables;
+  /** Settles when the last queued write has finished. */
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly reader: Db,
+    private readonly writer: Db,
+    private readonly changes: ChangeWatch,
+  ) {
+    const queued: WriteRunner = (write) => this.exclusive(async () => write(writer));
+    const now: WriteRunner = async (write) => write(writer);
+    this.files = new SqliteFiles(reader, queued);
+    this.keys = new SqliteKeys(reader, queued);
+    this.users = new SqliteUsers(reader, queued);
+    this.sessions = new SqliteSessions(reader, queued);
+    this.inTransaction = {
+      files: new SqliteFiles(writer, now),
+      keys: new SqliteKeys(writer, now),
+      users: new SqliteUsers(writer, now),
+      sessions: new SqliteSessions(writer, now),
+    };
+  }
+
+  transaction<T>(work: (tx: MetadataTables) => Promise<T>): Promise<T> {
+    return this.exclusive(async () => {
+      this.writer.$client.exec("BEGIN IMMEDIATE");
+      try {
+        const result = await work(this.inTransaction);
+        this.writer.$client.exec("COMMIT");
+        return result;
+      } catch (err) {
+        this.writer.$client.exec("ROLLBACK");
+        throw err;
+      }
+    });
+  }
+
+  version(): number {
+    return this.changes.version();
+  }
+
+  /** Writes a transactionally consistent copy of the database to `file` (`VACUUM INTO`). */
+  snapshotTo(file: string): void {
+    this.reader.$client.prepare("VACUUM INTO ?").run(file);
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.queue.catch(() => {});
+    this.changes.close();
+    this.reader.$client.close();
+    this.writer.$client.close();
+  }
+
+  /** Runs `job` once every write queued before it has finished. */
+  private exclusive<T>(job: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(job, job);
+    this.queue = run.catch(() => {});
+    return run;
+  }
+}
+
+class SqliteFiles implements FileTable {
+  private readonly byId;
+
+  constructor(
+    private readonly db: Db,
+    private readonly write: WriteRunner,
+  ) {
+    this.byId = db.select().from(files).where(eq(files.id, sql.placeholder("id"))).prepare();
+  }
+
+  async get(id: string): Promise<FileRecord | undefined> {
+    return this.byId.get({ id }) as FileRecord | undefined;
+  }
+
+  async listByOwner(ownerId: string, limit: number, after: PageCursor | undefined): Promise<FileRecord[]> {
+    const owner = eq(files.ownerId, ownerId);
+    const where =
+      after === undefined
+        ? owner
+        : and(owner, or(lt(files.createdAt, after.createdAt), and(eq(files.createdAt, after.createdAt), lt(files.id, after.id))));
+    return this.db.select().from(files).where(where).orderBy(desc(files.createdAt), desc(files.id)).limit(limit).all() as FileRecord[];
+  }
+
+  insert(file: FileRecord): Promise<void> {
+    return this.write((db) => void db.insert(files).values(file).run());
+  }
+
+  update(file: FileRecord): Promise<void> {
+    const { id, ownerId: _owner, createdAt: _created, ...fields } = file;
+    return this.write((db) => void db.update(files).set(fields).where(eq(files.id, id)).run());
+  }
+
+  delete(id: string, blob: string): Promise<boolean> {
+    return this.write((db) => db.delete(files).where(and(eq(files.id, id), eq(files.blob, blob))).returning({ id: files.id }).all().length > 0);
+  }
+
+  async *all(): AsyncIterable<FileRecord> {
+    let after = "";
+    for (;;) {
+      const page = this.db.select().from(files).where(gt(files.id, after)).orderBy(asc(files.id)).limit(PAGE_ROWS).all() as FileRecord[];
+      yield* page;
+      if (page.length < PAGE_ROWS) return;
+      after = page[page.length - 1]!.id;
+    }
+  }
+
+  async blobNames(): Promise<Set<string>> {
+    return new Set(this.db.select({ blob: files.blob }).from(files).all().map((r) => r.blob));
+  }
+}
+
+class SqliteKeys implements KeyTable {
+  private readonly byHashQuery;
+
+  constructor(
+    private readonly db: Db,
+    private readonly write: WriteRunner,
+  ) {
+    this.byHashQuery = db.select().from(apiKeys).where(eq(apiKeys.secretHash, sql.placeholder("hash"))).prepare();
+  }
+
+  async byHash(secretHash: Uint8Array): Promise<ApiKeyRow | undefined> {
+    return this.byHashQuery.get({ hash: Buffer.from(secretHash.buffer, secretHash.byteOffset, secretHash.byteLength) });
+  }
+
+  async listByUser(userId: string): Promise<ApiKeyRow[]> {
+    return this.db.select().from(apiKeys).where(eq(apiKeys.userId, userId)).orderBy(desc(apiKeys.createdAt)).all();
+  }
+
+  insert(key: ApiKeyRow): Promise<void> {
+    return this.write((db) => void db.insert(apiKeys).values({ ...key, secretHash: Buffer.from(key.secretHash) }).run());
+  }
+
+  delete(id: string, userId: string | undefined): Promise<boolean> {
+    const where = userId === undefined ? eq(apiKeys.id, id) : and(eq(apiKeys.id, id), eq(apiKeys.userId, userId));
+    return this.write((db) => db.delete(apiKeys).where(where).returning({ id: apiKeys.id }).all().length > 0);
+  }
+
+  touch(id: string, lastUsedAt: number): Promise<void> {
+    return this.write((db) => void db.update(apiKeys).set({ lastUsedAt }).where(eq(apiKeys.id, id)).run());
+  }
+}
+
+class SqliteUsers implements UserTable {
+  constructor(
+    private readonly db: Db,
+    private readonly write: WriteRunner,
+  ) {}
+
+  async byId(id: string): Promise<UserRow | undefined> {
+    return this.db.select().from(users).where(eq(users.id, id)).get();
+  }
+
+  async byEmail(email: string): Promise<UserRow | undefined> {
+    return this.db.select().from(users).where(eq(users.email, email)).get();
+  }
+
+  async byIdentity(issuer: string, subject: string): Promise<UserRow | undefined> {
+    return this.db.select().from(users).where(and(eq(users.issuer, issuer), eq(users.subject, subject))).get();
+  }
+
+  insert(user: UserRow): Promise<void> {
+    return this.write((db) => void db.insert(users).values(user).run());
+  }
+
+  update(user: UserRow): Promise<void> {
+    const { id, ...fields } = user;
+    return this.write((db) => void db.update(users).set(fields).where(eq(users.id, id)).run());
+  }
+}
+
+class SqliteSessions implements SessionTable {
+  private readonly byId;
+
+  constructor(
+    private readonly db: Db,
+    private readonly write: WriteRunner,
+  ) {
+    this.byId = db.select().from(sessions).where(eq(sessions.id, sql.placeholder("id"))).prepare();
+  }
+
+  async get(id: string): Promise<SessionRow | undefined> {
+    return this.byId.get({ id });
+  }
+
+  insert(session: SessionRow): Promise<void> {
+    return this.write((db) => void db.insert(sessions).values({ ...session, secretHash: Buffer.from(session.secretHash) }).run());
+  }
+
+  extend(id: string, expiresAt: number): Promise<void> {
+    return this.write((db) => void db.update(sessions).set({ expiresAt }).where(eq(sessions.id, id)).run());
+  }
+
+  delete(id: string): Promise<void> {
+    return this.write((db) => void db.delete(sessions).where(eq(sessions.id, id)).run());
+  }
+
+  deleteExpired(now: number): Promise<number> {
+    return this.write((db) => db.delete(sessions).where(lte(sessions.expiresAt, now)).returning({ id: sessions.id }).all().length);
+  }
+}
