@@ -71,6 +71,16 @@ export function parsePageSize(raw: string): number {
   return n;
 }
 
+/**
+ * `ListFilesRequest.page_size` of the RPC API: proto3 cannot tell 0 from unset, so 0 means
+ * {@link DEFAULT_PAGE_SIZE}; otherwise as {@link parsePageSize}.
+ */
+export function parseRpcPageSize(n: number): number {
+  if (n === 0) return DEFAULT_PAGE_SIZE;
+  if (!Number.isInteger(n) || n < 1 || n > MAX_PAGE_SIZE) invalid(`page_size: must be from 1 to ${MAX_PAGE_SIZE} (got ${n})`);
+  return n;
+}
+
 /** Where a listing continues: the (created_at, id) of the last file of the previous page. */
 export interface PageCursor {
   createdAt: number;

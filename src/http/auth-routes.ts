@@ -14,6 +14,7 @@ import { CLIENT_ADDRESS_HEADER, type WindowLimiter } from "../auth/rate-limit.ts
 import type { KeyService } from "../service/keys.ts";
 import type { SessionService } from "../service/sessions.ts";
 import type { UserService } from "../service/users.ts";
+import { onlyFields, optionalString, readJsonObject } from "./json-body.ts";
 import { json } from "./respond.ts";
 import { htmlPage } from "./pages.ts";
 
@@ -184,22 +185,9 @@ function readFlow(cookieHeader: string | null, name: string): FlowState | undefi
 
 /** The optional `{"name": "..."}` body of POST /auth/keys. */
 async function readKeyName(request: Request): Promise<string> {
-  const text = request.body === null ? "" : await request.text();
-  if (text.trim() === "") return "";
-  if (text.length > MAX_KEY_BODY_BYTES) throw new AppError("invalid_argument", "body: too large");
-  const type = request.headers.get("content-type") ?? "";
-  if (!type.toLowerCase().startsWith("application/json")) {
-    throw new AppError("unsupported_media_type", "send the key's name as JSON with Content-Type: application/json");
-  }
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw new AppError("invalid_argument", "body: not valid JSON");
-  }
-  if (typeof body !== "object" || body === null || Array.isArray(body)) throw new AppError("invalid_argument", "body: must be a JSON object");
-  const { name, ...rest } = body as Record<string, unknown>;
-  if (Object.keys(rest).length > 0) throw new AppError("invalid_argument", `body: unknown field "${Object.keys(rest)[0]}"`);
-  if (name !== undefined && typeof name !== "string") throw new AppError("invalid_argument", "name: must be a string");
-  return name ?? "";
+  const body = await readJsonObject(request, { maxBytes: MAX_KEY_BODY_BYTES, emptyIsObject: true, what: "the key's name" });
+  onlyFields(body, KEY_FIELDS);
+  return optionalString(body, "name") ?? "";
 }
+
+const KEY_FIELDS = new Set(["name"]);

@@ -9,7 +9,6 @@ import { parseDeclaredChecksum } from "../domain/checksum.ts";
 import {
   DEFAULT_PAGE_SIZE,
   encodePageToken,
-  essenceOf,
   parseFileId,
   parseMediaType,
   parseQuery,
@@ -21,6 +20,7 @@ import {
 } from "../domain/params.ts";
 import type { Authenticator } from "../auth/principal.ts";
 import type { FilePatch, FileService } from "../service/files.ts";
+import { readJsonObject, onlyFields, optionalString } from "./json-body.ts";
 import { json } from "./respond.ts";
 
 export interface FilesRoutesDeps {
@@ -160,59 +160,14 @@ const PATCH_FIELDS = new Set(["slug", "name", "visibility"]);
  * `application/json` is 415 (CONTRACT §2).
  */
 async function readFilePatch(request: Request): Promise<FilePatch> {
-  const contentType = request.headers.get("content-type");
-  if (contentType === null || essenceOf(contentType) !== "application/json") {
-    throw new AppError("unsupported_media_type", "send the changes as JSON with Content-Type: application/json");
-  }
-  const length = request.headers.get("content-length");
-  if (length !== null && Number(length) > MAX_PATCH_BYTES) {
-    throw new AppError("invalid_argument", `body: at most ${MAX_PATCH_BYTES} bytes`);
-  }
-  const text = await readTextLimited(request, MAX_PATCH_BYTES);
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw new AppError("invalid_argument", "body: not valid JSON");
-  }
-  if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    throw new AppError("invalid_argument", "body: must be a JSON object");
-  }
-  const fields = body as Record<string, unknown>;
-  for (const key of Object.keys(fields)) {
-    if (!PATCH_FIELDS.has(key)) throw new AppError("invalid_argument", `body: unknown field "${key.slice(0, 40)}"`);
-  }
-  const str = (key: string): string | undefined => {
-    const v = fields[key];
-    if (v === undefined) return undefined;
-    if (typeof v !== "string") throw new AppError("invalid_argument", `${key}: must be a string`);
-    return v;
-  };
-  const slug = str("slug");
-  const name = str("name");
-  const visibility = str("visibility");
+  const body = await readJsonObject(request, { maxBytes: MAX_PATCH_BYTES, what: "the changes" });
+  onlyFields(body, PATCH_FIELDS);
+  const slug = optionalString(body, "slug");
+  const name = optionalString(body, "name");
+  const visibility = optionalString(body, "visibility");
   return {
     slug: slug === undefined ? undefined : parseSlug(slug),
     name: name === undefined ? undefined : parseName(name),
     visibility: visibility === undefined ? undefined : parseVisibility(visibility),
   };
 }
-
-/** Reads a body as UTF-8 text, refusing more than `limit` bytes and bytes that are not UTF-8. */
-async function readTextLimited(request: Request, limit: number): Promise<string> {
-  if (request.body === null) return "";
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of request.body) {
-    size += chunk.byteLength;
-    if (size > limit) throw new AppError("invalid_argument", `body: at most ${limit} bytes`);
-    chunks.push(chunk);
-  }
-  try {
-    return UTF8.decode(Buffer.concat(chunks));
-  } catch {
-    throw new AppError("invalid_argument", "body: not UTF-8 (RFC 8259 §8.1)");
-  }
-}
-
-const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });

@@ -7,18 +7,16 @@ import { TimestampSchema, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { canonicalUrl, type FileRecord } from "../domain/file.ts";
 import {
-  DEFAULT_PAGE_SIZE,
   encodePageToken,
-  MAX_PAGE_SIZE,
   parseFileId,
   parseMediaType,
   parseName,
   parsePageToken,
+  parseRpcPageSize,
   parseSlug,
   parseVisibility,
 } from "../domain/params.ts";
 import { toSecondsNanos } from "../domain/time.ts";
-import { AppError } from "../errors.ts";
 import type { Authenticator } from "../auth/principal.ts";
 import type { FileService as Files } from "../service/files.ts";
 import { FileSchema, FileService, type File } from "../gen/cubby/v1/files_pb.ts";
@@ -68,11 +66,7 @@ export function fileServiceImpl(deps: FileRpcDeps): ServiceImpl<typeof FileServi
 
     async listFiles(req, ctx) {
       const who = await principal(ctx);
-      // proto3 cannot tell 0 from unset: 0 means the default.
-      if (req.pageSize < 0 || req.pageSize > MAX_PAGE_SIZE) {
-        throw new AppError("invalid_argument", `page_size: must be from 1 to ${MAX_PAGE_SIZE} (got ${req.pageSize})`);
-      }
-      const page = await files.list(who, req.pageSize === 0 ? DEFAULT_PAGE_SIZE : req.pageSize, parsePageToken(req.pageToken));
+      const page = await files.list(who, parseRpcPageSize(req.pageSize), parsePageToken(req.pageToken));
       return { files: page.files.map(toProto), nextPageToken: page.next === undefined ? "" : encodePageToken(page.next) };
     },
 

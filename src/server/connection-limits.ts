@@ -13,6 +13,7 @@ export interface ConnectionLimitsOptions {
   exempt: ReadonlySet<string>;
 }
 
+/** Counts open connections by peer address; `admit` on accept, `release` on close. */
 export class ConnectionLimits {
   private open = 0;
   private readonly byAddress = new Map<string, number>();

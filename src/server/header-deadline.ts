@@ -18,6 +18,7 @@ export interface HeaderDeadlineOptions {
   clearTimer?: (timer: unknown) => void;
 }
 
+/** One connection's header clock (see the module comment); timers are injectable for tests. */
 export class HeaderDeadline {
   private timer: unknown;
   private inFlight = 0;

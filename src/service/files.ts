@@ -78,6 +78,11 @@ export interface FileContent {
 
 const notFound = () => new AppError("not_found", "file not found");
 
+/**
+ * The file use cases over the two storage ports. Every method checks access itself (CONTRACT
+ * §2) and throws AppError: not_found, permission_denied, unauthenticated, payload_too_large,
+ * invalid_argument, unavailable.
+ */
 export class FileService {
   /** Lookups by ID for reads, valid until the next commit anywhere. */
   private readonly readable: ReadCache<FileRecord | undefined>;

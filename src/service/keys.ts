@@ -33,6 +33,7 @@ const MAX_KEY_NAME = 100;
 /** Bearer lookups kept (by key hash; unknown keys too, so a flood of them stays cheap). */
 const CACHED_KEYS = 10_000;
 
+/** API keys: mint, list, revoke, and resolve a bearer token (see the module comment). */
 export class KeyService {
   /**
    * Bearer lookups, valid until the next commit by any connection in any process, so a key

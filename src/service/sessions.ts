@@ -27,6 +27,7 @@ export interface ValidSession {
 
 const hash = (secret: string) => createHash("sha256").update(secret).digest();
 
+/** Dashboard sessions: create, validate (sliding expiry), revoke, sweep (see the module comment). */
 export class SessionService {
   constructor(private readonly deps: { store: MetadataStore; clock: Clock }) {}
 

@@ -15,6 +15,7 @@ export interface User {
 
 const user = (row: UserRow): User => ({ id: row.id, email: row.email });
 
+/** Users by e-mail or OpenID identity (see the module comment for the linking rule). */
 export class UserService {
   constructor(private readonly deps: { store: MetadataStore; clock: Clock }) {}
 

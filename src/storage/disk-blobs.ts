@@ -34,6 +34,7 @@ export const SMALL_BLOB_BYTES = 64 * 1024;
 /** Memory the small-blob cache may hold; the least recently used blobs leave first. */
 const SMALL_BLOB_CACHE_BYTES = 32 * 1024 * 1024;
 
+/** The {@link BlobStore} port on a local directory (see the module comment for the layout and the write recipe). */
 export class DiskBlobStore implements BlobStore {
   private readonly blobDir: string;
   private readonly tmpDir: string;

@@ -39,6 +39,11 @@ export function openSqliteMetadata(dataDir: string): SqliteMetadataStore {
   return new SqliteMetadataStore(openDb(dataDir), writer, new ChangeWatch(path.join(dataDir, "cubby.db-shm")));
 }
 
+/**
+ * The {@link MetadataStore} port on one SQLite database in WAL mode (see the module comment).
+ * Inside {@link transaction}, use the tables it hands in: the store's own tables queue their
+ * writes behind the open transaction, and would wait for it forever.
+ */
 export class SqliteMetadataStore implements MetadataStore {
   readonly files: FileTable;
   readonly keys: KeyTable;
