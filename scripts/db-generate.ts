@@ -1,7 +1,8 @@
-// Generates SQL migrations from src/storage/schema.ts with drizzle-kit, then rewrites
-// drizzle/index.ts, which imports every migration's SQL as text so that `bun build --compile`
+// Generates SQL migrations with drizzle-kit for both dialects (src/storage/schema.ts → drizzle/
+// for SQLite, src/storage/pg-schema.ts → drizzle-pg/ for PostgreSQL), then rewrites each
+// folder's index.ts, which imports every migration's SQL as text so that `bun build --compile`
 // embeds them (drizzle's own migrate() reads a folder, which a single binary does not have).
-// Usage: bun scripts/db-generate.ts [--name NAME]; --check only verifies drizzle/index.ts.
+// Usage: bun scripts/db-generate.ts [--name NAME]; --check only verifies the index.ts files.
 import path from "node:path";
 import fs from "node:fs";
 
@@ -24,26 +25,32 @@ export function renderMigrationIndex(journal: { entries: { idx: number; tag: str
   return lines.join("\n");
 }
 
-function readJournal() {
-  return JSON.parse(fs.readFileSync(path.join(root, "drizzle/meta/_journal.json"), "utf8"));
+/** The migration folders and the drizzle-kit configuration that writes each. */
+export const MIGRATION_SETS = [
+  { folder: "drizzle", config: "scripts/drizzle.config.ts" },
+  { folder: "drizzle-pg", config: "scripts/drizzle-pg.config.ts" },
+];
+
+function readJournal(folder: string) {
+  return JSON.parse(fs.readFileSync(path.join(root, folder, "meta/_journal.json"), "utf8"));
 }
 
 if (import.meta.main) {
-  const indexPath = path.join(root, "drizzle/index.ts");
-  if (args.includes("--check")) {
-    const want = renderMigrationIndex(readJournal());
-    const have = fs.existsSync(indexPath) ? fs.readFileSync(indexPath, "utf8") : "";
-    if (want !== have) {
-      console.error("drizzle/index.ts is stale: run `npm run db:generate`");
-      process.exit(1);
+  let stale = false;
+  for (const { folder, config } of MIGRATION_SETS) {
+    const indexPath = path.join(root, folder, "index.ts");
+    if (args.includes("--check")) {
+      const have = fs.existsSync(indexPath) ? fs.readFileSync(indexPath, "utf8") : "";
+      if (renderMigrationIndex(readJournal(folder)) !== have) {
+        console.error(`${folder}/index.ts is stale: run \`npm run db:generate\``);
+        stale = true;
+      }
+      continue;
     }
-    process.exit(0);
+    const proc = Bun.spawnSync(["bun", "x", "drizzle-kit", "generate", "--config", config, ...args], { cwd: root, stdout: "inherit", stderr: "inherit" });
+    if (proc.exitCode !== 0) process.exit(proc.exitCode ?? 1);
+    fs.writeFileSync(indexPath, renderMigrationIndex(readJournal(folder)));
+    console.log(`wrote ${folder}/index.ts`);
   }
-  const proc = Bun.spawnSync(
-    ["bun", "x", "drizzle-kit", "generate", "--config", "scripts/drizzle.config.ts", ...args],
-    { cwd: root, stdout: "inherit", stderr: "inherit" },
-  );
-  if (proc.exitCode !== 0) process.exit(proc.exitCode ?? 1);
-  fs.writeFileSync(indexPath, renderMigrationIndex(readJournal()));
-  console.log("wrote drizzle/index.ts");
+  process.exit(stale ? 1 : 0);
 }

@@ -1,7 +1,7 @@
-import { expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
-import { renderMigrationIndex } from "../../scripts/db-generate.ts";
+import { MIGRATION_SETS, renderMigrationIndex } from "../../scripts/db-generate.ts";
 import { openDb } from "../../src/storage/db.ts";
 import { migrate } from "../../src/storage/migrate.ts";
 import { migrations } from "../../drizzle/index.ts";
@@ -9,35 +9,29 @@ import { tempDir } from "../support/server.ts";
 
 const root = path.resolve(import.meta.dir, "../..");
 
-test("drizzle/index.ts embeds exactly the migrations of the journal", () => {
-  const journal = JSON.parse(fs.readFileSync(path.join(root, "drizzle/meta/_journal.json"), "utf8"));
-  expect(fs.readFileSync(path.join(root, "drizzle/index.ts"), "utf8")).toBe(renderMigrationIndex(journal));
-});
+describe.each(MIGRATION_SETS)("$folder", ({ folder, config }) => {
+  test("index.ts embeds exactly the migrations of the journal", () => {
+    const journal = JSON.parse(fs.readFileSync(path.join(root, folder, "meta/_journal.json"), "utf8"));
+    expect(fs.readFileSync(path.join(root, folder, "index.ts"), "utf8")).toBe(renderMigrationIndex(journal));
+  });
 
-test("the schema has no changes drizzle-kit has not turned into a migration", async () => {
-  const proc = Bun.spawn([process.execPath, "x", "drizzle-kit", "check", "--config", "scripts/drizzle.config.ts"], {
-    cwd: root,
-    stdout: "pipe",
-    stderr: "pipe",
+  test("the schema has no changes drizzle-kit has not turned into a migration", async () => {
+    const proc = Bun.spawn([process.execPath, "x", "drizzle-kit", "check", "--config", config], { cwd: root, stdout: "pipe", stderr: "pipe" });
+    expect(await proc.exited).toBe(0);
+    // `generate` into a scratch copy must find nothing to write.
+    using scratch = tempDir();
+    fs.cpSync(path.join(root, folder), path.join(scratch.path, folder), { recursive: true });
+    const { default: settings } = (await import(path.join(root, config))) as { default: { dialect: string; schema: string } };
+    const scratchConfig = path.join(scratch.path, "drizzle.config.ts");
+    fs.writeFileSync(
+      scratchConfig,
+      `export default { dialect: ${JSON.stringify(settings.dialect)}, schema: ${JSON.stringify(path.join(root, settings.schema))}, out: ${JSON.stringify(path.join(scratch.path, folder))} };\n`,
+    );
+    const gen = Bun.spawn([process.execPath, "x", "drizzle-kit", "generate", "--config", scratchConfig], { cwd: root, stdout: "pipe", stderr: "pipe" });
+    expect(await gen.exited).toBe(0);
+    const list = (dir: string) => fs.readdirSync(dir, { recursive: true }).map(String).sort();
+    expect(list(path.join(scratch.path, folder))).toEqual(list(path.join(root, folder)));
   });
-  const code = await proc.exited;
-  expect(code).toBe(0);
-  // `generate` into a scratch copy must find nothing to write.
-  using scratch = tempDir();
-  fs.cpSync(path.join(root, "drizzle"), path.join(scratch.path, "drizzle"), { recursive: true });
-  const config = path.join(scratch.path, "drizzle.config.ts");
-  fs.writeFileSync(
-    config,
-    `export default { dialect: "sqlite", schema: ${JSON.stringify(path.join(root, "src/storage/schema.ts"))}, out: ${JSON.stringify(path.join(scratch.path, "drizzle"))} };\n`,
-  );
-  const gen = Bun.spawn([process.execPath, "x", "drizzle-kit", "generate", "--config", config], {
-    cwd: root,
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  expect(await gen.exited).toBe(0);
-  const list = (dir: string) => fs.readdirSync(dir, { recursive: true }).map(String).sort();
-  expect(list(path.join(scratch.path, "drizzle"))).toEqual(list(path.join(root, "drizzle")));
 });
 
 test("migrate applies everything once and is idempotent", () => {
