@@ -1,0 +1,284 @@
+/**
+ * The metadata store on PostgreSQL (drizzle-orm pg-core), the second implementation of the
+ * {@link MetadataStore} port (CONTRACT §7), for several cubby instances sharing one database.
+ *
+ * - Transactions are PostgreSQL's (READ COMMITTED); a use case that reads then writes one row
+ *   locks it first (`SELECT … FOR UPDATE`, see {@link PgFiles.get} inside a transaction), so two
+ *   instances replacing one file serialise as on SQLite.
+ * - `version()`, which read caches trust, moves when this process commits (at once) and when
+ *   any process commits (the `cubby_changes` notification every table's trigger sends, see
+ *   drizzle-pg/0001_notify_changes.sql). While the listening connection is down, and until it
+ *   is first up, every call returns a new version: nothing is cached.
+ * - Migrations run under a transaction-scoped advisory lock, so instances starting together
+ *   apply them once.
+ */
+import { and, asc, desc, eq, gt, lt, lte, or, sql } from "drizzle-orm";
+import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import type { FileRecord } from "../domain/file.ts";
+import type { PageCursor } from "../domain/params.ts";
+import { migrations } from "../../drizzle-pg/index.ts";
+import type {
+  ApiKeyRow,
+  FileTable,
+  KeyTable,
+  MetadataStore,
+  MetadataTables,
+  SessionRow,
+  SessionTable,
+  UserRow,
+  UserTable,
+} from "./ports.ts";
+import * as schema from "./pg-schema.ts";
+
+const { apiKeys, files, sessions, users } = schema;
+
+/** A drizzle PostgreSQL database or transaction over whichever driver. */
+export type PgDb = PgDatabase<PgQueryResultHKT, typeof schema>;
+
+/** What the store needs of a driver beyond drizzle: notifications and closing. */
+export interface PgDriver {
+  db: PgDb;
+  /** LISTEN on `channel`; `onListen` runs on every (re)subscription. */
+  listen(channel: string, onNotify: () => void, onListen: () => void): Promise<{ unlisten(): Promise<void> }>;
+  /** Closes every connection. */
+  end(): Promise<void>;
+}
+
+/** The channel the tables' triggers notify (drizzle-pg/0001_notify_changes.sql). */
+const CHANGES_CHANNEL = "cubby_changes";
+/** pg_advisory_xact_lock key for migrations: any constant other applications will not use. */
+const MIGRATION_LOCK = 0x63756262; // "cubb"
+/** Rows read per query when iterating a whole table. */
+const PAGE_ROWS = 1000;
+
+/**
+ * Applies pending migrations of drizzle-pg/ in one transaction under an advisory lock, using
+ * drizzle's `__drizzle_migrations` bookkeeping (as storage/migrate.ts does on SQLite).
+ * @returns how many were applied
+ */
+export async function migratePg(db: PgDb, list = migrations): Promise<number> {
+  return db.transaction(async (tx) => {
+    await tx.execute(sql`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`);
+    await tx.execute(sql`CREATE TABLE IF NOT EXISTS "__drizzle_migrations" (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at bigint)`);
+    const rows = (await tx.execute(sql`SELECT created_at FROM "__drizzle_migrations" ORDER BY created_at DESC LIMIT 1`)) as unknown as { created_at: string | number }[];
+    const last = rows[0] === undefined ? undefined : Number(rows[0].created_at);
+    const pending = list.filter((m) => last === undefined || last < m.when);
+    for (const m of pending) {
+      for (const statement of m.sql.split("--> statement-breakpoint")) {
+        if (statement.trim() !== "") await tx.execute(sql.raw(statement));
+      }
+      const hash = new Bun.CryptoHasher("sha256").update(m.sql).digest("hex");
+      await tx.execute(sql`INSERT INTO "__drizzle_migrations" (hash, created_at) VALUES (${hash}, ${m.when})`);
+    }
+    return pending.length;
+  });
+}
+
+/** Migrates, starts listening for changes, and returns the store. */
+export async function openPgMetadata(driver: PgDriver): Promise<PgMetadataStore> {
+  await migratePg(driver.db);
+  const store = new PgMetadataStore(driver);
+  await store.listen();
+  return store;
+}
+
+export class PgMetadataStore implements MetadataStore {
+  readonly files: FileTable;
+  readonly keys: KeyTable;
+  readonly users: UserTable;
+  readonly sessions: SessionTable;
+  private current = 0;
+  private listening = false;
+  private subscription: { unlisten(): Promise<void> } | undefined;
+
+  constructor(private readonly driver: PgDriver) {
+    const changed = () => void this.current++;
+    this.files = new PgFiles(driver.db, changed, false);
+    this.keys = new PgKeys(driver.db, changed);
+    this.users = new PgUsers(driver.db, changed);
+    this.sessions = new PgSessions(driver.db, changed);
+  }
+
+  /** Subscribes to the change notifications (called once by {@link openPgMetadata}). */
+  async listen(): Promise<void> {
+    this.subscription = await this.driver.listen(
+      CHANGES_CHANNEL,
+      () => void this.current++,
+      () => {
+        // (Re)subscribed: whatever was committed while the connection was down is unknown.
+        this.current++;
+        this.listening = true;
+      },
+    );
+  }
+
+  async transaction<T>(work: (tx: MetadataTables) => Promise<T>): Promise<T> {
+    try {
+      return await this.driver.db.transaction(async (tx) => {
+        const none = () => {};
+        return work({ files: new PgFiles(tx, none, true), keys: new PgKeys(tx, none), users: new PgUsers(tx, none), sessions: new PgSessions(tx, none) });
+      });
+    } finally {
+      this.current++;
+    }
+  }
+
+  version(): number {
+    return this.listening ? this.current : ++this.current;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.listening = false;
+    await this.subscription?.unlisten().catch(() => {});
+    await this.driver.end();
+  }
+}
+
+class PgFiles implements FileTable {
+  constructor(
+    private readonly db: PgDb,
+    private readonly changed: () => void,
+    /** Inside a transaction: `get` locks the row for the rest of it. */
+    private readonly forUpdate: boolean,
+  ) {}
+
+  async get(id: string): Promise<FileRecord | undefined> {
+    const query = this.db.select().from(files).where(eq(files.id, id));
+    const rows = this.forUpdate ? await query.for("update") : await query;
+    return rows[0] as FileRecord | undefined;
+  }
+
+  async listByOwner(ownerId: string, limit: number, after: PageCursor | undefined): Promise<FileRecord[]> {
+    const owner = eq(files.ownerId, ownerId);
+    const where =
+      after === undefined
+        ? owner
+        : and(owner, or(lt(files.createdAt, after.createdAt), and(eq(files.createdAt, after.createdAt), lt(files.id, after.id))));
+    return (await this.db.select().from(files).where(where).orderBy(desc(files.createdAt), desc(files.id)).limit(limit)) as FileRecord[];
+  }
+
+  async insert(file: FileRecord): Promise<void> {
+    await this.db.insert(files).values(file);
+    this.changed();
+  }
+
+  async update(file: FileRecord): Promise<void> {
+    const { id, ownerId: _owner, createdAt: _created, ...fields } = file;
+    await this.db.update(files).set(fields).where(eq(files.id, id));
+    this.changed();
+  }
+
+  async delete(id: string, blob: string): Promise<boolean> {
+    const deleted = await this.db.delete(files).where(and(eq(files.id, id), eq(files.blob, blob))).returning({ id: files.id });
+    this.changed();
+    return deleted.length > 0;
+  }
+
+  async *all(): AsyncIterable<FileRecord> {
+    let after = "";
+    for (;;) {
+      const page = (await this.db.select().from(files).where(gt(files.id, after)).orderBy(asc(files.id)).limit(PAGE_ROWS)) as FileRecord[];
+      yield* page;
+      if (page.length < PAGE_ROWS) return;
+      after = page[page.length - 1]!.id;
+    }
+  }
+
+  async blobNames(): Promise<Set<string>> {
+    return new Set((await this.db.select({ blob: files.blob }).from(files)).map((r) => r.blob));
+  }
+}
+
+class PgKeys implements KeyTable {
+  constructor(
+    private readonly db: PgDb,
+    private readonly changed: () => void,
+  ) {}
+
+  async byHash(secretHash: Uint8Array): Promise<ApiKeyRow | undefined> {
+    return (await this.db.select().from(apiKeys).where(eq(apiKeys.secretHash, Buffer.from(secretHash))))[0];
+  }
+
+  async listByUser(userId: string): Promise<ApiKeyRow[]> {
+    return this.db.select().from(apiKeys).where(eq(apiKeys.userId, userId)).orderBy(desc(apiKeys.createdAt));
+  }
+
+  async insert(key: ApiKeyRow): Promise<void> {
+    await this.db.insert(apiKeys).values({ ...key, secretHash: Buffer.from(key.secretHash) });
+    this.changed();
+  }
+
+  async delete(id: string, userId: string | undefined): Promise<boolean> {
+    const where = userId === undefined ? eq(apiKeys.id, id) : and(eq(apiKeys.id, id), eq(apiKeys.userId, userId));
+    const deleted = await this.db.delete(apiKeys).where(where).returning({ id: apiKeys.id });
+    this.changed();
+    return deleted.length > 0;
+  }
+
+  async touch(id: string, lastUsedAt: number): Promise<void> {
+    await this.db.update(apiKeys).set({ lastUsedAt }).where(eq(apiKeys.id, id));
+    this.changed();
+  }
+}
+
+class PgUsers implements UserTable {
+  constructor(
+    private readonly db: PgDb,
+    private readonly changed: () => void,
+  ) {}
+
+  async byId(id: string): Promise<UserRow | undefined> {
+    return (await this.db.select().from(users).where(eq(users.id, id)))[0];
+  }
+
+  async byEmail(email: string): Promise<UserRow | undefined> {
+    return (await this.db.select().from(users).where(eq(users.email, email)))[0];
+  }
+
+  async byIdentity(issuer: string, subject: string): Promise<UserRow | undefined> {
+    return (await this.db.select().from(users).where(and(eq(users.issuer, issuer), eq(users.subject, subject))))[0];
+  }
+
+  async insert(user: UserRow): Promise<void> {
+    await this.db.insert(users).values(user);
+    this.changed();
+  }
+
+  async update(user: UserRow): Promise<void> {
+    const { id, ...fields } = user;
+    await this.db.update(users).set(fields).where(eq(users.id, id));
+    this.changed();
+  }
+}
+
+class PgSessions implements SessionTable {
+  constructor(
+    private readonly db: PgDb,
+    private readonly changed: () => void,
+  ) {}
+
+  async get(id: string): Promise<SessionRow | undefined> {
+    return (await this.db.select().from(sessions).where(eq(sessions.id, id)))[0];
+  }
+
+  async insert(session: SessionRow): Promise<void> {
+    await this.db.insert(sessions).values({ ...session, secretHash: Buffer.from(session.secretHash) });
+    this.changed();
+  }
+
+  async extend(id: string, expiresAt: number): Promise<void> {
+    await this.db.update(sessions).set({ expiresAt }).where(eq(sessions.id, id));
+    this.changed();
+  }
+
+  async delete(id: string): Promise<void> {
+    await this.db.delete(sessions).where(eq(sessions.id, id));
+    this.changed();
+  }
+
+  async deleteExpired(now: number): Promise<number> {
+    const deleted = await this.db.delete(sessions).where(lte(sessions.expiresAt, now)).returning({ id: sessions.id });
+    this.changed();
+    return deleted.length;
+  }
+}
