@@ -8,6 +8,7 @@
 import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
+import type { S3Settings } from "./storage/s3-blobs.ts";
 
 export interface Config {
   /** TCP port for every protocol; 0 lets the OS choose (tests). */
@@ -50,6 +51,10 @@ export interface Config {
     /** Seconds a connection may stay silent, no bytes either way, before it is closed. */
     idleSeconds: number;
   };
+  /** PostgreSQL for the metadata (DATABASE_URL, CONTRACT §7); undefined: SQLite in dataDir. */
+  databaseUrl: string | undefined;
+  /** An S3-compatible bucket for the blobs (S3_*, CONTRACT §7); undefined: files in dataDir. */
+  s3: S3Settings | undefined;
 }
 
 /** A configuration problem: the message is the one line printed before exiting with status 2. */
@@ -139,6 +144,8 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
   }
 
   return {
+    databaseUrl: parseDatabaseUrl(get("DATABASE_URL")),
+    s3: parseS3(get),
     port,
     dataDir,
     hostname,
@@ -149,6 +156,58 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     trustedProxies,
     connections,
     timeouts,
+  };
+}
+
+/** A `postgres://` or `postgresql://` URL with a host and a database, or undefined when unset. */
+function parseDatabaseUrl(raw: string | undefined): string | undefined {
+  if (raw === undefined || raw.trim() === "") return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError("DATABASE_URL is not a URL (expected postgres://user:password@host:5432/database)");
+  }
+  if (url.protocol !== "postgres:" && url.protocol !== "postgresql:") {
+    throw new ConfigError(`DATABASE_URL must start with postgres:// (got ${url.protocol}//); unset it for SQLite in DATA_DIR`);
+  }
+  if (url.hostname === "" || url.pathname.length <= 1) {
+    throw new ConfigError("DATABASE_URL needs a host and a database name (postgres://user:password@host:5432/database)");
+  }
+  return raw;
+}
+
+/** The S3_* variables (CONTRACT §7), or undefined when S3_BUCKET is unset. */
+function parseS3(get: (name: string) => string | undefined): S3Settings | undefined {
+  const bucket = emptyToUndefined(get("S3_BUCKET"));
+  if (bucket === undefined) {
+    const stray = ["S3_ENDPOINT", "S3_PREFIX", "S3_ACCESS_KEY_ID"].find((n) => get(n) !== undefined);
+    if (stray !== undefined) throw new ConfigError(`${stray} is set but S3_BUCKET is not; set S3_BUCKET to store blobs in S3`);
+    return undefined;
+  }
+  const endpoint = emptyToUndefined(get("S3_ENDPOINT"));
+  if (endpoint !== undefined && !/^https?:\/\/[^/]+\/?$/.test(endpoint)) {
+    throw new ConfigError(`S3_ENDPOINT must be an http(s) origin such as http://127.0.0.1:9000 (got "${endpoint}")`);
+  }
+  const prefix = get("S3_PREFIX") ?? "";
+  if (prefix !== "" && (!prefix.endsWith("/") || prefix.startsWith("/"))) {
+    throw new ConfigError(`S3_PREFIX must end with "/" and not start with one, e.g. cubby/ (got "${prefix}")`);
+  }
+  const style = get("S3_VIRTUAL_HOSTED_STYLE") ?? "false";
+  if (style !== "true" && style !== "false") throw new ConfigError(`S3_VIRTUAL_HOSTED_STYLE must be true or false (got "${style}")`);
+  const accessKeyId = emptyToUndefined(get("S3_ACCESS_KEY_ID") ?? get("AWS_ACCESS_KEY_ID"));
+  const secretAccessKey = emptyToUndefined(get("S3_SECRET_ACCESS_KEY") ?? get("AWS_SECRET_ACCESS_KEY"));
+  if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) {
+    throw new ConfigError("S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY must be set together");
+  }
+  return {
+    bucket,
+    endpoint: endpoint?.replace(/\/$/, ""),
+    region: emptyToUndefined(get("S3_REGION")) ?? "us-east-1",
+    accessKeyId,
+    secretAccessKey,
+    prefix,
+    virtualHostedStyle: style === "true",
   };
 }
 

@@ -8,11 +8,13 @@ import pkg from "../package.json" with { type: "json" };
 import path from "node:path";
 import { ConfigError, loadConfig, type Config, type ConfigFlags } from "./config.ts";
 import { backup, restore } from "./storage/backup.ts";
+import { DiskBlobStore } from "./storage/disk-blobs.ts";
+import { SqliteMetadataStore } from "./storage/sqlite-metadata.ts";
 import { fsck } from "./service/fsck.ts";
 import { PRIVATE_UMASK } from "./storage/permissions.ts";
 import { AppError } from "./errors.ts";
 import { formatTimestamp } from "./domain/time.ts";
-import { openServices } from "./service/index.ts";
+import { openServices, StoreUnavailableError } from "./service/index.ts";
 import { parseEmail } from "./domain/params.ts";
 import { serve } from "./server/serve.ts";
 
@@ -72,12 +74,16 @@ async function main(argv: string[]): Promise<number> {
     case "restore": {
       if (sub === undefined || rest.length > 0) throw new UsageError(`${command} takes exactly one directory`);
       const config = loadConfig(process.env, flags);
+      if (config.databaseUrl !== undefined || config.s3 !== undefined) {
+        throw new UsageError(`${command} copies SQLite and DATA_DIR; with DATABASE_URL or S3_BUCKET, use cubby export and cubby import`);
+      }
       if (command === "restore") {
         await restore(path.resolve(sub), config.dataDir);
         console.error(`restored ${sub} into ${config.dataDir}; verifying every blob…`);
         return fsckCommand(config, false);
       }
-      await using services = openServices(config);
+      await using services = await openServices(config);
+      if (!(services.store instanceof SqliteMetadataStore) || !(services.blobs instanceof DiskBlobStore)) throw new Error("unreachable: SQLite and disk expected");
       const result = await backup(services.store, services.blobs, path.resolve(sub));
       console.error(`backed up ${result.files} file(s), ${result.bytes} bytes, to ${sub}`);
       return 0;
@@ -89,7 +95,7 @@ async function main(argv: string[]): Promise<number> {
 
 /** Runs fsck and prints its report. @returns 0 when all is well, 1 when problems were found */
 async function fsckCommand(config: Config, repair: boolean): Promise<number> {
-  await using services = openServices(config);
+  await using services = await openServices(config);
   const report = await fsck(services.store, services.blobs, { repair });
   for (const p of report.problems) console.log(`${p.kind}\tfile ${p.fileId}\tblob ${p.blob}\t${p.detail}`);
   for (const o of report.orphans) console.log(`orphan\tblob ${o}\tno file refers to it (removed at the next server start)`);
@@ -116,7 +122,7 @@ async function keysCommand(
     case "create": {
       const email = requireEmail();
       if (rest.length > 0) throw new UsageError(`keys create takes no arguments (got "${rest[0]}")`);
-      await using services = openServices(config);
+      await using services = await openServices(config);
       const user = await services.users.findOrCreateByEmail(email);
       const minted = await services.keys.create(user.id, values.name ?? "");
       // Only the key on stdout, so `KEY=$(cubby keys create --email …)` works.
@@ -125,7 +131,7 @@ async function keysCommand(
     }
     case "list": {
       const email = requireEmail();
-      await using services = openServices(config);
+      await using services = await openServices(config);
       const user = await services.users.findByEmail(email);
       const keys = user === undefined ? [] : await services.keys.list(user.id);
       console.log(["ID", "NAME", "CREATED", "LAST USED"].join("\t"));
@@ -137,7 +143,7 @@ async function keysCommand(
     case "revoke": {
       const [id, extra] = rest;
       if (id === undefined || extra !== undefined) throw new UsageError("keys revoke takes exactly one key ID");
-      await using services = openServices(config);
+      await using services = await openServices(config);
       await services.keys.revoke(id);
       console.error(`revoked ${id}`);
       return 0;
@@ -154,6 +160,7 @@ if (import.meta.main) {
       const isInput =
         err instanceof UsageError ||
         err instanceof ConfigError ||
+        err instanceof StoreUnavailableError ||
         (err instanceof AppError && (err.code === "invalid_argument" || err.code === "not_found")) ||
         (err as { code?: string }).code?.startsWith("ERR_PARSE_ARGS");
       if (isInput) {

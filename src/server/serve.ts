@@ -13,23 +13,36 @@ import { openServices, type Services } from "../service/index.ts";
 import { listenOnePort } from "./one-port.ts";
 import { batchedLog, createRequestHandler } from "./request-handler.ts";
 
+/** How often a server on a shared blob store sweeps orphans (ms). */
+const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
+
 /** In-flight requests get this long to finish after a stop signal, then connections are cut. */
 export const SHUTDOWN_GRACE_MS = 10_000;
 
 /** Runs the server until SIGTERM or SIGINT; returns once it has stopped and the stores are closed. */
 export async function serve(config: Config): Promise<void> {
   {
-    await using services = openServices(config);
+    await using services = await openServices(config);
     await serveUntilStopped(config, services);
   }
   console.log("stopped");
 }
 
 async function serveUntilStopped(config: Config, services: Services): Promise<void> {
-  const swept = await services.files.sweep();
-  if (swept.unfinished + swept.orphans > 0) {
-    console.log(`swept ${swept.unfinished} temporary and ${swept.orphans} unreferenced blob file(s)`);
-  }
+  const sweep = async () => {
+    const swept = await services.files.sweep();
+    if (swept.unfinished + swept.orphans > 0) {
+      console.log(`swept ${swept.unfinished} temporary and ${swept.orphans} unreferenced blob file(s)`);
+    }
+  };
+  await sweep();
+  // A shared blob store gains orphans while running (another instance killed mid-upload): sweep
+  // it hourly too. A store only this process writes needs the start-up sweep alone.
+  const sweeper =
+    services.blobs.orphanGraceMs > 0
+      ? setInterval(() => sweep().catch((err: unknown) => console.error(`sweep failed: ${err}`)), SWEEP_INTERVAL_MS)
+      : undefined;
+  sweeper?.unref();
 
   let baseUrl = config.hostname ?? "";
   const auth = new Authenticator(services.keys, services.sessions, () => baseUrl, new WindowLimiter(config.rateLimits.authFailures));
@@ -72,6 +85,7 @@ async function serveUntilStopped(config: Config, services: Services): Promise<vo
       process.off("SIGTERM", onTerm);
       process.off("SIGINT", onInt);
       console.log(`${signal}: stopping; in-flight requests have ${SHUTDOWN_GRACE_MS / 1000}s to finish`);
+      clearInterval(sweeper);
       await server.stop(SHUTDOWN_GRACE_MS);
       flushLog();
       resolve();

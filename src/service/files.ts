@@ -215,15 +215,18 @@ export class FileService {
   }
 
   /**
-   * Start-up sweep: removes uploads a crash left unfinished and blobs no row refers to (left
-   * by a crash between the blob's write and the commit, or between a commit and the removal).
+   * The sweep (at start, and periodically on a shared store): removes uploads a crash left
+   * unfinished and blobs no row refers to (left by a crash between the blob's write and the
+   * commit, or between a commit and the removal), except those younger than the blob store's
+   * `orphanGraceMs`, which may be another process's upload about to commit.
    */
   async sweep(): Promise<{ unfinished: number; orphans: number }> {
     const unfinished = await this.deps.blobs.sweepUnfinished();
     const referenced = await this.deps.store.files.blobNames();
+    const cutoff = Date.now() - this.deps.blobs.orphanGraceMs;
     let orphans = 0;
-    for await (const name of this.deps.blobs.names()) {
-      if (referenced.has(name)) continue;
+    for await (const { name, writtenAt } of this.deps.blobs.list()) {
+      if (referenced.has(name) || writtenAt > cutoff) continue;
       await this.deps.blobs.remove(name);
       orphans++;
     }

@@ -37,7 +37,7 @@ export async function fsck(store: MetadataStore, blobs: BlobStore, opts: { repai
     if (problem !== undefined) damaged.push({ problem, file });
   }
   report.problems = damaged.map((d) => d.problem);
-  for await (const name of blobs.names()) if (!referenced.has(name)) report.orphans.push(name);
+  for await (const { name } of blobs.list()) if (!referenced.has(name)) report.orphans.push(name);
 
   if (opts.repair && damaged.length > 0) {
     for (const { problem, file } of damaged) {

@@ -1,13 +1,17 @@
 /**
  * Opens the stores and builds the services over them: what `serve` and the CLI commands share.
- * Today the stores are SQLite and the local disk in DATA_DIR (the two ports are in
- * storage/ports.ts).
+ * Metadata is SQLite in DATA_DIR unless DATABASE_URL names PostgreSQL; blobs are files in
+ * DATA_DIR unless S3_BUCKET names a bucket (CONTRACT §7; the two ports are in storage/ports.ts).
  */
 import fs from "node:fs";
 import { systemClock, type Clock } from "../domain/time.ts";
 import { DiskBlobStore } from "../storage/disk-blobs.ts";
 import { describeTightened, PRIVATE_DIR_MODE, tightenDataDir } from "../storage/permissions.ts";
-import { openSqliteMetadata, type SqliteMetadataStore } from "../storage/sqlite-metadata.ts";
+import { connectPostgres } from "../storage/pg-driver.ts";
+import { openPgMetadata } from "../storage/pg-metadata.ts";
+import type { BlobStore, MetadataStore } from "../storage/ports.ts";
+import { S3BlobStore, type S3Settings } from "../storage/s3-blobs.ts";
+import { openSqliteMetadata } from "../storage/sqlite-metadata.ts";
 import { FileService } from "./files.ts";
 import { KeyService } from "./keys.ts";
 import { SessionService } from "./sessions.ts";
@@ -15,8 +19,8 @@ import { UserService } from "./users.ts";
 
 /** The services and the stores under them; disposing flushes delayed blob removals and closes the stores. */
 export interface Services extends AsyncDisposable {
-  store: SqliteMetadataStore;
-  blobs: DiskBlobStore;
+  store: MetadataStore;
+  blobs: BlobStore;
   clock: Clock;
   files: FileService;
   keys: KeyService;
@@ -24,19 +28,42 @@ export interface Services extends AsyncDisposable {
   sessions: SessionService;
 }
 
+export interface OpenOptions {
+  dataDir: string;
+  maxUploadBytes: number;
+  /** PostgreSQL instead of SQLite in dataDir. */
+  databaseUrl?: string | undefined;
+  /** An S3-compatible bucket instead of files in dataDir. */
+  s3?: S3Settings | undefined;
+  clock?: Clock;
+}
+
+/** A store that could not be reached or used at start: the message is one line for the operator. */
+export class StoreUnavailableError extends Error {
+  override name = "StoreUnavailableError";
+}
+
 /**
  * Creates DATA_DIR if needed (0700), takes group and other access away from what an earlier
  * version left there (one line on stderr when it changed anything: stdout may be a key), opens
- * the database, applies pending migrations (idempotent) and wires the services. Use with
- * `await using`.
+ * the stores, applies pending migrations (idempotent; once when several instances start
+ * together) and wires the services. Use with `await using`.
+ * @throws StoreUnavailableError when PostgreSQL or the bucket cannot be reached or refuses the
+ *   credentials
  */
-export function openServices(opts: { dataDir: string; maxUploadBytes: number; clock?: Clock }): Services {
+export async function openServices(opts: OpenOptions): Promise<Services> {
   fs.mkdirSync(opts.dataDir, { recursive: true, mode: PRIVATE_DIR_MODE });
   // Before the database opens: SQLite gives a new -wal / -shm the database file's mode.
   const tightened = tightenDataDir(opts.dataDir);
   if (tightened.length > 0) console.error(`tightened to owner-only access in ${opts.dataDir}: ${describeTightened(tightened)}`);
-  const store = openSqliteMetadata(opts.dataDir);
-  const blobs = new DiskBlobStore(opts.dataDir);
+  const store = await openMetadata(opts);
+  let blobs: BlobStore;
+  try {
+    blobs = await openBlobs(opts);
+  } catch (err) {
+    await store[Symbol.asyncDispose]();
+    throw err;
+  }
   const clock = opts.clock ?? systemClock();
   return {
     store,
@@ -51,4 +78,33 @@ export function openServices(opts: { dataDir: string; maxUploadBytes: number; cl
       await store[Symbol.asyncDispose]();
     },
   };
+}
+
+async function openMetadata(opts: OpenOptions): Promise<MetadataStore> {
+  if (opts.databaseUrl === undefined) return openSqliteMetadata(opts.dataDir);
+  const driver = connectPostgres(opts.databaseUrl);
+  try {
+    return await openPgMetadata(driver);
+  } catch (err) {
+    await driver.end().catch(() => {});
+    throw new StoreUnavailableError(`PostgreSQL at ${redactPassword(opts.databaseUrl)}: ${(err as Error).message}`);
+  }
+}
+
+async function openBlobs(opts: OpenOptions): Promise<BlobStore> {
+  if (opts.s3 === undefined) return new DiskBlobStore(opts.dataDir);
+  const blobs = new S3BlobStore(opts.s3);
+  try {
+    await blobs.check();
+  } catch (err) {
+    throw new StoreUnavailableError((err as Error).message);
+  }
+  return blobs;
+}
+
+/** The URL with its password replaced by `***`, for messages. */
+function redactPassword(url: string): string {
+  const u = new URL(url);
+  if (u.password !== "") u.password = "***";
+  return u.toString();
 }

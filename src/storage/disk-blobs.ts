@@ -212,8 +212,14 @@ export class DiskBlobStore implements BlobStore {
     return { size, checksum: checksumToBase64(crc) };
   }
 
-  async *names(): AsyncIterable<string> {
-    yield* await fsp.readdir(this.blobDir);
+  /** The data directory belongs to one server process, which sweeps only at start. */
+  readonly orphanGraceMs = 0;
+
+  async *list(): AsyncIterable<{ name: string; writtenAt: number }> {
+    for (const name of await fsp.readdir(this.blobDir)) {
+      const stat = await fsp.stat(this.path(name)).catch(() => undefined);
+      if (stat !== undefined) yield { name, writtenAt: stat.mtimeMs };
+    }
   }
 
   async sweepUnfinished(): Promise<number> {

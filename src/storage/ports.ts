@@ -187,8 +187,13 @@ export interface BlobStore extends AsyncDisposable {
    * that dropped it can still read it. Pending removals run on dispose.
    */
   removeLater(name: string): void;
-  /** Every blob name in the store. */
-  names(): AsyncIterable<string>;
+  /** Every blob in the store, with when it was written (Unix ms). */
+  list(): AsyncIterable<{ name: string; writtenAt: number }>;
+  /**
+   * How long a blob no row refers to may still be an upload about to commit, by this or another
+   * process: sweeps leave younger ones alone (ms). 0 when only this process writes the store.
+   */
+  readonly orphanGraceMs: number;
   /** Removes uploads left unfinished by a crash. @returns how many */
   sweepUnfinished(): Promise<number>;
   /** Moves a damaged blob aside with a note on why (fsck --repair). Missing is fine. */

@@ -26,6 +26,8 @@ describe("loadConfig", () => {
       trustedProxies: [],
       connections: { total: 4096, perClient: 64 },
       timeouts: { headerSeconds: 10, idleSeconds: 60 },
+      databaseUrl: undefined,
+      s3: undefined,
     });
   });
 
@@ -46,6 +48,14 @@ describe("loadConfig", () => {
       TRUSTED_PROXIES: "127.0.0.1, ::1",
       MAX_CONNECTIONS: "100",
       MAX_CONNECTIONS_PER_CLIENT: "0",
+      DATABASE_URL: "postgres://cubby:pw@db.example.com:5432/cubby?sslmode=require",
+      S3_BUCKET: "files",
+      S3_ENDPOINT: "http://127.0.0.1:9000/",
+      S3_REGION: "eu-central-1",
+      S3_ACCESS_KEY_ID: "AKID",
+      S3_SECRET_ACCESS_KEY: "SECRET",
+      S3_PREFIX: "cubby/",
+      S3_VIRTUAL_HOSTED_STYLE: "true",
     };
     expect(loadConfig(env, {}, "/")).toEqual({
       port: 9000,
@@ -58,6 +68,16 @@ describe("loadConfig", () => {
       trustedProxies: ["127.0.0.1", "::1"],
       connections: { total: 100, perClient: 0 },
       timeouts: { headerSeconds: 5, idleSeconds: 255 },
+      databaseUrl: "postgres://cubby:pw@db.example.com:5432/cubby?sslmode=require",
+      s3: {
+        bucket: "files",
+        endpoint: "http://127.0.0.1:9000",
+        region: "eu-central-1",
+        accessKeyId: "AKID",
+        secretAccessKey: "SECRET",
+        prefix: "cubby/",
+        virtualHostedStyle: true,
+      },
     });
   });
 
@@ -94,5 +114,11 @@ describe("loadConfig", () => {
     ["no header timeout", { HEADER_TIMEOUT_SECONDS: "0" }, "HEADER_TIMEOUT_SECONDS must be a whole number of seconds from 1 to 3600 (got \"0\")"],
     ["a proxy that is not an address", { TRUSTED_PROXIES: "10.0.0.0/8" }, "TRUSTED_PROXIES: \"10.0.0.0/8\" is not an IP address (expected e.g. 127.0.0.1,10.0.0.2)"],
     ["issuer not a URL", { IDP_ISSUER: "google" }, "IDP_ISSUER must be the issuer URL of an OpenID provider (got \"google\")"],
+    ["a database URL of another kind", { DATABASE_URL: "mysql://h/db" }, "DATABASE_URL must start with postgres:// (got mysql://); unset it for SQLite in DATA_DIR"],
+    ["a database URL without a database", { DATABASE_URL: "postgres://h:5432" }, "DATABASE_URL needs a host and a database name (postgres://user:password@host:5432/database)"],
+    ["S3 settings without a bucket", { S3_ENDPOINT: "http://x:9000" }, "S3_ENDPOINT is set but S3_BUCKET is not; set S3_BUCKET to store blobs in S3"],
+    ["an S3 endpoint with a path", { S3_BUCKET: "b", S3_ENDPOINT: "http://x:9000/b" }, "S3_ENDPOINT must be an http(s) origin such as http://127.0.0.1:9000 (got \"http://x:9000/b\")"],
+    ["an S3 key without its secret", { S3_BUCKET: "b", S3_ACCESS_KEY_ID: "k" }, "S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY must be set together"],
+    ["an S3 prefix without a slash", { S3_BUCKET: "b", S3_PREFIX: "cubby" }, "S3_PREFIX must end with \"/\" and not start with one, e.g. cubby/ (got \"cubby\")"],
   ])("%s", (_, env, message) => expect(outcome(() => loadConfig(env))).toEqual({ error: message }));
 });

@@ -1,0 +1,227 @@
+/**
+ * Blob storage in a bucket of any S3-compatible store (CONTRACT §7), through Bun's S3 client:
+ * the second implementation of the {@link BlobStore} port, for several instances sharing one
+ * bucket. Objects live at `S3_PREFIX + "blobs/" + name` and `… "quarantine/" …`.
+ *
+ * - An upload streams as a multipart upload under a fresh name, one part at a time: every part
+ *   is flushed before the next is taken (Bun's `writer().write()` returns no promise, so without
+ *   the flush a 1 GiB upload held ~1.1 GiB). CRC32C and size are computed on the way; the
+ *   object's size is checked with a HEAD after it completes, and only then does the caller
+ *   commit the row. No `x-amz-checksum-*` header is sent (Backblaze B2 refuses them; Swift
+ *   ignores them).
+ * - A download passes its range to the store (`Range`) and streams it.
+ * - An object that no row refers to may be another instance's upload about to commit: sweeps
+ *   leave those younger than an hour ({@link S3BlobStore.orphanGraceMs}). A multipart upload
+ *   left by a crash is invisible and never completes; the store discards it by its own rules
+ *   (on AWS, a lifecycle rule `AbortIncompleteMultipartUpload`, see docs/scale-out.md).
+ */
+import { S3Client } from "bun";
+import { AppError } from "../errors.ts";
+import { checksumToBase64, crc32cUpdate } from "../domain/checksum.ts";
+import { newBlobName } from "../domain/ids.ts";
+import type { BlobChunk, BlobStore, ByteRange, ReadPlan, StagedBlob, WriteOptions } from "./ports.ts";
+
+/** Where and how to reach the bucket (CONTRACT §7 variables). */
+export interface S3Settings {
+  bucket: string;
+  /** e.g. `http://127.0.0.1:9000`; undefined: AWS for `region`. */
+  endpoint: string | undefined;
+  region: string;
+  accessKeyId: string | undefined;
+  secretAccessKey: string | undefined;
+  /** Key prefix inside the bucket ("" or ending in "/"). */
+  prefix: string;
+  virtualHostedStyle: boolean;
+}
+
+/** Bytes per multipart part: S3's minimum is 5 MiB (except the last). */
+const PART_BYTES = 8 * 1024 * 1024;
+/** Blobs up to this size are kept in memory once read whole, as on disk. */
+const SMALL_BLOB_BYTES = 64 * 1024;
+const SMALL_BLOB_CACHE_BYTES = 32 * 1024 * 1024;
+/** As disk-blobs.ts: a reader that just looked a blob up can still read it this long. */
+const REMOVAL_GRACE_MS = 30_000;
+
+export class S3BlobStore implements BlobStore {
+  /** Other instances write this bucket: an unreferenced object younger than this may be theirs. */
+  readonly orphanGraceMs = 60 * 60 * 1000;
+  private readonly client: S3Client;
+  private readonly pendingRemovals = new Map<string, ReturnType<typeof setTimeout>>();
+  private readonly small = new Map<string, Uint8Array>();
+  private smallBytes = 0;
+
+  constructor(private readonly settings: S3Settings) {
+    this.client = new S3Client({
+      bucket: settings.bucket,
+      endpoint: settings.endpoint,
+      region: settings.region,
+      accessKeyId: settings.accessKeyId,
+      secretAccessKey: settings.secretAccessKey,
+      virtualHostedStyle: settings.virtualHostedStyle,
+    });
+  }
+
+  /**
+   * Checks that the bucket can be listed with these credentials (at start: a wrong endpoint,
+   * bucket or key is one clear error instead of a 503 on the first upload).
+   * @throws Error naming the bucket and what the store said
+   */
+  async check(): Promise<void> {
+    try {
+      await this.client.list({ prefix: this.key("blobs/"), maxKeys: 1 });
+    } catch (err) {
+      throw new Error(`S3 bucket ${this.settings.bucket} at ${this.settings.endpoint ?? "AWS"}: ${(err as Error).message}`);
+    }
+  }
+
+  async write(content: AsyncIterable<Uint8Array> | null, opts: WriteOptions): Promise<StagedBlob> {
+    const name = newBlobName();
+    const file = this.client.file(this.blobKey(name));
+    const writer = file.writer({ partSize: PART_BYTES, queueSize: 1, retry: 3 });
+    let crc = 0;
+    let size = 0;
+    let pending = 0;
+    try {
+      if (content !== null) {
+        for await (const chunk of content) {
+          size += chunk.byteLength;
+          if (size > opts.maxBytes) throw new AppError("payload_too_large", `content is larger than the limit of ${opts.maxBytes} bytes`);
+          crc = crc32cUpdate(crc, chunk);
+          writer.write(chunk);
+          pending += chunk.byteLength;
+          if (pending >= PART_BYTES) {
+            await writer.flush();
+            pending = 0;
+          }
+        }
+      }
+      const checksum = checksumToBase64(crc);
+      if (opts.expectedChecksum !== undefined && opts.expectedChecksum !== checksum) {
+        throw new AppError("invalid_argument", `checksum mismatch: the client declared CRC32C ${opts.expectedChecksum}, the content has ${checksum}`);
+      }
+      await writer.end();
+      const stored = await file.stat();
+      if (stored.size !== size) throw new Error(`S3 object ${name} holds ${stored.size} bytes, ${size} were sent`);
+      return { name, size, checksum };
+    } catch (err) {
+      // An unfinished multipart upload is aborted by end(err); a completed object is deleted.
+      await Promise.resolve(writer.end(err instanceof Error ? err : undefined)).catch(() => {});
+      await file.delete().catch(() => {});
+      throw err;
+    }
+  }
+
+  cached(name: string, size: number): Uint8Array | undefined {
+    const bytes = size <= SMALL_BLOB_BYTES ? this.small.get(name) : undefined;
+    return bytes !== undefined && bytes.byteLength === size ? bytes : undefined;
+  }
+
+  async *read(name: string, range: ByteRange, plan: ReadPlan): AsyncIterable<BlobChunk> {
+    if (range.length === 0) return;
+    const stream = this.client.file(this.blobKey(name)).slice(range.start, range.start + range.length).stream();
+    const reader = stream.getReader();
+    const whole: Uint8Array[] | undefined = range.start === 0 && range.length <= SMALL_BLOB_BYTES ? [] : undefined;
+    let received = 0;
+    try {
+      while (!plan.signal?.aborted) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        received += value.byteLength;
+        whole?.push(value);
+        yield { bytes: value, release: () => {} };
+      }
+      if (!plan.signal?.aborted && received !== range.length) {
+        throw new Error(`blob ${name} ended at byte ${range.start + received}, before ${range.start + range.length}`);
+      }
+      if (whole !== undefined && received === range.length) this.remember(name, Buffer.concat(whole));
+    } finally {
+      await reader.cancel().catch(() => {});
+    }
+  }
+
+  async verify(name: string): Promise<{ size: number; checksum: string } | undefined> {
+    const file = this.client.file(this.blobKey(name));
+    if (!(await file.exists())) return undefined;
+    let crc = 0;
+    let size = 0;
+    for await (const chunk of file.stream()) {
+      crc = crc32cUpdate(crc, chunk);
+      size += chunk.byteLength;
+    }
+    return { size, checksum: checksumToBase64(crc) };
+  }
+
+  async remove(name: string): Promise<void> {
+    this.forget(name);
+    await this.client.delete(this.blobKey(name));
+  }
+
+  removeLater(name: string): void {
+    if (this.pendingRemovals.has(name)) return;
+    const timer = setTimeout(() => {
+      this.pendingRemovals.delete(name);
+      this.remove(name).catch((err) => console.error(`blob ${name}: removal failed (the sweep will remove it): ${err}`));
+    }, REMOVAL_GRACE_MS);
+    timer.unref();
+    this.pendingRemovals.set(name, timer);
+  }
+
+  async *list(): AsyncIterable<{ name: string; writtenAt: number }> {
+    const prefix = this.blobKey("");
+    let continuationToken: string | undefined;
+    do {
+      const page = await this.client.list({ prefix, continuationToken });
+      for (const o of page.contents ?? []) {
+        yield { name: o.key.slice(prefix.length), writtenAt: o.lastModified === undefined ? Date.now() : Date.parse(o.lastModified) };
+      }
+      continuationToken = page.isTruncated ? page.nextContinuationToken : undefined;
+    } while (continuationToken !== undefined);
+  }
+
+  /** Unfinished multipart uploads are the store's to discard (see the module comment). */
+  async sweepUnfinished(): Promise<number> {
+    return 0;
+  }
+
+  /** Copies the object to `quarantine/NAME` with `quarantine/NAME.json` beside it, then deletes it. */
+  async quarantine(name: string, note: unknown): Promise<void> {
+    await this.client.write(this.key(`quarantine/${name}.json`), `${JSON.stringify(note, null, 2)}\n`);
+    const source = this.client.file(this.blobKey(name));
+    if (!(await source.exists())) return;
+    await this.client.write(this.key(`quarantine/${name}`), source);
+    await this.remove(name);
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    const names = [...this.pendingRemovals.keys()];
+    for (const [, t] of this.pendingRemovals) clearTimeout(t);
+    this.pendingRemovals.clear();
+    await Promise.all(names.map((n) => this.remove(n).catch(() => {})));
+  }
+
+  private key(path: string): string {
+    return this.settings.prefix + path;
+  }
+
+  private blobKey(name: string): string {
+    return this.key(`blobs/${name}`);
+  }
+
+  private remember(name: string, bytes: Uint8Array): void {
+    if (this.small.has(name)) return;
+    this.small.set(name, bytes);
+    this.smallBytes += bytes.byteLength;
+    for (const [oldest, b] of this.small) {
+      if (this.smallBytes <= SMALL_BLOB_CACHE_BYTES) break;
+      this.small.delete(oldest);
+      this.smallBytes -= b.byteLength;
+    }
+  }
+
+  private forget(name: string): void {
+    const bytes = this.small.get(name);
+    if (bytes === undefined) return;
+    this.small.delete(name);
+    this.smallBytes -= bytes.byteLength;
+  }
+}
