@@ -10,12 +10,13 @@ import { formatTimestamp } from "../domain/time.ts";
 import { parseQuery } from "../domain/params.ts";
 import { safeNext, SignInError, type FlowState, type OidcSignIn } from "../auth/oidc.ts";
 import { sessionCookieName, type Authenticator } from "../auth/principal.ts";
-import { CLIENT_ADDRESS_HEADER, type WindowLimiter } from "../auth/rate-limit.ts";
+import type { WindowLimiter } from "../auth/rate-limit.ts";
 import type { KeyService } from "../service/keys.ts";
 import type { SessionService } from "../service/sessions.ts";
 import type { UserService } from "../service/users.ts";
 import { json } from "./respond.ts";
 import { htmlPage } from "./pages.ts";
+import { authRequest, requestContext } from "./request-context.ts";
 
 export interface AuthRoutesDeps {
   auth: Authenticator;
@@ -49,6 +50,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
     cookie(sessionCookieName(deps.baseUrl()), token, Math.max(0, Math.floor((expiresAtMicros - deps.clockMicros()) / 1_000_000)));
 
   return new Elysia({ name: "auth-routes", prefix: "/auth" })
+    .use(requestContext)
     .get(
       "/login",
       async ({ request }) => {
@@ -73,7 +75,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
     )
     .get(
       "/idp/callback",
-      async ({ request }) => {
+      async ({ request, requestContext }) => {
         const clearFlow = cookie(flowCookieName(), "", 0);
         const refuse = (status: number, message: string) => {
           const res = htmlPage(status, "Sign-in refused", message);
@@ -81,7 +83,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
           return res;
         };
         if (deps.signIn === undefined) return refuse(503, "sign-in is not configured on this server");
-        const address = request.headers.get(CLIENT_ADDRESS_HEADER) ?? "unknown";
+        const address = requestContext.clientAddress;
         const wait = deps.signInLimiter.retryAfterSeconds(address);
         if (wait > 0) {
           const res = refuse(429, `too many sign-in attempts from this address; try again in ${wait} s`);
@@ -109,8 +111,8 @@ export function authRoutes(deps: AuthRoutesDeps) {
     )
     .post(
       "/logout",
-      ({ request }) => {
-        const session = deps.auth.requireSession(request);
+      ({ request, requestContext }) => {
+        const session = deps.auth.requireSession(authRequest(request, requestContext));
         deps.sessions.revoke(session.token);
         return json({}, 200, { "set-cookie": cookie(sessionCookieName(deps.baseUrl()), "", 0) });
       },
@@ -118,9 +120,9 @@ export function authRoutes(deps: AuthRoutesDeps) {
     )
     .get(
       "/session",
-      ({ request }) => {
+      ({ request, requestContext }) => {
         // A rate-limited address gets 429 like every other surface, not "signed out".
-        const session = deps.auth.optionalSession(request);
+        const session = deps.auth.optionalSession(authRequest(request, requestContext));
         const body = {
           sign_in_configured: deps.signIn !== undefined,
           signed_in: session !== null,
@@ -135,8 +137,8 @@ export function authRoutes(deps: AuthRoutesDeps) {
     )
     .post(
       "/keys",
-      async ({ request }) => {
-        const { principal } = deps.auth.requireSession(request);
+      async ({ request, requestContext }) => {
+        const { principal } = deps.auth.requireSession(authRequest(request, requestContext));
         const name = await readKeyName(request);
         const minted = deps.keys.create(principal.userId, name);
         return json({ id: minted.id, name: minted.name, key: minted.key, created_at: formatTimestamp(minted.createdAt) });
@@ -145,8 +147,8 @@ export function authRoutes(deps: AuthRoutesDeps) {
     )
     .get(
       "/keys",
-      ({ request }) => {
-        const { principal } = deps.auth.requireSession(request);
+      ({ request, requestContext }) => {
+        const { principal } = deps.auth.requireSession(authRequest(request, requestContext));
         return json({
           keys: deps.keys.list(principal.userId).map((k) => ({
             id: k.id,
@@ -160,8 +162,8 @@ export function authRoutes(deps: AuthRoutesDeps) {
     )
     .delete(
       "/keys/:id",
-      ({ request, params }) => {
-        const { principal } = deps.auth.requireSession(request);
+      ({ request, params, requestContext }) => {
+        const { principal } = deps.auth.requireSession(authRequest(request, requestContext));
         deps.keys.revoke(params.id, principal.userId);
         return json({});
       },

@@ -6,18 +6,15 @@
  * any URL of another shape goes the general way.
  */
 import type { ServerResponse } from "node:http";
-import { CLIENT_ADDRESS_HEADER } from "../auth/rate-limit.ts";
 import type { HeaderSource } from "../auth/principal.ts";
+import type { RequestContext } from "../context/request-context.ts";
+import { report } from "../context/report.ts";
 import { contentReply, type ContentDeps } from "../http/content.ts";
 import { errorResponse } from "../http/respond.ts";
-import { clientOf, failed, headerOf, writeFileRange, writeResponse, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
-import { accessLogLine } from "./request-handler.ts";
+import { failed, headerOf, writeFileRange, writeResponse, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
 
 export interface FastContentOptions {
   deps: ContentDeps;
-  log: (line: string) => void;
-  /** Proxy addresses whose X-Forwarded-For is believed (TRUSTED_PROXIES). */
-  trustedProxies: ReadonlySet<string>;
 }
 
 /** `/{21-char id}` or `/{21-char id}/{slug}`, the slug without escapes or further segments. */
@@ -30,8 +27,9 @@ export function contentTarget(pathname: string): { id: string; slug: string | un
 }
 
 /**
- * Answers a content GET or HEAD: the same status, headers and body as the HTTP app, plus the
- * request ID and one access-log line. Errors become the usual `google.rpc.Status` JSON.
+ * Answers a content GET or HEAD: the same status, headers and body as the HTTP app (the request
+ * ID and the access-log line come from the dispatch, server/access-log.ts). Errors are reported
+ * and become the usual `google.rpc.Status` JSON.
  */
 export async function serveContentFast(
   opts: FastContentOptions,
@@ -40,33 +38,18 @@ export async function serveContentFast(
   target: { id: string; slug: string | undefined },
   pathname: string,
   search: string,
+  context: RequestContext,
 ): Promise<void> {
-  const started = performance.now();
-  const { address, requestId } = clientOf(req, opts.trustedProxies);
-  const headers: HeaderSource = { get: (name) => (name === CLIENT_ADDRESS_HEADER ? address : headerOf(req, name)) };
-  let status = 500;
-  let bytes: string | undefined;
+  const headers: HeaderSource = { get: (name) => headerOf(req, name) };
   try {
-    const reply = contentReply(opts.deps, { method: req.method ?? "GET", headers, pathname, search }, target.id, target.slug);
-    reply.headers["x-request-id"] = requestId;
-    status = reply.status;
-    bytes = reply.headers["content-length"];
+    const reply = contentReply(opts.deps, { method: req.method ?? "GET", headers, pathname, search, clientAddress: context.clientAddress }, target.id, target.slug);
     const writer = res as ServerResponse;
     writer.writeHead(reply.status, reply.headers);
     if (reply.body === null || req.method === "HEAD") writer.end();
     else if (reply.body instanceof Uint8Array) writer.end(reply.body);
     else await writeFileRange(res, reply.body);
   } catch (err) {
-    if (res.headersSent) {
-      failed(req, res, err);
-    } else {
-      const response = errorResponse(err, requestId);
-      response.headers.set("x-request-id", requestId);
-      status = response.status;
-      bytes = response.headers.get("content-length") ?? undefined;
-      await writeResponse(req, res, response).catch((e: unknown) => failed(req, res, e));
-    }
-  } finally {
-    opts.log(accessLogLine(req.method ?? "GET", pathname, status, bytes, started, requestId));
+    if (res.headersSent) failed(res, err, context);
+    else await writeResponse(req, res, errorResponse(report(err, context))).catch((e: unknown) => failed(res, e, context));
   }
 }

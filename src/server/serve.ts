@@ -11,7 +11,7 @@ import { createApp } from "../http/app.ts";
 import { rpcPaths, rpcRoutes } from "../rpc/index.ts";
 import { openServices } from "../service/index.ts";
 import { listenOnePort } from "./one-port.ts";
-import { batchedLog, createRequestHandler } from "./request-handler.ts";
+import { batchedLog } from "./access-log.ts";
 
 /** In-flight requests get this long to finish after a stop signal, then connections are cut. */
 export const SHUTDOWN_GRACE_MS = 10_000;
@@ -45,13 +45,12 @@ export async function serve(config: Config): Promise<void> {
   const routes = rpcRoutes({ files: services.files, blobs: services.blobs, auth, baseUrl: () => baseUrl });
   const { log, flush: flushLog } = batchedLog((chunk) => process.stdout.write(chunk));
   const trustedProxies = new Set(config.trustedProxies);
-  const handle = createRequestHandler({ app: (request) => app.handle(request), log, trustedProxies });
   const server = await listenOnePort({
     port: config.port,
-    handle,
+    app: (request) => app.handle(request),
     routes,
     rpcPaths: rpcPaths(routes),
-    content: { deps: { files: services.files, blobs: services.blobs, auth, baseUrl: () => baseUrl }, log, trustedProxies },
+    content: { deps: { files: services.files, blobs: services.blobs, auth, baseUrl: () => baseUrl } },
     log,
     trustedProxies,
     headerTimeoutSeconds: config.timeouts.headerSeconds,
