@@ -8,14 +8,16 @@ import { Elysia } from "elysia";
 import { AppError } from "../errors.ts";
 import { formatTimestamp } from "../domain/time.ts";
 import { parseQuery } from "../domain/params.ts";
-import { safeNext, SignInError, type FlowState, type OidcSignIn } from "../auth/oidc.ts";
+import { safeNext, type FlowState, type OidcSignIn } from "../auth/oidc.ts";
 import { sessionCookieName, type Authenticator } from "../auth/principal.ts";
 import type { WindowLimiter } from "../auth/rate-limit.ts";
+import type { RequestContext } from "../context/request-context.ts";
+import { report } from "../context/report.ts";
 import type { KeyService } from "../service/keys.ts";
 import type { SessionService } from "../service/sessions.ts";
 import type { UserService } from "../service/users.ts";
 import { json } from "./respond.ts";
-import { htmlPage } from "./pages.ts";
+import { errorPage } from "./pages.ts";
 import { authRequest, requestContext } from "./request-context.ts";
 
 export interface AuthRoutesDeps {
@@ -37,6 +39,9 @@ const MAX_KEY_BODY_BYTES = 4096;
 
 const raw = { parse: "none" } as const;
 
+const NOT_CONFIGURED =
+  "This cubby has no identity provider yet. Set IDP_CLIENT_ID and IDP_CLIENT_SECRET (and IDP_ISSUER for a provider other than Google), or mint an API key on the server with: cubby keys create --email you@example.com";
+
 /**
  * The /auth routes as an Elysia plugin. Failures of /auth/keys and /auth/logout are
  * `google.rpc.Status` JSON; sign-in outcomes meant for a person are HTML pages.
@@ -49,64 +54,46 @@ export function authRoutes(deps: AuthRoutesDeps) {
   const sessionCookie = (token: string, expiresAtMicros: number) =>
     cookie(sessionCookieName(deps.baseUrl()), token, Math.max(0, Math.floor((expiresAtMicros - deps.clockMicros()) / 1_000_000)));
 
+  /** Without a provider, sign-in does not exist on this server (docs/design.md, "Choices"). */
+  const provider = (): OidcSignIn => {
+    if (deps.signIn === undefined) throw new AppError("unavailable", NOT_CONFIGURED);
+    return deps.signIn;
+  };
+
   return new Elysia({ name: "auth-routes", prefix: "/auth" })
     .use(requestContext)
     .get(
       "/login",
-      async ({ request }) => {
-        const next = safeNext(parseQuery(new URL(request.url).search, ["next"]).get("next") ?? null);
-        if (deps.signIn === undefined) {
-          return htmlPage(
-            503,
-            "Sign-in is not configured",
-            "This cubby has no identity provider yet. Set IDP_CLIENT_ID and IDP_CLIENT_SECRET (and IDP_ISSUER for a provider other than Google), or mint an API key on the server with: cubby keys create --email you@example.com",
-          );
-        }
-        try {
-          const { url, flow } = await deps.signIn.start(next);
+      ({ request, requestContext }) => {
+        const title = deps.signIn === undefined ? "Sign-in is not configured" : "Sign-in is unavailable";
+        return signInPage(title, requestContext, {}, async () => {
+          const next = safeNext(parseQuery(new URL(request.url).search, ["next"]).get("next") ?? null);
+          const { url, flow } = await provider().start(next);
           const value = Buffer.from(JSON.stringify(flow)).toString("base64url");
           return new Response(null, { status: 302, headers: { location: url, "set-cookie": cookie(flowCookieName(), value, FLOW_MAX_AGE_SECONDS), "cache-control": "no-store" } });
-        } catch (err) {
-          if (err instanceof SignInError) return htmlPage(err.status, "Sign-in is unavailable", err.message);
-          throw err;
-        }
+        });
       },
       raw,
     )
     .get(
       "/idp/callback",
-      async ({ request, requestContext }) => {
-        const clearFlow = cookie(flowCookieName(), "", 0);
-        const refuse = (status: number, message: string) => {
-          const res = htmlPage(status, "Sign-in refused", message);
-          res.headers.append("set-cookie", clearFlow);
-          return res;
-        };
-        if (deps.signIn === undefined) return refuse(503, "sign-in is not configured on this server");
-        const address = requestContext.clientAddress;
-        const wait = deps.signInLimiter.retryAfterSeconds(address);
-        if (wait > 0) {
-          const res = refuse(429, `too many sign-in attempts from this address; try again in ${wait} s`);
-          res.headers.set("retry-after", String(wait));
-          return res;
-        }
-        deps.signInLimiter.record(address);
-        const flow = readFlow(request.headers.get("cookie"), flowCookieName());
-        if (flow === undefined) return refuse(400, "the sign-in took too long or was started in another browser; please start again");
-        try {
-          const identity = await deps.signIn.finish(new URL(request.url).search, flow);
+      ({ request, requestContext }) =>
+        // Whatever the outcome, the flow cookie has done its job.
+        signInPage("Sign-in refused", requestContext, { "set-cookie": cookie(flowCookieName(), "", 0) }, async () => {
+          const signIn = provider();
+          const address = requestContext.clientAddress;
+          const wait = deps.signInLimiter.retryAfterSeconds(address);
+          if (wait > 0) throw new AppError("resource_exhausted", `too many sign-in attempts from this address; try again in ${wait} s`, { retryAfterSeconds: wait });
+          deps.signInLimiter.record(address);
+          const flow = readFlow(request.headers.get("cookie"), flowCookieName());
+          if (flow === undefined) throw new AppError("invalid_argument", "the sign-in took too long or was started in another browser; please start again");
+          const identity = await signIn.finish(new URL(request.url).search, flow);
           const user = deps.users.findOrCreateByIdentity(identity);
           const session = deps.sessions.create(user.id);
           const headers = new Headers({ location: safeNext(flow.next), "cache-control": "no-store" });
-          headers.append("set-cookie", clearFlow);
           headers.append("set-cookie", sessionCookie(session.token, session.expiresAt));
           return new Response(null, { status: 302, headers });
-        } catch (err) {
-          if (err instanceof SignInError) return refuse(err.status, err.message);
-          if (err instanceof AppError && err.code === "permission_denied") return refuse(403, err.message);
-          throw err;
-        }
-      },
+        }),
       raw,
     )
     .post(
@@ -169,6 +156,22 @@ export function authRoutes(deps: AuthRoutesDeps) {
       },
       raw,
     );
+}
+
+/**
+ * Runs one step of sign-in, whose answer is for a person: the response of `step`, or for any
+ * error an HTML page (errors.ts decides the status) under `title`. Either carries `headers`.
+ * The error is reported once (context/report.ts).
+ */
+async function signInPage(title: string, context: RequestContext, headers: Record<string, string>, step: () => Promise<Response>): Promise<Response> {
+  let response: Response;
+  try {
+    response = await step();
+  } catch (err) {
+    response = errorPage(title, report(err, context));
+  }
+  for (const [name, value] of Object.entries(headers)) response.headers.append(name, value);
+  return response;
 }
 
 /** The flow state from its cookie, or undefined when missing or malformed. */
