@@ -54,9 +54,13 @@ export function authRoutes(deps: AuthRoutesDeps) {
   const sessionCookie = (token: string, expiresAtMicros: number) =>
     cookie(sessionCookieName(deps.baseUrl()), token, Math.max(0, Math.floor((expiresAtMicros - deps.clockMicros()) / 1_000_000)));
 
-  /** Without a provider, sign-in does not exist on this server (docs/design.md, "Choices"). */
+  /**
+   * Without a provider, sign-in does not exist on this server: 404, not 503, since nothing is
+   * down and monitoring that pages on 5xx must not wake for a dashboard visit (docs/design.md,
+   * "Choices").
+   */
   const provider = (): OidcSignIn => {
-    if (deps.signIn === undefined) throw new AppError("unavailable", NOT_CONFIGURED);
+    if (deps.signIn === undefined) throw new AppError("not_found", NOT_CONFIGURED);
     return deps.signIn;
   };
 
