@@ -45,6 +45,9 @@ const NOT_CONFIGURED =
 /**
  * The /auth routes as an Elysia plugin. Failures of /auth/keys and /auth/logout are
  * `google.rpc.Status` JSON; sign-in outcomes meant for a person are HTML pages.
+ * Longer than 60 lines on purpose: one page of routes (as picoshare's routes.go), a chain of
+ * short route definitions sharing the cookie helpers above; the steps with logic of their own are
+ * functions below (signInPage, readFlow, readKeyName).
  */
 export function authRoutes(deps: AuthRoutesDeps) {
   const secure = () => deps.baseUrl().startsWith("https:");
