@@ -8,6 +8,7 @@
  * retried on the next sign-in rather than stopping the server.
  */
 import * as oidc from "openid-client";
+import { AppError } from "../errors.ts";
 
 export interface OidcOptions {
   issuer: string;
@@ -34,24 +35,15 @@ export interface Identity {
   email: string;
 }
 
-/** Why a sign-in was refused; the message is shown to the person signing in. */
-export class SignInError extends Error {
-  override name = "SignInError";
-  constructor(
-    message: string,
-    readonly status: 400 | 403 | 502 = 400,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
-}
-
 export class OidcSignIn {
   private config: Promise<oidc.Configuration> | undefined;
 
   constructor(private readonly opts: OidcOptions) {}
 
-  /** The provider's URL to send the browser to, and the state to keep until the callback. */
+  /**
+   * The provider's URL to send the browser to, and the state to keep until the callback.
+   * @throws AppError unavailable when the provider's discovery document cannot be read
+   */
   async start(next: string): Promise<{ url: string; flow: FlowState }> {
     const config = await this.discover();
     const flow: FlowState = {
@@ -75,13 +67,16 @@ export class OidcSignIn {
   /**
    * Completes the flow: exchanges the code, validates the ID token, and checks the e-mail.
    * @param search the callback's query string (`?code=…&state=…` or `?error=…`)
-   * @throws SignInError with a message for the person signing in
+   * @throws AppError with a message for the person signing in: permission_denied when the
+   *   provider refused or the e-mail may not sign in (unverified, none shared, domain not in
+   *   ALLOWED_DOMAINS), invalid_argument when the callback does not complete the flow (state,
+   *   nonce, a replayed code…), unavailable when the provider cannot be reached
    */
   async finish(search: string, flow: FlowState): Promise<Identity> {
     const config = await this.discover();
     const params = new URLSearchParams(search);
     if (params.has("error")) {
-      throw new SignInError(`the identity provider refused: ${params.get("error_description") ?? params.get("error")}`, 403);
+      throw new AppError("permission_denied", `the identity provider refused: ${params.get("error_description") ?? params.get("error")}`);
     }
     const callback = new URL(this.opts.redirectUri());
     callback.search = search;
@@ -100,7 +95,7 @@ export class OidcSignIn {
         claim = (e as { claim?: unknown }).claim;
       }
       const detail = typeof claim === "string" ? ` (ID token claim "${claim}")` : "";
-      throw new SignInError(`sign-in could not be completed: ${(err as Error).message}${detail}`, 400, { cause: err });
+      throw new AppError("invalid_argument", `sign-in could not be completed: ${(err as Error).message}${detail}`, { cause: err });
     }
     const claims = tokens.claims()!;
     let email = typeof claims.email === "string" ? claims.email : undefined;
@@ -110,12 +105,12 @@ export class OidcSignIn {
       email = typeof info.email === "string" ? info.email : undefined;
       verified = info.email_verified;
     }
-    if (email === undefined) throw new SignInError("the identity provider did not share an e-mail address (scope email)", 403);
-    if (verified !== true) throw new SignInError(`${email} is not verified by the identity provider`, 403);
+    if (email === undefined) throw new AppError("permission_denied", "the identity provider did not share an e-mail address (scope email)");
+    if (verified !== true) throw new AppError("permission_denied", `${email} is not verified by the identity provider`);
     const normalized = email.trim().toLowerCase();
     const domain = normalized.slice(normalized.lastIndexOf("@") + 1);
     if (this.opts.allowedDomains.length > 0 && !this.opts.allowedDomains.includes(domain)) {
-      throw new SignInError(`accounts of ${domain} may not sign in here`, 403);
+      throw new AppError("permission_denied", `accounts of ${domain} may not sign in here`);
     }
     return { issuer: claims.iss, subject: claims.sub, email: normalized };
   }
@@ -131,7 +126,7 @@ export class OidcSignIn {
         .discovery(issuer, this.opts.clientId, undefined, oidc.ClientSecretBasic(this.opts.clientSecret), insecure ? { execute: [oidc.allowInsecureRequests] } : undefined)
         .catch((err: unknown) => {
           this.config = undefined;
-          throw new SignInError(`the identity provider at ${this.opts.issuer} could not be reached: ${(err as Error).message}`, 502, { cause: err });
+          throw new AppError("unavailable", `the identity provider at ${this.opts.issuer} could not be reached: ${(err as Error).message}`, { cause: err });
         });
     }
     return this.config;

@@ -10,7 +10,7 @@
  */
 import { parse as parseCookies } from "cookie";
 import { AppError } from "../errors.ts";
-import { CLIENT_ADDRESS_HEADER, WindowLimiter } from "./rate-limit.ts";
+import { WindowLimiter } from "./rate-limit.ts";
 import type { Principal } from "../domain/principal.ts";
 import type { KeyService } from "../service/keys.ts";
 import type { SessionService, ValidSession } from "../service/sessions.ts";
@@ -19,10 +19,15 @@ export interface HeaderSource {
   get(name: string): string | null;
 }
 
-/** What an authenticator needs of a request: its method and headers. */
+/** What an authenticator needs of a request: its method, headers and client address. */
 export interface RequestLike {
   method: string;
   headers: HeaderSource;
+  /**
+   * The address the request is attributed to, as the listener decided it
+   * (context/client-address.ts): failed authentications are counted per address.
+   */
+  clientAddress: string;
 }
 
 /** The outcome of looking at a request's credentials. */
@@ -55,7 +60,7 @@ export class Authenticator {
     const authorization = request.headers.get("authorization");
     const token = authorization !== null && opts.bearer ? undefined : this.sessionToken(request.headers);
     if ((authorization === null || !opts.bearer) && token === undefined) return { kind: "none" };
-    const address = request.headers.get(CLIENT_ADDRESS_HEADER) ?? "unknown";
+    const address = request.clientAddress;
     const wait = this.failures.retryAfterSeconds(address);
     if (wait > 0) return { kind: "rate_limited", retryAfterSeconds: wait };
     const failed = (): Credentials => {

@@ -1,8 +1,10 @@
 /**
  * The HTTP application (Elysia): one page of routes. Every failure becomes a
- * `google.rpc.Status` JSON response in one place (onError).
+ * `google.rpc.Status` JSON response in one place (onError), reported once with the request's
+ * context (context/report.ts); the sign-in pages render theirs as HTML (auth-routes.ts).
  */
 import { Elysia } from "elysia";
+import { report } from "../context/report.ts";
 import { AppError } from "../errors.ts";
 import type { Authenticator } from "../auth/principal.ts";
 import type { OidcSignIn } from "../auth/oidc.ts";
@@ -11,7 +13,7 @@ import { authRoutes } from "./auth-routes.ts";
 import type { Services } from "../service/index.ts";
 import { filesRoutes } from "./files-routes.ts";
 import { errorResponse, json } from "./respond.ts";
-import { requestIdOf } from "./request-id.ts";
+import { contextOf, requestContext } from "./request-context.ts";
 import { serveStatic } from "./static.ts";
 
 export interface AppDeps {
@@ -36,12 +38,14 @@ export function createApp(deps: AppDeps) {
   const { services, auth, baseUrl } = deps;
 
   return new Elysia({ name: "cubby" })
+    .use(requestContext)
     .onError(({ code, error, request }) => {
-      if (code === "NOT_FOUND") return errorResponse(new AppError("not_found", "not found"), requestIdOf(request));
+      if (code === "NOT_FOUND") return errorResponse(new AppError("not_found", "not found"));
       if (code === "PARSE" || code === "VALIDATION" || code === "INVALID_COOKIE_SIGNATURE") {
-        return errorResponse(new AppError("invalid_argument", "malformed request", { cause: error }), requestIdOf(request));
+        return errorResponse(new AppError("invalid_argument", "malformed request", { cause: error }));
       }
-      return errorResponse(error, requestIdOf(request));
+      // Looked up, not derived: an error can come before derive has run.
+      return errorResponse(report(error, contextOf(request)));
     })
     .get("/healthz", () => json({ status: "ok" }), raw)
     .get("/", () => serveStatic("/")!, raw)

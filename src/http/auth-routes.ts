@@ -8,15 +8,18 @@ import { Elysia } from "elysia";
 import { AppError } from "../errors.ts";
 import { formatTimestamp } from "../domain/time.ts";
 import { parseQuery } from "../domain/params.ts";
-import { safeNext, SignInError, type FlowState, type OidcSignIn } from "../auth/oidc.ts";
+import { safeNext, type FlowState, type OidcSignIn } from "../auth/oidc.ts";
 import { sessionCookieName, type Authenticator } from "../auth/principal.ts";
-import { CLIENT_ADDRESS_HEADER, type WindowLimiter } from "../auth/rate-limit.ts";
+import type { WindowLimiter } from "../auth/rate-limit.ts";
+import type { RequestContext } from "../context/request-context.ts";
+import { report } from "../context/report.ts";
 import type { KeyService } from "../service/keys.ts";
 import type { SessionService } from "../service/sessions.ts";
 import type { UserService } from "../service/users.ts";
 import { onlyFields, optionalString, readJsonObject } from "./json-body.ts";
 import { json } from "./respond.ts";
-import { htmlPage } from "./pages.ts";
+import { errorPage } from "./pages.ts";
+import { authRequest, requestContext } from "./request-context.ts";
 
 export interface AuthRoutesDeps {
   auth: Authenticator;
@@ -37,9 +40,15 @@ const MAX_KEY_BODY_BYTES = 4096;
 
 const raw = { parse: "none" } as const;
 
+const NOT_CONFIGURED =
+  "This cubby has no identity provider yet. Set IDP_CLIENT_ID and IDP_CLIENT_SECRET (and IDP_ISSUER for a provider other than Google), or mint an API key on the server with: cubby keys create --email you@example.com";
+
 /**
  * The /auth routes as an Elysia plugin. Failures of /auth/keys and /auth/logout are
  * `google.rpc.Status` JSON; sign-in outcomes meant for a person are HTML pages.
+ * Longer than 60 lines on purpose: one page of routes (as picoshare's routes.go), a chain of
+ * short route definitions sharing the cookie helpers above; the steps with logic of their own are
+ * functions below (signInPage, readFlow, readKeyName).
  */
 export function authRoutes(deps: AuthRoutesDeps) {
   const secure = () => deps.baseUrl().startsWith("https:");
@@ -49,69 +58,56 @@ export function authRoutes(deps: AuthRoutesDeps) {
   const sessionCookie = (token: string, expiresAtMicros: number) =>
     cookie(sessionCookieName(deps.baseUrl()), token, Math.max(0, Math.floor((expiresAtMicros - deps.clockMicros()) / 1_000_000)));
 
+  /**
+   * Without a provider, sign-in does not exist on this server: 404, not 503, since nothing is
+   * down and monitoring that pages on 5xx must not wake for a dashboard visit (docs/design.md,
+   * "Choices").
+   */
+  const provider = (): OidcSignIn => {
+    if (deps.signIn === undefined) throw new AppError("not_found", NOT_CONFIGURED);
+    return deps.signIn;
+  };
+
   return new Elysia({ name: "auth-routes", prefix: "/auth" })
+    .use(requestContext)
     .get(
       "/login",
-      async ({ request }) => {
-        const next = safeNext(parseQuery(new URL(request.url).search, ["next"]).get("next") ?? null);
-        if (deps.signIn === undefined) {
-          return htmlPage(
-            503,
-            "Sign-in is not configured",
-            "This cubby has no identity provider yet. Set IDP_CLIENT_ID and IDP_CLIENT_SECRET (and IDP_ISSUER for a provider other than Google), or mint an API key on the server with: cubby keys create --email you@example.com",
-          );
-        }
-        try {
-          const { url, flow } = await deps.signIn.start(next);
+      ({ request, requestContext }) => {
+        const title = deps.signIn === undefined ? "Sign-in is not configured" : "Sign-in is unavailable";
+        return signInPage(title, requestContext, {}, async () => {
+          const next = safeNext(parseQuery(new URL(request.url).search, ["next"]).get("next") ?? null);
+          const { url, flow } = await provider().start(next);
           const value = Buffer.from(JSON.stringify(flow)).toString("base64url");
           return new Response(null, { status: 302, headers: { location: url, "set-cookie": cookie(flowCookieName(), value, FLOW_MAX_AGE_SECONDS), "cache-control": "no-store" } });
-        } catch (err) {
-          if (err instanceof SignInError) return htmlPage(err.status, "Sign-in is unavailable", err.message);
-          throw err;
-        }
+        });
       },
       raw,
     )
     .get(
       "/idp/callback",
-      async ({ request }) => {
-        const clearFlow = cookie(flowCookieName(), "", 0);
-        const refuse = (status: number, message: string) => {
-          const res = htmlPage(status, "Sign-in refused", message);
-          res.headers.append("set-cookie", clearFlow);
-          return res;
-        };
-        if (deps.signIn === undefined) return refuse(503, "sign-in is not configured on this server");
-        const address = request.headers.get(CLIENT_ADDRESS_HEADER) ?? "unknown";
-        const wait = deps.signInLimiter.retryAfterSeconds(address);
-        if (wait > 0) {
-          const res = refuse(429, `too many sign-in attempts from this address; try again in ${wait} s`);
-          res.headers.set("retry-after", String(wait));
-          return res;
-        }
-        deps.signInLimiter.record(address);
-        const flow = readFlow(request.headers.get("cookie"), flowCookieName());
-        if (flow === undefined) return refuse(400, "the sign-in took too long or was started in another browser; please start again");
-        try {
-          const identity = await deps.signIn.finish(new URL(request.url).search, flow);
+      ({ request, requestContext }) =>
+        // Whatever the outcome, the flow cookie has done its job.
+        signInPage("Sign-in refused", requestContext, { "set-cookie": cookie(flowCookieName(), "", 0) }, async () => {
+          const signIn = provider();
+          const address = requestContext.clientAddress;
+          const wait = deps.signInLimiter.retryAfterSeconds(address);
+          if (wait > 0) throw new AppError("resource_exhausted", `too many sign-in attempts from this address; try again in ${wait} s`, { retryAfterSeconds: wait });
+          deps.signInLimiter.record(address);
+          const flow = readFlow(request.headers.get("cookie"), flowCookieName());
+          if (flow === undefined) throw new AppError("invalid_argument", "the sign-in took too long or was started in another browser; please start again");
+          const identity = await signIn.finish(new URL(request.url).search, flow);
           const user = await deps.users.findOrCreateByIdentity(identity);
           const session = await deps.sessions.create(user.id);
           const headers = new Headers({ location: safeNext(flow.next), "cache-control": "no-store" });
-          headers.append("set-cookie", clearFlow);
           headers.append("set-cookie", sessionCookie(session.token, session.expiresAt));
           return new Response(null, { status: 302, headers });
-        } catch (err) {
-          if (err instanceof SignInError) return refuse(err.status, err.message);
-          if (err instanceof AppError && err.code === "permission_denied") return refuse(403, err.message);
-          throw err;
-        }
-      },
+        }),
       raw,
     )
     .post(
       "/logout",
-      async ({ request }) => {
-        const session = await deps.auth.requireSession(request);
+      async ({ request, requestContext }) => {
+        const session = await deps.auth.requireSession(authRequest(request, requestContext));
         await deps.sessions.revoke(session.token);
         return json({}, 200, { "set-cookie": cookie(sessionCookieName(deps.baseUrl()), "", 0) });
       },
@@ -119,9 +115,9 @@ export function authRoutes(deps: AuthRoutesDeps) {
     )
     .get(
       "/session",
-      async ({ request }) => {
+      async ({ request, requestContext }) => {
         // A rate-limited address gets 429 like every other surface, not "signed out".
-        const session = await deps.auth.optionalSession(request);
+        const session = await deps.auth.optionalSession(authRequest(request, requestContext));
         const body = {
           sign_in_configured: deps.signIn !== undefined,
           signed_in: session !== null,
@@ -136,8 +132,8 @@ export function authRoutes(deps: AuthRoutesDeps) {
     )
     .post(
       "/keys",
-      async ({ request }) => {
-        const { principal } = await deps.auth.requireSession(request);
+      async ({ request, requestContext }) => {
+        const { principal } = await deps.auth.requireSession(authRequest(request, requestContext));
         const name = await readKeyName(request);
         const minted = await deps.keys.create(principal.userId, name);
         return json({ id: minted.id, name: minted.name, key: minted.key, created_at: formatTimestamp(minted.createdAt) });
@@ -146,8 +142,8 @@ export function authRoutes(deps: AuthRoutesDeps) {
     )
     .get(
       "/keys",
-      async ({ request }) => {
-        const { principal } = await deps.auth.requireSession(request);
+      async ({ request, requestContext }) => {
+        const { principal } = await deps.auth.requireSession(authRequest(request, requestContext));
         return json({
           keys: (await deps.keys.list(principal.userId)).map((k) => ({
             id: k.id,
@@ -161,13 +157,29 @@ export function authRoutes(deps: AuthRoutesDeps) {
     )
     .delete(
       "/keys/:id",
-      async ({ request, params }) => {
-        const { principal } = await deps.auth.requireSession(request);
+      async ({ request, params, requestContext }) => {
+        const { principal } = await deps.auth.requireSession(authRequest(request, requestContext));
         await deps.keys.revoke(params.id, principal.userId);
         return json({});
       },
       raw,
     );
+}
+
+/**
+ * Runs one step of sign-in, whose answer is for a person: the response of `step`, or for any
+ * error an HTML page (errors.ts decides the status) under `title`. Either carries `headers`.
+ * The error is reported once (context/report.ts).
+ */
+async function signInPage(title: string, context: RequestContext, headers: Record<string, string>, step: () => Promise<Response>): Promise<Response> {
+  let response: Response;
+  try {
+    response = await step();
+  } catch (err) {
+    response = errorPage(title, report(err, context));
+  }
+  for (const [name, value] of Object.entries(headers)) response.headers.append(name, value);
+  return response;
 }
 
 /** The flow state from its cookie, or undefined when missing or malformed. */

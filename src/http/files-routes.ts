@@ -21,6 +21,7 @@ import {
 import type { Authenticator } from "../auth/principal.ts";
 import type { FilePatch, FileService } from "../service/files.ts";
 import { readJsonObject, onlyFields, optionalString } from "./json-body.ts";
+import { authRequest, requestContext } from "./request-context.ts";
 import { json } from "./respond.ts";
 
 export interface FilesRoutesDeps {
@@ -44,10 +45,11 @@ export function filesRoutes(deps: FilesRoutesDeps) {
   const fileJson = (record: Parameters<typeof toFileJson>[1]) => toFileJson(deps.baseUrl(), record);
 
   return new Elysia({ name: "files-routes", prefix: "/v1/files" })
+    .use(requestContext)
     .post(
       "",
-      async ({ request }) => {
-        const principal = await auth.require(request);
+      async ({ request, requestContext }) => {
+        const principal = await auth.require(authRequest(request, requestContext));
         const query = parseQuery(new URL(request.url).search, ["slug", "name", "visibility"]);
         const input = {
           slug: parseSlug(query.get("slug") ?? ""),
@@ -62,8 +64,8 @@ export function filesRoutes(deps: FilesRoutesDeps) {
     )
     .get(
       "",
-      async ({ request }) => {
-        const principal = await auth.require(request);
+      async ({ request, requestContext }) => {
+        const principal = await auth.require(authRequest(request, requestContext));
         const query = parseQuery(new URL(request.url).search, ["page_size", "page_token"]);
         const pageSizeRaw = query.get("page_size");
         const pageSize = pageSizeRaw === undefined ? DEFAULT_PAGE_SIZE : parsePageSize(pageSizeRaw);
@@ -78,16 +80,16 @@ export function filesRoutes(deps: FilesRoutesDeps) {
     )
     .get(
       "/:id",
-      async ({ request, params }) => {
-        const principal = await auth.require(request);
+      async ({ request, params, requestContext }) => {
+        const principal = await auth.require(authRequest(request, requestContext));
         return json(fileJson(await files.get(principal, parseFileId(params.id))));
       },
       raw,
     )
     .put(
       "/:id/content",
-      async ({ request, params }) => {
-        const principal = await auth.require(request);
+      async ({ request, params, requestContext }) => {
+        const principal = await auth.require(authRequest(request, requestContext));
         const id = parseFileId(params.id);
         const input = { ...uploadHeaders(request, deps.maxUploadBytes), content: request.body };
         return json(fileJson(await files.replaceContent(principal, id, input)));
@@ -96,8 +98,8 @@ export function filesRoutes(deps: FilesRoutesDeps) {
     )
     .patch(
       "/:id",
-      async ({ request, params }) => {
-        const principal = await auth.require(request);
+      async ({ request, params, requestContext }) => {
+        const principal = await auth.require(authRequest(request, requestContext));
         const id = parseFileId(params.id);
         const patch = await readFilePatch(request);
         return json(fileJson(await files.update(principal, id, patch)));
@@ -106,8 +108,8 @@ export function filesRoutes(deps: FilesRoutesDeps) {
     )
     .post(
       "/:id/publish",
-      async ({ request, params }) => {
-        const principal = await auth.require(request);
+      async ({ request, params, requestContext }) => {
+        const principal = await auth.require(authRequest(request, requestContext));
         await files.publish(principal, parseFileId(params.id));
         return json({});
       },
@@ -115,8 +117,8 @@ export function filesRoutes(deps: FilesRoutesDeps) {
     )
     .post(
       "/:id/unpublish",
-      async ({ request, params }) => {
-        const principal = await auth.require(request);
+      async ({ request, params, requestContext }) => {
+        const principal = await auth.require(authRequest(request, requestContext));
         await files.unpublish(principal, parseFileId(params.id));
         return json({});
       },
@@ -124,8 +126,8 @@ export function filesRoutes(deps: FilesRoutesDeps) {
     )
     .delete(
       "/:id",
-      async ({ request, params }) => {
-        const principal = await auth.require(request);
+      async ({ request, params, requestContext }) => {
+        const principal = await auth.require(authRequest(request, requestContext));
         await files.delete(principal, parseFileId(params.id));
         return json({});
       },

@@ -1,9 +1,11 @@
 /** Small HTML pages for people (sign-in outcomes), styled like the dashboard, no script. */
+import { httpStatusOf, type AppError } from "../errors.ts";
+import { errorHeaders } from "./respond.ts";
 
 const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /** A page with a title, a message and a link back to the dashboard. */
-export function htmlPage(status: number, title: string, message: string): Response {
+export function htmlPage(status: number, title: string, message: string, extraHeaders?: Record<string, string>): Response {
   const body = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escape(title)} · cubby</title><link rel="icon" href="data:,"><link rel="stylesheet" href="/app.css"></head>
@@ -16,6 +18,16 @@ export function htmlPage(status: number, title: string, message: string): Respon
       "cache-control": "no-store",
       "content-security-policy": "default-src 'none'; style-src 'self'; img-src 'self' data:",
       "x-content-type-options": "nosniff",
+      ...extraHeaders,
     },
   });
+}
+
+/**
+ * The HTML rendering of an error, for requests a person makes (sign-in): the status of its code
+ * (errors.ts), its message under `title`, and the headers of {@link errorHeaders}. The error was
+ * reported (context/report.ts) by the caller.
+ */
+export function errorPage(title: string, error: AppError): Response {
+  return htmlPage(httpStatusOf(error.code), title, error.message, errorHeaders(error));
 }

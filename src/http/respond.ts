@@ -1,5 +1,5 @@
 /** Small response builders shared by the HTTP routes. */
-import { AppError, httpStatusOf, toAppError, toRpcStatus } from "../errors.ts";
+import { AppError, httpStatusOf, toRpcStatus } from "../errors.ts";
 
 /** A JSON response (UTF-8) with the given status. */
 export function json(body: unknown, status = 200, headers?: Record<string, string>): Response {
@@ -11,24 +11,20 @@ export function json(body: unknown, status = 200, headers?: Record<string, strin
 }
 
 /**
- * The `google.rpc.Status` JSON response for any error (CONTRACT §2). Internal errors are logged
- * with their cause and the request id; the client sees only "internal error".
+ * The `google.rpc.Status` JSON response for an error (CONTRACT §2): the status of its code,
+ * `WWW-Authenticate: Bearer` with a 401 (RFC 6750 §3), `Retry-After` when it says how long to
+ * wait (RFC 9110 §10.2.3). The error was reported (context/report.ts) by the caller.
  */
-export function errorResponse(err: unknown, requestId: string | undefined): Response {
-  const appError = toAppError(err);
-  if (appError.code === "internal" || appError.code === "unavailable") {
-    const cause = appError.cause ?? appError;
-    console.error(`request_id=${requestId ?? "-"} error=${appError.code} cause=${formatCause(cause)}`);
-  }
-  const headers: Record<string, string> = {};
-  if (appError.code === "unauthenticated") headers["www-authenticate"] = 'Bearer realm="cubby"';
-  if (appError.retryAfterSeconds !== undefined) headers["retry-after"] = String(appError.retryAfterSeconds);
-  return json(toRpcStatus(appError), httpStatusOf(appError.code), headers);
+export function errorResponse(error: AppError): Response {
+  return json(toRpcStatus(error), httpStatusOf(error.code), errorHeaders(error));
 }
 
-function formatCause(cause: unknown): string {
-  if (cause instanceof Error) return JSON.stringify(cause.stack ?? `${cause.name}: ${cause.message}`);
-  return JSON.stringify(String(cause));
+/** The headers every rendering of `error` carries besides its body's. */
+export function errorHeaders(error: AppError): Record<string, string> {
+  const headers: Record<string, string> = {};
+  if (error.code === "unauthenticated") headers["www-authenticate"] = 'Bearer realm="cubby"';
+  if (error.retryAfterSeconds !== undefined) headers["retry-after"] = String(error.retryAfterSeconds);
+  return headers;
 }
 
 export { AppError };

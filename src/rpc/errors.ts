@@ -1,22 +1,17 @@
 /**
  * The RPC edge of the error model: every AppError becomes a ConnectError carrying the gRPC code
- * of CONTRACT §2; anything else becomes `internal` ("internal error"), its cause logged with the
- * request id (as connect-es does with unknown errors, but with our log line).
+ * of CONTRACT §2; anything else becomes `internal` ("internal error"), reported (logged with the
+ * request id) by context/report.ts like every other surface.
  */
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
-import { nanoid } from "nanoid";
-import { grpcCodeOf, toAppError } from "../errors.ts";
+import { report } from "../context/report.ts";
+import { grpcCodeOf } from "../errors.ts";
+import { requestContextKey } from "./request-context.ts";
 
 /** Converts anything thrown by a handler into the ConnectError a client sees. */
 export function toConnectError(err: unknown, ctx: HandlerContext | undefined): ConnectError {
   if (err instanceof ConnectError) return err;
-  const appError = toAppError(err);
-  if (appError.code === "internal" || appError.code === "unavailable") {
-    const requestId = ctx?.requestHeader.get("x-request-id") ?? nanoid(12);
-    const cause = appError.cause ?? appError;
-    const text = cause instanceof Error ? (cause.stack ?? cause.message) : String(cause);
-    console.error(`request_id=${requestId} rpc=${ctx?.method.parent.typeName}/${ctx?.method.name} error=${appError.code} cause=${JSON.stringify(text)}`);
-  }
+  const appError = report(err, ctx?.values.get(requestContextKey));
   return new ConnectError(appError.message, grpcCodeOf(appError.code) as Code, undefined, undefined, appError);
 }
 

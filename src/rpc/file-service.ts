@@ -21,6 +21,7 @@ import type { Authenticator } from "../auth/principal.ts";
 import type { FileService as Files } from "../service/files.ts";
 import { FileSchema, FileService, type File } from "../gen/cubby/v1/files_pb.ts";
 import { rpcErrors } from "./errors.ts";
+import { requestContextKey } from "./request-context.ts";
 
 export interface FileRpcDeps {
   files: Files;
@@ -34,7 +35,8 @@ export const CONTENT_CHUNK_BYTES = 1024 * 1024;
 /** The FileService implementation. */
 export function fileServiceImpl(deps: FileRpcDeps): ServiceImpl<typeof FileService> {
   const { files, auth } = deps;
-  const principal = (ctx: HandlerContext) => auth.require({ method: ctx.requestMethod, headers: ctx.requestHeader });
+  const principal = (ctx: HandlerContext) =>
+    auth.require({ method: ctx.requestMethod, headers: ctx.requestHeader, clientAddress: ctx.values.get(requestContextKey)?.clientAddress ?? "unknown" });
   const toProto = (record: FileRecord): File => fileMessage(deps.baseUrl(), record);
 
   return rpcErrors({

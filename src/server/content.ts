@@ -7,20 +7,17 @@
  */
 import type { ServerResponse } from "node:http";
 import type { Http2ServerResponse } from "node:http2";
-import { CLIENT_ADDRESS_HEADER } from "../auth/rate-limit.ts";
 import type { HeaderSource } from "../auth/principal.ts";
+import type { RequestContext } from "../context/request-context.ts";
+import { report } from "../context/report.ts";
 import { contentReply, openContent, type ContentDeps } from "../http/content.ts";
 import { errorResponse } from "../http/respond.ts";
 import type { FileContent } from "../service/files.ts";
 import type { ByteRange, ReadPlan } from "../storage/ports.ts";
-import { clientOf, failed, headerOf, writeResponse, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
-import { accessLogLine } from "./request-handler.ts";
+import { failed, headerOf, writeResponse, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
 
 export interface ContentOptions {
   deps: ContentDeps;
-  log: (line: string) => void;
-  /** Proxy addresses whose X-Forwarded-For is believed (TRUSTED_PROXIES). */
-  trustedProxies: ReadonlySet<string>;
 }
 
 /** `/{21-char id}` or `/{21-char id}/{one segment}`. */
@@ -43,8 +40,9 @@ export function contentTarget(pathname: string): { id: string; slug: string | un
 }
 
 /**
- * Answers a content GET or HEAD with the request ID and one access-log line. Errors become the
- * usual `google.rpc.Status` JSON; a failure after the headers went out resets the response.
+ * Answers a content GET or HEAD (the request ID and the access-log line come from the dispatch,
+ * server/access-log.ts). Errors are reported and become the usual `google.rpc.Status` JSON; a
+ * failure after the headers went out resets the response.
  */
 export async function serveContent(
   opts: ContentOptions,
@@ -53,34 +51,20 @@ export async function serveContent(
   target: { id: string; slug: string | undefined },
   pathname: string,
   search: string,
+  context: RequestContext,
 ): Promise<void> {
-  const started = performance.now();
-  const { address, requestId } = clientOf(req, opts.trustedProxies);
-  const headers: HeaderSource = { get: (name) => (name === CLIENT_ADDRESS_HEADER ? address : headerOf(req, name)) };
-  const request = { method: req.method ?? "GET", headers, pathname, search };
-  let status = 500;
-  let bytes: string | undefined;
+  const headers: HeaderSource = { get: (name) => headerOf(req, name) };
+  const request = { method: req.method ?? "GET", headers, pathname, search, clientAddress: context.clientAddress };
   try {
     const opened = await openContent(opts.deps, request, target.id);
     const reply = "redirect" in opened ? opened.redirect : contentReply(opened.file, request, target.slug, opts.deps.baseUrl());
-    reply.headers["x-request-id"] = requestId;
-    status = reply.status;
-    bytes = reply.headers["content-length"];
+    // content-length stays among the headers: the access log reads it when the response closes.
     (res as ServerResponse).writeHead(reply.status, reply.headers);
     if (reply.range === undefined || req.method === "HEAD" || "redirect" in opened) res.end();
     else await writeContent(res, opened, reply.range);
   } catch (err) {
-    if (res.headersSent) {
-      failed(req, res, err);
-    } else {
-      const response = errorResponse(err, requestId);
-      response.headers.set("x-request-id", requestId);
-      status = response.status;
-      bytes = response.headers.get("content-length") ?? undefined;
-      await writeResponse(req, res, response).catch((e: unknown) => failed(req, res, e));
-    }
-  } finally {
-    opts.log(accessLogLine(req.method ?? "GET", pathname, status, bytes, started, requestId));
+    if (res.headersSent) failed(res, err, context);
+    else await writeResponse(req, res, errorResponse(report(err, context))).catch((e: unknown) => failed(res, e, context));
   }
 }
 

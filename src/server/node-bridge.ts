@@ -7,15 +7,18 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { Duplex } from "node:stream";
-import { clientAddressOf } from "../auth/rate-limit.ts";
-import { AppError, httpStatusOf, toAppError, toRpcStatus } from "../errors.ts";
+import type { RequestContext } from "../context/request-context.ts";
+import { report } from "../context/report.ts";
+import { AppError, httpStatusOf, toRpcStatus } from "../errors.ts";
+import { attachContext } from "../http/request-context.ts";
+import { errorHeaders } from "../http/respond.ts";
 import { lingeringClose } from "./lingering-close.ts";
-import { requestIdFrom } from "../http/request-id.ts";
-import type { ClientRequestHandler } from "./request-handler.ts";
 import { REQUEST_ORIGIN } from "./request-target.ts";
 
 export type NodeRequest = IncomingMessage | Http2ServerRequest;
 export type NodeResponse = ServerResponse | Http2ServerResponse;
+/** A fetch-style application: the HTTP app's `handle`. */
+export type FetchHandler = (request: Request) => Promise<Response> | Response;
 
 /** Bodies up to this size with a Content-Length are read whole and written at once. */
 const SINGLE_WRITE_BYTES = 64 * 1024;
@@ -30,23 +33,17 @@ export function headerOf(req: NodeRequest, name: string): string | null {
 }
 
 /**
- * Who sent the request and its ID, for the paths served on the Node request itself (RPC,
- * content): the client's address as {@link clientAddressOf} decides it from the peer and
- * X-Forwarded-For, and the ID as {@link requestIdFrom} (a sane incoming X-Request-Id, or a new one).
+ * Handles one request with the fetch-style `app`, the request's `context` attached for the
+ * app's handlers (http/request-context.ts). Errors are reported and end the response with a 500
+ * if nothing was sent.
  */
-export function clientOf(req: NodeRequest, trustedProxies: ReadonlySet<string>): { address: string; requestId: string } {
-  return {
-    address: clientAddressOf(req.socket?.remoteAddress ?? "unknown", headerOf(req, "x-forwarded-for"), trustedProxies),
-    requestId: requestIdFrom(headerOf(req, "x-request-id")),
-  };
-}
-
-/** Handles one request with `handle`. Errors end the response with a 500 if nothing was sent. */
-export async function serveWithFetch(req: NodeRequest, res: NodeResponse, handle: ClientRequestHandler): Promise<void> {
+export async function serveWithFetch(req: NodeRequest, res: NodeResponse, app: FetchHandler, context: RequestContext): Promise<void> {
   try {
-    await writeResponse(req, res, await handle(toRequest(req), req.socket?.remoteAddress ?? "unknown"));
+    const request = toRequest(req);
+    attachContext(request, context);
+    await writeResponse(req, res, await app(request));
   } catch (err) {
-    failed(req, res, err);
+    failed(res, err, context);
   }
 }
 
@@ -103,17 +100,21 @@ async function writeBody(res: NodeResponse, body: ReadableStream<Uint8Array>): P
   writer.end();
 }
 
-/** Logs a failure and ends the response: a 500 if nothing was sent yet, else a reset. */
-export function failed(req: NodeRequest, res: NodeResponse, err: unknown): void {
-  console.error(`request ${req.method} ${req.url} failed: ${err instanceof Error ? err.stack : String(err)}`);
-  if (!res.headersSent) refuse(res, toAppError(err));
+/** Reports a failure (context/report.ts) and ends the response: its error if nothing was sent yet, else a reset. */
+export function failed(res: NodeResponse, err: unknown, context: RequestContext): void {
+  const error = report(err, context);
+  if (!res.headersSent) refuse(res, error);
   else res.destroy();
 }
 
-/** Answers with `err`'s HTTP status and its JSON error body (CONTRACT §3). */
+/**
+ * Answers with `err`'s HTTP status and its JSON error body (CONTRACT §2), written on the Node
+ * response itself: the renderer for failures outside the HTTP app.
+ */
 export function refuse(res: NodeResponse, err: AppError): void {
   const body = JSON.stringify(toRpcStatus(err));
-  (res as ServerResponse).writeHead(httpStatusOf(err.code), { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+  const headers = { ...errorHeaders(err), "content-type": "application/json", "content-length": Buffer.byteLength(body) };
+  (res as ServerResponse).writeHead(httpStatusOf(err.code), headers);
   res.end(body);
 }
 

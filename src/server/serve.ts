@@ -11,7 +11,7 @@ import { createApp } from "../http/app.ts";
 import { rpcPaths, rpcRoutes } from "../rpc/index.ts";
 import { openServices, type Services } from "../service/index.ts";
 import { listenOnePort } from "./one-port.ts";
-import { batchedLog, createRequestHandler } from "./request-handler.ts";
+import { batchedLog } from "./access-log.ts";
 
 /** How often a server on a shared blob store sweeps orphans (ms). */
 const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
@@ -64,13 +64,12 @@ async function serveUntilStopped(config: Config, services: Services): Promise<vo
   const routes = rpcRoutes({ files: services.files, auth, baseUrl: () => baseUrl });
   const { log, flush: flushLog } = batchedLog((chunk) => process.stdout.write(chunk));
   const trustedProxies = new Set(config.trustedProxies);
-  const handle = createRequestHandler({ app: (request) => app.handle(request), log, trustedProxies });
   const server = await listenOnePort({
     port: config.port,
-    handle,
+    app: (request) => app.handle(request),
     routes,
     rpcPaths: rpcPaths(routes),
-    content: { deps: { files: services.files, auth, baseUrl: () => baseUrl }, log, trustedProxies },
+    content: { deps: { files: services.files, auth, baseUrl: () => baseUrl } },
     log,
     trustedProxies,
     headerTimeoutSeconds: config.timeouts.headerSeconds,

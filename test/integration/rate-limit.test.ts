@@ -139,12 +139,12 @@ test("a valid key from a limited address gets REST's 429 on content URLs too, on
   const rest = await outcome(await fetch(`${v4}/v1/files`, { headers: withKey }));
   expect(rest).toEqual(LIMITED);
   const content = {
-    // /{id} and /{id}/{slug}: the content fast path on the listener.
+    // /{id} and /{id}/{slug}: content URLs, answered on the listener.
     fast: await outcome(await fetch(`${v4}/${internal.id}`, { headers: withKey })),
     fastSlug: await outcome(await fetch(`${v4}/${internal.id}/notes`, { headers: withKey })),
     // A browser navigation is not sent to sign in: signing in would not help.
     navigation: await outcome(await fetch(`${v4}/${internal.id}`, { headers: { ...withKey, accept: "text/html" }, redirect: "manual" })),
-    // A slug with an escape is not the fast path's: the HTTP app's route answers.
+    // A slug with an escape: the same path, which redirects to the canonical URL.
     appRoute: await outcome(await fetch(`${v4}/${internal.id}/old%20name`, { headers: withKey, redirect: "manual" })),
   };
   expect(content).toEqual({ fast: LIMITED, fastSlug: LIMITED, navigation: LIMITED, appRoute: LIMITED });

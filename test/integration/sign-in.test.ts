@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import path from "node:path";
 import { Browser, freePort, IDP_CLIENT, startIdp, type RunningIdp } from "../support/idp.ts";
-import { runCli, startServer, type RunningServer } from "../support/server.ts";
+import { client, runCli, startServer, type RunningServer } from "../support/server.ts";
 
 let idp: RunningIdp;
 let server: RunningServer;
@@ -298,8 +298,27 @@ describe("without a provider", () => {
   test("/auth/login explains how to configure one; /auth/session says so", async () => {
     await using plain = await startServer();
     const login = await fetch(`${plain.url}/auth/login`);
-    expect({ status: login.status, mentions: (await login.text()).includes("IDP_CLIENT_ID") }).toEqual({ status: 503, mentions: true });
+    expect({ status: login.status, mentions: (await login.text()).includes("IDP_CLIENT_ID") }).toEqual({ status: 404, mentions: true });
     expect(await (await fetch(`${plain.url}/auth/session`)).json()).toEqual({ sign_in_configured: false, signed_in: false, email: "" });
+  });
+
+  test("a dashboard visit and a signed-out browser opening an internal link meet no 5xx", async () => {
+    await using plain = await startServer();
+    const key = await plain.mintKey("owner@example.com");
+    const file = await client(plain, key).upload("x", "?visibility=internal");
+    const browser = { accept: "text/html" };
+    const statuses: Record<string, number> = {};
+    for (const p of ["/", "/app.js", "/app.css", "/auth/session", `/${file.id}`, "/auth/idp/callback?code=x&state=y"]) {
+      statuses[p] = (await fetch(`${plain.url}${p}`, { headers: browser, redirect: "manual" })).status;
+    }
+    // The internal link sends the browser to sign-in, which explains that there is none.
+    const landed = await fetch(`${plain.url}/${file.id}`, { headers: browser });
+    const page = await landed.text();
+    expect({ statuses, landed: landed.status, says: page.includes("Sign-in is not configured") && page.includes("IDP_CLIENT_ID") }).toEqual({
+      statuses: { "/": 200, "/app.js": 200, "/app.css": 200, "/auth/session": 200, [`/${file.id}`]: 302, "/auth/idp/callback?code=x&state=y": 404 },
+      landed: 404,
+      says: true,
+    });
   });
 
   test("with an https HOSTNAME the cookies are __Host- prefixed and Secure", async () => {

@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { clientAddressOf } from "../../src/auth/rate-limit.ts";
+import { clientAddressOf } from "../../src/context/client-address.ts";
 
 const proxies = new Set(["10.0.0.1", "10.0.0.2"]);
 

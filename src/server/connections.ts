@@ -1,0 +1,145 @@
+/**
+ * The listener's connections: counted against the caps when accepted (connection-limits.ts),
+ * watched while they live (idle timeout; for HTTP/1.1 a header deadline per request,
+ * header-deadline.ts), and closed gracefully on stop.
+ */
+import type http from "node:http";
+import type http2 from "node:http2";
+import type { Duplex } from "node:stream";
+import { plainAddress } from "../context/client-address.ts";
+import { ConnectionLimits, type ConnectionLimitsOptions } from "./connection-limits.ts";
+import { HeaderDeadline } from "./header-deadline.ts";
+import { refuseConnection } from "./lingering-close.ts";
+import type { NodeRequest, NodeResponse } from "./node-bridge.ts";
+
+/** What the tracker needs of a TCP socket (a `net.Socket`; a fake in unit tests). */
+export interface TrackedSocket extends Duplex {
+  remoteAddress?: string | undefined;
+  readonly closed: boolean;
+  setTimeout(ms: number, onTimeout?: () => void): this;
+}
+
+export interface ConnectionsOptions {
+  limits: ConnectionLimitsOptions;
+  /** Milliseconds each HTTP/1.1 request after the first has to complete its headers (408 after). */
+  headerTimeoutMs: number;
+  /** Milliseconds a connection may stay silent, no bytes either way, before it is closed. */
+  idleTimeoutMs: number;
+}
+
+/** An HTTP/1.1 connection: its header deadline and its latest request. */
+interface Http1State {
+  deadline: HeaderDeadline;
+  latest: NodeRequest | undefined;
+}
+
+/** How often, during a stop, HTTP/1.1 connections are checked for having turned idle (ms). */
+const STOP_SWEEP_MS = 50;
+
+export class Connections {
+  private stopping = false;
+  private readonly sockets = new Set<TrackedSocket>();
+  private readonly http1 = new Map<Duplex, Http1State>();
+  private readonly http2Sockets = new WeakSet<Duplex>();
+  private readonly sessions = new Set<http2.ServerHttp2Session>();
+  private readonly limits: ConnectionLimits;
+
+  constructor(private readonly opts: ConnectionsOptions) {
+    this.limits = new ConnectionLimits(opts.limits);
+  }
+
+  /** Connections open now. */
+  get size(): number {
+    return this.sockets.size;
+  }
+
+  /**
+   * A new TCP connection: counted and watched, or destroyed before a byte is read when it is
+   * over a limit (the protocol is not known yet, so the client sees a closed connection, as
+   * from a full accept queue).
+   * @returns whether it was admitted
+   */
+  admit(socket: TrackedSocket): boolean {
+    const peer = plainAddress(socket.remoteAddress ?? "unknown");
+    if (!this.limits.admit(peer)) {
+      socket.destroy();
+      return false;
+    }
+    this.sockets.add(socket);
+    socket.on("close", () => {
+      this.sockets.delete(socket);
+      this.limits.release(peer);
+      this.http1.get(socket)?.deadline.dispose();
+      this.http1.delete(socket);
+    });
+    socket.on("error", () => socket.destroy());
+    socket.setTimeout(this.opts.idleTimeoutMs, () => socket.destroy());
+    return true;
+  }
+
+  /** `socket` speaks HTTP/1.1: every request on it gets a header deadline. Call before the HTTP parser reads it. */
+  watchHttp1(socket: Duplex): void {
+    const state: Http1State = {
+      deadline: new HeaderDeadline({ timeoutMs: this.opts.headerTimeoutMs, refuse: () => refuseConnection(socket, "408 Request Timeout") }),
+      latest: undefined,
+    };
+    this.http1.set(socket, state);
+    // Registered before the HTTP parser's own listener, so it sees each chunk first.
+    socket.on("data", () => state.deadline.onBytes(state.latest?.complete ?? true));
+  }
+
+  /**
+   * `socket` speaks HTTP/2. node:http2 reads it natively, so the socket never sees activity:
+   * the session's own timeout ({@link watchSession}) watches HTTP/2 traffic instead.
+   */
+  watchHttp2(socket: TrackedSocket): void {
+    socket.setTimeout(0);
+    this.http2Sockets.add(socket);
+  }
+
+  /** A new HTTP/2 session: closed after the idle timeout, sent GOAWAY on stop. */
+  watchSession(session: http2.ServerHttp2Session): void {
+    this.sessions.add(session);
+    session.on("close", () => this.sessions.delete(session));
+    session.setTimeout(this.opts.idleTimeoutMs, () => session.destroy());
+  }
+
+  /** An HTTP/1.1 request's headers are complete: stop its clock, and during a stop close its connection after the response. */
+  onHttp1Request(req: NodeRequest, res: NodeResponse): void {
+    if (this.stopping) (res as http.ServerResponse).shouldKeepAlive = false;
+    const state = this.http1.get(req.socket);
+    if (state === undefined) return;
+    state.latest = req;
+    state.deadline.onRequest();
+    res.once("close", () => state.deadline.onResponseDone());
+  }
+
+  /** Runs `fn` once no request is in flight on `socket` (now, for a connection not known as HTTP/1.1). */
+  whenIdle(socket: Duplex, fn: () => void): void {
+    const state = this.http1.get(socket);
+    if (state === undefined) fn();
+    else state.deadline.whenIdle(fn);
+  }
+
+  /**
+   * Closes every connection gracefully: HTTP/2 sessions get GOAWAY; HTTP/1.1 connections close
+   * after their current response, and those with no request in flight are closed now and
+   * whenever one turns idle. Whatever is left after `graceMs` is destroyed.
+   * @returns when every connection has closed
+   */
+  async stop(graceMs: number): Promise<void> {
+    this.stopping = true;
+    for (const s of this.sessions) s.close();
+    const cut = setTimeout(() => {
+      for (const s of this.sessions) s.destroy();
+      for (const s of this.sockets) s.destroy();
+    }, graceMs);
+    const sweep = () => {
+      for (const s of this.sockets) if (!this.http2Sockets.has(s) && this.http1.get(s)?.deadline.busy !== true) s.destroy();
+    };
+    const sweeper = setInterval(sweep, STOP_SWEEP_MS);
+    await Promise.all([...this.sockets].map((s) => new Promise<void>((resolve) => (s.closed ? resolve() : s.once("close", () => resolve())))));
+    clearInterval(sweeper);
+    clearTimeout(cut);
+  }
+}

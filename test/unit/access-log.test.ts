@@ -1,0 +1,41 @@
+// Where a request's context begins: AccessLog.open, without a socket.
+import { expect, test } from "bun:test";
+import { EventEmitter } from "node:events";
+import { AccessLog } from "../../src/server/access-log.ts";
+import type { NodeRequest, NodeResponse } from "../../src/server/node-bridge.ts";
+
+function fakeResponse() {
+  const headers = new Map<string, string>();
+  const res = Object.assign(new EventEmitter(), {
+    statusCode: 200,
+    setHeader: (name: string, value: string) => headers.set(name, value),
+    getHeader: (name: string) => headers.get(name),
+  });
+  return { res: res as unknown as NodeResponse, headers };
+}
+
+test("the context is decided once; the ID is echoed; the line is written when the response closes", () => {
+  const lines: string[] = [];
+  const log = new AccessLog((line) => lines.push(line), new Set(["10.0.0.1"]));
+  const req = { method: "GET", headers: { "x-forwarded-for": "203.0.113.7", "x-request-id": "abc" }, socket: { remoteAddress: "::ffff:10.0.0.1" } } as unknown as NodeRequest;
+  const { res, headers } = fakeResponse();
+  const context = log.open(req, res, "/v1/files");
+  expect({ requestId: context.requestId, clientAddress: context.clientAddress, echoed: headers.get("x-request-id"), lines }).toEqual({
+    requestId: "abc",
+    clientAddress: "203.0.113.7",
+    echoed: "abc",
+    lines: [],
+  });
+  headers.set("content-length", "12");
+  (res as unknown as { statusCode: number }).statusCode = 404;
+  res.emit("close");
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toMatch(/^method=GET path="\/v1\/files" status=404 bytes=12 duration_ms=\d+\.\d request_id=abc$/);
+});
+
+test("an unusable X-Request-Id is replaced; X-Forwarded-For from an untrusted peer is ignored", () => {
+  const log = new AccessLog(() => {}, new Set());
+  const req = { method: "GET", headers: { "x-forwarded-for": "203.0.113.7", "x-request-id": "has spaces" }, socket: { remoteAddress: "192.0.2.5" } } as unknown as NodeRequest;
+  const context = log.open(req, fakeResponse().res, "/");
+  expect({ idLength: context.requestId.length, clientAddress: context.clientAddress }).toEqual({ idLength: 12, clientAddress: "192.0.2.5" });
+});

@@ -1,0 +1,20 @@
+// Where the dispatch sends a request, decided from its method and target alone.
+import { expect, test } from "bun:test";
+import { routeOf, type Route } from "../../src/server/dispatch.ts";
+
+const rpcPaths = new Set(["/cubby.v1.FileService/GetFile"]);
+const id = "V1StGXR8_Z5jdHi6B-myT";
+
+test.each([
+  ["an RPC path", "POST", "/cubby.v1.FileService/GetFile", { kind: "rpc", pathname: "/cubby.v1.FileService/GetFile" }],
+  ["an RPC path with a query", "POST", "/cubby.v1.FileService/GetFile?x=1", { kind: "rpc", pathname: "/cubby.v1.FileService/GetFile" }],
+  ["a content URL", "GET", `/${id}`, { kind: "content", pathname: `/${id}`, id, slug: undefined, search: "" }],
+  ["a content URL with a slug and a query", "HEAD", `/${id}/a.pdf?download=1`, { kind: "content", pathname: `/${id}/a.pdf`, id, slug: "a.pdf", search: "?download=1" }],
+  ["a content URL with an escaped slug, decoded", "GET", `/${id}/a%20b`, { kind: "content", pathname: `/${id}/a%20b`, id, slug: "a b", search: "" }],
+  ["a path of three segments goes to the app", "GET", `/${id}/a/b`, { kind: "app", pathname: `/${id}/a/b` }],
+  ["a content URL with another method goes to the app", "DELETE", `/${id}`, { kind: "app", pathname: `/${id}` }],
+  ["REST", "GET", "/v1/files?page_size=2", { kind: "app", pathname: "/v1/files" }],
+  ["the dashboard", "GET", "/", { kind: "app", pathname: "/" }],
+] as [string, string, string, Route][])("%s", (_, method, target, route) => {
+  expect(routeOf(method, target, rpcPaths)).toEqual(route);
+});
