@@ -1,5 +1,5 @@
 /** Small response builders shared by the HTTP routes. */
-import { AppError, httpStatusOf, toRpcStatus } from "../errors.ts";
+import { httpStatusOf, toRpcStatus, type AppError } from "../errors.ts";
 
 /** A JSON response (UTF-8) with the given status. */
 export function json(body: unknown, status = 200, headers?: Record<string, string>): Response {
@@ -27,4 +27,3 @@ export function errorHeaders(error: AppError): Record<string, string> {
   return headers;
 }
 
-export { AppError };

@@ -18,30 +18,39 @@ export function toConnectError(err: unknown, ctx: HandlerContext | undefined): C
 type AnyFn = (...args: never[]) => unknown;
 
 /**
- * Wraps every method of a service implementation so errors leave as ConnectErrors: plain and
- * async methods through try/catch, server-streaming generators around their iteration.
+ * Wraps every method of a service implementation so errors leave as ConnectErrors, whatever the
+ * method returns: a promise (unary and client-streaming methods) is awaited in a try/catch, an
+ * async iterable (server-streaming methods) is iterated in one.
  */
 export function rpcErrors<T extends Record<string, AnyFn>>(impl: T): T {
   const wrapped: Record<string, AnyFn> = {};
   for (const [name, fn] of Object.entries(impl)) {
     const call = fn as (...args: unknown[]) => unknown;
-    if (Object.prototype.toString.call(fn) === "[object AsyncGeneratorFunction]") {
-      wrapped[name] = async function* (...args: unknown[]) {
-        try {
-          yield* call(...args) as AsyncIterable<unknown>;
-        } catch (err) {
-          throw toConnectError(err, args[args.length - 1] as HandlerContext);
-        }
-      } as AnyFn;
-    } else {
-      wrapped[name] = (async (...args: unknown[]) => {
-        try {
-          return await call(...args);
-        } catch (err) {
-          throw toConnectError(err, args[args.length - 1] as HandlerContext);
-        }
-      }) as AnyFn;
-    }
+    wrapped[name] = ((...args: unknown[]) => {
+      const ctx = args[args.length - 1] as HandlerContext;
+      let result: unknown;
+      try {
+        result = call(...args);
+      } catch (err) {
+        return Promise.reject(toConnectError(err, ctx));
+      }
+      if (isAsyncIterable(result)) return rethrowing(result, ctx);
+      return Promise.resolve(result).catch((err: unknown) => {
+        throw toConnectError(err, ctx);
+      });
+    }) as AnyFn;
   }
   return wrapped as T;
+}
+
+function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
+  return typeof value === "object" && value !== null && !(value instanceof Promise) && Symbol.asyncIterator in value;
+}
+
+async function* rethrowing(stream: AsyncIterable<unknown>, ctx: HandlerContext): AsyncIterable<unknown> {
+  try {
+    yield* stream;
+  } catch (err) {
+    throw toConnectError(err, ctx);
+  }
 }
