@@ -7,6 +7,7 @@ import os from "node:os";
 import path from "node:path";
 import type { Subprocess } from "bun";
 import type { FileJson } from "../../src/domain/file.ts";
+import { backendEnv } from "./backend.ts";
 
 export const ROOT = path.resolve(import.meta.dir, "../..");
 const MAIN = path.join(ROOT, "src/main.ts");
@@ -59,9 +60,11 @@ export async function runCli(
   args: string[],
   opts: { executable?: string; env?: Record<string, string>; cwd?: string } = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
+  const dataDir = args[args.indexOf("--data-dir") + 1];
+  const stores = args.includes("--data-dir") && dataDir !== undefined ? await backendEnv(dataDir) : {};
   const proc = Bun.spawn(command(opts.executable, args), {
     cwd: opts.cwd ?? ROOT,
-    env: { ...cleanEnv(), ...opts.env },
+    env: { ...cleanEnv(), ...stores, ...opts.env },
     stdout: "pipe",
     stderr: "pipe",
   });
@@ -92,7 +95,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     cwd: opts.cwd ?? ROOT,
     // Tests fail authentication on purpose, many times, from one address: no limits unless a
     // test sets them.
-    env: { ...cleanEnv(), RATE_LIMIT_AUTH_FAILURES: "0", RATE_LIMIT_SIGN_INS: "0", ...opts.env },
+    env: { ...cleanEnv(), ...(await backendEnv(dataDir)), RATE_LIMIT_AUTH_FAILURES: "0", RATE_LIMIT_SIGN_INS: "0", ...opts.env },
     stdin: "ignore",
     stdout: "pipe",
     stderr: "pipe",
