@@ -365,3 +365,50 @@ describe("refusals", () => {
     expect(sessions).toEqual([]);
   }, 30_000);
 });
+
+/** Runs `cubby ARGS` in deployment `d`. @returns its exit status, stderr and peak resident memory in bytes */
+async function measured(d: Deployment, args: string[]): Promise<{ code: number; stderr: string; maxRss: number }> {
+  const proc = Bun.spawn([process.execPath, path.join(ROOT, "src/main.ts"), ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? "", ...d.env },
+    stdin: "ignore",
+    stdout: "ignore",
+    stderr: "pipe",
+  });
+  const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+  return { code, stderr, maxRss: proc.resourceUsage()!.maxRSS };
+}
+
+test("export and import of a 256 MiB file: peak memory stays far below its size", async () => {
+  const SIZE = 256 * 1024 * 1024;
+  using dir = tempDir("cubby-archive-file-");
+  await using source = await sqliteAndDisk();
+  await using dest = await sqliteAndDisk();
+  {
+    await using server = await startServer({ dataDir: source.dataDir, env: source.env });
+    const key = await mintKey(source, "big@example.com");
+    const block = crypto.getRandomValues(new Uint8Array(65536));
+    let sent = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent === SIZE) return controller.close();
+        const chunk = new Uint8Array(1024 * 1024);
+        for (let off = 0; off < chunk.length; off += block.length) chunk.set(block, off);
+        chunk[0] = sent / chunk.length; // no two chunks alike
+        sent += chunk.length;
+        controller.enqueue(chunk);
+      },
+    });
+    const res = await fetch(`${server.url}/v1/files`, { method: "POST", body, duplex: "half", headers: { authorization: `Bearer ${key}` } } as RequestInit);
+    expect(res.status).toBe(200);
+  }
+  const archive = path.join(dir.path, "big.cubby");
+  const baseline = await measured(source, ["keys", "list", "--email", "big@example.com"]);
+  const exported = await measured(source, ["export", archive]);
+  const imported = await measured(dest, ["import", archive]);
+  expect({ exported: exported.code, imported: imported.code }).toEqual({ exported: 0, imported: 0 });
+  const mib = (n: number) => Math.round(n / 1024 / 1024);
+  console.log(`peak RSS: export ${mib(exported.maxRss)} MiB, import ${mib(imported.maxRss)} MiB of a ${mib(SIZE)} MiB file; cubby keys list ${mib(baseline.maxRss)} MiB`);
+  expect(exported.maxRss).toBeLessThan(baseline.maxRss + 64 * 1024 * 1024);
+  expect(imported.maxRss).toBeLessThan(baseline.maxRss + 64 * 1024 * 1024);
+}, 300_000);
