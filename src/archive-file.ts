@@ -128,6 +128,26 @@ export async function openArchiveInput(source: string): Promise<{ chunks: AsyncI
   return { chunks: chunks(), close: () => handle.close() };
 }
 
+/**
+ * Turns the first SIGINT or SIGTERM into an abort of `signal`, so that an export or import stops
+ * at its next chunk and cleans up; a second one ends the process as usual. Dispose to stop
+ * listening.
+ */
+export function interruptible(): { signal: AbortSignal } & Disposable {
+  const controller = new AbortController();
+  const handlers = (["SIGINT", "SIGTERM"] as const).map((name) => {
+    const handler = () => controller.abort(new Error(`stopped by ${name}`));
+    process.once(name, handler);
+    return [name, handler] as const;
+  });
+  return {
+    signal: controller.signal,
+    [Symbol.dispose]: () => {
+      for (const [name, handler] of handlers) process.off(name, handler);
+    },
+  };
+}
+
 /** fsync(2) on a directory, making the new name durable. */
 async function syncDir(dir: string): Promise<void> {
   const handle = await fsp.open(dir, "r");

@@ -17,7 +17,7 @@ import { formatTimestamp } from "./domain/time.ts";
 import { openServices, StoreUnavailableError } from "./service/index.ts";
 import { parseEmail } from "./domain/params.ts";
 import { serve } from "./server/serve.ts";
-import { createArchiveOutput, openArchiveInput } from "./archive-file.ts";
+import { createArchiveOutput, interruptible, openArchiveInput } from "./archive-file.ts";
 import { exportArchive } from "./service/archive-export.ts";
 import { importArchive } from "./service/archive-import.ts";
 
@@ -108,27 +108,35 @@ async function main(argv: string[]): Promise<number> {
 /** Writes every row and blob of the configured stores to one archive (docs/archive.md). */
 async function exportCommand(config: Config, target: string, sessions: boolean): Promise<number> {
   const output = await createArchiveOutput(target);
+  using interrupt = interruptible();
   try {
     await using services = await openServices(config);
-    const r = await exportArchive(services, output.sink, { sessions });
+    const r = await exportArchive(services, output.sink, { sessions, signal: interrupt.signal });
     await output.commit();
     const skipped = r.skippedFiles === 0 ? "" : `; left out ${r.skippedFiles} file(s) deleted during the export`;
     console.error(`exported ${r.users} user(s), ${r.keys} API key(s), ${r.sessions} session(s), ${r.files} file(s) of ${r.bytes} bytes to ${target}${skipped}`);
     return 0;
   } catch (err) {
     await output.abort();
-    throw err;
+    if (!interrupt.signal.aborted) throw err;
+    console.error(`cubby: export ${(interrupt.signal.reason as Error).message}; ${target === "-" ? "the archive is incomplete" : `${target} was not written`}`);
+    return 130;
   }
 }
 
 /** Loads an archive into the configured stores, all or nothing (docs/archive.md). */
 async function importCommand(config: Config, source: string): Promise<number> {
   const input = await openArchiveInput(source);
+  using interrupt = interruptible();
   try {
     await using services = await openServices(config);
-    const r = await importArchive(services, input.chunks);
+    const r = await importArchive(services, input.chunks, { signal: interrupt.signal });
     console.error(`imported ${r.users} user(s), ${r.keys} API key(s), ${r.sessions} session(s), ${r.files} file(s) of ${r.bytes} bytes from ${source}`);
     return 0;
+  } catch (err) {
+    if (!interrupt.signal.aborted) throw err;
+    console.error(`cubby: import ${(interrupt.signal.reason as Error).message}; nothing was changed`);
+    return 130;
   } finally {
     await input.close();
   }

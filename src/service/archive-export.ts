@@ -23,6 +23,8 @@ import { ArchiveWriter, type ArchiveSink } from "./archive-stream.ts";
 export interface ExportOptions {
   /** Include sessions that have not expired (signed-in browsers stay signed in). */
   sessions: boolean;
+  /** Stops the export (its reason is thrown) before the next write. */
+  signal?: AbortSignal | undefined;
 }
 
 export interface ExportReport extends ArchiveCounts {
@@ -45,7 +47,14 @@ export async function exportArchive(
   sink: ArchiveSink,
   opts: ExportOptions,
 ): Promise<ExportReport> {
-  const exporter = new Exporter(deps, new ArchiveWriter(sink));
+  const { signal } = opts;
+  const checked: ArchiveSink = {
+    async write(bytes) {
+      signal?.throwIfAborted();
+      await sink.write(bytes);
+    },
+  };
+  const exporter = new Exporter(deps, new ArchiveWriter(checked));
   return exporter.run(opts);
 }
 

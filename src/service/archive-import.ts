@@ -28,13 +28,19 @@ export type ImportReport = ArchiveCounts;
 /**
  * Reads the archive from `source` and commits it (see the module comment).
  * @param source chunks that are not reused once handed out
+ * @param opts.signal stops the import before the commit (its reason is thrown; nothing is changed)
  * @throws AppError invalid_argument when the archive is damaged, truncated, of another format,
  *   or holds a row the destination already has; whatever the stores throw. Nothing is changed.
  */
-export async function importArchive(deps: { store: MetadataStore; blobs: BlobStore }, source: AsyncIterable<Uint8Array>): Promise<ImportReport> {
-  const importer = new Importer(deps, new ArchiveReader(source));
+export async function importArchive(
+  deps: { store: MetadataStore; blobs: BlobStore },
+  source: AsyncIterable<Uint8Array>,
+  opts: { signal?: AbortSignal | undefined } = {},
+): Promise<ImportReport> {
+  const importer = new Importer(deps, new ArchiveReader(source, opts.signal));
   try {
     await importer.read();
+    opts.signal?.throwIfAborted();
     await importer.commit();
     return importer.counts();
   } catch (err) {

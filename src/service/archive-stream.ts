@@ -75,7 +75,11 @@ export class ArchiveReader {
   private consumed = 0;
   private readonly decoder = new TextDecoder("utf-8", { fatal: true });
 
-  constructor(source: AsyncIterable<Uint8Array>) {
+  /** @param signal stops the reading: its reason is thrown at once, even while waiting for a chunk */
+  constructor(
+    source: AsyncIterable<Uint8Array>,
+    private readonly signal?: AbortSignal,
+  ) {
     this.source = source[Symbol.asyncIterator]();
   }
 
@@ -154,7 +158,7 @@ export class ArchiveReader {
   private async fill(): Promise<boolean> {
     while (this.at >= this.chunk.byteLength) {
       if (this.ended) return false;
-      const next = await this.source.next();
+      const next = await this.nextChunk();
       if (next.done === true) {
         this.ended = true;
         return false;
@@ -163,6 +167,19 @@ export class ArchiveReader {
       this.at = 0;
     }
     return true;
+  }
+
+  /** The source's next chunk, unless the signal fires first (a pipe may stay silent). */
+  private nextChunk(): Promise<IteratorResult<Uint8Array>> {
+    const signal = this.signal;
+    if (signal === undefined) return this.source.next();
+    signal.throwIfAborted();
+    let onAbort!: () => void;
+    const aborted = new Promise<never>((_, reject) => {
+      onAbort = () => reject(signal.reason);
+      signal.addEventListener("abort", onAbort, { once: true });
+    });
+    return Promise.race([this.source.next(), aborted]).finally(() => signal.removeEventListener("abort", onAbort));
   }
 
   private take(n: number): Uint8Array {

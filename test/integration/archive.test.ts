@@ -343,6 +343,27 @@ describe("refusals", () => {
     await expectRefused(new Uint8Array(0), /^cubby: not a cubby archive \(it is empty\)\n$/);
   });
 
+  test("an import stopped by SIGINT removes what it staged and changes nothing", async () => {
+    await using dest = await sqliteAndDisk();
+    const importer = Bun.spawn([process.execPath, path.join(ROOT, "src/main.ts"), "import", "-"], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? "", ...dest.env },
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    // Everything up to the middle of the big file's content, then silence: the files before it
+    // (in ID order) are staged, the big one is being written.
+    importer.stdin.write(archive.subarray(0, bigContentAt + 4 * 1024 * 1024));
+    await importer.stdin.flush();
+    const tmp = path.join(dest.dataDir, "tmp");
+    while (!fs.existsSync(tmp) || fs.readdirSync(tmp).length === 0) await Bun.sleep(5);
+    importer.kill("SIGINT");
+    const [code, stderr] = await Promise.all([importer.exited, new Response(importer.stderr).text()]);
+    expect({ code, stderr }).toEqual({ code: 130, stderr: "cubby: import stopped by SIGINT; nothing was changed\n" });
+    await expectUntouched(dest);
+  }, 30_000);
+
   test("export refuses an existing FILE and leaves it as it was", async () => {
     const file = path.join(dir.path, "precious.txt");
     fs.writeFileSync(file, "keep me");
