@@ -17,6 +17,9 @@ import { formatTimestamp } from "./domain/time.ts";
 import { openServices, StoreUnavailableError } from "./service/index.ts";
 import { parseEmail } from "./domain/params.ts";
 import { serve } from "./server/serve.ts";
+import { createArchiveOutput, interruptible, openArchiveInput } from "./archive-file.ts";
+import { exportArchive } from "./service/archive-export.ts";
+import { importArchive } from "./service/archive-import.ts";
 
 const USAGE = `usage:
   cubby [serve] [--port N] [--data-dir DIR]
@@ -26,6 +29,8 @@ const USAGE = `usage:
   cubby fsck [--repair] [--data-dir DIR]
   cubby backup DEST [--data-dir DIR]
   cubby restore SRC [--data-dir DIR]
+  cubby export FILE [--sessions] [--data-dir DIR]
+  cubby import FILE [--data-dir DIR]
   cubby version`;
 
 /** Bad command-line input: printed as one line, exit status 2. */
@@ -45,6 +50,7 @@ async function main(argv: string[]): Promise<number> {
       email: { type: "string" },
       name: { type: "string" },
       repair: { type: "boolean" },
+      sessions: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -88,8 +94,51 @@ async function main(argv: string[]): Promise<number> {
       console.error(`backed up ${result.files} file(s), ${result.bytes} bytes, to ${sub}`);
       return 0;
     }
+    case "export":
+    case "import": {
+      if (sub === undefined || rest.length > 0) throw new UsageError(`${command} takes exactly one file (- for standard ${command === "export" ? "output" : "input"})`);
+      const config = loadConfig(process.env, flags);
+      return command === "export" ? exportCommand(config, sub, values.sessions === true) : importCommand(config, sub);
+    }
     default:
       throw new UsageError(`unknown command "${command}"; try cubby --help`);
+  }
+}
+
+/** Writes every row and blob of the configured stores to one archive (docs/archive.md). */
+async function exportCommand(config: Config, target: string, sessions: boolean): Promise<number> {
+  const output = await createArchiveOutput(target);
+  using interrupt = interruptible();
+  try {
+    await using services = await openServices(config);
+    const r = await exportArchive(services, output.sink, { sessions, signal: interrupt.signal });
+    await output.commit();
+    const skipped = r.skippedFiles === 0 ? "" : `; left out ${r.skippedFiles} file(s) deleted during the export`;
+    console.error(`exported ${r.users} user(s), ${r.keys} API key(s), ${r.sessions} session(s), ${r.files} file(s) of ${r.bytes} bytes to ${target}${skipped}`);
+    return 0;
+  } catch (err) {
+    await output.abort();
+    if (!interrupt.signal.aborted) throw err;
+    console.error(`cubby: export ${(interrupt.signal.reason as Error).message}; ${target === "-" ? "the archive is incomplete" : `${target} was not written`}`);
+    return 130;
+  }
+}
+
+/** Loads an archive into the configured stores, all or nothing (docs/archive.md). */
+async function importCommand(config: Config, source: string): Promise<number> {
+  const input = await openArchiveInput(source);
+  using interrupt = interruptible();
+  try {
+    await using services = await openServices(config);
+    const r = await importArchive(services, input.chunks, { signal: interrupt.signal });
+    console.error(`imported ${r.users} user(s), ${r.keys} API key(s), ${r.sessions} session(s), ${r.files} file(s) of ${r.bytes} bytes from ${source}`);
+    return 0;
+  } catch (err) {
+    if (!interrupt.signal.aborted) throw err;
+    console.error(`cubby: import ${(interrupt.signal.reason as Error).message}; nothing was changed`);
+    return 130;
+  } finally {
+    await input.close();
   }
 }
 

@@ -219,6 +219,14 @@ class PgKeys implements KeyTable {
     await this.db.update(apiKeys).set({ lastUsedAt }).where(eq(apiKeys.id, id));
     this.changed();
   }
+
+  async byId(id: string): Promise<ApiKeyRow | undefined> {
+    return (await this.db.select().from(apiKeys).where(eq(apiKeys.id, id)))[0];
+  }
+
+  all(): AsyncIterable<ApiKeyRow> {
+    return inIdOrder((after) => this.db.select().from(apiKeys).where(gt(apiKeys.id, after)).orderBy(asc(apiKeys.id)).limit(PAGE_ROWS));
+  }
 }
 
 class PgUsers implements UserTable {
@@ -248,6 +256,10 @@ class PgUsers implements UserTable {
     const { id, ...fields } = user;
     await this.db.update(users).set(fields).where(eq(users.id, id));
     this.changed();
+  }
+
+  all(): AsyncIterable<UserRow> {
+    return inIdOrder((after) => this.db.select().from(users).where(gt(users.id, after)).orderBy(asc(users.id)).limit(PAGE_ROWS));
   }
 }
 
@@ -280,5 +292,22 @@ class PgSessions implements SessionTable {
     const deleted = await this.db.delete(sessions).where(lte(sessions.expiresAt, now)).returning({ id: sessions.id });
     this.changed();
     return deleted.length;
+  }
+
+  all(): AsyncIterable<SessionRow> {
+    return inIdOrder((after) => this.db.select().from(sessions).where(gt(sessions.id, after)).orderBy(asc(sessions.id)).limit(PAGE_ROWS));
+  }
+}
+
+/**
+ * Every row of a table in ID order: `page(after)` returns up to {@link PAGE_ROWS} rows with IDs
+ * after `after` (keyset pagination, so memory stays one page and no query rescans what it skipped).
+ */
+async function* inIdOrder<T extends { id: string }>(page: (after: string) => Promise<T[]>): AsyncIterable<T> {
+  for (let after = ""; ; ) {
+    const rows = await page(after);
+    yield* rows;
+    if (rows.length < PAGE_ROWS) return;
+    after = rows[rows.length - 1]!.id;
   }
 }

@@ -70,6 +70,9 @@ export interface KeyTable {
   /** Deletes a key, only if it is `userId`'s when given. @returns whether one was deleted */
   delete(id: string, userId: string | undefined): Promise<boolean>;
   touch(id: string, lastUsedAt: number): Promise<void>;
+  byId(id: string): Promise<ApiKeyRow | undefined>;
+  /** Every row, in ID order (export). */
+  all(): AsyncIterable<ApiKeyRow>;
 }
 
 /** The users table. */
@@ -79,6 +82,8 @@ export interface UserTable {
   byIdentity(issuer: string, subject: string): Promise<UserRow | undefined>;
   insert(user: UserRow): Promise<void>;
   update(user: UserRow): Promise<void>;
+  /** Every row, in ID order (export). */
+  all(): AsyncIterable<UserRow>;
 }
 
 /** The sessions table. */
@@ -89,6 +94,8 @@ export interface SessionTable {
   delete(id: string): Promise<void>;
   /** @returns how many were deleted */
   deleteExpired(now: number): Promise<number>;
+  /** Every row, in ID order, expired ones included (export). */
+  all(): AsyncIterable<SessionRow>;
 }
 
 /** The tables, as reached inside or outside a transaction. */

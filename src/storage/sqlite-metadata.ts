@@ -192,6 +192,14 @@ class SqliteKeys implements KeyTable {
   touch(id: string, lastUsedAt: number): Promise<void> {
     return this.write((db) => void db.update(apiKeys).set({ lastUsedAt }).where(eq(apiKeys.id, id)).run());
   }
+
+  async byId(id: string): Promise<ApiKeyRow | undefined> {
+    return this.db.select().from(apiKeys).where(eq(apiKeys.id, id)).get();
+  }
+
+  all(): AsyncIterable<ApiKeyRow> {
+    return inIdOrder((after) => this.db.select().from(apiKeys).where(gt(apiKeys.id, after)).orderBy(asc(apiKeys.id)).limit(PAGE_ROWS).all());
+  }
 }
 
 class SqliteUsers implements UserTable {
@@ -219,6 +227,10 @@ class SqliteUsers implements UserTable {
   update(user: UserRow): Promise<void> {
     const { id, ...fields } = user;
     return this.write((db) => void db.update(users).set(fields).where(eq(users.id, id)).run());
+  }
+
+  all(): AsyncIterable<UserRow> {
+    return inIdOrder((after) => this.db.select().from(users).where(gt(users.id, after)).orderBy(asc(users.id)).limit(PAGE_ROWS).all());
   }
 }
 
@@ -250,5 +262,22 @@ class SqliteSessions implements SessionTable {
 
   deleteExpired(now: number): Promise<number> {
     return this.write((db) => db.delete(sessions).where(lte(sessions.expiresAt, now)).returning({ id: sessions.id }).all().length);
+  }
+
+  all(): AsyncIterable<SessionRow> {
+    return inIdOrder((after) => this.db.select().from(sessions).where(gt(sessions.id, after)).orderBy(asc(sessions.id)).limit(PAGE_ROWS).all());
+  }
+}
+
+/**
+ * Every row of a table in ID order: `page(after)` returns up to {@link PAGE_ROWS} rows with IDs
+ * after `after` (keyset pagination, so memory stays one page and no query rescans what it skipped).
+ */
+async function* inIdOrder<T extends { id: string }>(page: (after: string) => T[]): AsyncIterable<T> {
+  for (let after = ""; ; ) {
+    const rows = page(after);
+    yield* rows;
+    if (rows.length < PAGE_ROWS) return;
+    after = rows[rows.length - 1]!.id;
   }
 }

@@ -1,0 +1,169 @@
+/**
+ * `cubby export`: every user, API key (hash only), live session if asked for, file row and blob
+ * of the configured stores, as one streamed archive (docs/archive.md). Written over the two
+ * ports only, so it reads SQLite + disk and PostgreSQL + S3 alike.
+ *
+ * The ports give no snapshot, so the archive is consistent row by row, as each was committed
+ * when read, not as of one instant: stop writers for an exact copy. What a concurrent change
+ * does is decided here, so that the archive always imports:
+ * - a file deleted after its row was read (its blob is gone) is left out and counted;
+ * - a file replaced meanwhile is exported with its new content;
+ * - a user who appeared after the users were read is written just before the first record
+ *   that refers to them (every record's user comes before it).
+ * A blob that is missing while its row still names it, or whose bytes do not match the row's
+ * size and CRC32C, stops the export: that is damage (`cubby fsck`), not a race.
+ */
+import { checksumToBase64, crc32cUpdate } from "../domain/checksum.ts";
+import type { FileRecord } from "../domain/file.ts";
+import type { Clock } from "../domain/time.ts";
+import type { BlobChunk, BlobStore, MetadataStore } from "../storage/ports.ts";
+import { ARCHIVE_MAGIC, encodeRecord, type ArchiveCounts, type ArchiveRecord } from "./archive-format.ts";
+import { ArchiveWriter, type ArchiveSink } from "./archive-stream.ts";
+
+export interface ExportOptions {
+  /** Include sessions that have not expired (signed-in browsers stay signed in). */
+  sessions: boolean;
+  /** Stops the export (its reason is thrown) before the next write. */
+  signal?: AbortSignal | undefined;
+}
+
+export interface ExportReport extends ArchiveCounts {
+  /** Files deleted while the export ran, left out. */
+  skippedFiles: number;
+}
+
+/** How blobs are read: two buffers, so the store reads one while the other is written out. */
+const READ_PLAN = { chunkBytes: 1024 * 1024, buffers: 2 };
+/** A file replaced again and again while being exported is given up on after this many tries. */
+const MAX_ATTEMPTS = 5;
+
+/**
+ * Writes the archive to `sink`.
+ * @throws Error when a blob is missing or damaged (see the module comment), or whatever the
+ *   stores or the sink throw; the archive is then incomplete (no trailer), which import refuses
+ */
+export async function exportArchive(
+  deps: { store: MetadataStore; blobs: BlobStore; clock: Clock },
+  sink: ArchiveSink,
+  opts: ExportOptions,
+): Promise<ExportReport> {
+  const { signal } = opts;
+  const checked: ArchiveSink = {
+    async write(bytes) {
+      signal?.throwIfAborted();
+      await sink.write(bytes);
+    },
+  };
+  const exporter = new Exporter(deps, new ArchiveWriter(checked));
+  return exporter.run(opts);
+}
+
+class Exporter {
+  private readonly report: ExportReport = { users: 0, keys: 0, sessions: 0, files: 0, bytes: 0, skippedFiles: 0 };
+  /** IDs of the users written so far: one string per user is the export's only growing memory. */
+  private readonly written = new Set<string>();
+
+  constructor(
+    private readonly deps: { store: MetadataStore; blobs: BlobStore; clock: Clock },
+    private readonly out: ArchiveWriter,
+  ) {}
+
+  async run(opts: ExportOptions): Promise<ExportReport> {
+    const { store } = this.deps;
+    await this.out.text(`${ARCHIVE_MAGIC}\n`);
+    for await (const user of store.users.all()) {
+      if (!this.written.has(user.id)) await this.record({ type: "user", row: user });
+    }
+    for await (const key of store.keys.all()) {
+      // A key whose user is gone was deleted with them.
+      if (await this.userWritten(key.userId)) await this.record({ type: "key", row: key });
+    }
+    if (opts.sessions) {
+      const now = this.deps.clock.nowMicros();
+      for await (const session of store.sessions.all()) {
+        if (session.expiresAt > now && (await this.userWritten(session.userId))) await this.record({ type: "session", row: session });
+      }
+    }
+    for await (const file of store.files.all()) await this.file(file);
+    const { skippedFiles: _, ...counts } = this.report;
+    await this.out.text(encodeRecord({ type: "end", trailer: { ...counts, crc32c: this.out.checksum() } }));
+    await this.out.flush();
+    return this.report;
+  }
+
+  private async record(record: Exclude<ArchiveRecord, { type: "end" | "file" }>): Promise<void> {
+    await this.out.text(encodeRecord(record));
+    if (record.type === "user") {
+      this.written.add(record.row.id);
+      this.report.users++;
+    } else if (record.type === "key") this.report.keys++;
+    else this.report.sessions++;
+  }
+
+  /** Writes the user's record if it was not written yet. @returns false when the user no longer exists */
+  private async userWritten(id: string): Promise<boolean> {
+    if (this.written.has(id)) return true;
+    const user = await this.deps.store.users.byId(id);
+    if (user === undefined) return false;
+    await this.record({ type: "user", row: user });
+    return true;
+  }
+
+  /** Writes a file's record and content, following a concurrent replace or delete. */
+  private async file(first: FileRecord): Promise<void> {
+    let row = first;
+    for (let attempt = 1; ; attempt++) {
+      const chunks = this.deps.blobs.read(row.blob, { start: 0, length: row.size }, READ_PLAN)[Symbol.asyncIterator]();
+      let head: IteratorResult<BlobChunk>;
+      try {
+        // Opening the blob is what fails when it is gone; once open, it reads to the end.
+        head = await chunks.next();
+      } catch (err) {
+        const now = await this.deps.store.files.get(row.id);
+        if (now === undefined) {
+          this.report.skippedFiles++;
+          return;
+        }
+        if (now.blob === row.blob || attempt === MAX_ATTEMPTS) {
+          throw new Error(`file ${row.id}: cannot read its blob ${row.blob} (${(err as Error).message}); run cubby fsck`, { cause: err });
+        }
+        row = now;
+        continue;
+      }
+      try {
+        await this.content(row, head, chunks);
+      } finally {
+        await chunks.return?.();
+      }
+      return;
+    }
+  }
+
+  private async content(row: FileRecord, head: IteratorResult<BlobChunk>, chunks: AsyncIterator<BlobChunk>): Promise<void> {
+    if (!(await this.userWritten(row.ownerId))) {
+      // The owner was deleted, and their files with them, after this row was read.
+      this.report.skippedFiles++;
+      return;
+    }
+    const { blob: _, ...archived } = row;
+    await this.out.text(encodeRecord({ type: "file", row: archived }));
+    let crc = 0;
+    let size = 0;
+    for (let next = head; next.done !== true; next = await chunks.next()) {
+      const chunk = next.value;
+      crc = crc32cUpdate(crc, chunk.bytes);
+      size += chunk.bytes.byteLength;
+      await this.out.bytes(chunk.bytes);
+      chunk.release();
+    }
+    const checksum = checksumToBase64(crc);
+    if (size !== row.size || checksum !== row.checksum) {
+      throw new Error(
+        `file ${row.id}: its blob ${row.blob} holds ${size} bytes with CRC32C ${checksum}, its row records ${row.size} bytes with ${row.checksum}; run cubby fsck`,
+      );
+    }
+    await this.out.text("\n");
+    this.report.files++;
+    this.report.bytes += size;
+  }
+}

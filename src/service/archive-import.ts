@@ -1,0 +1,217 @@
+/**
+ * `cubby import`: loads an archive written by `cubby export` (docs/archive.md) into whatever
+ * stores are configured, over the two ports only. All or nothing:
+ *
+ * 1. Each record is checked as it arrives: well-formed, its user defined earlier in the archive,
+ *    not a second time in the archive, and not already in the destination (a user by ID, e-mail
+ *    or sign-in identity; a key by ID or hash; a session or file by ID). Import never
+ *    overwrites: the first clash stops it before another byte is stored.
+ * 2. Each file's content streams into the blob store under a new name, its CRC32C verified by
+ *    the store on the way (`expectedChecksum`); the rows wait in memory, each with its new blob.
+ * 3. The trailer's counts and the CRC32C of the whole archive are checked, and nothing may follow.
+ * 4. One metadata transaction inserts every row: users, keys, sessions, files.
+ *
+ * When any step fails, every blob staged so far is removed and the error rethrown: the stores
+ * are as they were. (A clash that appears between step 1 and step 4, written by someone else,
+ * fails the transaction on its unique constraint, with the same outcome.)
+ */
+import { checksumToBase64, crc32cUpdate } from "../domain/checksum.ts";
+import type { FileRecord } from "../domain/file.ts";
+import { AppError } from "../errors.ts";
+import type { ApiKeyRow, BlobStore, MetadataStore, SessionRow, UserRow } from "../storage/ports.ts";
+import { checkMagic, damaged, decodeRecord, MAX_RECORD_BYTES, type ArchiveCounts, type ArchivedFile, type Trailer } from "./archive-format.ts";
+import { ArchiveReader } from "./archive-stream.ts";
+
+/** What was imported. */
+export type ImportReport = ArchiveCounts;
+
+/**
+ * Reads the archive from `source` and commits it (see the module comment).
+ * @param source chunks that are not reused once handed out
+ * @param opts.signal stops the import before the commit (its reason is thrown; nothing is changed)
+ * @throws AppError invalid_argument when the archive is damaged, truncated, of another format,
+ *   or holds a row the destination already has; whatever the stores throw. Nothing is changed.
+ */
+export async function importArchive(
+  deps: { store: MetadataStore; blobs: BlobStore },
+  source: AsyncIterable<Uint8Array>,
+  opts: { signal?: AbortSignal | undefined } = {},
+): Promise<ImportReport> {
+  const importer = new Importer(deps, new ArchiveReader(source, opts.signal));
+  try {
+    await importer.read();
+    opts.signal?.throwIfAborted();
+    await importer.commit();
+    return importer.counts();
+  } catch (err) {
+    await importer.unstage();
+    throw err;
+  }
+}
+
+/** Refusal to overwrite: bad input as far as the command line is concerned (exit status 2). */
+function exists(what: string): AppError {
+  return new AppError("invalid_argument", `refusing to import: ${what} already exists here, and import never overwrites; nothing was changed`);
+}
+
+class Importer {
+  private readonly users: UserRow[] = [];
+  private readonly keys: ApiKeyRow[] = [];
+  private readonly sessions: SessionRow[] = [];
+  /** Rows with their new blob names: about 1 KB of memory per file (docs/archive.md). */
+  private readonly files: FileRecord[] = [];
+  /** Blobs written and not yet referenced by a committed row. */
+  private readonly staged: string[] = [];
+  private bytes = 0;
+  // What the archive defined so far, to refuse duplicates and references to unknown users.
+  private readonly userIds = new Set<string>();
+  private readonly emails = new Set<string>();
+  private readonly identities = new Set<string>();
+  private readonly keyIds = new Set<string>();
+  private readonly keyHashes = new Set<string>();
+  private readonly sessionIds = new Set<string>();
+  private readonly fileIds = new Set<string>();
+
+  constructor(
+    private readonly deps: { store: MetadataStore; blobs: BlobStore },
+    private readonly reader: ArchiveReader,
+  ) {}
+
+  counts(): ImportReport {
+    return { users: this.users.length, keys: this.keys.length, sessions: this.sessions.length, files: this.files.length, bytes: this.bytes };
+  }
+
+  /** Steps 1 to 3 of the module comment. */
+  async read(): Promise<void> {
+    const magic = await this.reader.line(MAX_RECORD_BYTES);
+    if (magic === undefined) throw new AppError("invalid_argument", "not a cubby archive (it is empty)");
+    checkMagic(magic);
+    for (;;) {
+      const offset = this.reader.offset;
+      const crcBefore = this.reader.checksum();
+      const line = await this.reader.line(MAX_RECORD_BYTES);
+      if (line === undefined) throw damaged(offset, "the archive ends before its trailer (truncated?)");
+      const record = decodeRecord(line, offset);
+      switch (record.type) {
+        case "user":
+          await this.user(record.row, offset);
+          break;
+        case "key":
+          await this.key(record.row, offset);
+          break;
+        case "session":
+          await this.session(record.row, offset);
+          break;
+        case "file":
+          await this.file(record.row, offset);
+          break;
+        case "end":
+          return this.trailer(record.trailer, crcBefore, offset);
+      }
+    }
+  }
+
+  private async user(row: UserRow, offset: number): Promise<void> {
+    const identity = row.issuer === null ? undefined : `${row.issuer}\n${row.subject}`;
+    if (this.userIds.has(row.id)) throw damaged(offset, `user ID ${row.id} appears twice`);
+    if (this.emails.has(row.email)) throw damaged(offset, `the e-mail address ${row.email} appears twice`);
+    if (identity !== undefined && this.identities.has(identity)) throw damaged(offset, `the sign-in identity of ${row.email} appears twice`);
+    const { users } = this.deps.store;
+    if ((await users.byId(row.id)) !== undefined) throw exists(`user ${row.email} (ID ${row.id})`);
+    if ((await users.byEmail(row.email)) !== undefined) throw exists(`a user with the e-mail address ${row.email}`);
+    if (row.issuer !== null && row.subject !== null && (await users.byIdentity(row.issuer, row.subject)) !== undefined) {
+      throw exists(`a user signed in as subject ${row.subject} of ${row.issuer}`);
+    }
+    this.userIds.add(row.id);
+    this.emails.add(row.email);
+    if (identity !== undefined) this.identities.add(identity);
+    this.users.push(row);
+  }
+
+  private async key(row: ApiKeyRow, offset: number): Promise<void> {
+    const hash = Buffer.from(row.secretHash).toString("base64");
+    this.knownUser(row.userId, `API key ${row.id}`, offset);
+    if (this.keyIds.has(row.id)) throw damaged(offset, `API key ID ${row.id} appears twice`);
+    if (this.keyHashes.has(hash)) throw damaged(offset, `the hash of API key ${row.id} appears twice`);
+    const { keys } = this.deps.store;
+    if ((await keys.byId(row.id)) !== undefined) throw exists(`API key ${row.id}`);
+    if ((await keys.byHash(row.secretHash)) !== undefined) throw exists(`the API key of archived key ${row.id} (same hash)`);
+    this.keyIds.add(row.id);
+    this.keyHashes.add(hash);
+    this.keys.push(row);
+  }
+
+  private async session(row: SessionRow, offset: number): Promise<void> {
+    this.knownUser(row.userId, `session ${row.id}`, offset);
+    if (this.sessionIds.has(row.id)) throw damaged(offset, `session ID ${row.id} appears twice`);
+    if ((await this.deps.store.sessions.get(row.id)) !== undefined) throw exists(`session ${row.id}`);
+    this.sessionIds.add(row.id);
+    this.sessions.push(row);
+  }
+
+  private async file(row: ArchivedFile, offset: number): Promise<void> {
+    this.knownUser(row.ownerId, `file ${row.id}`, offset);
+    if (this.fileIds.has(row.id)) throw damaged(offset, `file ID ${row.id} appears twice`);
+    if ((await this.deps.store.files.get(row.id)) !== undefined) throw exists(`file ${row.id}`);
+    this.fileIds.add(row.id);
+
+    const what = `the content of file ${row.id}`;
+    const start = this.reader.offset;
+    let crc = 0;
+    const content = this.reader.bytes(row.size, what);
+    const counted = (async function* () {
+      for await (const piece of content) {
+        crc = crc32cUpdate(crc, piece);
+        yield piece;
+      }
+    })();
+    let blob: string;
+    try {
+      // The store verifies the CRC32C before the blob is durable, and leaves nothing when it differs.
+      blob = (await this.deps.blobs.write(counted, { maxBytes: row.size, expectedChecksum: row.checksum })).name;
+    } catch (err) {
+      const actual = checksumToBase64(crc);
+      if (this.reader.offset === start + row.size && actual !== row.checksum) {
+        throw damaged(start, `${what} has CRC32C ${actual}, its record says ${row.checksum}`);
+      }
+      throw err;
+    }
+    this.staged.push(blob);
+    await this.reader.newline(what);
+    this.files.push({ ...row, blob });
+    this.bytes += row.size;
+  }
+
+  private knownUser(userId: string, what: string, offset: number): void {
+    if (!this.userIds.has(userId)) throw damaged(offset, `${what} belongs to user ${userId}, whom no earlier record defines`);
+  }
+
+  private async trailer(trailer: Trailer, crcBefore: string, offset: number): Promise<void> {
+    if (trailer.crc32c !== crcBefore) {
+      throw damaged(offset, `the archive's CRC32C is ${crcBefore}, its trailer says ${trailer.crc32c} (changed after it was written?)`);
+    }
+    const found = this.counts();
+    for (const k of Object.keys(found) as (keyof ArchiveCounts)[]) {
+      if (found[k] !== trailer[k]) throw damaged(offset, `the trailer counts ${trailer[k]} ${k}, the archive holds ${found[k]}`);
+    }
+    if (!(await this.reader.atEnd())) throw damaged(this.reader.offset, "bytes follow the trailer");
+  }
+
+  /** Step 4: every row in one transaction; the staged blobs are then referenced. */
+  async commit(): Promise<void> {
+    await this.deps.store.transaction(async (tx) => {
+      for (const u of this.users) await tx.users.insert(u);
+      for (const k of this.keys) await tx.keys.insert(k);
+      for (const s of this.sessions) await tx.sessions.insert(s);
+      for (const f of this.files) await tx.files.insert(f);
+    });
+    this.staged.length = 0;
+  }
+
+  /** Removes every blob staged and not committed. */
+  async unstage(): Promise<void> {
+    for (const name of this.staged.splice(0)) {
+      await this.deps.blobs.remove(name).catch((err) => console.error(`blob ${name}: removal failed (the orphan sweep will remove it): ${err}`));
+    }
+  }
+}

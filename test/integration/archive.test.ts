@@ -1,0 +1,435 @@
+// cubby export / cubby import (CONTRACT §7, docs/archive.md) through the real CLI and real
+// servers: a round trip keeps every row, checksum, File object, key and session; import refuses
+// to overwrite and refuses damaged archives, leaving the destination exactly as it was; export
+// never overwrites a file; memory stays far below the size of what passes through.
+//
+// A deployment is the environment `cubby` reads, so the same round trip runs across backends:
+// SQLite + disk always; SQLite + disk → the configured backends and back when the environment
+// names them: CUBBY_TEST_DATABASE_URL (a PostgreSQL database the test may fill and empty) and/or
+// CUBBY_TEST_S3_ENDPOINT with CUBBY_TEST_S3_BUCKET (an existing bucket; each deployment gets its
+// own S3_PREFIX; CUBBY_TEST_S3_ACCESS_KEY_ID / _SECRET_ACCESS_KEY, default "test").
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { sql } from "drizzle-orm";
+import fs from "node:fs";
+import path from "node:path";
+import { loadConfig } from "../../src/config.ts";
+import { checksumOf } from "../../src/domain/checksum.ts";
+import { openServices } from "../../src/service/index.ts";
+import { connectPostgres } from "../../src/storage/pg-driver.ts";
+import { client, ROOT, runCli, startServer, tempDir, type FileJson } from "../support/server.ts";
+
+/** Where one cubby keeps its data: the environment its commands and server run with. */
+interface Deployment extends AsyncDisposable {
+  name: string;
+  env: Record<string, string>;
+  /** DATA_DIR: SQLite and blobs when the environment names no other store. */
+  dataDir: string;
+}
+
+/** SQLite and blobs in a fresh DATA_DIR. */
+async function sqliteAndDisk(): Promise<Deployment> {
+  const dir = tempDir("cubby-archive-");
+  const dataDir = path.join(dir.path, "data");
+  return { name: "SQLite + disk", env: { DATA_DIR: dataDir }, dataDir, [Symbol.asyncDispose]: async () => dir[Symbol.dispose]() };
+}
+
+const pgUrl = process.env.CUBBY_TEST_DATABASE_URL;
+const s3 =
+  process.env.CUBBY_TEST_S3_ENDPOINT === undefined || process.env.CUBBY_TEST_S3_BUCKET === undefined
+    ? undefined
+    : {
+        S3_ENDPOINT: process.env.CUBBY_TEST_S3_ENDPOINT,
+        S3_BUCKET: process.env.CUBBY_TEST_S3_BUCKET,
+        S3_ACCESS_KEY_ID: process.env.CUBBY_TEST_S3_ACCESS_KEY_ID ?? "test",
+        S3_SECRET_ACCESS_KEY: process.env.CUBBY_TEST_S3_SECRET_ACCESS_KEY ?? "test",
+      };
+
+/** Empties the PostgreSQL database of CUBBY_TEST_DATABASE_URL (its tables, once they exist). */
+async function emptyPostgres(): Promise<void> {
+  const driver = connectPostgres(pgUrl!);
+  await driver.db.execute(sql`DO $$ BEGIN IF to_regclass('files') IS NOT NULL THEN TRUNCATE files, sessions, api_keys, users; END IF; END $$`);
+  await driver.end();
+}
+
+/** The backends the environment names (see the header), fresh: PostgreSQL emptied, a new S3 prefix. */
+async function configured(): Promise<Deployment> {
+  const disk = await sqliteAndDisk();
+  const env: Record<string, string> = { ...disk.env };
+  if (pgUrl !== undefined) {
+    await emptyPostgres();
+    env.DATABASE_URL = pgUrl;
+  }
+  if (s3 !== undefined) Object.assign(env, s3, { S3_PREFIX: `cubby-archive-test-${crypto.randomUUID()}/` });
+  return {
+    name: `${pgUrl === undefined ? "SQLite" : "PostgreSQL"} + ${s3 === undefined ? "disk" : "S3"}`,
+    env,
+    dataDir: disk.dataDir,
+    async [Symbol.asyncDispose]() {
+      if (pgUrl !== undefined) await emptyPostgres();
+      if (s3 !== undefined) {
+        await using services = await openServices(loadConfig(env));
+        for await (const { name } of services.blobs.list()) await services.blobs.remove(name);
+      }
+      await disk[Symbol.asyncDispose]();
+    },
+  };
+}
+
+/** The public origin of every server here, so File JSON (`url`) is the same on both sides. */
+const HOSTNAME = "http://cubby.example";
+
+/** Every row of a deployment (blob names left out: import gives blobs new ones) and its blobs, through the ports. */
+async function contents(d: Deployment) {
+  await using services = await openServices(loadConfig(d.env));
+  const all = async <T>(rows: AsyncIterable<T>) => {
+    const list: T[] = [];
+    for await (const r of rows) list.push(r);
+    return list;
+  };
+  const hex = <T extends { secretHash: Uint8Array }>(r: T) => ({ ...r, secretHash: Buffer.from(r.secretHash).toString("hex") });
+  const files = await all(services.store.files.all());
+  const blobs = await all(services.blobs.list());
+  return {
+    users: await all(services.store.users.all()),
+    keys: (await all(services.store.keys.all())).map(hex),
+    sessions: (await all(services.store.sessions.all())).map(hex),
+    files: files.map(({ blob: _, ...row }) => row),
+    blobs: blobs.map((b) => b.name).sort(),
+    referenced: files.map((f) => f.blob).sort(),
+  };
+}
+
+/** What a refused import must leave in a deployment it was the first to touch: nothing. */
+async function expectUntouched(d: Deployment) {
+  expect(await contents(d)).toEqual({ users: [], keys: [], sessions: [], files: [], blobs: [], referenced: [] });
+  for (const sub of ["blobs", "tmp"]) {
+    const dir = path.join(d.dataDir, sub);
+    expect({ dir: sub, entries: fs.existsSync(dir) ? fs.readdirSync(dir) : [] }).toEqual({ dir: sub, entries: [] });
+  }
+}
+
+const cli = (d: Deployment, ...args: string[]) => runCli(args, { env: d.env });
+
+async function mintKey(d: Deployment, email: string, name = ""): Promise<string> {
+  const r = await cli(d, "keys", "create", "--email", email, "--name", name);
+  if (r.code !== 0) throw new Error(`keys create failed: ${r.stderr}`);
+  return r.stdout.trim();
+}
+
+interface Source {
+  deployment: Deployment;
+  /** Key → the files its user owns, as the source's REST API lists them. */
+  keys: Map<string, FileJson[]>;
+  /** File ID → content. */
+  content: Map<string, Uint8Array>;
+  files: FileJson[];
+  /** A dashboard session's cookie value. */
+  session: string;
+  archive: string;
+  /** The source's rows right after the export. */
+  rows: Awaited<ReturnType<typeof contents>>;
+}
+
+const BIG = 8 * 1024 * 1024 + 3;
+
+/** Fills a deployment through a real server (users, keys, files of 0, 1, 64 KiB and ≥ 8 MiB, a session) and exports it. */
+async function exportedSource(d: Deployment, archiveDir: string): Promise<Source> {
+  await using server = await startServer({ dataDir: d.dataDir, env: { ...d.env, HOSTNAME } });
+  const alice = [await mintKey(d, "alice@example.com", "laptop"), await mintKey(d, "alice@example.com", "backup job")];
+  const bob = await mintKey(d, "bob@example.com");
+  const carol = await mintKey(d, "carol@example.com", "no files");
+  const content = new Map<string, Uint8Array>();
+  const upload = async (key: string, bytes: Uint8Array, query: string, contentType: string) => {
+    const file = await client(server, key).upload(bytes, query, { "content-type": contentType });
+    content.set(file.id, bytes);
+    return file;
+  };
+  const big = new Uint8Array(BIG);
+  for (let off = 0; off < BIG; off += 65536) crypto.getRandomValues(big.subarray(off, Math.min(off + 65536, BIG)));
+  const files = [
+    await upload(alice[0]!, new Uint8Array(0), "?slug=empty&name=empty.txt&visibility=public", "text/plain"),
+    await upload(alice[1]!, new Uint8Array([0x2a]), "?name=one.txt&visibility=private", "application/octet-stream"),
+    await upload(bob, crypto.getRandomValues(new Uint8Array(65536)), "?slug=sixty-four&name=r%C3%A9sum%C3%A9.bin", "application/pdf"),
+    await upload(bob, big, "?name=big.bin&visibility=public", "application/octet-stream"),
+  ];
+
+  // Signing in needs an identity provider; a session made through the store API is the same row.
+  let session: string;
+  {
+    await using services = await openServices(loadConfig(d.env));
+    const user = await services.users.findByEmail("alice@example.com");
+    session = (await services.sessions.create(user!.id)).token;
+  }
+  const listed = async (auth: Record<string, string>) => {
+    const res = await fetch(`${server.url}/v1/files?page_size=100`, { headers: auth });
+    expect(res.status).toBe(200);
+    return ((await res.json()) as { files: FileJson[] }).files;
+  };
+  const keys = new Map<string, FileJson[]>();
+  for (const key of [...alice, bob, carol]) keys.set(key, await listed({ authorization: `Bearer ${key}` }));
+  expect((await listed({ cookie: `cubby_session=${session}` })).map((f) => f.id)).toEqual(keys.get(alice[0]!)!.map((f) => f.id));
+
+  const archive = path.join(archiveDir, "everything.cubby");
+  const exported = await cli(d, "export", archive, "--sessions");
+  expect(exported).toEqual({
+    code: 0,
+    stdout: "",
+    stderr: `exported 3 user(s), 4 API key(s), 1 session(s), 4 file(s) of ${1 + 65536 + BIG} bytes to ${archive}\n`,
+  });
+  expect(fs.statSync(archive).mode & 0o777).toBe(0o600);
+  expect(fs.readdirSync(archiveDir)).toEqual(["everything.cubby"]);
+  return { deployment: d, keys, content, files, session, archive, rows: await contents(d) };
+}
+
+/** Imports the source's archive into `dest` and checks that everything came across. */
+async function importAndCompare(source: Source, dest: Deployment) {
+  expect(await cli(dest, "import", source.archive)).toEqual({
+    code: 0,
+    stdout: "",
+    stderr: `imported 3 user(s), 4 API key(s), 1 session(s), 4 file(s) of ${1 + 65536 + BIG} bytes from ${source.archive}\n`,
+  });
+  const rows = await contents(dest);
+  // Every row as it was, each file with a blob of its own; no blob without a row.
+  const { blobs: _b, referenced: _r, ...before } = source.rows;
+  const { blobs, referenced, ...after } = rows;
+  expect(after).toEqual(before);
+  expect(blobs).toEqual(referenced);
+  expect(blobs.length).toBe(4);
+  expect(await cli(dest, "fsck")).toMatchObject({ code: 0, stdout: expect.stringContaining(`checked 4 file(s), ${1 + 65536 + BIG} bytes: all well`) });
+
+  await using server = await startServer({ dataDir: dest.dataDir, env: { ...dest.env, HOSTNAME } });
+  for (const [key, files] of source.keys) {
+    const auth = { authorization: `Bearer ${key}` };
+    const res = await fetch(`${server.url}/v1/files?page_size=100`, { headers: auth });
+    expect({ status: res.status, files: ((await res.json()) as { files: FileJson[] }).files }).toEqual({ status: 200, files });
+    for (const file of files) {
+      const one = await fetch(`${server.url}/v1/files/${file.id}`, { headers: auth });
+      expect(await one.json()).toEqual(file);
+      const body = new Uint8Array(await (await fetch(`${server.url}/${file.id}`, { headers: auth })).arrayBuffer());
+      expect({ id: file.id, size: String(body.byteLength), checksum: checksumOf(body), same: Buffer.compare(body, source.content.get(file.id)!) === 0 }).toEqual({
+        id: file.id,
+        size: file.size,
+        checksum: file.checksum,
+        same: true,
+      });
+    }
+  }
+  const viaSession = await fetch(`${server.url}/v1/files`, { headers: { cookie: `cubby_session=${source.session}` } });
+  expect(viaSession.status).toBe(200);
+  const sizes = source.files.map((f) => f.size);
+  expect(sizes).toEqual(["0", "1", "65536", String(BIG)]);
+}
+
+/** Exports a filled `source` and imports it into `dest`. */
+async function roundTrip(makeSource: () => Promise<Deployment>, makeDest: () => Promise<Deployment>) {
+  using dir = tempDir("cubby-archive-file-");
+  await using source = await makeSource();
+  await using dest = await makeDest();
+  await importAndCompare(await exportedSource(source, dir.path), dest);
+}
+
+test("round trip SQLite + disk → SQLite + disk: rows, checksums, File JSON, keys and the session survive", async () => {
+  await roundTrip(sqliteAndDisk, sqliteAndDisk);
+}, 60_000);
+
+describe.skipIf(pgUrl === undefined && s3 === undefined)("across backends (CUBBY_TEST_DATABASE_URL, CUBBY_TEST_S3_*)", () => {
+  test("SQLite + disk → the configured backends", async () => {
+    await roundTrip(sqliteAndDisk, configured);
+  }, 120_000);
+  test("the configured backends → SQLite + disk", async () => {
+    await roundTrip(configured, sqliteAndDisk);
+  }, 120_000);
+  test("a refused import leaves the configured backends as they were", async () => {
+    using dir = tempDir("cubby-archive-file-");
+    await using source = await sqliteAndDisk();
+    const { archive } = await exportedSource(source, dir.path);
+    const damaged = fs.readFileSync(archive);
+    damaged[damaged.length - 20]! ^= 0x01;
+    fs.writeFileSync(archive, damaged);
+    await using dest = await configured();
+    expect(await cli(dest, "import", archive)).toMatchObject({ code: 2, stderr: expect.stringContaining("damaged archive") });
+    await expectUntouched(dest);
+  }, 120_000);
+});
+
+describe("refusals", () => {
+  let dir: ReturnType<typeof tempDir>;
+  let source: Source;
+  /** The archive's bytes, and where the big file's content starts in it. */
+  let archive: Buffer;
+  let bigContentAt: number;
+
+  beforeAll(async () => {
+    dir = tempDir("cubby-archive-file-");
+    source = await exportedSource(await sqliteAndDisk(), dir.path);
+    archive = fs.readFileSync(source.archive);
+    const big = source.files.find((f) => f.size === String(BIG))!;
+    bigContentAt = archive.indexOf("\n", archive.indexOf(`{"type":"file","id":"${big.id}"`)) + 1;
+  }, 60_000);
+  afterAll(async () => {
+    await source?.deployment[Symbol.asyncDispose]();
+    dir?.[Symbol.dispose]();
+  });
+
+  /** Imports `bytes` as an archive into a fresh deployment: refused with `message`, which stays empty. */
+  async function expectRefused(bytes: Uint8Array, message: RegExp) {
+    const file = path.join(dir.path, "damaged.cubby");
+    fs.writeFileSync(file, bytes);
+    await using dest = await sqliteAndDisk();
+    const r = await cli(dest, "import", file);
+    expect({ code: r.code, stdout: r.stdout, stderr: r.stderr }).toEqual({ code: 2, stdout: "", stderr: expect.stringMatching(message) });
+    expect(r.stderr.split("\n").length).toBe(2);
+    await expectUntouched(dest);
+  }
+
+  test("importing twice: the second import is refused and changes nothing", async () => {
+    await using dest = await sqliteAndDisk();
+    expect((await cli(dest, "import", source.archive)).code).toBe(0);
+    const before = await contents(dest);
+    const again = await cli(dest, "import", source.archive);
+    expect(again).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: expect.stringMatching(/^cubby: refusing to import: user \S+@example\.com \(ID \S+\) already exists here, and import never overwrites; nothing was changed\n$/),
+    });
+    expect(await contents(dest)).toEqual(before);
+    expect(fs.readdirSync(path.join(dest.dataDir, "tmp"))).toEqual([]);
+  }, 30_000);
+
+  test("a destination with another user of the same e-mail is refused before anything is stored", async () => {
+    await using dest = await sqliteAndDisk();
+    await mintKey(dest, "bob@example.com");
+    const before = await contents(dest);
+    expect(await cli(dest, "import", source.archive)).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: "cubby: refusing to import: a user with the e-mail address bob@example.com already exists here, and import never overwrites; nothing was changed\n",
+    });
+    expect(await contents(dest)).toEqual(before);
+  });
+
+  test("truncated inside a file's content", async () => {
+    await expectRefused(archive.subarray(0, bigContentAt + 4 * 1024 * 1024), /^cubby: damaged archive at byte \d+: the archive ends inside the content of file \S+ \(truncated\?\)\n$/);
+  });
+
+  test("truncated before the trailer", async () => {
+    const trailerAt = archive.lastIndexOf("\n", archive.length - 2) + 1;
+    await expectRefused(archive.subarray(0, trailerAt), /^cubby: damaged archive at byte \d+: the archive ends before its trailer \(truncated\?\)\n$/);
+  });
+
+  test("truncated by one byte", async () => {
+    await expectRefused(archive.subarray(0, archive.length - 1), /: the archive ends inside a record \(truncated\?\)\n$/);
+  });
+
+  test("a flipped byte in a file's content", async () => {
+    const flipped = Buffer.from(archive);
+    flipped[bigContentAt + 5_000_000]! ^= 0x10;
+    await expectRefused(flipped, /^cubby: damaged archive at byte \d+: the content of file \S+ has CRC32C \S+, its record says \S+\n$/);
+  });
+
+  test("a changed record that still parses: the archive's CRC32C catches it after every blob was staged", async () => {
+    const changed = Buffer.from(archive.toString("latin1").replace('"name":"one.txt"', '"name":"One.txt"'), "latin1");
+    expect(changed.equals(archive)).toBe(false);
+    await expectRefused(changed, /^cubby: damaged archive at byte \d+: the archive's CRC32C is \S+, its trailer says \S+ \(changed after it was written\?\)\n$/);
+  });
+
+  test("bytes after the trailer", async () => {
+    await expectRefused(Buffer.concat([archive, Buffer.from("more\n")]), /: bytes follow the trailer\n$/);
+  });
+
+  test("not an archive, or another version", async () => {
+    await expectRefused(Buffer.from("hello\n"), /^cubby: not a cubby archive \(it does not start with "cubby-archive 1"\)\n$/);
+    await expectRefused(Buffer.from("cubby-archive 2\n"), /^cubby: archive format "cubby-archive 2" is not one this cubby reads/);
+    await expectRefused(new Uint8Array(0), /^cubby: not a cubby archive \(it is empty\)\n$/);
+  });
+
+  test("an import stopped by SIGINT removes what it staged and changes nothing", async () => {
+    await using dest = await sqliteAndDisk();
+    const importer = Bun.spawn([process.execPath, path.join(ROOT, "src/main.ts"), "import", "-"], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? "", ...dest.env },
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    // Everything up to the middle of the big file's content, then silence: the files before it
+    // (in ID order) are staged, the big one is being written.
+    importer.stdin.write(archive.subarray(0, bigContentAt + 4 * 1024 * 1024));
+    await importer.stdin.flush();
+    const tmp = path.join(dest.dataDir, "tmp");
+    while (!fs.existsSync(tmp) || fs.readdirSync(tmp).length === 0) await Bun.sleep(5);
+    importer.kill("SIGINT");
+    const [code, stderr] = await Promise.all([importer.exited, new Response(importer.stderr).text()]);
+    expect({ code, stderr }).toEqual({ code: 130, stderr: "cubby: import stopped by SIGINT; nothing was changed\n" });
+    await expectUntouched(dest);
+  }, 30_000);
+
+  test("export refuses an existing FILE and leaves it as it was", async () => {
+    const file = path.join(dir.path, "precious.txt");
+    fs.writeFileSync(file, "keep me");
+    expect(await cli(source.deployment, "export", file)).toEqual({ code: 2, stdout: "", stderr: `cubby: ${file} already exists; export never overwrites a file\n` });
+    expect(fs.readFileSync(file, "utf8")).toBe("keep me");
+    expect(fs.readdirSync(dir.path).filter((f) => f.endsWith(".partial"))).toEqual([]);
+  });
+
+  test("export to standard output piped into import from standard input", async () => {
+    await using dest = await sqliteAndDisk();
+    const spawn = (d: Deployment, args: string[], stdin: "ignore" | ReadableStream<Uint8Array>) =>
+      Bun.spawn([process.execPath, path.join(ROOT, "src/main.ts"), ...args], { cwd: ROOT, env: { PATH: process.env.PATH ?? "", ...d.env }, stdin, stdout: "pipe", stderr: "pipe" });
+    const exporter = spawn(source.deployment, ["export", "-"], "ignore");
+    const importer = spawn(dest, ["import", "-"], exporter.stdout);
+    const [exported, imported, err] = await Promise.all([exporter.exited, importer.exited, new Response(importer.stderr).text()]);
+    expect({ exported, imported, err }).toEqual({ exported: 0, imported: 0, err: `imported 3 user(s), 4 API key(s), 0 session(s), 4 file(s) of ${1 + 65536 + BIG} bytes from -\n` });
+    const { sessions: _s, ...rows } = source.rows;
+    const { sessions, ...copied } = await contents(dest);
+    expect({ ...copied, blobs: [], referenced: [] }).toEqual({ ...rows, blobs: [], referenced: [] });
+    expect(sessions).toEqual([]);
+  }, 30_000);
+});
+
+/** Runs `cubby ARGS` in deployment `d`. @returns its exit status, stderr and peak resident memory in bytes */
+async function measured(d: Deployment, args: string[]): Promise<{ code: number; stderr: string; maxRss: number }> {
+  const proc = Bun.spawn([process.execPath, path.join(ROOT, "src/main.ts"), ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? "", ...d.env },
+    stdin: "ignore",
+    stdout: "ignore",
+    stderr: "pipe",
+  });
+  const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+  return { code, stderr, maxRss: proc.resourceUsage()!.maxRSS };
+}
+
+test("export and import of a 256 MiB file: peak memory stays far below its size", async () => {
+  const SIZE = 256 * 1024 * 1024;
+  using dir = tempDir("cubby-archive-file-");
+  await using source = await sqliteAndDisk();
+  await using dest = await sqliteAndDisk();
+  {
+    await using server = await startServer({ dataDir: source.dataDir, env: source.env });
+    const key = await mintKey(source, "big@example.com");
+    const block = crypto.getRandomValues(new Uint8Array(65536));
+    let sent = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent === SIZE) return controller.close();
+        const chunk = new Uint8Array(1024 * 1024);
+        for (let off = 0; off < chunk.length; off += block.length) chunk.set(block, off);
+        chunk[0] = sent / chunk.length; // no two chunks alike
+        sent += chunk.length;
+        controller.enqueue(chunk);
+      },
+    });
+    const res = await fetch(`${server.url}/v1/files`, { method: "POST", body, duplex: "half", headers: { authorization: `Bearer ${key}` } } as RequestInit);
+    expect(res.status).toBe(200);
+  }
+  const archive = path.join(dir.path, "big.cubby");
+  const baseline = await measured(source, ["keys", "list", "--email", "big@example.com"]);
+  const exported = await measured(source, ["export", archive]);
+  const imported = await measured(dest, ["import", archive]);
+  expect({ exported: exported.code, imported: imported.code }).toEqual({ exported: 0, imported: 0 });
+  const mib = (n: number) => Math.round(n / 1024 / 1024);
+  console.log(`peak RSS: export ${mib(exported.maxRss)} MiB, import ${mib(imported.maxRss)} MiB of a ${mib(SIZE)} MiB file; cubby keys list ${mib(baseline.maxRss)} MiB`);
+  expect(exported.maxRss).toBeLessThan(baseline.maxRss + 64 * 1024 * 1024);
+  expect(imported.maxRss).toBeLessThan(baseline.maxRss + 64 * 1024 * 1024);
+}, 300_000);

@@ -1,0 +1,136 @@
+// The archive's records and byte level (docs/archive.md): every record round-trips exactly;
+// anything but a well-formed record is refused with its offset; lines and content are read
+// exactly whatever the chunking of the source.
+import { expect, test } from "bun:test";
+import { checksumOf } from "../../src/domain/checksum.ts";
+import { AppError } from "../../src/errors.ts";
+import { checkMagic, decodeRecord, encodeRecord, type ArchiveRecord } from "../../src/service/archive-format.ts";
+import { ArchiveReader, ArchiveWriter } from "../../src/service/archive-stream.ts";
+
+const hash = new Uint8Array(32).map((_, i) => i * 7);
+const records: ArchiveRecord[] = [
+  { type: "user", row: { id: "u1", email: "a@example.com", issuer: null, subject: null, createdAt: 1 } },
+  { type: "user", row: { id: "u2", email: "b@example.com", issuer: "https://accounts.google.com", subject: "1234", createdAt: 2 ** 53 - 1 } },
+  { type: "key", row: { id: "k1", userId: "u1", name: "", secretHash: hash, createdAt: 3, lastUsedAt: null } },
+  { type: "key", row: { id: "k2", userId: "u1", name: "laptop ✓", secretHash: hash.map((b) => b ^ 1), createdAt: 3, lastUsedAt: 4 } },
+  { type: "session", row: { id: "s1", userId: "u2", secretHash: hash, createdAt: 5, expiresAt: 6 } },
+  {
+    type: "file",
+    row: { id: "abcdefghijklmnopqrstu", ownerId: "u1", slug: "", name: "a\nb\"c", contentType: "text/plain; charset=utf-8", visibility: "public", size: 0, checksum: checksumOf(""), createdAt: 7, updatedAt: 8 },
+  },
+  { type: "end", trailer: { users: 2, keys: 2, sessions: 1, files: 1, bytes: 0, crc32c: "AAAAAA==" } },
+];
+
+test.each(records.map((r) => [r.type, r] as const))("a %s record round-trips exactly, on one line", (_, record) => {
+  const line = encodeRecord(record);
+  expect(line.endsWith("\n")).toBe(true);
+  expect(line.slice(0, -1)).not.toContain("\n");
+  expect(decodeRecord(line.slice(0, -1), 0)).toEqual(record);
+});
+
+const file = JSON.parse(encodeRecord(records[5]!)) as Record<string, unknown>;
+const key = JSON.parse(encodeRecord(records[2]!)) as Record<string, unknown>;
+const user = JSON.parse(encodeRecord(records[1]!)) as Record<string, unknown>;
+
+test.each([
+  ["not JSON", "{", /a record is not JSON/],
+  ["not an object", "[1]", /a record is not a JSON object/],
+  ["an unknown type", JSON.stringify({ type: "share" }), /unknown record type "share" \(written by a newer cubby\?\)/],
+  ["an unknown field", JSON.stringify({ ...file, expire_time: 1 }), /a file record has unknown field\(s\) "expire_time"/],
+  ["a missing field", JSON.stringify({ ...file, checksum: undefined }), /a file record has no "checksum"/],
+  ["a size that is a string", JSON.stringify({ ...file, size: "5" }), /"size" of a file record must be a whole number/],
+  ["a negative size", JSON.stringify({ ...file, size: -1 }), /"size" of a file record must be a whole number/],
+  ["a fractional time", JSON.stringify({ ...file, created_at: 1.5 }), /"created_at" of a file record must be a whole number/],
+  ["a size past 2^53", JSON.stringify({ ...file, size: 2 ** 53 }), /must be a whole number from 0 to 2\^53/],
+  ["a malformed checksum", JSON.stringify({ ...file, checksum: "abc" }), /"checksum" of a file record must be a base64 CRC32C/],
+  ["an unknown visibility", JSON.stringify({ ...file, visibility: "secret" }), /must be one of private, internal, public/],
+  ["a file ID of the wrong shape", JSON.stringify({ ...file, id: "short" }), /"short" is not a file ID/],
+  ["an empty owner", JSON.stringify({ ...file, owner_id: "" }), /"owner_id" of a file record must be a non-empty string/],
+  ["a short key hash", JSON.stringify({ ...key, secret_hash: Buffer.alloc(31).toString("base64") }), /must be a base64 SHA-256/],
+  ["a key hash of another alphabet", JSON.stringify({ ...key, secret_hash: Buffer.alloc(32, 0xff).toString("base64url") + "=" }), /must be a base64 SHA-256/],
+  ["a non-canonical key hash", JSON.stringify({ ...key, secret_hash: `${Buffer.alloc(32).toString("base64").slice(0, 42)}B=` }), /must be canonical base64/],
+  ["an issuer without a subject", JSON.stringify({ ...user, subject: null }), /issuer and subject must both be set or both be null/],
+  ["a null e-mail", JSON.stringify({ ...user, email: null }), /"email" of a user record must be a string/],
+])("refused: %s", (_, line, message) => {
+  let thrown: unknown;
+  try {
+    decodeRecord(line, 1234);
+  } catch (err) {
+    thrown = err;
+  }
+  expect(thrown).toBeInstanceOf(AppError);
+  expect({ code: (thrown as AppError).code, message: (thrown as AppError).message }).toEqual({
+    code: "invalid_argument",
+    message: expect.stringMatching(/^damaged archive at byte 1234: /),
+  });
+  expect((thrown as AppError).message).toMatch(message);
+});
+
+test.each([
+  ["cubby-archive 1", undefined],
+  ["cubby-archive 2", 'archive format "cubby-archive 2" is not one this cubby reads (it reads "cubby-archive 1")'],
+  ["PK\u0003\u0004", 'not a cubby archive (it does not start with "cubby-archive 1")'],
+])("magic line %p", (line, message) => {
+  if (message === undefined) expect(() => checkMagic(line)).not.toThrow();
+  else expect(() => checkMagic(line)).toThrow(message);
+});
+
+/** The bytes of `data` in pieces of `size` (the last may be shorter). */
+async function* pieces(data: Uint8Array, size: number) {
+  for (let off = 0; off < data.length; off += size) yield data.slice(off, off + size);
+}
+
+const sample = Buffer.concat([Buffer.from("first line\nsecond ✓\n"), Buffer.from([0, 1, 2, 10, 3, 4]), Buffer.from("\nlast\n")]);
+
+test.each([1, 2, 3, 7, 1000])("the reader gives the same lines, bytes and checksum in chunks of %d", async (size) => {
+  const reader = new ArchiveReader(pieces(sample, size));
+  expect(await reader.line(100)).toBe("first line");
+  expect(await reader.line(100)).toBe("second ✓");
+  const content: number[] = [];
+  for await (const piece of reader.bytes(6, "the content")) content.push(...piece);
+  expect(content).toEqual([0, 1, 2, 10, 3, 4]);
+  await reader.newline("the content");
+  const before = reader.checksum();
+  expect(before).toBe(checksumOf(sample.subarray(0, sample.length - 5)));
+  expect(await reader.line(100)).toBe("last");
+  expect({ end: await reader.atEnd(), line: await reader.line(100), offset: reader.offset, crc: reader.checksum() }).toEqual({
+    end: true,
+    line: undefined,
+    offset: sample.length,
+    crc: checksumOf(sample),
+  });
+});
+
+test.each([
+  ["a line longer than the limit", Buffer.from("0123456789\n"), (r: ArchiveReader) => r.line(9), /^damaged archive at byte 0: a record is longer than 9 bytes$/],
+  ["a line cut by the end", Buffer.from("abc"), (r: ArchiveReader) => r.line(9), /^damaged archive at byte 3: the archive ends inside a record \(truncated\?\)$/],
+  ["a line that is not UTF-8", Buffer.from([0x61, 0xff, 0x0a]), (r: ArchiveReader) => r.line(9), /^damaged archive at byte 0: a record is not UTF-8$/],
+  [
+    "content cut by the end",
+    Buffer.from("abc"),
+    async (r: ArchiveReader) => {
+      for await (const _ of r.bytes(5, "the content of file x"));
+    },
+    /^damaged archive at byte 3: the archive ends inside the content of file x \(truncated\?\)$/,
+  ],
+  ["content not followed by a line break", Buffer.from("abcX"), async (r: ArchiveReader) => {
+    for await (const _ of r.bytes(3, "the content of file x"));
+    await r.newline("the content of file x");
+  }, /^damaged archive at byte 3: the content of file x is not followed by a line break$/],
+] as const)("the reader refuses %s", async (_, data, read, message) => {
+  await expect(read(new ArchiveReader(pieces(data, 2)))).rejects.toThrow(message);
+});
+
+test("the writer passes every byte through in order, small ones gathered, and checksums them", async () => {
+  const received: Uint8Array[] = [];
+  // A copy: Buffer#slice would be a view of the buffer the writer reuses.
+  const writer = new ArchiveWriter({ write: async (b) => void received.push(new Uint8Array(b)) });
+  const big = crypto.getRandomValues(new Uint8Array(600_000));
+  await writer.text("header\n");
+  await writer.bytes(big);
+  for (let i = 0; i < 3000; i++) await writer.text(`line ${i}\n`);
+  await writer.flush();
+  const expected = Buffer.concat([Buffer.from("header\n"), big, ...Array.from({ length: 3000 }, (_, i) => Buffer.from(`line ${i}\n`))]);
+  expect(Buffer.concat(received).equals(expected)).toBe(true);
+  expect({ offset: writer.offset, crc: writer.checksum(), writes: received.length }).toEqual({ offset: expected.length, crc: checksumOf(expected), writes: 3 });
+});
