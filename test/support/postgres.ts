@@ -10,10 +10,9 @@
  * outlives a crash.
  */
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import type { Subprocess } from "bun";
-import { childrenOf, freePort, stopPids, waitGone } from "./processes.ts";
+import { childrenOf, freePort, scratchRoot, stopPids, waitGone } from "./processes.ts";
 
 export interface RunningPostgres {
   /** `postgres://cubby:PASSWORD@127.0.0.1:PORT/cubby`: password (SCRAM) over TCP, as in production. */
@@ -87,19 +86,6 @@ async function run(cmd: string[], env: Record<string, string>, input?: string): 
   const proc = Bun.spawn(cmd, { env, stdin: input === undefined ? "ignore" : new Blob([input]), stdout: "pipe", stderr: "pipe" });
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   return { code, out: out + err };
-}
-
-/**
- * Where clusters live: /dev/shm (tmpfs) when there is one. Copying the template there takes
- * ~0.1 s against 0.5–0.8 s onto this machine's disk while other work runs.
- */
-function scratchRoot(): string {
-  try {
-    fs.accessSync("/dev/shm", fs.constants.W_OK);
-    return "/dev/shm";
-  } catch {
-    return os.tmpdir();
-  }
 }
 
 /** Directories and postmasters of this process, removed and stopped hard if it exits without disposing them. */

@@ -1,10 +1,25 @@
 /**
- * Test support for servers that are not our own children (a PostgreSQL cluster, Swift's
- * daemons started by a shell script): loopback ports that are free right now, and stopping a
- * process by PID with a signal, a grace period and SIGKILL after it.
+ * Test support for other programs' servers (PostgreSQL, Swift): where their scratch directories
+ * go, loopback ports that are free right now, and stopping processes by PID with a signal, a
+ * grace period and SIGKILL after it.
  */
 import fs from "node:fs";
 import net from "node:net";
+import os from "node:os";
+
+/**
+ * Where throwaway server directories go: /dev/shm (tmpfs) when there is one, os.tmpdir()
+ * otherwise. Copying a 40 MB PostgreSQL cluster there took ~0.1 s against 0.5–0.8 s onto this
+ * machine's disk while other work ran; Swift fsyncs every object, free on tmpfs.
+ */
+export function scratchRoot(): string {
+  try {
+    fs.accessSync("/dev/shm", fs.constants.W_OK);
+    return "/dev/shm";
+  } catch {
+    return os.tmpdir();
+  }
+}
 
 /** True while `pid` runs. A zombie (exited, not yet reaped by its parent) counts as gone. */
 export function isRunning(pid: number): boolean {
