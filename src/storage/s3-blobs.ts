@@ -116,25 +116,57 @@ export class S3BlobStore implements BlobStore {
     return bytes !== undefined && bytes.byteLength === size ? bytes : undefined;
   }
 
+  /**
+   * Streams `range` from the store (a ranged GET) into at most `plan.buffers` reused buffers of
+   * `plan.chunkBytes`, yielded full (the last may be shorter), each refilled once released, as
+   * the disk store does; a small blob read whole is kept in memory for {@link cached}.
+   */
   async *read(name: string, range: ByteRange, plan: ReadPlan): AsyncIterable<BlobChunk> {
     if (range.length === 0) return;
-    const stream = this.client.file(this.blobKey(name)).slice(range.start, range.start + range.length).stream();
-    const reader = stream.getReader();
-    const whole: Uint8Array[] | undefined = range.start === 0 && range.length <= SMALL_BLOB_BYTES ? [] : undefined;
+    const reader = this.client.file(this.blobKey(name)).slice(range.start, range.start + range.length).stream().getReader();
+    const free: Buffer[] = [];
+    let allocated = 0;
+    let wake: (() => void) | undefined;
+    const stop = () => wake?.();
+    plan.signal?.addEventListener("abort", stop);
+    const small = range.start === 0 && range.length <= SMALL_BLOB_BYTES ? Buffer.allocUnsafe(range.length) : undefined;
     let received = 0;
+    let pending: Uint8Array | undefined;
     try {
-      while (!plan.signal?.aborted) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        received += value.byteLength;
-        whole?.push(value);
-        yield { bytes: value, release: () => {} };
+      while (received < range.length && !plan.signal?.aborted) {
+        if (free.length === 0 && allocated === plan.buffers) {
+          await new Promise<void>((resolve) => (wake = resolve));
+          wake = undefined;
+          continue;
+        }
+        const buffer = free.pop() ?? (allocated++, Buffer.allocUnsafe(plan.chunkBytes));
+        const want = Math.min(plan.chunkBytes, range.length - received);
+        let filled = 0;
+        while (filled < want) {
+          if (pending === undefined || pending.byteLength === 0) {
+            const next = await reader.read();
+            if (next.done) throw new Error(`blob ${name} ended at byte ${range.start + received + filled}, before ${range.start + range.length}`);
+            pending = next.value;
+          }
+          const n = Math.min(pending.byteLength, want - filled);
+          buffer.set(pending.subarray(0, n), filled);
+          pending = pending.subarray(n);
+          filled += n;
+        }
+        small?.set(buffer.subarray(0, filled), received);
+        received += filled;
+        if (plan.signal?.aborted) break;
+        yield {
+          bytes: buffer.subarray(0, filled),
+          release: () => {
+            free.push(buffer);
+            wake?.();
+          },
+        };
       }
-      if (!plan.signal?.aborted && received !== range.length) {
-        throw new Error(`blob ${name} ended at byte ${range.start + received}, before ${range.start + range.length}`);
-      }
-      if (whole !== undefined && received === range.length) this.remember(name, Buffer.concat(whole));
+      if (small !== undefined && received === range.length) this.remember(name, small);
     } finally {
+      plan.signal?.removeEventListener("abort", stop);
       await reader.cancel().catch(() => {});
     }
   }

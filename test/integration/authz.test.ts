@@ -1,6 +1,7 @@
 // The authorization matrix of CONTRACT §2 and §3: owner / another user / anonymous / revoked
 // key × private / internal / public × every action, through a real server.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { runSql } from "../support/backend.ts";
 import { client, runCli, startServer, type FileJson, type RunningServer } from "../support/server.ts";
 
 let server: RunningServer;
@@ -105,9 +106,8 @@ test("a file deleted through another connection is gone on the very next request
   const api = client(server, ownerKey);
   const file = await api.upload("soon gone", "?visibility=public");
   for (let i = 0; i < 50; i++) expect((await fetch(file.url)).status).toBe(200);
-  // Another process's connection, as `cubby fsck` quarantining a damaged file would use.
-  const script = `const { Database } = require("bun:sqlite"); const d = new Database(${JSON.stringify(`${server.dataDir}/cubby.db`)}); d.exec("PRAGMA busy_timeout = 5000"); d.query("DELETE FROM files WHERE id = ?").run(${JSON.stringify(file.id)}); d.close();`;
-  expect(Bun.spawnSync([process.execPath, "-e", script]).exitCode).toBe(0);
+  // Another connection, as `cubby fsck` quarantining a damaged file would use.
+  await runSql(server.dataDir, "DELETE FROM files WHERE id = ?", file.id);
   expect((await fetch(file.url)).status).toBe(404);
   expect((await api.fetch(`/v1/files/${file.id}`)).status).toBe(404);
 });

@@ -6,13 +6,15 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import fs from "node:fs";
 import path from "node:path";
 import { FileService } from "../../src/gen/cubby/v1/files_pb.ts";
+import { BACKEND } from "../support/backend.ts";
 import { freePort, IDP_CLIENT } from "../support/idp.ts";
 import { client, startServer, type RunningServer } from "../support/server.ts";
 
 /** The stderr lines that report an error of the request with ID `id`. */
 const reportsOf = (server: RunningServer, id: string) => server.errors().split("\n").filter((l) => l.includes(`request_id=${id} error=`));
 
-test("REST, RPC and content URLs report an internal error once, with method, path and request id", async () => {
+// The faults are made on the disk: a blob becomes a directory, the upload directory a file.
+test.skipIf(BACKEND !== "sqlite-disk")("REST, RPC and content URLs report an internal error once, with method, path and request id", async () => {
   await using broken = await startServer();
   const key = await broken.mintKey("broken@example.com");
   const file = await client(broken, key).upload("hello", "?visibility=public");

@@ -1,9 +1,9 @@
 // Sign-in through a real OpenID provider (oidc-provider), sessions, and the key-management API
 // (CONTRACT §5), over HTTP without a browser.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { Database } from "bun:sqlite";
 import path from "node:path";
 import { Browser, freePort, IDP_CLIENT, startIdp, type RunningIdp } from "../support/idp.ts";
+import { runSql } from "../support/backend.ts";
 import { client, runCli, startServer, type RunningServer } from "../support/server.ts";
 
 let idp: RunningIdp;
@@ -160,24 +160,19 @@ describe("sessions", () => {
 
   test("an expired session is not accepted", async () => {
     const browser = await signedIn("alice");
-    const db = new Database(path.join(server.dataDir, "cubby.db"));
-    db.exec("PRAGMA busy_timeout = 5000");
-    db.query("UPDATE sessions SET expires_at = 0 WHERE id = ?").run(browser.cookie(host, "cubby_session")!.split(".")[0]!);
-    db.close();
+    await runSql(server.dataDir, "UPDATE sessions SET expires_at = 0 WHERE id = ?", browser.cookie(host, "cubby_session")!.split(".")[0]!);
     expect(await (await browser.fetch(`${server.url}/auth/session`)).json()).toMatchObject({ signed_in: false });
   });
 
   test("a session used with less than half its lifetime left is extended, and the cookie sent again", async () => {
     const browser = await signedIn("alice");
     const id = browser.cookie(host, "cubby_session")!.split(".")[0]!;
-    const db = new Database(path.join(server.dataDir, "cubby.db"));
-    db.exec("PRAGMA busy_timeout = 5000");
     const tenDays = 10 * 24 * 3600 * 1_000_000;
     const soon = Date.now() * 1000 + tenDays;
-    db.query("UPDATE sessions SET expires_at = ? WHERE id = ?").run(soon, id);
+    await runSql(server.dataDir, "UPDATE sessions SET expires_at = ? WHERE id = ?", soon, id);
     const res = await browser.fetch(`${server.url}/auth/session`);
-    const extended = db.query<{ expires_at: number }, [string]>("SELECT expires_at FROM sessions WHERE id = ?").get(id)!.expires_at;
-    db.close();
+    const [row] = await runSql<{ expires_at: number | string }>(server.dataDir, "SELECT expires_at FROM sessions WHERE id = ?", id);
+    const extended = Number(row!.expires_at);
     const cookie = res.headers.getSetCookie().find((c) => c.startsWith("cubby_session="));
     expect({ signedIn: ((await res.json()) as { signed_in: boolean }).signed_in, extendedByDays: Math.round((extended - soon) / (24 * 3600 * 1e6)) }).toEqual({
       signedIn: true,
@@ -198,9 +193,7 @@ describe("sessions", () => {
   test("the database holds only a hash of the session secret", async () => {
     const browser = await signedIn("alice");
     const [id, secret] = browser.cookie(host, "cubby_session")!.split(".");
-    const db = new Database(path.join(server.dataDir, "cubby.db"), { readonly: true });
-    const row = db.query<{ secret_hash: Uint8Array }, [string]>("SELECT secret_hash FROM sessions WHERE id = ?").get(id!)!;
-    db.close();
+    const [row] = (await runSql<{ secret_hash: Uint8Array }>(server.dataDir, "SELECT secret_hash FROM sessions WHERE id = ?", id!)) as [{ secret_hash: Uint8Array }];
     expect(Buffer.from(row.secret_hash).toString("latin1").includes(secret!)).toBe(false);
     expect(row.secret_hash.byteLength).toBe(32);
   });
