@@ -3,10 +3,12 @@
 import { expect, test } from "bun:test";
 import fs from "node:fs";
 import { randomBytes } from "node:crypto";
+import path from "node:path";
 import postgres from "postgres";
 import { startPostgres } from "../support/postgres.ts";
-import { childrenOf, isRunning } from "../support/processes.ts";
+import { childrenOf, isRunning, waitGone } from "../support/processes.ts";
 import { startS3 } from "../support/s3.ts";
+import { ROOT, tempDir } from "../support/server.ts";
 
 test("startPostgres: a query over TCP with the URL's password, a second database, nothing left after stop", async () => {
   const t0 = performance.now();
@@ -40,6 +42,36 @@ test("startPostgres: a query over TCP with the URL's password, a second database
   await sql.end();
   console.log(`startPostgres: first ${Math.round(firstStart)} ms, later ${Math.round(laterStart)} ms`);
 }, 60_000);
+
+test("startPostgres: a test process killed with SIGKILL takes its cluster with it (parent-death signal); its directories go at the next start", async () => {
+  using dir = tempDir("cubby-harness-");
+  const script = path.join(dir.path, "orphan.ts");
+  fs.writeFileSync(
+    script,
+    `import { startPostgres } from ${JSON.stringify(path.join(ROOT, "test/support/postgres.ts"))};
+import { childrenOf } from ${JSON.stringify(path.join(ROOT, "test/support/processes.ts"))};
+const pg = await startPostgres();
+console.log(JSON.stringify({ pids: [pg.pid, ...childrenOf(pg.pid)], dir: pg.dir }));
+await Bun.sleep(60_000);
+`,
+  );
+  const child = Bun.spawn([process.execPath, script], { stdout: "pipe", stderr: "inherit" });
+  const reader = child.stdout.getReader();
+  let line = "";
+  while (!line.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`child ended before starting PostgreSQL: ${line}`);
+    line += new TextDecoder().decode(value);
+  }
+  const { pids, dir: clusterDir } = JSON.parse(line) as { pids: number[]; dir: string };
+  expect(pids.every(isRunning)).toBe(true);
+  child.kill("SIGKILL");
+  await child.exited;
+  expect(await waitGone(pids, 10_000)).toBe(true);
+
+  await using pg = await startPostgres();
+  expect({ sweptOrphanDir: !fs.existsSync(clusterDir), sameRoot: path.dirname(pg.dir) === path.dirname(clusterDir) }).toEqual({ sweptOrphanDir: true, sameRoot: true });
+}, 30_000);
 
 test("startS3: a 20 MiB multipart write with Bun's S3Client, a range read, list, presign, delete; nothing left after stop", async () => {
   const t0 = performance.now();

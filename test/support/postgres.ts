@@ -12,7 +12,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import type { Subprocess } from "bun";
-import { childrenOf, freePort, scratchRoot, stopPids, waitGone } from "./processes.ts";
+import { childrenOf, freePort, scratchDir, stopPids, waitGone } from "./processes.ts";
 
 export interface RunningPostgres {
   /** `postgres://cubby:PASSWORD@127.0.0.1:PORT/cubby`: password (SCRAM) over TCP, as in production. */
@@ -65,13 +65,15 @@ function postgresUser(): Owner {
 }
 
 /**
- * The command run as the unprivileged user when we are root. setpriv(1) rather than runuser(1):
- * setpriv execs, so the PID we hold is the postmaster's and we are its parent; runuser forks
- * and stays in between.
+ * `cmd` through setpriv(1): as the unprivileged `owner` when we are root, and with SIGQUIT
+ * (PostgreSQL's immediate shutdown) as its parent-death signal, so a server outlives no test
+ * process, however that ends (`bun test` runs no exit handlers; SIGKILL runs none anywhere).
+ * setpriv rather than runuser(1): setpriv execs, so the PID we hold is the postmaster's and we
+ * are its parent; runuser forks and stays in between.
  */
 function asUnprivileged(cmd: string[], owner: Owner | undefined): string[] {
-  if (owner === undefined) return cmd;
-  return ["setpriv", `--reuid=${owner.uid}`, `--regid=${owner.gid}`, "--init-groups", "--", ...cmd];
+  const user = owner === undefined ? [] : [`--reuid=${owner.uid}`, `--regid=${owner.gid}`, "--init-groups"];
+  return ["setpriv", ...user, "--pdeathsig=SIGQUIT", "--", ...cmd];
 }
 
 function chownTree(dir: string, owner: Owner | undefined) {
@@ -88,7 +90,11 @@ async function run(cmd: string[], env: Record<string, string>, input?: string): 
   return { code, out: out + err };
 }
 
-/** Directories and postmasters of this process, removed and stopped hard if it exits without disposing them. */
+/**
+ * Directories and postmasters of this process, removed and stopped hard if it exits without
+ * disposing them. Scripts only: `bun test` runs no exit handler; there the parent-death signal
+ * stops the servers and the next start sweeps the directories (scratchDir).
+ */
 const liveDirs = new Set<string>();
 const livePids = new Set<number>();
 process.on("exit", () => {
@@ -117,7 +123,7 @@ let template: Promise<Template> | undefined;
 
 function makeTemplate(bin: string, owner: Owner | undefined, env: Record<string, string>): Promise<Template> {
   template ??= (async () => {
-    const dir = fs.mkdtempSync(path.join(scratchRoot(), "cubby-pg-template-"));
+    const dir = scratchDir("cubby-pg-template-");
     liveDirs.add(dir);
     const data = path.join(dir, "data");
     const password = Buffer.from(crypto.getRandomValues(new Uint8Array(18))).toString("base64url");
@@ -160,7 +166,7 @@ export async function startPostgres(opts: { timeoutMs?: number } = {}): Promise<
   const owner = process.getuid?.() === 0 ? postgresUser() : undefined;
   const env: Record<string, string> = { PATH: process.env.PATH ?? "/usr/bin:/bin", LC_ALL: "C", TZ: "UTC" };
   const { data: templateData, password } = await makeTemplate(bin, owner, env);
-  const dir = fs.mkdtempSync(path.join(scratchRoot(), "cubby-pg-"));
+  const dir = scratchDir("cubby-pg-");
   liveDirs.add(dir);
   const data = path.join(dir, "data");
   const sock = path.join(dir, "sock");

@@ -6,6 +6,7 @@
 import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
+import path from "node:path";
 
 /**
  * Where throwaway server directories go: /dev/shm (tmpfs) when there is one, os.tmpdir()
@@ -19,6 +20,20 @@ export function scratchRoot(): string {
   } catch {
     return os.tmpdir();
   }
+}
+
+/**
+ * A new directory `PREFIX<our PID>-XXXXXX` under {@link scratchRoot}. Directories of the same
+ * prefix left by processes that no longer run are removed first: `bun test` runs no
+ * process.on("exit") handler, so a process that ends without disposing its servers leaves them.
+ */
+export function scratchDir(prefix: string): string {
+  const root = scratchRoot();
+  for (const name of fs.readdirSync(root)) {
+    const m = name.startsWith(prefix) ? /^(\d+)-[^-]+$/.exec(name.slice(prefix.length)) : null;
+    if (m && !isRunning(Number(m[1]))) fs.rmSync(path.join(root, name), { recursive: true, force: true });
+  }
+  return fs.mkdtempSync(path.join(root, `${prefix}${process.pid}-`));
 }
 
 /** True while `pid` runs. A zombie (exited, not yet reaped by its parent) counts as gone. */

@@ -12,7 +12,7 @@ import net from "node:net";
 import path from "node:path";
 import type { Subprocess } from "bun";
 import { AwsClient } from "aws4fetch";
-import { freePortBlock, scratchRoot, stopPids } from "./processes.ts";
+import { freePortBlock, scratchDir, stopPids } from "./processes.ts";
 
 export interface RunningS3 {
   /** `http://127.0.0.1:PORT`, path-style. */
@@ -39,7 +39,11 @@ const CREDENTIALS = { accessKeyId: "tester", secretAccessKey: "testing", region:
 /** The proxy (S3) listens on the base port; Swift's servers and memcached on these offsets. */
 const OFFSETS = { proxy: 0, object: 10, container: 11, account: 12, memcached: 20 } as const;
 
-/** Every server of this process's stores, killed if the process exits without disposing them. */
+/**
+ * Every server of this process's stores, killed if the process exits without disposing them.
+ * Scripts only: `bun test` runs no exit handler; there the parent-death signal (setpriv
+ * --pdeathsig) stops the servers and the next start sweeps the directories (scratchDir).
+ */
 const live = new Set<number>();
 const liveDirs = new Set<string>();
 process.on("exit", () => {
@@ -80,7 +84,7 @@ export async function startS3(opts: { bucket?: string; timeoutMs?: number } = {}
 }
 
 async function startOnce(base: number, bucket: string, timeoutMs: number): Promise<RunningS3 & AsyncDisposable> {
-  const dir = fs.mkdtempSync(path.join(scratchRoot(), "cubby-s3-"));
+  const dir = scratchDir("cubby-s3-");
   liveDirs.add(dir);
   const env: Record<string, string> = { PATH: process.env.PATH ?? "/usr/bin:/bin", LANG: "C.UTF-8" };
   const procs: Subprocess[] = [];
@@ -117,7 +121,7 @@ async function startOnce(base: number, bucket: string, timeoutMs: number): Promi
 
   const spawn = (name: string, cmd: string[], extraEnv: Record<string, string> = {}) => {
     const fd = fs.openSync(path.join(dir, "log", `${name}.log`), "a");
-    const proc = Bun.spawn(cmd, { env: { ...env, ...extraEnv }, stdin: "ignore", stdout: fd, stderr: fd });
+    const proc = Bun.spawn(["setpriv", "--pdeathsig=SIGKILL", "--", ...cmd], { env: { ...env, ...extraEnv }, stdin: "ignore", stdout: fd, stderr: fd });
     fs.closeSync(fd);
     procs.push(proc);
     live.add(proc.pid);
