@@ -19,6 +19,7 @@ import { S3Client } from "bun";
 import { AppError } from "../errors.ts";
 import { checksumToBase64, crc32cUpdate } from "../domain/checksum.ts";
 import { newBlobName } from "../domain/ids.ts";
+import { gcPacer } from "../gc-pacer.ts";
 import type { BlobChunk, BlobStore, ByteRange, ReadPlan, StagedBlob, WriteOptions } from "./ports.ts";
 
 /** Where and how to reach the bucket (CONTRACT §7 variables). */
@@ -34,8 +35,16 @@ export interface S3Settings {
   virtualHostedStyle: boolean;
 }
 
-/** Bytes per multipart part: S3's minimum is 5 MiB (except the last). */
-const PART_BYTES = 8 * 1024 * 1024;
+/**
+ * Bytes per multipart part: S3's minimum (except the last part), which keeps what an upload holds
+ * smallest (measured: 1 GiB upload peaks 63 MiB over idle RSS with 5 MiB parts, 69 with 8 MiB),
+ * unless the upload limit needs larger parts to stay within S3's 10 000 parts.
+ */
+function partBytes(maxBytes: number): number {
+  const MiB = 1024 * 1024;
+  if (!Number.isFinite(maxBytes)) return 5 * MiB;
+  return Math.max(5 * MiB, Math.ceil(maxBytes / 10_000 / MiB) * MiB);
+}
 /** Blobs up to this size are kept in memory once read whole, as on disk. */
 const SMALL_BLOB_BYTES = 64 * 1024;
 const SMALL_BLOB_CACHE_BYTES = 32 * 1024 * 1024;
@@ -77,7 +86,8 @@ export class S3BlobStore implements BlobStore {
   async write(content: AsyncIterable<Uint8Array> | null, opts: WriteOptions): Promise<StagedBlob> {
     const name = newBlobName();
     const file = this.client.file(this.blobKey(name));
-    const writer = file.writer({ partSize: PART_BYTES, queueSize: 1, retry: 3 });
+    const part = partBytes(opts.maxBytes);
+    const writer = file.writer({ partSize: part, queueSize: 1, retry: 3 });
     let crc = 0;
     let size = 0;
     let pending = 0;
@@ -89,7 +99,9 @@ export class S3BlobStore implements BlobStore {
           crc = crc32cUpdate(crc, chunk);
           writer.write(chunk);
           pending += chunk.byteLength;
-          if (pending >= PART_BYTES) {
+          // Every chunk read from the connection is garbage once the writer has copied it.
+          gcPacer.add(chunk.byteLength);
+          if (pending >= part) {
             await writer.flush();
             pending = 0;
           }
