@@ -203,6 +203,8 @@ if (has("nginx")) {
   fs.writeFileSync(
     conf,
     `${user}
+# One process (no master and worker): stopping it by its PID stops all of nginx.
+master_process off;
 worker_processes 1;
 pid ${work}/nginx.pid;
 error_log ${work}/nginx-error.log;

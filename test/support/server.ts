@@ -151,6 +151,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       const r = await runCli(["keys", "create", "--email", email, "--data-dir", dataDir], {
         executable: opts.executable,
         cwd: opts.cwd,
+        env: opts.env,
       });
       if (r.code !== 0) throw new Error(`keys create failed: ${r.stderr}`);
       return r.stdout.trim();
