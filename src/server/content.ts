@@ -55,16 +55,24 @@ export async function serveContent(
 ): Promise<void> {
   const headers: HeaderSource = { get: (name) => headerOf(req, name) };
   const request = { method: req.method ?? "GET", headers, pathname, search, clientAddress: context.clientAddress };
+  // Watched from the start: a stream reset while the file is looked up (a database round trip)
+  // has already closed when the content would be written.
+  const gone = new AbortController();
+  const close = () => gone.abort();
+  res.once("close", close);
   try {
     const opened = await openContent(opts.deps, request, target.id);
+    if (gone.signal.aborted) return;
     const reply = "redirect" in opened ? opened.redirect : contentReply(opened.file, request, target.slug, opts.deps.baseUrl());
     // content-length stays among the headers: the access log reads it when the response closes.
     (res as ServerResponse).writeHead(reply.status, reply.headers);
     if (reply.range === undefined || req.method === "HEAD" || "redirect" in opened) res.end();
-    else await writeContent(res, opened, reply.range);
+    else await writeContent(res, opened, reply.range, gone);
   } catch (err) {
     if (res.headersSent) failed(res, err, context);
     else await writeResponse(req, res, errorResponse(report(err, context))).catch((e: unknown) => failed(res, e, context));
+  } finally {
+    res.off("close", close);
   }
 }
 
@@ -84,30 +92,24 @@ const H2_PLAN = { chunkBytes: 128 * 1024, buffers: 2 };
  * content, else chunk by chunk from the store, each chunk released (and its buffer refilled)
  * only in the write's callback. Stops, releasing the blob and its buffers, as soon as the
  * response closes or a write fails (client gone, stream reset, GOAWAY, session closed or timed
- * out): Bun's `Http2ServerResponse` has no `destroyed` and delivers no callback for a reset
- * stream, so waiting for callbacks alone would never stop.
+ * out; `gone` aborts then, the caller watches the response's `close`): Bun's
+ * `Http2ServerResponse` has no `destroyed` and delivers no callback for a reset stream, so
+ * waiting for callbacks alone would never stop.
  * @throws what reading the blob throws (the caller resets the response)
  */
-export async function writeContent(res: NodeResponse, content: FileContent, range: ByteRange): Promise<void> {
+export async function writeContent(res: NodeResponse, content: FileContent, range: ByteRange, gone: AbortController): Promise<void> {
   const writer = res as ServerResponse;
   if (content.cached !== undefined) {
     writer.end(content.cached.subarray(range.start, range.start + range.length));
     return;
   }
-  const gone = new AbortController();
-  const close = () => gone.abort();
-  res.once("close", close);
   const plan: ReadPlan = { ...((res as Http2ServerResponse).stream === undefined ? H1_PLAN : H2_PLAN), signal: gone.signal };
-  try {
-    for await (const chunk of content.read(range, plan)) {
-      writer.write(chunk.bytes, (err) => {
-        if (err) gone.abort();
-        chunk.release();
-      });
-      if (gone.signal.aborted) break;
-    }
-  } finally {
-    res.off("close", close);
+  for await (const chunk of content.read(range, plan)) {
+    writer.write(chunk.bytes, (err) => {
+      if (err) gone.abort();
+      chunk.release();
+    });
+    if (gone.signal.aborted) break;
   }
   if (!gone.signal.aborted) writer.end();
 }

@@ -111,7 +111,7 @@ export class FileService {
       createdAt: now,
       updatedAt: now,
     };
-    await this.commitOrDiscard(staged, input.signal, (tx) => tx.files.insert(record));
+    await this.commitOrDiscard(staged, record.id, input.signal, (tx) => tx.files.insert(record));
     return record;
   }
 
@@ -141,7 +141,7 @@ export class FileService {
     const staged = await this.stage(input);
     let updated!: FileRecord;
     let oldBlob = "";
-    await this.commitOrDiscard(staged, input.signal, async (tx) => {
+    await this.commitOrDiscard(staged, id, input.signal, async (tx) => {
       const file = await this.ownedForWrite(tx, principal, id);
       oldBlob = file.blob;
       updated = {
@@ -222,11 +222,15 @@ export class FileService {
    */
   async sweep(): Promise<{ unfinished: number; orphans: number }> {
     const unfinished = await this.deps.blobs.sweepUnfinished();
-    const referenced = await this.deps.store.files.blobNames();
     const cutoff = Date.now() - this.deps.blobs.orphanGraceMs;
+    // Candidates first, then the rows: an upload that commits while the store is listed is in
+    // the rows read after, so its blob is never taken for an orphan.
+    const candidates: string[] = [];
+    for await (const { name, writtenAt } of this.deps.blobs.list()) if (writtenAt <= cutoff) candidates.push(name);
+    const referenced = await this.deps.store.files.blobNames();
     let orphans = 0;
-    for await (const { name, writtenAt } of this.deps.blobs.list()) {
-      if (referenced.has(name) || writtenAt > cutoff) continue;
+    for (const name of candidates) {
+      if (referenced.has(name)) continue;
       await this.deps.blobs.remove(name);
       orphans++;
     }
@@ -260,14 +264,18 @@ export class FileService {
 
   /**
    * Runs the metadata commit, unless `signal` has fired; if it fired or the commit fails, the
-   * staged blob is removed so nothing is orphaned.
+   * staged blob is removed so nothing is orphaned, unless the file's row (by `id`) refers to it.
    */
-  private async commitOrDiscard(staged: StagedBlob, signal: AbortSignal | undefined, commit: (tx: MetadataTables) => Promise<void>): Promise<void> {
+  private async commitOrDiscard(staged: StagedBlob, id: string, signal: AbortSignal | undefined, commit: (tx: MetadataTables) => Promise<void>): Promise<void> {
     try {
       signal?.throwIfAborted();
       await this.deps.store.transaction(commit);
     } catch (err) {
-      await this.deps.blobs.remove(staged.name).catch(() => {});
+      // A COMMIT whose answer was lost (the database connection dropped) may still have been
+      // applied: the blob goes only once the row is seen not to refer to it. If that cannot be
+      // known either, it stays, and the sweep removes it once it is surely unreferenced.
+      const row = await this.deps.store.files.get(id).catch(() => null);
+      if (row !== null && row?.blob !== staged.name) await this.deps.blobs.remove(staged.name).catch(() => {});
       throw err;
     }
   }

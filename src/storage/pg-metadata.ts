@@ -7,8 +7,9 @@
  *   instances replacing one file serialise as on SQLite.
  * - `version()`, which read caches trust, moves when this process commits (at once) and when
  *   any process commits (the `cubby_changes` notification every table's trigger sends, see
- *   drizzle-pg/0001_notify_changes.sql). While the listening connection is down, and until it
- *   is first up, every call returns a new version: nothing is cached.
+ *   drizzle-pg/0001_notify_changes.sql). The store pings itself on the channel every 5 s; while
+ *   its pings have not come back for 12 s (the listening connection is down), every call
+ *   returns a new version, so nothing is cached, and it subscribes again.
  * - Migrations run under a transaction-scoped advisory lock, so instances starting together
  *   apply them once.
  */
@@ -39,7 +40,7 @@ export type PgDb = PgDatabase<PgQueryResultHKT, typeof schema>;
 export interface PgDriver {
   db: PgDb;
   /** LISTEN on `channel`; `onListen` runs on every (re)subscription. */
-  listen(channel: string, onNotify: () => void, onListen: () => void): Promise<{ unlisten(): Promise<void> }>;
+  listen(channel: string, onNotify: (payload: string) => void, onListen: () => void): Promise<{ unlisten(): Promise<void> }>;
   /** Closes every connection. */
   end(): Promise<void>;
 }
@@ -50,6 +51,10 @@ const CHANGES_CHANNEL = "cubby_changes";
 const MIGRATION_LOCK = 0x63756262; // "cubb"
 /** Rows read per query when iterating a whole table. */
 const PAGE_ROWS = 1000;
+/** How often the store checks that its notifications still arrive (a ping to itself), ms. */
+const HEARTBEAT_MS = 5_000;
+/** Past this long without hearing its own ping, the store caches nothing and listens anew, ms. */
+const DEAF_AFTER_MS = 12_000;
 
 /**
  * Applies pending migrations of drizzle-pg/ in one transaction under an advisory lock, using
@@ -75,9 +80,9 @@ export async function migratePg(db: PgDb, list = migrations): Promise<number> {
 }
 
 /** Migrates, starts listening for changes, and returns the store. */
-export async function openPgMetadata(driver: PgDriver): Promise<PgMetadataStore> {
+export async function openPgMetadata(driver: PgDriver, timing?: { heartbeatMs: number; deafAfterMs: number }): Promise<PgMetadataStore> {
   await migratePg(driver.db);
-  const store = new PgMetadataStore(driver);
+  const store = new PgMetadataStore(driver, timing);
   await store.listen();
   return store;
 }
@@ -88,10 +93,18 @@ export class PgMetadataStore implements MetadataStore {
   readonly users: UserTable;
   readonly sessions: SessionTable;
   private current = 0;
-  private listening = false;
+  /** When this store last heard a notification on the channel (its own ping or a change), ms. */
+  private lastHeard = 0;
   private subscription: { unlisten(): Promise<void> } | undefined;
+  private heartbeat: ReturnType<typeof setInterval> | undefined;
+  /** This store's pings carry its own name, so other instances do not take them for changes. */
+  private readonly ping = `ping:${crypto.randomUUID()}`;
 
-  constructor(private readonly driver: PgDriver) {
+  constructor(
+    private readonly driver: PgDriver,
+    /** The heartbeat's period and how long without a ping back counts as deaf (ms; tests shorten them). */
+    private readonly timing = { heartbeatMs: HEARTBEAT_MS, deafAfterMs: DEAF_AFTER_MS },
+  ) {
     const changed = () => void this.current++;
     this.files = new PgFiles(driver.db, changed, false);
     this.keys = new PgKeys(driver.db, changed);
@@ -99,17 +112,43 @@ export class PgMetadataStore implements MetadataStore {
     this.sessions = new PgSessions(driver.db, changed);
   }
 
-  /** Subscribes to the change notifications (called once by {@link openPgMetadata}). */
+  /**
+   * Subscribes to the change notifications and starts the heartbeat that checks they still
+   * arrive (called once by {@link openPgMetadata}). postgres-js re-subscribes after a dropped
+   * connection only once; the heartbeat subscribes again for as long as it takes.
+   */
   async listen(): Promise<void> {
+    await this.subscribe();
+    this.heartbeat = setInterval(() => void this.beat(), this.timing.heartbeatMs);
+    this.heartbeat.unref();
+  }
+
+  private async subscribe(): Promise<void> {
+    await this.subscription?.unlisten().catch(() => {});
     this.subscription = await this.driver.listen(
       CHANGES_CHANNEL,
-      () => void this.current++,
+      (payload) => {
+        if (payload === this.ping) this.lastHeard = Date.now();
+        else if (!payload.startsWith("ping:")) {
+          this.current++;
+          this.lastHeard = Date.now();
+        }
+      },
       () => {
         // (Re)subscribed: whatever was committed while the connection was down is unknown.
         this.current++;
-        this.listening = true;
+        this.lastHeard = Date.now();
       },
     );
+  }
+
+  private async beat(): Promise<void> {
+    try {
+      if (Date.now() - this.lastHeard > this.timing.deafAfterMs) await this.subscribe();
+      await this.driver.db.execute(sql`SELECT pg_notify(${CHANGES_CHANNEL}, ${this.ping})`);
+    } catch {
+      // The database is unreachable: version() caches nothing until the pings come back.
+    }
   }
 
   async transaction<T>(work: (tx: MetadataTables) => Promise<T>): Promise<T> {
@@ -123,12 +162,14 @@ export class PgMetadataStore implements MetadataStore {
     }
   }
 
+  /** Moves with every commit; while the notifications are not known to arrive, on every call. */
   version(): number {
-    return this.listening ? this.current : ++this.current;
+    return Date.now() - this.lastHeard <= this.timing.deafAfterMs ? this.current : ++this.current;
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
-    this.listening = false;
+    clearInterval(this.heartbeat);
+    this.lastHeard = 0;
     await this.subscription?.unlisten().catch(() => {});
     await this.driver.end();
   }

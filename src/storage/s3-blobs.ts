@@ -236,11 +236,13 @@ export class S3BlobStore implements BlobStore {
     await this.remove(name);
   }
 
+  /**
+   * Drops pending removals without running them: other instances' readers may still be inside
+   * the grace period, and the objects are unreferenced, so the sweep removes them after an hour.
+   */
   async [Symbol.asyncDispose](): Promise<void> {
-    const names = [...this.pendingRemovals.keys()];
     for (const [, t] of this.pendingRemovals) clearTimeout(t);
     this.pendingRemovals.clear();
-    await Promise.all(names.map((n) => this.remove(n).catch(() => {})));
   }
 
   private key(path: string): string {

@@ -1,0 +1,53 @@
+// The PostgreSQL metadata store's change signal, on a real PostgreSQL: version() follows commits
+// by this store at once and by other connections through LISTEN/NOTIFY, and stops trusting the
+// cache when its own pings stop coming back.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import postgres from "postgres";
+import { connectPostgres } from "../../src/storage/pg-driver.ts";
+import { openPgMetadata, type PgMetadataStore } from "../../src/storage/pg-metadata.ts";
+import { startPostgres } from "../support/postgres.ts";
+
+let pg: Awaited<ReturnType<typeof startPostgres>>;
+let url: string;
+let store: PgMetadataStore;
+beforeAll(async () => {
+  pg = await startPostgres();
+  url = await pg.createDatabase("signal");
+  store = await openPgMetadata(connectPostgres(url), { heartbeatMs: 100, deafAfterMs: 400 });
+}, 60_000);
+afterAll(async () => {
+  await store?.[Symbol.asyncDispose]();
+  await pg?.stop();
+});
+
+const user = (id: string) => ({ id, email: `${id}@example.com`, issuer: null, subject: null, createdAt: 1 });
+
+async function until(condition: () => boolean, what: string): Promise<void> {
+  for (const deadline = Date.now() + 5_000; !condition(); ) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(10);
+  }
+}
+
+test("quiet: the version holds; own commits move it at once", async () => {
+  const v = store.version();
+  await Bun.sleep(300); // several heartbeats: pings do not count as changes
+  expect(store.version()).toBe(v);
+  await store.users.insert(user("own"));
+  expect(store.version()).not.toBe(v);
+});
+
+test("a commit through another connection moves the version when its notification arrives", async () => {
+  const v = store.version();
+  const other = postgres(url, { max: 1, onnotice: () => {} });
+  await other`INSERT INTO users (id, email, created_at) VALUES ('other', 'other@example.com', 1)`;
+  await other.end();
+  await until(() => store.version() !== v, "the notification");
+});
+
+test("when its pings stop coming back, nothing is cached", async () => {
+  await pg.stop();
+  await Bun.sleep(600);
+  const a = store.version();
+  expect(store.version()).not.toBe(a);
+});
