@@ -155,6 +155,17 @@ function makeTemplate(bin: string, owner: Owner | undefined, env: Record<string,
   return template;
 }
 
+/** Removes this process's template cluster, if one was made (the preload does, after the last file). */
+export async function removePostgresTemplate(): Promise<void> {
+  const made = template;
+  template = undefined;
+  const data = made === undefined ? undefined : (await made.catch(() => undefined))?.data;
+  if (data === undefined) return;
+  const dir = path.dirname(data);
+  fs.rmSync(dir, { recursive: true, force: true });
+  liveDirs.delete(dir);
+}
+
 /**
  * Starts a fresh cluster (a copy of this process's template, made by initdb on first use) on a
  * free loopback port and waits until it accepts connections. It holds the empty database `cubby`.
