@@ -147,7 +147,10 @@ async function fsckCommand(config: Config, repair: boolean): Promise<number> {
   await using services = await openServices(config);
   const report = await fsck(services.store, services.blobs, { repair });
   for (const p of report.problems) console.log(`${p.kind}\tfile ${p.fileId}\tblob ${p.blob}\t${p.detail}`);
-  for (const o of report.orphans) console.log(`orphan\tblob ${o}\tno file refers to it (removed at the next server start)`);
+  const removed = new Set(report.orphansRemoved);
+  for (const o of report.orphans) {
+    console.log(`orphan\tblob ${o}\t${removed.has(o) ? "no file refers to it: removed" : "no file refers to it (removed by the server's sweep, or by fsck --repair once an hour old)"}`);
+  }
   const verdict =
     report.problems.length === 0
       ? "all well"

@@ -10,6 +10,7 @@ import type { PageCursor } from "../domain/params.ts";
 import type { Principal } from "../domain/principal.ts";
 import type { Clock } from "../domain/time.ts";
 import type { BlobChunk, BlobStore, ByteRange, MetadataStore, MetadataTables, ReadPlan, StagedBlob } from "../storage/ports.ts";
+import { removeOrphans } from "./orphans.ts";
 import { ReadCache } from "./read-cache.ts";
 
 export interface FileServiceDeps {
@@ -222,19 +223,8 @@ export class FileService {
    */
   async sweep(): Promise<{ unfinished: number; orphans: number }> {
     const unfinished = await this.deps.blobs.sweepUnfinished();
-    const cutoff = Date.now() - this.deps.blobs.orphanGraceMs;
-    // Candidates first, then the rows: an upload that commits while the store is listed is in
-    // the rows read after, so its blob is never taken for an orphan.
-    const candidates: string[] = [];
-    for await (const { name, writtenAt } of this.deps.blobs.list()) if (writtenAt <= cutoff) candidates.push(name);
-    const referenced = await this.deps.store.files.blobNames();
-    let orphans = 0;
-    for (const name of candidates) {
-      if (referenced.has(name)) continue;
-      await this.deps.blobs.remove(name);
-      orphans++;
-    }
-    return { unfinished, orphans };
+    const removed = await removeOrphans(this.deps.store, this.deps.blobs, this.deps.blobs.orphanGraceMs);
+    return { unfinished, orphans: removed.length };
   }
 
   /** The content written durably, not yet referenced. */

@@ -3,10 +3,12 @@
  * CRC32C, and compares them with the file rows. With `repair`, files whose content is missing or
  * damaged are moved out of the way: the blob is quarantined by the blob store with a record of
  * the file's metadata beside it, and the file's row deleted, so the store is consistent again and
- * nothing is thrown away silently. Works on any pair of stores behind the two ports.
+ * nothing is thrown away silently; blobs no row refers to are removed once an hour old. Works on
+ * any pair of stores behind the two ports.
  */
 import type { FileRecord } from "../domain/file.ts";
 import type { BlobStore, MetadataStore } from "../storage/ports.ts";
+import { REPAIR_ORPHAN_MIN_AGE_MS, removeOrphans } from "./orphans.ts";
 
 export interface FsckProblem {
   fileId: string;
@@ -19,15 +21,17 @@ export interface FsckReport {
   filesChecked: number;
   bytesRead: number;
   problems: FsckProblem[];
-  /** Blobs no row refers to (removed by the server at its next start). */
+  /** Blobs no row refers to. */
   orphans: string[];
+  /** Those of them that `repair` removed: older than an hour (REPAIR_ORPHAN_MIN_AGE_MS). */
+  orphansRemoved: string[];
   /** Whether problems were quarantined. */
   repaired: boolean;
 }
 
 /** Checks every file's blob against its recorded size and checksum. */
 export async function fsck(store: MetadataStore, blobs: BlobStore, opts: { repair: boolean }): Promise<FsckReport> {
-  const report: FsckReport = { filesChecked: 0, bytesRead: 0, problems: [], orphans: [], repaired: false };
+  const report: FsckReport = { filesChecked: 0, bytesRead: 0, problems: [], orphans: [], orphansRemoved: [], repaired: false };
   const damaged: { problem: FsckProblem; file: FileRecord }[] = [];
   const referenced = new Set<string>();
   for await (const file of store.files.all()) {
@@ -46,6 +50,8 @@ export async function fsck(store: MetadataStore, blobs: BlobStore, opts: { repai
     }
     report.repaired = true;
   }
+  // Younger orphans may be an upload about to commit, by this or another process.
+  if (opts.repair && report.orphans.length > 0) report.orphansRemoved = await removeOrphans(store, blobs, REPAIR_ORPHAN_MIN_AGE_MS);
   return report;
 }
 

@@ -45,6 +45,28 @@ test("fsck finds flipped, truncated and missing blobs; --repair quarantines them
   expect((await fetch(files[3]!.url)).status).toBe(200);
 });
 
+test("fsck --repair removes blobs no file refers to once they are an hour old, and keeps younger ones", async () => {
+  await using server = await startServer();
+  const key = await server.mintKey("orphans@example.com");
+  const kept = await client(server, key).upload("kept", "?visibility=public");
+  const blobs = path.join(server.dataDir, "blobs");
+  // Left by crashes between a blob's write and its commit: one two hours ago, one just now
+  // (that one may still be an upload about to commit).
+  fs.writeFileSync(path.join(blobs, "old-orphan"), "x");
+  const twoHoursAgo = new Date(Date.now() - 2 * 3600 * 1000);
+  fs.utimesSync(path.join(blobs, "old-orphan"), twoHoursAgo, twoHoursAgo);
+  fs.writeFileSync(path.join(blobs, "young-orphan"), "y");
+  const checked = await runCli(["fsck", "--data-dir", server.dataDir]);
+  expect(checked.stdout).toContain("orphan\tblob old-orphan\tno file refers to it (removed by");
+  expect(fs.readdirSync(blobs)).toContain("old-orphan");
+  const repaired = await runCli(["fsck", "--repair", "--data-dir", server.dataDir]);
+  expect(repaired.stdout).toContain("orphan\tblob old-orphan\tno file refers to it: removed");
+  expect(repaired.stdout).toContain("orphan\tblob young-orphan\tno file refers to it (removed by");
+  expect(fs.readdirSync(blobs)).toContain("young-orphan");
+  expect(fs.readdirSync(blobs)).not.toContain("old-orphan");
+  expect(await (await fetch(kept.url)).text()).toBe("kept");
+});
+
 test("backup while uploads run, then restore: the copy is consistent and every file reads back", async () => {
   await using server = await startServer();
   const api = client(server, await server.mintKey("backup@example.com"));
