@@ -6,7 +6,7 @@
 import { AppError } from "../errors.ts";
 import { newUserId } from "../domain/ids.ts";
 import type { Clock } from "../domain/time.ts";
-import type { MetadataStore, UserRow } from "../storage/ports.ts";
+import { isDuplicateKey, type MetadataStore, type MetadataTables, type UserRow } from "../storage/ports.ts";
 
 export interface User {
   id: string;
@@ -21,7 +21,7 @@ export class UserService {
 
   /** The user with this (lower-cased) e-mail, created when missing. */
   findOrCreateByEmail(email: string): Promise<User> {
-    return this.deps.store.transaction(async (tx) => {
+    return this.findOrCreate(async (tx) => {
       const found = await tx.users.byEmail(email);
       if (found) return user(found);
       const row: UserRow = { id: newUserId(), email, issuer: null, subject: null, createdAt: this.deps.clock.nowMicros() };
@@ -36,7 +36,7 @@ export class UserService {
    * @throws AppError permission_denied when the e-mail belongs to a user linked to another identity
    */
   findOrCreateByIdentity(identity: { issuer: string; subject: string; email: string }): Promise<User> {
-    return this.deps.store.transaction(async (tx) => {
+    return this.findOrCreate(async (tx) => {
       const linked = await tx.users.byIdentity(identity.issuer, identity.subject);
       if (linked) {
         // The provider's e-mail changed: follow it, unless another user already has it.
@@ -58,6 +58,20 @@ export class UserService {
       await tx.users.insert(row);
       return user(row);
     });
+  }
+
+  /**
+   * Runs a find-or-create transaction; when a concurrent one committed the same user first (on
+   * PostgreSQL nothing locks a row that does not exist yet, so both insert and a unique index
+   * refuses the second), runs it once more, which finds that user.
+   */
+  private async findOrCreate(work: (tx: MetadataTables) => Promise<User>): Promise<User> {
+    try {
+      return await this.deps.store.transaction(work);
+    } catch (err) {
+      if (!isDuplicateKey(err)) throw err;
+      return this.deps.store.transaction(work);
+    }
   }
 
   /** The user's e-mail, by ID. */

@@ -125,6 +125,19 @@ export interface MetadataStore extends MetadataTables, AsyncDisposable {
   version(): number;
 }
 
+/**
+ * Whether `err` is a store refusing a row because a unique index already holds its key: SQLite's
+ * SQLITE_CONSTRAINT_UNIQUE / _PRIMARYKEY, PostgreSQL's SQLSTATE 23505 (unique_violation), also
+ * when drizzle wraps the driver's error as its `cause`.
+ */
+export function isDuplicateKey(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e !== undefined && e !== null && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (code === "23505" || code === "SQLITE_CONSTRAINT_UNIQUE" || code === "SQLITE_CONSTRAINT_PRIMARYKEY") return true;
+  }
+  return false;
+}
+
 // --- blobs ---
 
 /** A blob written durably under its final name, not yet referenced by any row. */

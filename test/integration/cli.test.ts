@@ -117,3 +117,12 @@ test.skipIf(BACKEND !== "sqlite-disk")("SIGTERM lets an in-flight upload finish,
   expect(await server.proc.exited).toBe(0);
   expect(server.output()).toContain("stopped");
 });
+
+test("keys create run six times at once for a new e-mail makes one user with six keys", async () => {
+  using dir = tempDir();
+  await runCli(["keys", "list", "--email", "first@example.com", "--data-dir", dir.path]); // the store exists
+  const runs = await Promise.all(Array.from({ length: 6 }, () => runCli(["keys", "create", "--email", "same@example.com", "--data-dir", dir.path])));
+  expect(runs.map((r) => [r.code, r.stderr])).toEqual(Array(6).fill([0, ""]));
+  const listed = await runCli(["keys", "list", "--email", "same@example.com", "--data-dir", dir.path]);
+  expect(listed.stdout.trim().split("\n").length).toBe(1 + 6);
+});

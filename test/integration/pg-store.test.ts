@@ -5,6 +5,8 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import postgres from "postgres";
 import { connectPostgres } from "../../src/storage/pg-driver.ts";
 import { openPgMetadata, type PgMetadataStore } from "../../src/storage/pg-metadata.ts";
+import { systemClock } from "../../src/domain/time.ts";
+import { UserService } from "../../src/service/users.ts";
 import { startPostgres } from "../support/postgres.ts";
 
 let pg: Awaited<ReturnType<typeof startPostgres>>;
@@ -15,10 +17,12 @@ beforeAll(async () => {
   url = await pg.createDatabase("signal");
   store = await openPgMetadata(connectPostgres(url), { heartbeatMs: 100, deafAfterMs: 400 });
 }, 60_000);
+// The last test stops PostgreSQL under the store: closing its pool then waits out the driver's
+// 5 s end timeout.
 afterAll(async () => {
   await store?.[Symbol.asyncDispose]();
   await pg?.stop();
-});
+}, 20_000);
 
 const user = (id: string) => ({ id, email: `${id}@example.com`, issuer: null, subject: null, createdAt: 1 });
 
@@ -43,6 +47,13 @@ test("a commit through another connection moves the version when its notificatio
   await other`INSERT INTO users (id, email, created_at) VALUES ('other', 'other@example.com', 1)`;
   await other.end();
   await until(() => store.version() !== v, "the notification");
+});
+
+test("ten concurrent first sign-ins of one e-mail make one user, none fails", async () => {
+  const users = new UserService({ store, clock: systemClock() });
+  const made = await Promise.allSettled(Array.from({ length: 10 }, () => users.findOrCreateByEmail("race@example.com")));
+  expect(made.map((m) => m.status)).toEqual(Array(10).fill("fulfilled"));
+  expect(new Set(made.map((m) => (m as PromiseFulfilledResult<{ id: string }>).value.id)).size).toBe(1);
 });
 
 test("when its pings stop coming back, nothing is cached", async () => {
