@@ -10,6 +10,7 @@ import fsp from "node:fs/promises";
 import path from "node:path";
 import { AppError } from "./errors.ts";
 import type { ArchiveSink } from "./service/archive-stream.ts";
+import { syncDir } from "./storage/blob-memory.ts";
 import { PRIVATE_FILE_MODE } from "./storage/permissions.ts";
 
 /** An archive being written: `commit` puts it in place, `abort` removes what was written. */
@@ -146,14 +147,4 @@ export function interruptible(): { signal: AbortSignal } & Disposable {
       for (const [name, handler] of handlers) process.off(name, handler);
     },
   };
-}
-
-/** fsync(2) on a directory, making the new name durable. */
-async function syncDir(dir: string): Promise<void> {
-  const handle = await fsp.open(dir, "r");
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
 }

@@ -17,32 +17,19 @@ import { checksumToBase64, crc32cUpdate } from "../domain/checksum.ts";
 import { newBlobName } from "../domain/ids.ts";
 import { gcPacer } from "../gc-pacer.ts";
 import type { BlobChunk, BlobStore, ByteRange, ReadPlan, StagedBlob, WriteOptions } from "./ports.ts";
+import { BufferPool, DelayedRemovals, SMALL_BLOB_BYTES, SmallBlobCache, syncDir } from "./blob-memory.ts";
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./permissions.ts";
 
 /** Bytes gathered before one write(2): large writes keep the syscall count low. */
 const WRITE_BUFFER_BYTES = 1024 * 1024;
-/**
- * How long a blob that is no longer referenced stays on disk. A reader that looked up the old
- * blob name just before a replace or delete committed still finds the file when it opens it
- * (opening happens right after the lookup; once open, removal no longer affects the reader).
- * Blobs whose removal is cut short by a stop are swept at the next start.
- */
-export const REMOVAL_GRACE_MS = 30_000;
-
-/** Blobs up to this size are served from memory once read: they are immutable, never stale. */
-export const SMALL_BLOB_BYTES = 64 * 1024;
-/** Memory the small-blob cache may hold; the least recently used blobs leave first. */
-const SMALL_BLOB_CACHE_BYTES = 32 * 1024 * 1024;
-
 /** The {@link BlobStore} port on a local directory (see the module comment for the layout and the write recipe). */
 export class DiskBlobStore implements BlobStore {
   private readonly blobDir: string;
   private readonly tmpDir: string;
   private readonly quarantineDir: string;
-  private readonly pendingRemovals = new Map<string, ReturnType<typeof setTimeout>>();
-  /** Small blobs by name, least recently used first (Map keeps insertion order). */
-  private readonly small = new Map<string, Uint8Array>();
-  private smallBytes = 0;
+  private readonly small = new SmallBlobCache();
+  /** Blobs whose removal by a stop is cut short are swept at the next start. */
+  private readonly removals = new DelayedRemovals((name) => this.remove(name));
 
   constructor(dataDir: string) {
     this.blobDir = path.join(dataDir, "blobs");
@@ -134,26 +121,16 @@ export class DiskBlobStore implements BlobStore {
    */
   cached(name: string, size: number): Uint8Array | undefined {
     if (size > SMALL_BLOB_BYTES) return undefined;
-    let bytes = this.small.get(name);
-    if (bytes !== undefined) {
-      if (bytes.byteLength !== size) return undefined;
-      this.small.delete(name);
-      this.small.set(name, bytes);
-      return bytes;
-    }
+    const hit = this.small.get(name, size);
+    if (hit !== undefined) return hit;
+    let bytes: Uint8Array;
     try {
       bytes = fs.readFileSync(this.path(name));
     } catch {
       return undefined;
     }
     if (bytes.byteLength !== size) return undefined;
-    this.small.set(name, bytes);
-    this.smallBytes += bytes.byteLength;
-    for (const [oldest, b] of this.small) {
-      if (this.smallBytes <= SMALL_BLOB_CACHE_BYTES) break;
-      this.small.delete(oldest);
-      this.smallBytes -= b.byteLength;
-    }
+    this.small.put(name, bytes);
     return bytes;
   }
 
@@ -164,35 +141,20 @@ export class DiskBlobStore implements BlobStore {
    */
   async *read(name: string, range: ByteRange, plan: ReadPlan): AsyncIterable<BlobChunk> {
     const file = await fsp.open(this.path(name), "r");
-    const free: Buffer[] = [];
-    let allocated = 0;
-    let wake: (() => void) | undefined;
-    const stop = () => wake?.();
-    plan.signal?.addEventListener("abort", stop);
+    using pool = new BufferPool(plan);
     try {
       const end = range.start + range.length;
-      for (let position = range.start; position < end && !plan.signal?.aborted; ) {
-        if (free.length === 0 && allocated === plan.buffers) {
-          await new Promise<void>((resolve) => (wake = resolve));
-          wake = undefined;
-          continue;
-        }
-        const buffer = free.pop() ?? (allocated++, Buffer.allocUnsafe(plan.chunkBytes));
+      for (let position = range.start; position < end; ) {
+        const buffer = await pool.take();
+        if (buffer === undefined) break;
         const { bytesRead } = await file.read(buffer, 0, Math.min(plan.chunkBytes, end - position), position);
         if (bytesRead === 0) throw new Error(`blob ${name} ended at byte ${position}, before ${end}`);
         position += bytesRead;
         if (plan.signal?.aborted) break;
-        yield {
-          bytes: buffer.subarray(0, bytesRead),
-          release: () => {
-            free.push(buffer);
-            wake?.();
-          },
-        };
+        yield { bytes: buffer.subarray(0, bytesRead), release: () => pool.release(buffer) };
       }
     } finally {
-      plan.signal?.removeEventListener("abort", stop);
-      gcPacer.add(allocated * plan.chunkBytes);
+      gcPacer.add(pool.allocatedBytes);
       await file.close();
     }
   }
@@ -235,37 +197,21 @@ export class DiskBlobStore implements BlobStore {
   async quarantine(name: string, note: unknown): Promise<void> {
     fs.mkdirSync(this.quarantineDir, { recursive: true, mode: PRIVATE_DIR_MODE });
     fs.writeFileSync(path.join(this.quarantineDir, `${name}.json`), `${JSON.stringify(note, null, 2)}\n`, { mode: PRIVATE_FILE_MODE });
-    this.forget(name);
+    this.small.forget(name);
     await fsp.rename(this.path(name), path.join(this.quarantineDir, name)).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== "ENOENT") throw err;
     });
   }
 
-  private forget(name: string): void {
-    const bytes = this.small.get(name);
-    if (bytes === undefined) return;
-    this.small.delete(name);
-    this.smallBytes -= bytes.byteLength;
-  }
-
   /** Removes a blob now (one no row ever referred to). Missing is fine. */
   async remove(name: string): Promise<void> {
-    this.forget(name);
+    this.small.forget(name);
     await fsp.rm(this.path(name), { force: true });
   }
 
-  /** Removes a blob after {@link REMOVAL_GRACE_MS}, so readers that just looked it up can open it. */
+  /** Removes a blob after the readers' grace (REMOVAL_GRACE_MS, blob-memory.ts), so readers that just looked it up can open it. */
   removeLater(name: string): void {
-    if (this.pendingRemovals.has(name)) return;
-    const timer = setTimeout(() => {
-      this.pendingRemovals.delete(name);
-      this.forget(name);
-      fsp.rm(this.path(name), { force: true }).catch((err) => {
-        console.error(`blob ${name}: removal failed (it will be swept at the next start): ${err}`);
-      });
-    }, REMOVAL_GRACE_MS);
-    timer.unref();
-    this.pendingRemovals.set(name, timer);
+    this.removals.schedule(name);
   }
 
   /** A new empty directory beside the uploads in progress (same file system as the blobs), 0700. */
@@ -291,10 +237,7 @@ export class DiskBlobStore implements BlobStore {
 
   /** Runs every pending delayed removal now (at shutdown, and in tests). */
   async flushRemovals(): Promise<void> {
-    const names = [...this.pendingRemovals.keys()];
-    for (const [, t] of this.pendingRemovals) clearTimeout(t);
-    this.pendingRemovals.clear();
-    await Promise.all(names.map((n) => this.remove(n)));
+    await Promise.all(this.removals.cancel().map((n) => this.remove(n)));
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
@@ -304,13 +247,3 @@ export class DiskBlobStore implements BlobStore {
 
 /** Bytes per read when checksumming a whole blob. */
 const VERIFY_CHUNK_BYTES = 1024 * 1024;
-
-/** fsync(2) on a directory, making renames and removals in it durable. */
-async function syncDir(dir: string): Promise<void> {
-  const handle = await fsp.open(dir, "r");
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}

@@ -20,6 +20,7 @@ import { AppError } from "../errors.ts";
 import { checksumToBase64, crc32cUpdate } from "../domain/checksum.ts";
 import { newBlobName } from "../domain/ids.ts";
 import { gcPacer } from "../gc-pacer.ts";
+import { BufferPool, DelayedRemovals, SMALL_BLOB_BYTES, SmallBlobCache } from "./blob-memory.ts";
 import type { BlobChunk, BlobStore, ByteRange, ReadPlan, StagedBlob, WriteOptions } from "./ports.ts";
 
 /** Where and how to reach the bucket (CONTRACT §7 variables). */
@@ -45,19 +46,14 @@ function partBytes(maxBytes: number): number {
   if (!Number.isFinite(maxBytes)) return 5 * MiB;
   return Math.max(5 * MiB, Math.ceil(maxBytes / 10_000 / MiB) * MiB);
 }
-/** Blobs up to this size are kept in memory once read whole, as on disk. */
-const SMALL_BLOB_BYTES = 64 * 1024;
-const SMALL_BLOB_CACHE_BYTES = 32 * 1024 * 1024;
-/** As disk-blobs.ts: a reader that just looked a blob up can still read it this long. */
-const REMOVAL_GRACE_MS = 30_000;
 
 export class S3BlobStore implements BlobStore {
   /** Other instances write this bucket: an unreferenced object younger than this may be theirs. */
   readonly orphanGraceMs = 60 * 60 * 1000;
   private readonly client: S3Client;
-  private readonly pendingRemovals = new Map<string, ReturnType<typeof setTimeout>>();
-  private readonly small = new Map<string, Uint8Array>();
-  private smallBytes = 0;
+  /** Blobs up to 64 KiB read whole are kept in memory, as on disk. */
+  private readonly small = new SmallBlobCache();
+  private readonly removals = new DelayedRemovals((name) => this.remove(name));
 
   constructor(private readonly settings: S3Settings) {
     this.client = new S3Client({
@@ -124,8 +120,7 @@ export class S3BlobStore implements BlobStore {
   }
 
   cached(name: string, size: number): Uint8Array | undefined {
-    const bytes = size <= SMALL_BLOB_BYTES ? this.small.get(name) : undefined;
-    return bytes !== undefined && bytes.byteLength === size ? bytes : undefined;
+    return this.small.get(name, size);
   }
 
   /**
@@ -136,22 +131,14 @@ export class S3BlobStore implements BlobStore {
   async *read(name: string, range: ByteRange, plan: ReadPlan): AsyncIterable<BlobChunk> {
     if (range.length === 0) return;
     const reader = this.client.file(this.blobKey(name)).slice(range.start, range.start + range.length).stream().getReader();
-    const free: Buffer[] = [];
-    let allocated = 0;
-    let wake: (() => void) | undefined;
-    const stop = () => wake?.();
-    plan.signal?.addEventListener("abort", stop);
+    using pool = new BufferPool(plan);
     const small = range.start === 0 && range.length <= SMALL_BLOB_BYTES ? Buffer.allocUnsafe(range.length) : undefined;
     let received = 0;
     let pending: Uint8Array | undefined;
     try {
-      while (received < range.length && !plan.signal?.aborted) {
-        if (free.length === 0 && allocated === plan.buffers) {
-          await new Promise<void>((resolve) => (wake = resolve));
-          wake = undefined;
-          continue;
-        }
-        const buffer = free.pop() ?? (allocated++, Buffer.allocUnsafe(plan.chunkBytes));
+      while (received < range.length) {
+        const buffer = await pool.take();
+        if (buffer === undefined) break;
         const want = Math.min(plan.chunkBytes, range.length - received);
         let filled = 0;
         while (filled < want) {
@@ -168,17 +155,10 @@ export class S3BlobStore implements BlobStore {
         small?.set(buffer.subarray(0, filled), received);
         received += filled;
         if (plan.signal?.aborted) break;
-        yield {
-          bytes: buffer.subarray(0, filled),
-          release: () => {
-            free.push(buffer);
-            wake?.();
-          },
-        };
+        yield { bytes: buffer.subarray(0, filled), release: () => pool.release(buffer) };
       }
-      if (small !== undefined && received === range.length) this.remember(name, small);
+      if (small !== undefined && received === range.length) this.small.put(name, small);
     } finally {
-      plan.signal?.removeEventListener("abort", stop);
       await reader.cancel().catch(() => {});
     }
   }
@@ -196,18 +176,12 @@ export class S3BlobStore implements BlobStore {
   }
 
   async remove(name: string): Promise<void> {
-    this.forget(name);
+    this.small.forget(name);
     await this.client.delete(this.blobKey(name));
   }
 
   removeLater(name: string): void {
-    if (this.pendingRemovals.has(name)) return;
-    const timer = setTimeout(() => {
-      this.pendingRemovals.delete(name);
-      this.remove(name).catch((err) => console.error(`blob ${name}: removal failed (the sweep will remove it): ${err}`));
-    }, REMOVAL_GRACE_MS);
-    timer.unref();
-    this.pendingRemovals.set(name, timer);
+    this.removals.schedule(name);
   }
 
   async *list(): AsyncIterable<{ name: string; writtenAt: number }> {
@@ -241,8 +215,7 @@ export class S3BlobStore implements BlobStore {
    * the grace period, and the objects are unreferenced, so the sweep removes them after an hour.
    */
   async [Symbol.asyncDispose](): Promise<void> {
-    for (const [, t] of this.pendingRemovals) clearTimeout(t);
-    this.pendingRemovals.clear();
+    this.removals.cancel();
   }
 
   private key(path: string): string {
@@ -251,23 +224,5 @@ export class S3BlobStore implements BlobStore {
 
   private blobKey(name: string): string {
     return this.key(`blobs/${name}`);
-  }
-
-  private remember(name: string, bytes: Uint8Array): void {
-    if (this.small.has(name)) return;
-    this.small.set(name, bytes);
-    this.smallBytes += bytes.byteLength;
-    for (const [oldest, b] of this.small) {
-      if (this.smallBytes <= SMALL_BLOB_CACHE_BYTES) break;
-      this.small.delete(oldest);
-      this.smallBytes -= b.byteLength;
-    }
-  }
-
-  private forget(name: string): void {
-    const bytes = this.small.get(name);
-    if (bytes === undefined) return;
-    this.small.delete(name);
-    this.smallBytes -= bytes.byteLength;
   }
 }

@@ -3,7 +3,8 @@ import { expect, test } from "bun:test";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { DiskBlobStore, SMALL_BLOB_BYTES } from "../../src/storage/disk-blobs.ts";
+import { SMALL_BLOB_BYTES } from "../../src/storage/blob-memory.ts";
+import { DiskBlobStore } from "../../src/storage/disk-blobs.ts";
 
 function store(): { blobs: DiskBlobStore; dir: string } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cubby-cache-"));
@@ -53,6 +54,6 @@ test("the cache holds at most 32 MiB, dropping the least recently used", async (
   // 600 × 64 KiB = 37.5 MiB was read: the first (least recently used) is gone, re-read from disk.
   expect(blobs.cached(names[0]!, SMALL_BLOB_BYTES)).not.toBe(first);
   expect(blobs.cached(names.at(-1)!, SMALL_BLOB_BYTES)).toBe(blobs.cached(names.at(-1)!, SMALL_BLOB_BYTES));
-  expect((blobs as unknown as { smallBytes: number }).smallBytes).toBeLessThanOrEqual(32 * 1024 * 1024);
+  expect((blobs as unknown as { small: { bytes: number } }).small.bytes).toBeLessThanOrEqual(32 * 1024 * 1024);
   fs.rmSync(dir, { recursive: true });
 });
