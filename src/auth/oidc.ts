@@ -35,6 +35,11 @@ export interface Identity {
   email: string;
 }
 
+/**
+ * Sign-in through one OpenID provider (openid-client): `start` builds the authorization URL with
+ * PKCE, state and nonce (RFC 7636, OIDC Core §3.1.2); `finish` checks the callback and returns
+ * the verified identity. Failures are AppError codes (see the module comment).
+ */
 export class OidcSignIn {
   private config: Promise<oidc.Configuration> | undefined;
 

@@ -45,6 +45,10 @@ export function sessionCookieName(baseUrl: string): string {
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
+/**
+ * Resolves the caller of a request (bearer key or session cookie, see the module comment),
+ * counting failed authentications per client address and refusing a limited address with 429.
+ */
 export class Authenticator {
   constructor(
     private readonly keys: KeyService,

@@ -22,6 +22,10 @@ export function accessLogLine(
   );
 }
 
+/**
+ * Opens each request's context (request ID, client address) and writes its access-log line when
+ * the response closes: the one place both happen.
+ */
 export class AccessLog {
   /**
    * @param log writes one line (see {@link batchedLog})

@@ -36,6 +36,10 @@ interface Http1State {
 /** How often, during a stop, HTTP/1.1 connections are checked for having turned idle (ms). */
 const STOP_SWEEP_MS = 50;
 
+/**
+ * The listener's open connections: admission by the connection caps, header deadlines of
+ * HTTP/1.1 connections, HTTP/2 sessions, and the graceful stop.
+ */
 export class Connections {
   private stopping = false;
   private readonly sockets = new Set<TrackedSocket>();

@@ -87,6 +87,7 @@ export async function openPgMetadata(driver: PgDriver, timing?: { heartbeatMs: n
   return store;
 }
 
+/** The {@link MetadataStore} port on PostgreSQL (see the module comment); made by {@link openPgMetadata}. */
 export class PgMetadataStore implements MetadataStore {
   readonly files: FileTable;
   readonly keys: KeyTable;

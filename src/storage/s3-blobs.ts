@@ -47,6 +47,7 @@ function partBytes(maxBytes: number): number {
   return Math.max(5 * MiB, Math.ceil(maxBytes / 10_000 / MiB) * MiB);
 }
 
+/** The {@link BlobStore} port on an S3-compatible bucket (see the module comment). */
 export class S3BlobStore implements BlobStore {
   /** Other instances write this bucket: an unreferenced object younger than this may be theirs. */
   readonly orphanGraceMs = 60 * 60 * 1000;
