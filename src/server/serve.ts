@@ -29,21 +29,7 @@ export async function serve(config: Config): Promise<void> {
 }
 
 async function serveUntilStopped(config: Config, services: Services): Promise<void> {
-  const sweep = async () => {
-    const swept = await services.files.sweep();
-    if (swept.unfinished + swept.orphans > 0) {
-      console.log(`swept ${swept.unfinished} temporary and ${swept.orphans} unreferenced blob file(s)`);
-    }
-  };
-  await sweep();
-  // A shared blob store gains orphans while running (another instance killed mid-upload): sweep
-  // it hourly too. A store only this process writes needs the start-up sweep alone.
-  const sweeper =
-    services.blobs.orphanGraceMs > 0
-      ? setInterval(() => sweep().catch((err: unknown) => console.error(`sweep failed: ${err}`)), SWEEP_INTERVAL_MS)
-      : undefined;
-  sweeper?.unref();
-
+  const sweeper = await startSweeping(services);
   let baseUrl = config.hostname ?? "";
   const auth = new Authenticator(services.keys, services.sessions, () => baseUrl, new WindowLimiter(config.rateLimits.authFailures));
   const { issuer, clientId, clientSecret } = config.idp;
@@ -79,18 +65,42 @@ async function serveUntilStopped(config: Config, services: Services): Promise<vo
   if (config.hostname === undefined) baseUrl = `http://localhost:${server.port}`;
   console.log(`cubby ${pkg.version} listening on port ${server.port}; public URL ${baseUrl}; data in ${config.dataDir}`);
 
-  await new Promise<void>((resolve) => {
-    const stop = async (signal: string) => {
+  const signal = await stopSignal();
+  console.log(`${signal}: stopping; in-flight requests have ${SHUTDOWN_GRACE_MS / 1000}s to finish`);
+  clearInterval(sweeper);
+  await server.stop(SHUTDOWN_GRACE_MS);
+  flushLog();
+}
+
+/**
+ * Sweeps what a crash left behind now, and, on a blob store other instances share (which gains
+ * orphans while running: another instance killed mid-upload), every hour too.
+ * @returns the hourly timer, if any
+ */
+async function startSweeping(services: Services): Promise<ReturnType<typeof setInterval> | undefined> {
+  const sweep = async () => {
+    const swept = await services.files.sweep();
+    if (swept.unfinished + swept.orphans > 0) {
+      console.log(`swept ${swept.unfinished} temporary and ${swept.orphans} unreferenced blob file(s)`);
+    }
+  };
+  await sweep();
+  if (services.blobs.orphanGraceMs === 0) return undefined;
+  const timer = setInterval(() => sweep().catch((err: unknown) => console.error(`sweep failed: ${err}`)), SWEEP_INTERVAL_MS);
+  timer.unref();
+  return timer;
+}
+
+/** Resolves with the name of the first SIGTERM or SIGINT. */
+function stopSignal(): Promise<string> {
+  return new Promise((resolve) => {
+    const on = (signal: string) => () => {
       process.off("SIGTERM", onTerm);
       process.off("SIGINT", onInt);
-      console.log(`${signal}: stopping; in-flight requests have ${SHUTDOWN_GRACE_MS / 1000}s to finish`);
-      clearInterval(sweeper);
-      await server.stop(SHUTDOWN_GRACE_MS);
-      flushLog();
-      resolve();
+      resolve(signal);
     };
-    const onTerm = () => void stop("SIGTERM");
-    const onInt = () => void stop("SIGINT");
+    const onTerm = on("SIGTERM");
+    const onInt = on("SIGINT");
     process.on("SIGTERM", onTerm);
     process.on("SIGINT", onInt);
   });
