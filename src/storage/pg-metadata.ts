@@ -13,7 +13,7 @@
  * - Migrations run under a transaction-scoped advisory lock, so instances starting together
  *   apply them once.
  */
-import { and, asc, desc, eq, gt, lt, lte, or, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, lte, sql } from "drizzle-orm";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import type { FileRecord } from "../domain/file.ts";
 import type { PageCursor } from "../domain/params.ts";
@@ -29,6 +29,7 @@ import type {
   UserRow,
   UserTable,
 } from "./ports.ts";
+import { inIdOrder, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
 import * as schema from "./pg-schema.ts";
 
 const { apiKeys, files, sessions, users } = schema;
@@ -49,8 +50,6 @@ export interface PgDriver {
 const CHANGES_CHANNEL = "cubby_changes";
 /** pg_advisory_xact_lock key for migrations: any constant other applications will not use. */
 const MIGRATION_LOCK = 0x63756262; // "cubb"
-/** Rows read per query when iterating a whole table. */
-const PAGE_ROWS = 1000;
 /** How often the store checks that its notifications still arrive (a ping to itself), ms. */
 const HEARTBEAT_MS = 5_000;
 /** Past this long without hearing its own ping, the store caches nothing and listens anew, ms. */
@@ -191,11 +190,7 @@ class PgFiles implements FileTable {
   }
 
   async listByOwner(ownerId: string, limit: number, after: PageCursor | undefined): Promise<FileRecord[]> {
-    const owner = eq(files.ownerId, ownerId);
-    const where =
-      after === undefined
-        ? owner
-        : and(owner, or(lt(files.createdAt, after.createdAt), and(eq(files.createdAt, after.createdAt), lt(files.id, after.id))));
+    const where = ownerFilesAfter(files, ownerId, after);
     return (await this.db.select().from(files).where(where).orderBy(desc(files.createdAt), desc(files.id)).limit(limit)) as FileRecord[];
   }
 
@@ -216,14 +211,8 @@ class PgFiles implements FileTable {
     return deleted.length > 0;
   }
 
-  async *all(): AsyncIterable<FileRecord> {
-    let after = "";
-    for (;;) {
-      const page = (await this.db.select().from(files).where(gt(files.id, after)).orderBy(asc(files.id)).limit(PAGE_ROWS)) as FileRecord[];
-      yield* page;
-      if (page.length < PAGE_ROWS) return;
-      after = page[page.length - 1]!.id;
-    }
+  all(): AsyncIterable<FileRecord> {
+    return inIdOrder(async (after) => (await this.db.select().from(files).where(gt(files.id, after)).orderBy(asc(files.id)).limit(PAGE_ROWS)) as FileRecord[]);
   }
 
   async blobNames(): Promise<Set<string>> {
@@ -338,18 +327,5 @@ class PgSessions implements SessionTable {
 
   all(): AsyncIterable<SessionRow> {
     return inIdOrder((after) => this.db.select().from(sessions).where(gt(sessions.id, after)).orderBy(asc(sessions.id)).limit(PAGE_ROWS));
-  }
-}
-
-/**
- * Every row of a table in ID order: `page(after)` returns up to {@link PAGE_ROWS} rows with IDs
- * after `after` (keyset pagination, so memory stays one page and no query rescans what it skipped).
- */
-async function* inIdOrder<T extends { id: string }>(page: (after: string) => Promise<T[]>): AsyncIterable<T> {
-  for (let after = ""; ; ) {
-    const rows = await page(after);
-    yield* rows;
-    if (rows.length < PAGE_ROWS) return;
-    after = rows[rows.length - 1]!.id;
   }
 }

@@ -6,7 +6,7 @@
  * transaction that has not committed, even one paused at an `await`, and a write never waits
  * on a lock this process holds itself.
  */
-import { and, asc, desc, eq, gt, lt, lte, or, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, lte, sql } from "drizzle-orm";
 import path from "node:path";
 import type { FileRecord } from "../domain/file.ts";
 import type { PageCursor } from "../domain/params.ts";
@@ -24,10 +24,9 @@ import type {
 import { ChangeWatch } from "./change-watch.ts";
 import { openDb, type Db } from "./db.ts";
 import { migrate } from "./migrate.ts";
+import { inIdOrder, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
 import { apiKeys, files, sessions, users } from "./schema.ts";
 
-/** Rows read per query when iterating a whole table. */
-const PAGE_ROWS = 1000;
 
 /** Runs a write: on the write connection, inside the store's write queue. */
 type WriteRunner = <T>(write: (db: Db) => T) => Promise<T>;
@@ -126,11 +125,7 @@ class SqliteFiles implements FileTable {
   }
 
   async listByOwner(ownerId: string, limit: number, after: PageCursor | undefined): Promise<FileRecord[]> {
-    const owner = eq(files.ownerId, ownerId);
-    const where =
-      after === undefined
-        ? owner
-        : and(owner, or(lt(files.createdAt, after.createdAt), and(eq(files.createdAt, after.createdAt), lt(files.id, after.id))));
+    const where = ownerFilesAfter(files, ownerId, after);
     return this.db.select().from(files).where(where).orderBy(desc(files.createdAt), desc(files.id)).limit(limit).all() as FileRecord[];
   }
 
@@ -147,14 +142,8 @@ class SqliteFiles implements FileTable {
     return this.write((db) => db.delete(files).where(and(eq(files.id, id), eq(files.blob, blob))).returning({ id: files.id }).all().length > 0);
   }
 
-  async *all(): AsyncIterable<FileRecord> {
-    let after = "";
-    for (;;) {
-      const page = this.db.select().from(files).where(gt(files.id, after)).orderBy(asc(files.id)).limit(PAGE_ROWS).all() as FileRecord[];
-      yield* page;
-      if (page.length < PAGE_ROWS) return;
-      after = page[page.length - 1]!.id;
-    }
+  all(): AsyncIterable<FileRecord> {
+    return inIdOrder((after) => this.db.select().from(files).where(gt(files.id, after)).orderBy(asc(files.id)).limit(PAGE_ROWS).all() as FileRecord[]);
   }
 
   async blobNames(): Promise<Set<string>> {
@@ -266,18 +255,5 @@ class SqliteSessions implements SessionTable {
 
   all(): AsyncIterable<SessionRow> {
     return inIdOrder((after) => this.db.select().from(sessions).where(gt(sessions.id, after)).orderBy(asc(sessions.id)).limit(PAGE_ROWS).all());
-  }
-}
-
-/**
- * Every row of a table in ID order: `page(after)` returns up to {@link PAGE_ROWS} rows with IDs
- * after `after` (keyset pagination, so memory stays one page and no query rescans what it skipped).
- */
-async function* inIdOrder<T extends { id: string }>(page: (after: string) => T[]): AsyncIterable<T> {
-  for (let after = ""; ; ) {
-    const rows = page(after);
-    yield* rows;
-    if (rows.length < PAGE_ROWS) return;
-    after = rows[rows.length - 1]!.id;
   }
 }

@@ -1,0 +1,32 @@
+/**
+ * Keyset pagination shared by the SQLite and PostgreSQL metadata stores: drizzle's operators
+ * work on either dialect's columns, so the conditions are written once.
+ */
+import { and, eq, lt, or, type Column, type SQL } from "drizzle-orm";
+import type { PageCursor } from "../domain/params.ts";
+
+/** Rows read per query when iterating a whole table. */
+export const PAGE_ROWS = 1000;
+
+/**
+ * Every row of a table in ID order: `page(after)` returns up to {@link PAGE_ROWS} rows with IDs
+ * after `after` (keyset pagination, so memory stays one page and no query rescans what it skipped).
+ */
+export async function* inIdOrder<T extends { id: string }>(page: (after: string) => T[] | Promise<T[]>): AsyncIterable<T> {
+  for (let after = ""; ; ) {
+    const rows = await page(after);
+    yield* rows;
+    if (rows.length < PAGE_ROWS) return;
+    after = rows[rows.length - 1]!.id;
+  }
+}
+
+/**
+ * The condition for an owner's files after `after`, newest first: (created_at, id) below the
+ * cursor's, as the listing orders them (descending created_at, then id).
+ */
+export function ownerFilesAfter(columns: { ownerId: Column; createdAt: Column; id: Column }, ownerId: string, after: PageCursor | undefined): SQL | undefined {
+  const owner = eq(columns.ownerId, ownerId);
+  if (after === undefined) return owner;
+  return and(owner, or(lt(columns.createdAt, after.createdAt), and(eq(columns.createdAt, after.createdAt), lt(columns.id, after.id))));
+}
