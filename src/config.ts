@@ -181,7 +181,7 @@ function parseDatabaseUrl(raw: string | undefined): string | undefined {
 function parseS3(get: (name: string) => string | undefined): S3Settings | undefined {
   const bucket = emptyToUndefined(get("S3_BUCKET"));
   if (bucket === undefined) {
-    const stray = ["S3_ENDPOINT", "S3_PREFIX", "S3_ACCESS_KEY_ID"].find((n) => get(n) !== undefined);
+    const stray = ["S3_ENDPOINT", "S3_PREFIX", "S3_ACCESS_KEY_ID"].find((n) => emptyToUndefined(get(n)) !== undefined);
     if (stray !== undefined) throw new ConfigError(`${stray} is set but S3_BUCKET is not; set S3_BUCKET to store blobs in S3`);
     return undefined;
   }

@@ -81,6 +81,11 @@ describe("loadConfig", () => {
     });
   });
 
+  test("empty store variables count as unset (compose files write S3_ENDPOINT= to leave one out)", () => {
+    const c = loadConfig({ DATABASE_URL: "", S3_BUCKET: "", S3_ENDPOINT: "", S3_PREFIX: "", S3_ACCESS_KEY_ID: "", S3_SECRET_ACCESS_KEY: "" });
+    expect({ databaseUrl: c.databaseUrl, s3: c.s3 }).toEqual({ databaseUrl: undefined, s3: undefined });
+  });
+
   test("flags override PORT and DATA_DIR", () => {
     const c = loadConfig({ PORT: "1", DATA_DIR: "/a" }, { port: "0", dataDir: "rel" }, "/base");
     expect({ port: c.port, dataDir: c.dataDir }).toEqual({ port: 0, dataDir: "/base/rel" });
