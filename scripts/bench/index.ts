@@ -12,13 +12,14 @@
  * Installs nothing: a missing tool is named with the command that installs it, and the rows
  * that need it are reported as skipped.
  */
-import type { Subprocess } from "bun";
+import { S3Client, type Subprocess } from "bun";
 import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { chartSvg, markdownTable, type Row } from "./report.ts";
+import { s3DirectUpload, s3DownloadSpeed, s3GetRate, startStores, storesInstalled } from "./stores.ts";
 
 const { values: flags } = parseArgs({
   options: {
@@ -37,6 +38,8 @@ const SECONDS = Number(flags.seconds ?? (SMOKE ? 1 : 5));
 const ROUNDS = Number(flags.rounds ?? (SMOKE ? 1 : 3));
 const LARGE = SMOKE ? 64 * 2 ** 20 : 2 ** 30;
 const HUGE = SMOKE ? 64 * 2 ** 20 : 4 * 2 ** 30;
+/** The large file on PostgreSQL + S3 (issue 13's rows). */
+const MEDIUM = SMOKE ? 16 * 2 ** 20 : 256 * 2 ** 20;
 const LIST_FILES = SMOKE ? 1000 : 10_000;
 const root = path.resolve(import.meta.dir, "../..");
 const bun = process.execPath;
@@ -89,8 +92,8 @@ async function spawnReady(cmd: string[], ready: RegExp, env: Record<string, stri
 }
 
 /** Runs a command to completion. @returns stdout and stderr @throws on a non-zero exit */
-async function run(cmd: string[], opts: { stdin?: Blob } = {}): Promise<{ out: string; err: string }> {
-  const proc = Bun.spawn(cmd, { cwd: root, stdout: "pipe", stderr: "pipe", stdin: opts.stdin ?? "ignore" });
+async function run(cmd: string[], opts: { stdin?: Blob; env?: Record<string, string> } = {}): Promise<{ out: string; err: string }> {
+  const proc = Bun.spawn(cmd, { cwd: root, stdout: "pipe", stderr: "pipe", stdin: opts.stdin ?? "ignore", env: { ...process.env, ...opts.env } });
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   if (code !== 0) throw new Error(`${cmd.join(" ")} failed (${code}): ${err}${out}`);
   return { out, err };
@@ -195,41 +198,50 @@ const publicId = await upload(small, "?visibility=public");
 const internalId = await upload(small, "?visibility=internal");
 const largeId = await upload(Bun.file(path.join(www, "large.bin")), "?visibility=public");
 
-let nginxPort: number | undefined;
-if (has("nginx")) {
-  nginxPort = await freePort();
-  const conf = path.join(work, "nginx.conf");
+/**
+ * Starts one nginx process (no master and worker: stopping it by its PID stops all of nginx)
+ * with `servers` in its http block, in `dir`, and waits until `probe` answers 200.
+ */
+async function startNginx(dir: string, servers: string, probe: string): Promise<void> {
+  fs.mkdirSync(dir, { recursive: true });
+  const conf = path.join(dir, "nginx.conf");
   const user = process.getuid?.() === 0 ? "user root root;" : "";
   fs.writeFileSync(
     conf,
     `${user}
-# One process (no master and worker): stopping it by its PID stops all of nginx.
 master_process off;
 worker_processes 1;
-pid ${work}/nginx.pid;
-error_log ${work}/nginx-error.log;
+pid ${dir}/nginx.pid;
+error_log ${dir}/nginx-error.log;
 events { worker_connections 4096; }
 http {
-  access_log ${work}/nginx-access.log;
-  client_body_temp_path ${work}/nginx-body;
-  proxy_temp_path ${work}/nginx-proxy;
-  fastcgi_temp_path ${work}/nginx-fastcgi;
-  uwsgi_temp_path ${work}/nginx-uwsgi;
-  scgi_temp_path ${work}/nginx-scgi;
+  access_log off;
+  client_body_temp_path ${dir}/nginx-body;
+  proxy_temp_path ${dir}/nginx-proxy;
+  fastcgi_temp_path ${dir}/nginx-fastcgi;
+  uwsgi_temp_path ${dir}/nginx-uwsgi;
+  scgi_temp_path ${dir}/nginx-scgi;
   sendfile on;
   tcp_nopush on;
   keepalive_requests 1000000;
   default_type application/octet-stream;
-  server { listen 127.0.0.1:${nginxPort}; root ${www}; }
+${servers}
 }
 `,
   );
-  const proc = Bun.spawn([which("nginx")!, "-c", conf, "-p", work, "-g", "daemon off;"], { stderr: "inherit" });
+  const proc = Bun.spawn([which("nginx")!, "-c", conf, "-p", dir, "-g", "daemon off;"], { stderr: "inherit" });
   children.add(proc);
-  for (let i = 0; i < 200; i++) {
-    if ((await fetch(`http://127.0.0.1:${nginxPort}/small.bin`).then((r) => r.status).catch(() => 0)) === 200) break;
+  for (let i = 0; ; i++) {
+    if ((await fetch(probe).then((r) => r.status).catch(() => 0)) === 200) return;
+    if (i === 500 || proc.exitCode !== null) throw new Error(`nginx did not come up: ${fs.readFileSync(path.join(dir, "nginx-error.log"), "utf8")}`);
     await Bun.sleep(10); // nginx has no readiness signal on stdout; poll its port
   }
+}
+
+let nginxPort: number | undefined;
+if (has("nginx")) {
+  nginxPort = await freePort();
+  await startNginx(path.join(work, "nginx"), `  server { listen 127.0.0.1:${nginxPort}; root ${www}; }`, `http://127.0.0.1:${nginxPort}/small.bin`);
 }
 const bunFile = await spawnReady([bun, "scripts/bench/anchor-bun-file.ts", path.join(www, "small.bin")], /listening on port (\d+)/);
 const bunFileH2 = await spawnReady([bun, "scripts/bench/anchor-bun-file.ts", path.join(www, "small.bin"), "--h2"], /listening on port (\d+)/);
@@ -423,6 +435,117 @@ if (want(10) && has("curl")) {
   mem.proc.kill("SIGKILL");
   fs.rmSync(hugeFile);
 } else if (ONLY === undefined) skip("memory", ["curl"]);
+
+// 11. PostgreSQL + S3 (issue 13): the same workloads as on SQLite + disk, each against cubby on
+// SQLite + disk and against the S3 store read or written directly with the same client
+// (Bun.S3Client, the parts cubby uses); 12: GET through nginx to 1 and to 3 instances.
+if ((want(11) || want(12)) && has("wrk", "curl", "nginx") && storesInstalled()) {
+  step("PostgreSQL + S3: starting PostgreSQL and Swift");
+  await using stores = await startStores();
+  // Behind nginx as docs/scale-out.md sets it up: the proxy is trusted (no per-client limit on it).
+  const pgEnv = { ...cubbyEnv, ...stores.env, TRUSTED_PROXIES: "127.0.0.1" };
+  const pgDir = path.join(work, "pg-s3");
+  const instances: Awaited<ReturnType<typeof spawnReady>>[] = [];
+  for (let i = 0; i < (want(12) ? 3 : 1); i++) {
+    instances.push(await spawnReady([cubby, "serve", "--port", "0", "--data-dir", `${pgDir}-${i}`], /listening on port (\d+)/, pgEnv));
+  }
+  const pgBase = `http://127.0.0.1:${instances[0]!.match[1]}`;
+  const pgKey = (await run([cubby, "keys", "create", "--email", "bench@example.com", "--data-dir", pgDir], { env: pgEnv })).out.trim();
+  const pgUpload = async (file: string, query: string) => {
+    const { out } = await run(["curl", "-sS", "--fail", "-X", "POST", "-T", file, "-H", `authorization: Bearer ${pgKey}`, `${pgBase}/v1/files${query}`]);
+    return (JSON.parse(out) as { id: string }).id;
+  };
+  const smallFile = path.join(www, "small.bin");
+  const pgPublicId = await pgUpload(smallFile, "?visibility=public");
+  const s3 = new S3Client(stores.s3);
+  const smallKey = await s3DirectUpload(s3, smallFile);
+
+  if (want(11)) {
+    step("PostgreSQL + S3: small public GET");
+    const get = async () => (await wrk(`${pgBase}/${pgPublicId}`, { connections: 32 })).rps;
+    const how = "wrk, HTTP/1.1, 32 connections";
+    const [p1, d1] = await pair(get, async () => (await wrk(`${base}/${publicId}`, { connections: 32 })).rps);
+    rows.push({ workload: "small public GET (4 KiB), PostgreSQL + S3", how, value: p1, unit: "req/s", anchor: "cubby on SQLite + disk", anchorValue: d1 });
+    const [p2, s2] = await pair(get, () => s3GetRate(s3, smallKey, 32, SECONDS));
+    rows.push({ workload: "small public GET (4 KiB), PostgreSQL + S3", how, value: p2, unit: "req/s", anchor: "S3 GET of the object, Bun.S3Client, 32 at once", anchorValue: s2 });
+
+    step(`PostgreSQL + S3: ${size(MEDIUM)} download and upload`);
+    const mediumFile = path.join(www, "medium.bin");
+    writeRandomFile(mediumFile, MEDIUM);
+    const pgMediumId = await pgUpload(mediumFile, "?visibility=public");
+    const diskMediumId = await upload(Bun.file(mediumFile), "?visibility=public");
+    const mediumKey = await s3DirectUpload(s3, mediumFile);
+    const download = () => curlSpeed([`${pgBase}/${pgMediumId}`], "speed_download");
+    const [p3, d3] = await pair(download, () => curlSpeed([`${base}/${diskMediumId}`], "speed_download"));
+    rows.push({ workload: `large download (${size(MEDIUM)}), PostgreSQL + S3`, how: "curl -o /dev/null", value: p3, unit: "MB/s", anchor: "cubby on SQLite + disk", anchorValue: d3 });
+    const [p4, s4] = await pair(download, () => s3DownloadSpeed(s3, mediumKey, MEDIUM));
+    rows.push({ workload: `large download (${size(MEDIUM)}), PostgreSQL + S3`, how: "curl -o /dev/null", value: p4, unit: "MB/s", anchor: "S3 GET streamed, Bun.S3Client", anchorValue: s4 });
+    const uploadTo = async (origin: string, bearer: string) => {
+      const { out } = await run(["curl", "-sS", "--fail", "-X", "POST", "-T", mediumFile, "-H", `authorization: Bearer ${bearer}`, "-w", "\n%{speed_upload}", `${origin}/v1/files`]);
+      const [json, speed] = out.split("\n");
+      await fetch(`${origin}/v1/files/${(JSON.parse(json!) as { id: string }).id}`, { method: "DELETE", headers: { authorization: `Bearer ${bearer}` } });
+      return Number(speed) / 1e6;
+    };
+    const [p5, d5] = await pair(() => uploadTo(pgBase, pgKey), () => uploadTo(base, key));
+    rows.push({ workload: `large upload (${size(MEDIUM)}), PostgreSQL + S3`, how: "curl -T, POST /v1/files", value: p5, unit: "MB/s", anchor: "cubby on SQLite + disk", anchorValue: d5 });
+    const [p6, s6] = await pair(() => uploadTo(pgBase, pgKey), async () => {
+      const started = performance.now();
+      const key = await s3DirectUpload(s3, mediumFile);
+      const seconds = (performance.now() - started) / 1000;
+      await s3.delete(key);
+      return MEDIUM / seconds / 1e6;
+    });
+    rows.push({ workload: `large upload (${size(MEDIUM)}), PostgreSQL + S3`, how: "curl -T, POST /v1/files", value: p6, unit: "MB/s", anchor: "S3 multipart upload, Bun.S3Client, 5 MiB parts", anchorValue: s6 });
+  }
+
+  if (want(11) && has("curl")) {
+    // Issue 13's memory bound: ≤ 64 MiB over idle RSS for a LARGE upload and download on S3, each alone.
+    step(`PostgreSQL + S3: peak RSS of a ${size(LARGE)} upload and download`);
+    const mem = await spawnReady([cubby, "serve", "--port", "0", "--data-dir", `${pgDir}-memory`], /listening on port (\d+)/, pgEnv);
+    const memBase = `http://127.0.0.1:${mem.match[1]}`;
+    const overIdle = async (transfer: () => Promise<unknown>) => {
+      const status = () => fs.readFileSync(`/proc/${mem.proc.pid}/status`, "utf8");
+      const idle = Number(/VmRSS:\s+(\d+) kB/.exec(status())![1]) * 1024;
+      fs.writeFileSync(`/proc/${mem.proc.pid}/clear_refs`, "5");
+      await transfer();
+      return (Number(/VmHWM:\s+(\d+) kB/.exec(status())![1]) * 1024 - idle) / 2 ** 20;
+    };
+    let largeOnS3 = "";
+    const up = await overIdle(async () => {
+      const { out } = await run(["curl", "-sS", "--fail", "-X", "POST", "-T", path.join(www, "large.bin"), "-H", `authorization: Bearer ${pgKey}`, `${memBase}/v1/files?visibility=public`]);
+      largeOnS3 = (JSON.parse(out) as { id: string }).id;
+    });
+    const down = await overIdle(() => curlSpeed([`${memBase}/${largeOnS3}`], "speed_download"));
+    mem.proc.kill("SIGKILL");
+    const how = "VmHWM after reset (clear_refs) minus idle VmRSS";
+    rows.push({ workload: `peak RSS over idle, ${size(LARGE)} upload, PostgreSQL + S3`, how, value: up, unit: "MiB", anchor: "", target: 64, lowerIsBetter: true });
+    rows.push({ workload: `peak RSS over idle, ${size(LARGE)} download, PostgreSQL + S3`, how, value: down, unit: "MiB", anchor: "", target: 64, lowerIsBetter: true });
+  }
+
+  if (want(12)) {
+    step("PostgreSQL + S3: GET through nginx, 1 and 3 instances");
+    const [one, three] = [await freePort(), await freePort()];
+    const upstream = (name: string, list: typeof instances) =>
+      `  upstream ${name} { ${list.map((i) => `server 127.0.0.1:${i.match[1]};`).join(" ")} keepalive 64; }`;
+    const proxy = (port: number, name: string) =>
+      `  server { listen 127.0.0.1:${port}; location / { proxy_pass http://${name}; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_buffering off; } }`;
+    await startNginx(
+      path.join(work, "nginx-scale"),
+      [upstream("one", instances.slice(0, 1)), upstream("three", instances), proxy(one, "one"), proxy(three, "three")].join("\n"),
+      `http://127.0.0.1:${three}/healthz`,
+    );
+    const how = "wrk, HTTP/1.1, 64 connections, nginx round robin";
+    const [t, o] = await pair(
+      async () => (await wrk(`http://127.0.0.1:${three}/${pgPublicId}`, { connections: 64 })).rps,
+      async () => (await wrk(`http://127.0.0.1:${one}/${pgPublicId}`, { connections: 64 })).rps,
+    );
+    rows.push({ workload: "small public GET (4 KiB), 3 instances on PostgreSQL + S3", how, value: t, unit: "req/s", anchor: "1 instance behind the same nginx", anchorValue: o });
+  }
+  for (const i of instances) i.proc.kill("SIGKILL");
+} else if (ONLY === undefined) {
+  const absent = [...["wrk", "curl", "nginx"].filter((t) => missing.includes(t)), ...(storesInstalled() ? [] : ["postgresql or swift (apt-get install postgresql swift-proxy swift-object swift-container swift-account memcached)"])];
+  rows.push({ workload: "PostgreSQL + S3", how: "", value: NaN, unit: "", anchor: `skipped: ${absent.join(", ")} missing` });
+}
 
 // --- report ---
 const node = has("node") ? (await run(["node", "--version"])).out.trim() : "no Node.js";
