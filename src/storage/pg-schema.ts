@@ -41,6 +41,10 @@ export const apiKeys = pgTable(
     secretHash: bytea("secret_hash").notNull(),
     createdAt: micros("created_at").notNull(),
     lastUsedAt: micros("last_used_at"),
+    /** What the key may do (CONTRACT §8), space-separated: files.read, files.write. */
+    scopes: text("scopes").notNull().default("files.read files.write"),
+    /** After this the key is refused as unknown (401); null: never. */
+    expiresAt: micros("expires_at"),
   },
   (t) => [uniqueIndex("api_keys_secret_hash_unique").on(t.secretHash), index("api_keys_user_idx").on(t.userId)],
 );
@@ -62,8 +66,11 @@ export const files = pgTable(
     blob: text("blob").notNull(),
     createdAt: micros("created_at").notNull(),
     updatedAt: micros("updated_at").notNull(),
+    /** When the expiry sweep deletes the file as DELETE does (CONTRACT §8); null: never. Not part of the File object. */
+    expiresAt: micros("expires_at"),
   },
   (t) => [
+    index("files_expires_idx").on(t.expiresAt),
     index("files_owner_created_idx").on(t.ownerId, sql`${t.createdAt} DESC`, sql`${t.id} DESC`),
     uniqueIndex("files_blob_unique").on(t.blob),
   ],
@@ -82,4 +89,83 @@ export const sessions = pgTable(
     expiresAt: micros("expires_at").notNull(),
   },
   (t) => [index("sessions_user_idx").on(t.userId), index("sessions_expires_idx").on(t.expiresAt)],
+);
+
+/**
+ * Share links (CONTRACT §8): `/s/{token}` serves a file to whoever has the token. A deleted share
+ * keeps its row (deletedAt) so that its URL answers 410 Gone rather than 404, and so does a share
+ * whose file is gone: fileId is not a foreign key, the file's DELETE leaves the share behind.
+ */
+export const shares = pgTable(
+  "shares",
+  {
+    id: text("id").primaryKey(),
+    fileId: text("file_id").notNull(),
+    ownerId: text("owner_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    /** The secret of the URL (≥ 128 random bits); kept, since listings show the URL. */
+    token: text("token").notNull(),
+    expiresAt: micros("expires_at"),
+    maxDownloads: bigint("max_downloads", { mode: "number" }),
+    downloadCount: bigint("download_count", { mode: "number" }).notNull().default(0),
+    /** A password hash in PHC string format (argon2id by Bun.password); null: no password. */
+    passwordHash: text("password_hash"),
+    createdAt: micros("created_at").notNull(),
+    deletedAt: micros("deleted_at"),
+  },
+  (t) => [uniqueIndex("shares_token_unique").on(t.token), index("shares_file_idx").on(t.fileId), index("shares_owner_idx").on(t.ownerId)],
+);
+
+/**
+ * Guest upload links ("file requests", CONTRACT §8): `/u/{token}` takes uploads into the owner's
+ * account within the limits; the counters move in the transaction that commits each file.
+ */
+export const uploadLinks = pgTable(
+  "upload_links",
+  {
+    id: text("id").primaryKey(),
+    ownerId: text("owner_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    token: text("token").notNull(),
+    name: text("name").notNull().default(""),
+    visibility: text("visibility", { enum: ["private", "internal", "public"] }).notNull(),
+    expiresAt: micros("expires_at"),
+    maxFiles: bigint("max_files", { mode: "number" }),
+    maxBytes: bigint("max_bytes", { mode: "number" }),
+    filesUploaded: bigint("files_uploaded", { mode: "number" }).notNull().default(0),
+    bytesUploaded: bigint("bytes_uploaded", { mode: "number" }).notNull().default(0),
+    createdAt: micros("created_at").notNull(),
+    deletedAt: micros("deleted_at"),
+  },
+  (t) => [uniqueIndex("upload_links_token_unique").on(t.token), index("upload_links_owner_idx").on(t.ownerId)],
+);
+
+/**
+ * Resumable uploads (tus 1.0.0, CONTRACT §8). The row holds the authoritative offset; the bytes
+ * live in the blob store under the upload's ID until the last one arrives and the upload becomes
+ * a file (fileId). Unfinished uploads are swept after expiresAt.
+ */
+export const uploads = pgTable(
+  "uploads",
+  {
+    id: text("id").primaryKey(),
+    ownerId: text("owner_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    /** The guest upload link the upload came through, if any. */
+    uploadLinkId: text("upload_link_id"),
+    /** Upload-Length: bytes. */
+    length: bigint("length", { mode: "number" }).notNull(),
+    /** Upload-Offset: bytes stored so far. */
+    offset: bigint("offset", { mode: "number" }).notNull().default(0),
+    /** The decoded Upload-Metadata as a JSON object of strings. */
+    metadata: text("metadata").notNull().default("{}"),
+    /** The File the upload became, once complete. */
+    fileId: text("file_id"),
+    createdAt: micros("created_at").notNull(),
+    expiresAt: micros("expires_at").notNull(),
+  },
+  (t) => [index("uploads_expires_idx").on(t.expiresAt), index("uploads_owner_idx").on(t.ownerId)],
 );
