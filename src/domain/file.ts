@@ -23,6 +23,11 @@ export interface FileRecord {
   blob: string;
   createdAt: number;
   updatedAt: number;
+  /**
+   * When the expiry sweep deletes the file as DELETE does (CONTRACT §8); null: never. Beside the
+   * File object, never in it: GET/PATCH /v1/files/{id}/expiry.
+   */
+  expiresAt: number | null;
 }
 
 /** The spec's File object as sent over REST (and, field for field, proto3 JSON of `File`). */

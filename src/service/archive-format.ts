@@ -8,6 +8,7 @@
 import { AppError } from "../errors.ts";
 import { VISIBILITIES, type FileRecord, type Visibility } from "../domain/file.ts";
 import { FILE_ID_PATTERN } from "../domain/ids.ts";
+import { ALL_SCOPES, formatScopes, parseScopes, SCOPES } from "../domain/principal.ts";
 import type { ApiKeyRow, SessionRow, UserRow } from "../storage/ports.ts";
 
 /** The first line of every archive, without its "\n"; the number is the format's version. */
@@ -68,6 +69,8 @@ function toJson(record: ArchiveRecord): Record<string, unknown> {
         secret_hash: Buffer.from(k.secretHash).toString("base64"),
         created_at: k.createdAt,
         last_used_at: k.lastUsedAt,
+        scopes: k.scopes,
+        expires_at: k.expiresAt,
       };
     }
     case "session": {
@@ -95,6 +98,7 @@ function toJson(record: ArchiveRecord): Record<string, unknown> {
         checksum: f.checksum,
         created_at: f.createdAt,
         updated_at: f.updatedAt,
+        expires_at: f.expiresAt,
       };
     }
     case "end":
@@ -144,6 +148,8 @@ export function decodeRecord(line: string, offset: number): ArchiveRecord {
         secretHash: f.sha256("secret_hash"),
         createdAt: f.count("created_at"),
         lastUsedAt: f.optionalCount("last_used_at"),
+        scopes: f.since("scopes", formatScopes(ALL_SCOPES), (n) => f.scopes(n)),
+        expiresAt: f.since("expires_at", null, (n) => f.optionalCount(n)),
       };
       f.done("key");
       return { type: "key", row };
@@ -167,6 +173,7 @@ export function decodeRecord(line: string, offset: number): ArchiveRecord {
         checksum: f.checksum("checksum"),
         createdAt: f.count("created_at"),
         updatedAt: f.count("updated_at"),
+        expiresAt: f.since("expires_at", null, (n) => f.optionalCount(n)),
       };
       f.done("file");
       return { type: "file", row };
@@ -244,6 +251,24 @@ class Fields {
   optionalCount(name: string): number | null {
     this.seen(name);
     return this.o[name] === null ? null : this.count(name);
+  }
+
+  /**
+   * A field newer archives have (CONTRACT §8's key scopes and expiries): read as `read` says,
+   * or `absent` in an archive from before it.
+   */
+  since<T>(name: string, absent: T, read: (name: string) => T): T {
+    return name in this.o ? read(name) : absent;
+  }
+
+  /** Space-separated scope names, stored in canonical order. */
+  scopes(name: string): string {
+    const v = this.string(name);
+    try {
+      return formatScopes(parseScopes(v));
+    } catch {
+      throw this.bad(name, `space-separated scopes of ${SCOPES.join(", ")}`);
+    }
   }
 
   checksum(name: string): string {

@@ -36,6 +36,8 @@ export interface CreateFileInput {
   /** Undefined: {@link DEFAULT_VISIBILITY}. */
   visibility: Visibility | undefined;
   contentType: string;
+  /** When the file expires (Unix microseconds, in the future); absent or null: never. */
+  expiresAt?: number | null | undefined;
   /** CRC32C the client declared (base64); the upload fails if the content differs. */
   expectedChecksum?: string | undefined;
   content: Content;
@@ -111,6 +113,7 @@ export class FileService {
       blob: staged.name,
       createdAt: now,
       updatedAt: now,
+      expiresAt: input.expiresAt ?? null,
     };
     await this.commitOrDiscard(staged, record.id, input.signal, (tx) => tx.files.insert(record));
     return record;

@@ -5,7 +5,7 @@
 import { AppError } from "../errors.ts";
 import { generateApiKey, hashApiKey, isApiKeyShaped } from "../domain/api-key.ts";
 import { newKeyId } from "../domain/ids.ts";
-import type { Principal } from "../domain/principal.ts";
+import { ALL_SCOPES, formatScopes, type Principal, type Scope } from "../domain/principal.ts";
 import type { Clock } from "../domain/time.ts";
 import type { ApiKeyRow, MetadataStore } from "../storage/ports.ts";
 import { ReadCache } from "./read-cache.ts";
@@ -16,6 +16,17 @@ export interface ApiKeyInfo {
   name: string;
   createdAt: number;
   lastUsedAt: number | null;
+  /** In SCOPES order. */
+  scopes: Scope[];
+  /** After this the key is refused (401); null: never. */
+  expiresAt: number | null;
+}
+
+/** What a new key may do and for how long; absent: every scope, no expiry. */
+export interface KeyOptions {
+  scopes?: ReadonlySet<Scope> | undefined;
+  /** Unix microseconds; must be in the future. */
+  expiresAt?: number | null | undefined;
 }
 
 /** A freshly minted key: the only time `key` is known. */
@@ -45,29 +56,37 @@ export class KeyService {
     this.lookups = new ReadCache(deps.store, CACHED_KEYS);
   }
 
-  /** Mints a key for `userId`. @throws invalid_argument for a name over 100 characters or with control characters */
-  async create(userId: string, name: string): Promise<MintedApiKey> {
+  /**
+   * Mints a key for `userId`.
+   * @throws invalid_argument for a name over 100 characters or with control characters, or an
+   *   expiry that is not in the future
+   */
+  async create(userId: string, name: string, opts: KeyOptions = {}): Promise<MintedApiKey> {
     const trimmed = name.trim();
     if ([...trimmed].length > MAX_KEY_NAME || /[\x00-\x1F\x7F]/.test(trimmed)) {
       throw new AppError("invalid_argument", `name: at most ${MAX_KEY_NAME} characters, no control characters`);
     }
+    const now = this.deps.clock.nowMicros();
+    const expiresAt = opts.expiresAt ?? null;
+    if (expiresAt !== null && expiresAt <= now) throw new AppError("invalid_argument", "expire_time must be in the future");
     const key = generateApiKey();
     const row: ApiKeyRow = {
       id: newKeyId(),
       userId,
       name: trimmed,
       secretHash: hashApiKey(key),
-      createdAt: this.deps.clock.nowMicros(),
+      createdAt: now,
       lastUsedAt: null,
+      scopes: formatScopes(opts.scopes ?? ALL_SCOPES),
+      expiresAt,
     };
     await this.deps.store.keys.insert(row);
-    return { id: row.id, name: row.name, createdAt: row.createdAt, lastUsedAt: null, key };
+    return { ...info(row), key };
   }
 
   /** The user's keys, newest first. */
   async list(userId: string): Promise<ApiKeyInfo[]> {
-    const rows = await this.deps.store.keys.listByUser(userId);
-    return rows.map(({ id, name, createdAt, lastUsedAt }) => ({ id, name, createdAt, lastUsedAt }));
+    return (await this.deps.store.keys.listByUser(userId)).map(info);
   }
 
   /**
@@ -89,6 +108,7 @@ export class KeyService {
     const row = await this.lookups.get(hash.toString("base64"), () => this.deps.store.keys.byHash(hash));
     if (!row) return null;
     const now = this.deps.clock.nowMicros();
+    if (row.expiresAt !== null && row.expiresAt <= now) return null;
     if (row.lastUsedAt === null || now - row.lastUsedAt >= LAST_USED_RESOLUTION_MICROS) {
       try {
         await this.deps.store.keys.touch(row.id, now);
@@ -97,6 +117,24 @@ export class KeyService {
         console.error(`api key ${row.id}: could not record last use: ${err}`);
       }
     }
-    return { userId: row.userId, via: "api_key" };
+    return { userId: row.userId, via: "api_key", scopes: scopesOf(row.scopes) };
   }
+}
+
+/** A row as listed. */
+function info(row: ApiKeyRow): ApiKeyInfo {
+  return { id: row.id, name: row.name, createdAt: row.createdAt, lastUsedAt: row.lastUsedAt, scopes: [...scopesOf(row.scopes)], expiresAt: row.expiresAt };
+}
+
+/** Parsed scope sets by their stored form (there are three). */
+const parsedScopes = new Map<string, ReadonlySet<Scope>>();
+
+/** The scopes of a stored key; a row written with a scope this version does not know grants nothing of it. */
+function scopesOf(stored: string): ReadonlySet<Scope> {
+  let scopes = parsedScopes.get(stored);
+  if (scopes === undefined) {
+    scopes = new Set(stored.split(" ").filter((s): s is Scope => ALL_SCOPES.has(s as Scope)));
+    if (parsedScopes.size < 16) parsedScopes.set(stored, scopes);
+  }
+  return scopes;
 }

@@ -7,7 +7,7 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { nanoid } from "nanoid";
 import type { Clock } from "../domain/time.ts";
-import type { Principal } from "../domain/principal.ts";
+import { ALL_SCOPES, type Principal } from "../domain/principal.ts";
 import type { MetadataStore } from "../storage/ports.ts";
 
 /** A session lives this long after it was created or last renewed. */
@@ -55,7 +55,7 @@ export class SessionService {
       await this.deps.store.sessions.delete(id);
       return null;
     }
-    const session: ValidSession = { principal: { userId: row.userId, via: "session" }, sessionId: id };
+    const session: ValidSession = { principal: { userId: row.userId, via: "session", scopes: ALL_SCOPES }, sessionId: id };
     if (row.expiresAt - now < SESSION_LIFETIME_MICROS / 2) {
       const until = now + SESSION_LIFETIME_MICROS;
       await this.deps.store.sessions.extend(id, until);

@@ -34,6 +34,10 @@ export interface ApiKeyRow {
   secretHash: Uint8Array;
   createdAt: number;
   lastUsedAt: number | null;
+  /** What the key may do, space-separated (domain/principal.ts SCOPES). */
+  scopes: string;
+  /** After this the key counts as unknown; null: never. */
+  expiresAt: number | null;
 }
 
 /** A dashboard session row: SHA-256 of the token's secret part. */

@@ -3,6 +3,7 @@
 // one replaced is exported with its new content, a user created mid-export comes before the
 // first record that needs them, and the result imports; a blob missing under a live row or
 // holding other bytes than its row records stops the export.
+import { ALL_SCOPES } from "../../src/domain/principal.ts";
 import { afterEach, beforeEach, expect, test } from "bun:test";
 import fs from "node:fs";
 import os from "node:os";
@@ -32,7 +33,7 @@ async function* once(bytes: Uint8Array) {
 
 async function upload(email: string, bytes: Uint8Array, name: string): Promise<FileRecord> {
   const user = await services.users.findOrCreateByEmail(email);
-  return services.files.create({ userId: user.id, via: "api_key" }, { slug: "", name, visibility: "private", contentType: "application/octet-stream", content: once(bytes) });
+  return services.files.create({ userId: user.id, via: "api_key", scopes: ALL_SCOPES }, { slug: "", name, visibility: "private", contentType: "application/octet-stream", content: once(bytes) });
 }
 
 /** Exports through `deps` into memory. */
@@ -74,8 +75,8 @@ test("changes during the export: a deleted file is left out, a replaced one foll
     if (raced) return services.blobs.read(name, range, plan);
     raced = true;
     return (async function* () {
-      await services.files.delete({ userId: deleted.ownerId, via: "api_key" }, deleted.id);
-      await services.files.replaceContent({ userId: replaced.ownerId, via: "api_key" }, replaced.id, { contentType: "text/plain", content: once(newContent) });
+      await services.files.delete({ userId: deleted.ownerId, via: "api_key", scopes: ALL_SCOPES }, deleted.id);
+      await services.files.replaceContent({ userId: replaced.ownerId, via: "api_key", scopes: ALL_SCOPES }, replaced.id, { contentType: "text/plain", content: once(newContent) });
       await (services.blobs as DiskBlobStore).flushRemovals();
       yield* services.blobs.read(name, range, plan);
     })();

@@ -11,12 +11,12 @@ const hash = new Uint8Array(32).map((_, i) => i * 7);
 const records: ArchiveRecord[] = [
   { type: "user", row: { id: "u1", email: "a@example.com", issuer: null, subject: null, createdAt: 1 } },
   { type: "user", row: { id: "u2", email: "b@example.com", issuer: "https://accounts.google.com", subject: "1234", createdAt: 2 ** 53 - 1 } },
-  { type: "key", row: { id: "k1", userId: "u1", name: "", secretHash: hash, createdAt: 3, lastUsedAt: null } },
-  { type: "key", row: { id: "k2", userId: "u1", name: "laptop ✓", secretHash: hash.map((b) => b ^ 1), createdAt: 3, lastUsedAt: 4 } },
+  { type: "key", row: { id: "k1", userId: "u1", name: "", secretHash: hash, createdAt: 3, lastUsedAt: null, scopes: "files.read files.write", expiresAt: null } },
+  { type: "key", row: { id: "k2", userId: "u1", name: "laptop ✓", secretHash: hash.map((b) => b ^ 1), createdAt: 3, lastUsedAt: 4, scopes: "files.read", expiresAt: 9 } },
   { type: "session", row: { id: "s1", userId: "u2", secretHash: hash, createdAt: 5, expiresAt: 6 } },
   {
     type: "file",
-    row: { id: "abcdefghijklmnopqrstu", ownerId: "u1", slug: "", name: "a\nb\"c", contentType: "text/plain; charset=utf-8", visibility: "public", size: 0, checksum: checksumOf(""), createdAt: 7, updatedAt: 8 },
+    row: { id: "abcdefghijklmnopqrstu", ownerId: "u1", slug: "", name: "a\nb\"c", contentType: "text/plain; charset=utf-8", visibility: "public", size: 0, checksum: checksumOf(""), createdAt: 7, updatedAt: 8, expiresAt: null },
   },
   { type: "end", trailer: { users: 2, keys: 2, sessions: 1, files: 1, bytes: 0, crc32c: "AAAAAA==" } },
 ];

@@ -80,6 +80,8 @@ for (const [backend, open] of Object.entries(backends)) {
         secretHash: new Uint8Array(32).fill(7).map((b, j) => (j < 2 ? (i >> (8 * j)) & 0xff : b)),
         createdAt: i,
         lastUsedAt: i % 3 ? null : i + 1,
+        scopes: i % 2 ? "files.read" : "files.read files.write",
+        expiresAt: i % 4 ? null : i + 100,
       }));
       const sessions: SessionRow[] = ids.map((id, i) => ({ id, userId: id, secretHash: new Uint8Array(32).fill(i % 256), createdAt: i, expiresAt: i + 10 }));
       await t.store.transaction(async (tx) => {
