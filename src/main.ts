@@ -23,7 +23,8 @@ import { importArchive } from "./service/archive-import.ts";
 
 const USAGE = `usage:
   cubby [serve] [--port N] [--data-dir DIR]
-  cubby keys create --email E [--name N] [--data-dir DIR]
+  cubby keys create --email E [--name N] [--scope files.read] [--scope files.write]
+                    [--ttl 30d | --expire-time T] [--data-dir DIR]
   cubby keys list --email E [--data-dir DIR]
   cubby keys revoke ID [--data-dir DIR]
   cubby fsck [--repair] [--data-dir DIR]
@@ -49,6 +50,9 @@ async function main(argv: string[]): Promise<number> {
       "data-dir": { type: "string" },
       email: { type: "string" },
       name: { type: "string" },
+      scope: { type: "string", multiple: true },
+      ttl: { type: "string" },
+      "expire-time": { type: "string" },
       repair: { type: "boolean" },
       sessions: { type: "boolean" },
       help: { type: "boolean", short: "h" },
@@ -162,7 +166,7 @@ async function fsckCommand(config: Config, repair: boolean): Promise<number> {
 async function keysCommand(
   sub: string | undefined,
   rest: string[],
-  values: { email?: string | undefined; name?: string | undefined },
+  values: { email?: string | undefined; name?: string | undefined; scope?: string[] | undefined; ttl?: string | undefined; "expire-time"?: string | undefined },
   flags: ConfigFlags,
 ): Promise<number> {
   const config = loadConfig(process.env, flags);
@@ -175,8 +179,10 @@ async function keysCommand(
       const email = requireEmail();
       if (rest.length > 0) throw new UsageError(`keys create takes no arguments (got "${rest[0]}")`);
       await using services = await openServices(config);
+      // Checked before the user is created: bad input changes nothing.
+      const options = services.keys.options({ scopes: values.scope, ttl: values.ttl, expire_time: values["expire-time"] });
       const user = await services.users.findOrCreateByEmail(email);
-      const minted = await services.keys.create(user.id, values.name ?? "");
+      const minted = await services.keys.create(user.id, values.name ?? "", options);
       // Only the key on stdout, so `KEY=$(cubby keys create --email …)` works.
       process.stdout.write(`${minted.key}\n`);
       return 0;
@@ -186,9 +192,10 @@ async function keysCommand(
       await using services = await openServices(config);
       const user = await services.users.findByEmail(email);
       const keys = user === undefined ? [] : await services.keys.list(user.id);
-      console.log(["ID", "NAME", "CREATED", "LAST USED"].join("\t"));
+      console.log(["ID", "NAME", "SCOPES", "CREATED", "LAST USED", "EXPIRES"].join("\t"));
       for (const k of keys) {
-        console.log([k.id, k.name || "-", formatTimestamp(k.createdAt), k.lastUsedAt === null ? "never" : formatTimestamp(k.lastUsedAt)].join("\t"));
+        const lastUsed = k.lastUsedAt === null ? "never" : formatTimestamp(k.lastUsedAt);
+        console.log([k.id, k.name || "-", k.scopes.join(","), formatTimestamp(k.createdAt), lastUsed, k.expiresAt === null ? "never" : formatTimestamp(k.expiresAt)].join("\t"));
       }
       return 0;
     }

@@ -6,6 +6,7 @@
 import { parse as parseCookies, serialize as serializeCookie } from "cookie";
 import { Elysia } from "elysia";
 import { AppError } from "../errors.ts";
+import { formatExpiry } from "../domain/expiry.ts";
 import { formatTimestamp } from "../domain/time.ts";
 import { parseQuery } from "../domain/params.ts";
 import { safeNext, type FlowState, type OidcSignIn } from "../auth/oidc.ts";
@@ -13,7 +14,7 @@ import { sessionCookieName, type Authenticator } from "../auth/principal.ts";
 import type { WindowLimiter } from "../auth/rate-limit.ts";
 import type { RequestContext } from "../context/request-context.ts";
 import { report } from "../context/report.ts";
-import type { KeyService } from "../service/keys.ts";
+import type { ApiKeyInfo, KeyService } from "../service/keys.ts";
 import type { SessionService } from "../service/sessions.ts";
 import type { UserService } from "../service/users.ts";
 import { onlyFields, optionalString, readJsonObject } from "./json-body.ts";
@@ -134,9 +135,9 @@ export function authRoutes(deps: AuthRoutesDeps) {
       "/keys",
       async ({ request, requestContext }) => {
         const { principal } = await deps.auth.requireSession(authRequest(request, requestContext));
-        const name = await readKeyName(request);
-        const minted = await deps.keys.create(principal.userId, name);
-        return json({ id: minted.id, name: minted.name, key: minted.key, created_at: formatTimestamp(minted.createdAt) });
+        const body = await readKeyBody(request);
+        const minted = await deps.keys.create(principal.userId, body.name, deps.keys.options(body));
+        return json({ ...keyJson(minted), key: minted.key });
       },
       raw,
     )
@@ -145,12 +146,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
       async ({ request, requestContext }) => {
         const { principal } = await deps.auth.requireSession(authRequest(request, requestContext));
         return json({
-          keys: (await deps.keys.list(principal.userId)).map((k) => ({
-            id: k.id,
-            name: k.name,
-            created_at: formatTimestamp(k.createdAt),
-            last_used_at: k.lastUsedAt === null ? null : formatTimestamp(k.lastUsedAt),
-          })),
+          keys: (await deps.keys.list(principal.userId)).map(keyJson),
         });
       },
       raw,
@@ -195,11 +191,30 @@ function readFlow(cookieHeader: string | null, name: string): FlowState | undefi
   return undefined;
 }
 
-/** The optional `{"name": "..."}` body of POST /auth/keys. */
-async function readKeyName(request: Request): Promise<string> {
-  const body = await readJsonObject(request, { maxBytes: MAX_KEY_BODY_BYTES, emptyIsObject: true, what: "the key's name" });
-  onlyFields(body, KEY_FIELDS);
-  return optionalString(body, "name") ?? "";
+/** A key as /auth/keys answers: never its secret; `expire_time` "" for never (CONTRACT §8). */
+function keyJson(k: ApiKeyInfo) {
+  return {
+    id: k.id,
+    name: k.name,
+    scopes: k.scopes,
+    expire_time: formatExpiry(k.expiresAt),
+    created_at: formatTimestamp(k.createdAt),
+    last_used_at: k.lastUsedAt === null ? null : formatTimestamp(k.lastUsedAt),
+  };
 }
 
-const KEY_FIELDS = new Set(["name"]);
+/**
+ * The optional body of POST /auth/keys: `{"name", "scopes": ["files.read", …], "expire_time" |
+ * "ttl"}`, every field optional (CONTRACT §8).
+ */
+async function readKeyBody(request: Request): Promise<{ name: string; scopes: string[] | undefined; expire_time: string | undefined; ttl: string | undefined }> {
+  const body = await readJsonObject(request, { maxBytes: MAX_KEY_BODY_BYTES, emptyIsObject: true, what: "the key's settings" });
+  onlyFields(body, KEY_FIELDS);
+  const scopes = body.scopes;
+  if (scopes !== undefined && (!Array.isArray(scopes) || !scopes.every((s) => typeof s === "string"))) {
+    throw new AppError("invalid_argument", 'scopes: expected a list of scope names, e.g. ["files.read"]');
+  }
+  return { name: optionalString(body, "name") ?? "", scopes, expire_time: optionalString(body, "expire_time"), ttl: optionalString(body, "ttl") };
+}
+
+const KEY_FIELDS = new Set(["name", "scopes", "expire_time", "ttl"]);

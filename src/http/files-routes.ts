@@ -4,6 +4,7 @@
  */
 import { Elysia } from "elysia";
 import { AppError } from "../errors.ts";
+import { formatExpiry } from "../domain/expiry.ts";
 import { toFileJson, type Visibility } from "../domain/file.ts";
 import { parseDeclaredChecksum } from "../domain/checksum.ts";
 import {
@@ -50,11 +51,12 @@ export function filesRoutes(deps: FilesRoutesDeps) {
       "",
       async ({ request, requestContext }) => {
         const principal = await auth.require(authRequest(request, requestContext));
-        const query = parseQuery(new URL(request.url).search, ["slug", "name", "visibility"]);
+        const query = parseQuery(new URL(request.url).search, ["slug", "name", "visibility", "expire_time", "ttl"]);
         const input = {
           slug: parseSlug(query.get("slug") ?? ""),
           name: parseName(query.get("name") ?? ""),
           visibility: optionalVisibility(query.get("visibility")),
+          expiresAt: files.expiryFrom({ expire_time: query.get("expire_time"), ttl: query.get("ttl") }),
           ...uploadHeaders(request, deps.maxUploadBytes),
           content: request.body,
         };
@@ -103,6 +105,27 @@ export function filesRoutes(deps: FilesRoutesDeps) {
         const id = parseFileId(params.id);
         const patch = await readFilePatch(request);
         return json(fileJson(await files.update(principal, id, patch)));
+      },
+      raw,
+    )
+    .get(
+      "/:id/expiry",
+      async ({ request, params, requestContext }) => {
+        const principal = await auth.require(authRequest(request, requestContext));
+        return json({ expire_time: formatExpiry(await files.expiry(principal, parseFileId(params.id))) });
+      },
+      raw,
+    )
+    .patch(
+      "/:id/expiry",
+      async ({ request, params, requestContext }) => {
+        const principal = await auth.require(authRequest(request, requestContext));
+        const id = parseFileId(params.id);
+        const body = await readJsonObject(request, { maxBytes: MAX_PATCH_BYTES, what: "the expiry" });
+        onlyFields(body, EXPIRY_FIELDS);
+        const expiry = files.expiryFrom({ expire_time: optionalString(body, "expire_time"), ttl: optionalString(body, "ttl") }, { allowClear: true });
+        if (expiry === undefined) throw new AppError("invalid_argument", 'send {"expire_time": "<RFC 3339>"}, {"ttl": "7d"}, or {"expire_time": ""} for never');
+        return json({ expire_time: formatExpiry(await files.setExpiry(principal, id, expiry)) });
       },
       raw,
     )
@@ -155,6 +178,7 @@ function uploadHeaders(request: Request, maxUploadBytes: number) {
 }
 
 const PATCH_FIELDS = new Set(["slug", "name", "visibility"]);
+const EXPIRY_FIELDS = new Set(["expire_time", "ttl"]);
 
 /**
  * The JSON body of PATCH /v1/files/{id}: an object with optional string fields `slug`, `name`

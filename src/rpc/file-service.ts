@@ -2,6 +2,7 @@
  * `cubby.v1.FileService` (CONTRACT §4): translates proto messages to domain values, calls the
  * same service layer as REST, and translates back. Nothing here decides anything.
  */
+import { formatExpiry } from "../domain/expiry.ts";
 import { create } from "@bufbuild/protobuf";
 import { TimestampSchema, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
@@ -48,10 +49,18 @@ export function fileServiceImpl(deps: FileRpcDeps): ServiceImpl<typeof FileServi
         name: parseName(first?.name ?? ""),
         visibility: first === undefined || first.visibility === "" ? undefined : parseVisibility(first.visibility),
         contentType: parseMediaType(first?.contentType ?? ""),
+        expiresAt: files.expiryFrom({ expire_time: emptyToUndefined(first?.expireTime), ttl: emptyToUndefined(first?.ttl) }),
         content,
         signal: ctx.signal,
       });
       return { file: toProto(file) };
+    },
+
+    async updateFileExpiry(req, ctx) {
+      const who = await principal(ctx);
+      const id = parseFileId(req.id);
+      const asked = files.expiryFrom({ expire_time: emptyToUndefined(req.expireTime), ttl: emptyToUndefined(req.ttl) });
+      return { expireTime: formatExpiry(await files.setExpiry(who, id, asked ?? null)) };
     },
 
     async updateFileContent(requests, ctx) {
@@ -115,6 +124,11 @@ export function fileServiceImpl(deps: FileRpcDeps): ServiceImpl<typeof FileServi
       }
     },
   });
+}
+
+/** Proto3 leaves an unset string empty: "" means "not given". */
+function emptyToUndefined(s: string | undefined): string | undefined {
+  return s === "" ? undefined : s;
 }
 
 /** A File message for a record; its proto3 JSON equals the REST File object. */

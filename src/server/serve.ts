@@ -9,6 +9,7 @@ import { Authenticator } from "../auth/principal.ts";
 import { WindowLimiter } from "../auth/rate-limit.ts";
 import { createApp } from "../http/app.ts";
 import { rpcPaths, rpcRoutes } from "../rpc/index.ts";
+import { EXPIRY_SWEEP_MS } from "../service/files.ts";
 import { openServices, type Services } from "../service/index.ts";
 import { listenOnePort } from "./one-port.ts";
 import { batchedLog } from "./access-log.ts";
@@ -29,7 +30,7 @@ export async function serve(config: Config): Promise<void> {
 }
 
 async function serveUntilStopped(config: Config, services: Services): Promise<void> {
-  const sweeper = await startSweeping(services);
+  const timers = [await startSweeping(services), await repeat("expiry sweep", EXPIRY_SWEEP_MS, () => deleteExpired(services))];
   let baseUrl = config.hostname ?? "";
   const auth = new Authenticator(services.keys, services.sessions, () => baseUrl, new WindowLimiter(config.rateLimits.authFailures));
   const { issuer, clientId, clientSecret } = config.idp;
@@ -67,7 +68,7 @@ async function serveUntilStopped(config: Config, services: Services): Promise<vo
 
   const signal = await stopSignal();
   console.log(`${signal}: stopping; in-flight requests have ${SHUTDOWN_GRACE_MS / 1000}s to finish`);
-  clearInterval(sweeper);
+  for (const timer of timers) clearInterval(timer);
   await server.stop(SHUTDOWN_GRACE_MS);
   flushLog();
 }
@@ -89,6 +90,26 @@ async function startSweeping(services: Services): Promise<ReturnType<typeof setI
   const timer = setInterval(() => sweep().catch((err: unknown) => console.error(`sweep failed: ${err}`)), SWEEP_INTERVAL_MS);
   timer.unref();
   return timer;
+}
+
+/**
+ * Runs `job` now and every `ms` after, logging a failure under `name` and going on (a busy
+ * database or an unreachable store must not stop the server).
+ * @returns the timer (unref'd)
+ */
+async function repeat(name: string, ms: number, job: () => Promise<void>): Promise<ReturnType<typeof setInterval>> {
+  const run = () => job().catch((err: unknown) => console.error(`${name} failed: ${err}`));
+  await run();
+  const timer = setInterval(run, ms);
+  timer.unref();
+  return timer;
+}
+
+/** Deletes every file whose expiry has passed (CONTRACT §8), a thousand at a time. */
+async function deleteExpired(services: Services): Promise<void> {
+  let total = 0;
+  for (let n = -1; n !== 0; total += n) n = await services.files.deleteExpired(1000);
+  if (total > 0) console.log(`deleted ${total} expired file(s)`);
 }
 
 /** Resolves with the name of the first SIGTERM or SIGINT. */

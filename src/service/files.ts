@@ -7,7 +7,8 @@ import { AppError } from "../errors.ts";
 import type { FileRecord, Visibility } from "../domain/file.ts";
 import { newFileId } from "../domain/ids.ts";
 import type { PageCursor } from "../domain/params.ts";
-import type { Principal } from "../domain/principal.ts";
+import { parseExpiry, type ExpiryInput } from "../domain/expiry.ts";
+import { requireScope, type Principal } from "../domain/principal.ts";
 import type { Clock } from "../domain/time.ts";
 import type { BlobChunk, BlobStore, ByteRange, MetadataStore, MetadataTables, ReadPlan, StagedBlob } from "../storage/ports.ts";
 import { removeOrphans } from "./orphans.ts";
@@ -23,6 +24,9 @@ export interface FileServiceDeps {
 
 /** File lookups kept for the read paths (each entry is one row, well under a kilobyte). */
 const CACHED_LOOKUPS = 10_000;
+
+/** How often the server deletes expired files (CONTRACT §8 allows a minute): ms. */
+export const EXPIRY_SWEEP_MS = 15_000;
 
 /** A new file's visibility when the client names none (CONTRACT §2), on every transport. */
 export const DEFAULT_VISIBILITY: Visibility = "internal";
@@ -99,6 +103,7 @@ export class FileService {
    * @throws payload_too_large, invalid_argument (checksum), unavailable (disk full)
    */
   async create(principal: Principal, input: CreateFileInput): Promise<FileRecord> {
+    requireScope(principal, "files.write");
     const staged = await this.stage(input);
     const now = this.deps.clock.nowMicros();
     const record: FileRecord = {
@@ -121,13 +126,71 @@ export class FileService {
 
   /** Metadata of a file the caller may see (owner, or internal/public for any signed-in user). */
   async get(principal: Principal, id: string): Promise<FileRecord> {
+    requireScope(principal, "files.read");
     const file = await this.findForRead(id);
     if (file === undefined || !canSee(principal, file)) throw notFound();
     return file;
   }
 
+  /**
+   * The expiry a request asks for, `expire_time` or `ttl` (CONTRACT §8), against this service's clock.
+   * @returns Unix microseconds, null for "never" (`""`, only with `allowClear`), undefined when neither was given
+   * @throws invalid_argument (domain/expiry.ts parseExpiry)
+   */
+  expiryFrom(input: ExpiryInput, opts: { allowClear?: boolean } = {}): number | null | undefined {
+    return parseExpiry(input, this.deps.clock.nowMicros(), opts);
+  }
+
+  /**
+   * When a file the caller may see expires (Unix microseconds), or null for never.
+   * @throws not_found as {@link get}
+   */
+  async expiry(principal: Principal, id: string): Promise<number | null> {
+    return (await this.get(principal, id)).expiresAt;
+  }
+
+  /**
+   * Sets (a future time, Unix microseconds) or clears (null) when a file expires; owner only.
+   * The File object does not show expiry, so `updated_at` stays.
+   * @throws invalid_argument for a time not in the future; not_found, permission_denied
+   */
+  setExpiry(principal: Principal, id: string, expiresAt: number | null): Promise<number | null> {
+    requireScope(principal, "files.write");
+    if (expiresAt !== null && expiresAt <= this.deps.clock.nowMicros()) throw new AppError("invalid_argument", "expire_time must be in the future");
+    return this.deps.store.transaction(async (tx) => {
+      const file = await this.ownedForWrite(tx, principal, id);
+      if (file.expiresAt !== expiresAt) await tx.files.update({ ...file, expiresAt });
+      return expiresAt;
+    });
+  }
+
+  /**
+   * Deletes, as DELETE does, up to `limit` files whose expiry has passed (CONTRACT §8: within a
+   * minute of it; the server runs this every {@link EXPIRY_SWEEP_MS}). Safe on several
+   * instances at once: each row goes in its own transaction, only if it still refers to the
+   * same blob and is still due.
+   * @returns how many were deleted
+   */
+  async deleteExpired(limit = 1000): Promise<number> {
+    const now = this.deps.clock.nowMicros();
+    let deleted = 0;
+    for (const due of await this.deps.store.files.dueToExpire(now, limit)) {
+      const gone = await this.deps.store.transaction(async (tx) => {
+        const file = await tx.files.get(due.id);
+        if (file === undefined || file.expiresAt === null || file.expiresAt > now) return false;
+        return tx.files.delete(file.id, file.blob).then((ok) => (ok ? file.blob : false));
+      });
+      if (gone !== false) {
+        this.deps.blobs.removeLater(gone);
+        deleted++;
+      }
+    }
+    return deleted;
+  }
+
   /** The caller's own files, newest first, `pageSize` at a time (keyset pagination). */
   async list(principal: Principal, pageSize: number, after: PageCursor | undefined): Promise<FilePage> {
+    requireScope(principal, "files.read");
     const rows = await this.deps.store.files.listByOwner(principal.userId, pageSize + 1, after);
     const more = rows.length > pageSize;
     const page = more ? rows.slice(0, pageSize) : rows;
@@ -163,7 +226,8 @@ export class FileService {
   }
 
   /** Sets or clears slug and name, or changes visibility. Fields left undefined are kept. */
-  update(principal: Principal, id: string, patch: FilePatch): Promise<FileRecord> {
+  async update(principal: Principal, id: string, patch: FilePatch): Promise<FileRecord> {
+    requireScope(principal, "files.write");
     return this.deps.store.transaction(async (tx) => {
       const file = await this.ownedForWrite(tx, principal, id);
       const next: FileRecord = {
@@ -213,6 +277,7 @@ export class FileService {
       const principal = await principalOf();
       if (principal === null) throw new AppError("unauthenticated", "sign in to open this file");
       if (!canSee(principal, file)) throw notFound();
+      requireScope(principal, "files.read");
     }
     const blobs = this.deps.blobs;
     return { file, cached: blobs.cached(file.blob, file.size), read: (range, plan) => blobs.read(file.blob, range, plan) };
@@ -235,15 +300,20 @@ export class FileService {
     return this.deps.blobs.write(input.content, { maxBytes: this.deps.maxUploadBytes, expectedChecksum: input.expectedChecksum });
   }
 
-  /** The row for a read, from the cache while nothing has committed since it was read. */
-  private findForRead(id: string): Promise<FileRecord | undefined> {
-    return this.readable.get(id, () => this.deps.store.files.get(id));
+  /**
+   * The row for a read, from the cache while nothing has committed since it was read; a file
+   * past its expiry is gone already, before the sweep deletes it.
+   */
+  private async findForRead(id: string): Promise<FileRecord | undefined> {
+    const file = await this.readable.get(id, () => this.deps.store.files.get(id));
+    return file === undefined || isExpired(file, this.deps.clock.nowMicros()) ? undefined : file;
   }
 
   /** The file if `principal` owns it; 404 when they cannot see it, 403 when they can but do not own it. */
   private async ownedForWrite(tables: MetadataTables, principal: Principal, id: string): Promise<FileRecord> {
+    requireScope(principal, "files.write");
     const file = await tables.files.get(id);
-    if (file === undefined || !canSee(principal, file)) throw notFound();
+    if (file === undefined || isExpired(file, this.deps.clock.nowMicros()) || !canSee(principal, file)) throw notFound();
     if (file.ownerId !== principal.userId) {
       throw new AppError("permission_denied", "only the file's owner can change it");
     }
@@ -272,6 +342,11 @@ export class FileService {
       throw err;
     }
   }
+}
+
+/** Whether a file's expiry (CONTRACT §8) has passed at `now` (Unix microseconds). */
+function isExpired(file: FileRecord, now: number): boolean {
+  return file.expiresAt !== null && file.expiresAt <= now;
 }
 
 /** The metadata read rule: owners see their files; other signed-in users see internal and public ones. */

@@ -5,7 +5,8 @@
 import { AppError } from "../errors.ts";
 import { generateApiKey, hashApiKey, isApiKeyShaped } from "../domain/api-key.ts";
 import { newKeyId } from "../domain/ids.ts";
-import { ALL_SCOPES, formatScopes, type Principal, type Scope } from "../domain/principal.ts";
+import { parseExpiry, type ExpiryInput } from "../domain/expiry.ts";
+import { ALL_SCOPES, formatScopes, parseScopes, type Principal, type Scope } from "../domain/principal.ts";
 import type { Clock } from "../domain/time.ts";
 import type { ApiKeyRow, MetadataStore } from "../storage/ports.ts";
 import { ReadCache } from "./read-cache.ts";
@@ -82,6 +83,18 @@ export class KeyService {
     };
     await this.deps.store.keys.insert(row);
     return { ...info(row), key };
+  }
+
+  /**
+   * A new key's options as a request or the CLI states them: scope names (absent: all) and
+   * `expire_time` or `ttl` (CONTRACT §8), against this service's clock.
+   * @throws invalid_argument for an unknown scope, an empty list, or a bad expiry
+   */
+  options(input: ExpiryInput & { scopes?: readonly string[] | undefined }): KeyOptions {
+    return {
+      scopes: input.scopes === undefined ? undefined : parseScopes(input.scopes),
+      expiresAt: parseExpiry(input, this.deps.clock.nowMicros()),
+    };
   }
 
   /** The user's keys, newest first. */

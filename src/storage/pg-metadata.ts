@@ -218,6 +218,10 @@ class PgFiles implements FileTable {
   async blobNames(): Promise<Set<string>> {
     return new Set((await this.db.select({ blob: files.blob }).from(files)).map((r) => r.blob));
   }
+
+  async dueToExpire(now: number, limit: number): Promise<FileRecord[]> {
+    return (await this.db.select().from(files).where(lte(files.expiresAt, now)).orderBy(asc(files.expiresAt)).limit(limit)) as FileRecord[];
+  }
 }
 
 class PgKeys implements KeyTable {

@@ -63,6 +63,8 @@ export interface FileTable {
   all(): AsyncIterable<FileRecord>;
   /** Every blob name a row refers to (the orphan sweep). */
   blobNames(): Promise<Set<string>>;
+  /** Up to `limit` files whose expiry is at or before `now` (Unix microseconds), soonest first. */
+  dueToExpire(now: number, limit: number): Promise<FileRecord[]>;
 }
 
 /** The api_keys table. */

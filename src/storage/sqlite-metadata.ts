@@ -149,6 +149,10 @@ class SqliteFiles implements FileTable {
   async blobNames(): Promise<Set<string>> {
     return new Set(this.db.select({ blob: files.blob }).from(files).all().map((r) => r.blob));
   }
+
+  async dueToExpire(now: number, limit: number): Promise<FileRecord[]> {
+    return this.db.select().from(files).where(lte(files.expiresAt, now)).orderBy(asc(files.expiresAt)).limit(limit).all() as FileRecord[];
+  }
 }
 
 class SqliteKeys implements KeyTable {

@@ -22,12 +22,14 @@ test("keys create prints only the key; list shows it without the secret; revoke 
 
   const listed = await runCli(["keys", "list", "--email", "ops@example.com", "--data-dir", server.dataDir]);
   const [header, row, ...rest] = listed.stdout.trimEnd().split("\n");
-  expect({ code: listed.code, header, rest }).toEqual({ code: 0, header: "ID\tNAME\tCREATED\tLAST USED", rest: [] });
-  const [id, name, createdAt, lastUsed] = row!.split("\t");
-  expect({ name, createdAt, lastUsed }).toEqual({
+  expect({ code: listed.code, header, rest }).toEqual({ code: 0, header: "ID\tNAME\tSCOPES\tCREATED\tLAST USED\tEXPIRES", rest: [] });
+  const [id, name, scopes, createdAt, lastUsed, expires] = row!.split("\t");
+  expect({ name, scopes, createdAt, lastUsed, expires }).toEqual({
     name: "backup script",
+    scopes: "files.read,files.write",
     createdAt: expect.stringMatching(/Z$/),
     lastUsed: expect.stringMatching(/Z$/),
+    expires: "never",
   });
   expect(listed.stdout).not.toContain(key.slice(6));
 

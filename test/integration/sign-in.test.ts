@@ -207,18 +207,51 @@ describe("key management", () => {
       body: JSON.stringify({ name: "laptop" }),
       headers: { ...sameOrigin(), "content-type": "application/json" },
     });
-    const key = (await minted.json()) as { id: string; name: string; key: string; created_at: string };
-    expect(key).toEqual({ id: expect.any(String), name: "laptop", key: expect.stringMatching(/^cubby_[A-Za-z0-9_-]{43}$/), created_at: expect.stringMatching(/Z$/) });
+    const key = (await minted.json()) as Record<string, unknown> & { id: string; key: string; created_at: string };
+    expect(key).toEqual({
+      id: expect.any(String),
+      name: "laptop",
+      key: expect.stringMatching(/^cubby_[A-Za-z0-9_-]{43}$/),
+      scopes: ["files.read", "files.write"],
+      expire_time: "",
+      created_at: expect.stringMatching(/Z$/),
+      last_used_at: null,
+    });
 
     expect((await fetch(`${server.url}/v1/files`, { headers: { authorization: `Bearer ${key.key}` } })).status).toBe(200);
     const listed = (await (await browser.fetch(`${server.url}/auth/keys`)).json()) as { keys: Record<string, unknown>[] };
-    expect(listed.keys.find((k) => k.id === key.id)).toEqual({ id: key.id, name: "laptop", created_at: key.created_at, last_used_at: expect.stringMatching(/Z$/) });
+    expect(listed.keys.find((k) => k.id === key.id)).toEqual({
+      id: key.id,
+      name: "laptop",
+      scopes: ["files.read", "files.write"],
+      expire_time: "",
+      created_at: key.created_at,
+      last_used_at: expect.stringMatching(/Z$/),
+    });
     expect(JSON.stringify(listed)).not.toContain(key.key);
 
     const revoked = await browser.fetch(`${server.url}/auth/keys/${key.id}`, { method: "DELETE", headers: sameOrigin() });
     expect({ status: revoked.status, body: await revoked.json() }).toEqual({ status: 200, body: {} });
     expect((await fetch(`${server.url}/v1/files`, { headers: { authorization: `Bearer ${key.key}` } })).status).toBe(401);
     expect((await browser.fetch(`${server.url}/auth/keys/${key.id}`, { method: "DELETE", headers: sameOrigin() })).status).toBe(404);
+  });
+
+  test("scopes and expiry: a read-only key that expires in an hour; bad settings are 400 and mint nothing", async () => {
+    const browser = await signedIn("alice");
+    const post = (body: unknown) =>
+      browser.fetch(`${server.url}/auth/keys`, { method: "POST", body: JSON.stringify(body), headers: { ...sameOrigin(), "content-type": "application/json" } });
+    const before = ((await (await browser.fetch(`${server.url}/auth/keys`)).json()) as { keys: unknown[] }).keys.length;
+    const res = await post({ name: "reader", scopes: ["files.read"], ttl: "1h" });
+    const key = (await res.json()) as { scopes: string[]; expire_time: string };
+    expect({ status: res.status, scopes: key.scopes }).toEqual({ status: 200, scopes: ["files.read"] });
+    const expires = Date.parse(key.expire_time);
+    expect(expires - Date.now()).toBeGreaterThan(3500_000);
+    expect(expires - Date.now()).toBeLessThanOrEqual(3600_000);
+    for (const bad of [{ scopes: [] }, { scopes: ["files.admin"] }, { scopes: "files.read" }, { ttl: "1w" }, { ttl: "1h", expire_time: "2030-01-01T00:00:00Z" }, { expire_time: "2001-01-01T00:00:00Z" }]) {
+      const r = await post(bad);
+      expect({ bad, status: r.status, code: ((await r.json()) as { code: number }).code }).toEqual({ bad, status: 400, code: 3 });
+    }
+    expect(((await (await browser.fetch(`${server.url}/auth/keys`)).json()) as { keys: unknown[] }).keys.length).toBe(before + 1);
   });
 
   test("a key without a body gets an empty name", async () => {

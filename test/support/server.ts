@@ -38,7 +38,8 @@ export interface RunningServer extends AsyncDisposable {
   /** Waits until stderr contains `text` (or throws after `timeoutMs`). */
   waitForErrors(text: string | RegExp, timeoutMs?: number): Promise<void>;
   /** Mints an API key for `email` through `cubby keys create`. */
-  mintKey(email: string): Promise<string>;
+  /** A new key for `email` (`cubby keys create`), with `args` such as ["--scope", "files.read", "--ttl", "1h"]. */
+  mintKey(email: string, ...args: string[]): Promise<string>;
   /** SIGTERM and wait for exit. @returns the exit code */
   stop(): Promise<number | null>;
   /** SIGKILL and wait for exit. */
@@ -147,8 +148,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     errors: () => err,
     waitForOutput,
     waitForErrors,
-    async mintKey(email: string) {
-      const r = await runCli(["keys", "create", "--email", email, "--data-dir", dataDir], {
+    async mintKey(email: string, ...args: string[]) {
+      const r = await runCli(["keys", "create", "--email", email, ...args, "--data-dir", dataDir], {
         executable: opts.executable,
         cwd: opts.cwd,
         env: opts.env,

@@ -21,7 +21,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file cubby/v1/files.proto.
  */
 export const file_cubby_v1_files: GenFile = /*@__PURE__*/
-  fileDesc("ChRjdWJieS92MS9maWxlcy5wcm90bxIIY3ViYnkudjEi5QEKBEZpbGUSCgoCaWQYASABKAkSDAoEc2x1ZxgCIAEoCRILCgN1cmwYAyABKAkSDAoEbmFtZRgEIAEoCRIUCgxjb250ZW50X3R5cGUYBSABKAkSDAoEc2l6ZRgGIAEoAxIQCghjaGVja3N1bRgHIAEoCRISCgp2aXNpYmlsaXR5GAggASgJEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImoKEUNyZWF0ZUZpbGVSZXF1ZXN0EgwKBHNsdWcYASABKAkSDAoEbmFtZRgCIAEoCRISCgp2aXNpYmlsaXR5GAMgASgJEhQKDGNvbnRlbnRfdHlwZRgEIAEoCRIPCgdjb250ZW50GAUgASgMIjIKEkNyZWF0ZUZpbGVSZXNwb25zZRIcCgRmaWxlGAEgASgLMg4uY3ViYnkudjEuRmlsZSJNChhVcGRhdGVGaWxlQ29udGVudFJlcXVlc3QSCgoCaWQYASABKAkSFAoMY29udGVudF90eXBlGAIgASgJEg8KB2NvbnRlbnQYAyABKAwiOQoZVXBkYXRlRmlsZUNvbnRlbnRSZXNwb25zZRIcCgRmaWxlGAEgASgLMg4uY3ViYnkudjEuRmlsZSIcCg5HZXRGaWxlUmVxdWVzdBIKCgJpZBgBIAEoCSIvCg9HZXRGaWxlUmVzcG9uc2USHAoEZmlsZRgBIAEoCzIOLmN1YmJ5LnYxLkZpbGUiOQoQTGlzdEZpbGVzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCSJLChFMaXN0RmlsZXNSZXNwb25zZRIdCgVmaWxlcxgBIAMoCzIOLmN1YmJ5LnYxLkZpbGUSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIn8KEVVwZGF0ZUZpbGVSZXF1ZXN0EgoKAmlkGAEgASgJEhEKBHNsdWcYAiABKAlIAIgBARIRCgRuYW1lGAMgASgJSAGIAQESFwoKdmlzaWJpbGl0eRgEIAEoCUgCiAEBQgcKBV9zbHVnQgcKBV9uYW1lQg0KC192aXNpYmlsaXR5IjIKElVwZGF0ZUZpbGVSZXNwb25zZRIcCgRmaWxlGAEgASgLMg4uY3ViYnkudjEuRmlsZSIgChJQdWJsaXNoRmlsZVJlcXVlc3QSCgoCaWQYASABKAkiFQoTUHVibGlzaEZpbGVSZXNwb25zZSIiChRVbnB1Ymxpc2hGaWxlUmVxdWVzdBIKCgJpZBgBIAEoCSIXChVVbnB1Ymxpc2hGaWxlUmVzcG9uc2UiHwoRRGVsZXRlRmlsZVJlcXVlc3QSCgoCaWQYASABKAkiFAoSRGVsZXRlRmlsZVJlc3BvbnNlIiMKFUdldEZpbGVDb250ZW50UmVxdWVzdBIKCgJpZBgBIAEoCSI/ChZHZXRGaWxlQ29udGVudFJlc3BvbnNlEhQKDGNvbnRlbnRfdHlwZRgBIAEoCRIPCgdjb250ZW50GAIgASgMMsUFCgtGaWxlU2VydmljZRJJCgpDcmVhdGVGaWxlEhsuY3ViYnkudjEuQ3JlYXRlRmlsZVJlcXVlc3QaHC5jdWJieS52MS5DcmVhdGVGaWxlUmVzcG9uc2UoARJeChFVcGRhdGVGaWxlQ29udGVudBIiLmN1YmJ5LnYxLlVwZGF0ZUZpbGVDb250ZW50UmVxdWVzdBojLmN1YmJ5LnYxLlVwZGF0ZUZpbGVDb250ZW50UmVzcG9uc2UoARI+CgdHZXRGaWxlEhguY3ViYnkudjEuR2V0RmlsZVJlcXVlc3QaGS5jdWJieS52MS5HZXRGaWxlUmVzcG9uc2USRAoJTGlzdEZpbGVzEhouY3ViYnkudjEuTGlzdEZpbGVzUmVxdWVzdBobLmN1YmJ5LnYxLkxpc3RGaWxlc1Jlc3BvbnNlEkcKClVwZGF0ZUZpbGUSGy5jdWJieS52MS5VcGRhdGVGaWxlUmVxdWVzdBocLmN1YmJ5LnYxLlVwZGF0ZUZpbGVSZXNwb25zZRJKCgtQdWJsaXNoRmlsZRIcLmN1YmJ5LnYxLlB1Ymxpc2hGaWxlUmVxdWVzdBodLmN1YmJ5LnYxLlB1Ymxpc2hGaWxlUmVzcG9uc2USUAoNVW5wdWJsaXNoRmlsZRIeLmN1YmJ5LnYxLlVucHVibGlzaEZpbGVSZXF1ZXN0Gh8uY3ViYnkudjEuVW5wdWJsaXNoRmlsZVJlc3BvbnNlEkcKCkRlbGV0ZUZpbGUSGy5jdWJieS52MS5EZWxldGVGaWxlUmVxdWVzdBocLmN1YmJ5LnYxLkRlbGV0ZUZpbGVSZXNwb25zZRJVCg5HZXRGaWxlQ29udGVudBIfLmN1YmJ5LnYxLkdldEZpbGVDb250ZW50UmVxdWVzdBogLmN1YmJ5LnYxLkdldEZpbGVDb250ZW50UmVzcG9uc2UwAWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("ChRjdWJieS92MS9maWxlcy5wcm90bxIIY3ViYnkudjEi5QEKBEZpbGUSCgoCaWQYASABKAkSDAoEc2x1ZxgCIAEoCRILCgN1cmwYAyABKAkSDAoEbmFtZRgEIAEoCRIUCgxjb250ZW50X3R5cGUYBSABKAkSDAoEc2l6ZRgGIAEoAxIQCghjaGVja3N1bRgHIAEoCRISCgp2aXNpYmlsaXR5GAggASgJEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIowBChFDcmVhdGVGaWxlUmVxdWVzdBIMCgRzbHVnGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKdmlzaWJpbGl0eRgDIAEoCRIUCgxjb250ZW50X3R5cGUYBCABKAkSDwoHY29udGVudBgFIAEoDBITCgtleHBpcmVfdGltZRgGIAEoCRILCgN0dGwYByABKAkiMgoSQ3JlYXRlRmlsZVJlc3BvbnNlEhwKBGZpbGUYASABKAsyDi5jdWJieS52MS5GaWxlIk0KGFVwZGF0ZUZpbGVDb250ZW50UmVxdWVzdBIKCgJpZBgBIAEoCRIUCgxjb250ZW50X3R5cGUYAiABKAkSDwoHY29udGVudBgDIAEoDCI5ChlVcGRhdGVGaWxlQ29udGVudFJlc3BvbnNlEhwKBGZpbGUYASABKAsyDi5jdWJieS52MS5GaWxlIhwKDkdldEZpbGVSZXF1ZXN0EgoKAmlkGAEgASgJIi8KD0dldEZpbGVSZXNwb25zZRIcCgRmaWxlGAEgASgLMg4uY3ViYnkudjEuRmlsZSI5ChBMaXN0RmlsZXNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJIksKEUxpc3RGaWxlc1Jlc3BvbnNlEh0KBWZpbGVzGAEgAygLMg4uY3ViYnkudjEuRmlsZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkifwoRVXBkYXRlRmlsZVJlcXVlc3QSCgoCaWQYASABKAkSEQoEc2x1ZxgCIAEoCUgAiAEBEhEKBG5hbWUYAyABKAlIAYgBARIXCgp2aXNpYmlsaXR5GAQgASgJSAKIAQFCBwoFX3NsdWdCBwoFX25hbWVCDQoLX3Zpc2liaWxpdHkiMgoSVXBkYXRlRmlsZVJlc3BvbnNlEhwKBGZpbGUYASABKAsyDi5jdWJieS52MS5GaWxlIiAKElB1Ymxpc2hGaWxlUmVxdWVzdBIKCgJpZBgBIAEoCSIVChNQdWJsaXNoRmlsZVJlc3BvbnNlIiIKFFVucHVibGlzaEZpbGVSZXF1ZXN0EgoKAmlkGAEgASgJIhcKFVVucHVibGlzaEZpbGVSZXNwb25zZSIfChFEZWxldGVGaWxlUmVxdWVzdBIKCgJpZBgBIAEoCSIUChJEZWxldGVGaWxlUmVzcG9uc2UiIwoVR2V0RmlsZUNvbnRlbnRSZXF1ZXN0EgoKAmlkGAEgASgJIj8KFkdldEZpbGVDb250ZW50UmVzcG9uc2USFAoMY29udGVudF90eXBlGAEgASgJEg8KB2NvbnRlbnQYAiABKAwiRwoXVXBkYXRlRmlsZUV4cGlyeVJlcXVlc3QSCgoCaWQYASABKAkSEwoLZXhwaXJlX3RpbWUYAiABKAkSCwoDdHRsGAMgASgJIi8KGFVwZGF0ZUZpbGVFeHBpcnlSZXNwb25zZRITCgtleHBpcmVfdGltZRgBIAEoCTKgBgoLRmlsZVNlcnZpY2USSQoKQ3JlYXRlRmlsZRIbLmN1YmJ5LnYxLkNyZWF0ZUZpbGVSZXF1ZXN0GhwuY3ViYnkudjEuQ3JlYXRlRmlsZVJlc3BvbnNlKAESXgoRVXBkYXRlRmlsZUNvbnRlbnQSIi5jdWJieS52MS5VcGRhdGVGaWxlQ29udGVudFJlcXVlc3QaIy5jdWJieS52MS5VcGRhdGVGaWxlQ29udGVudFJlc3BvbnNlKAESPgoHR2V0RmlsZRIYLmN1YmJ5LnYxLkdldEZpbGVSZXF1ZXN0GhkuY3ViYnkudjEuR2V0RmlsZVJlc3BvbnNlEkQKCUxpc3RGaWxlcxIaLmN1YmJ5LnYxLkxpc3RGaWxlc1JlcXVlc3QaGy5jdWJieS52MS5MaXN0RmlsZXNSZXNwb25zZRJHCgpVcGRhdGVGaWxlEhsuY3ViYnkudjEuVXBkYXRlRmlsZVJlcXVlc3QaHC5jdWJieS52MS5VcGRhdGVGaWxlUmVzcG9uc2USSgoLUHVibGlzaEZpbGUSHC5jdWJieS52MS5QdWJsaXNoRmlsZVJlcXVlc3QaHS5jdWJieS52MS5QdWJsaXNoRmlsZVJlc3BvbnNlElAKDVVucHVibGlzaEZpbGUSHi5jdWJieS52MS5VbnB1Ymxpc2hGaWxlUmVxdWVzdBofLmN1YmJ5LnYxLlVucHVibGlzaEZpbGVSZXNwb25zZRJHCgpEZWxldGVGaWxlEhsuY3ViYnkudjEuRGVsZXRlRmlsZVJlcXVlc3QaHC5jdWJieS52MS5EZWxldGVGaWxlUmVzcG9uc2USVQoOR2V0RmlsZUNvbnRlbnQSHy5jdWJieS52MS5HZXRGaWxlQ29udGVudFJlcXVlc3QaIC5jdWJieS52MS5HZXRGaWxlQ29udGVudFJlc3BvbnNlMAESWQoQVXBkYXRlRmlsZUV4cGlyeRIhLmN1YmJ5LnYxLlVwZGF0ZUZpbGVFeHBpcnlSZXF1ZXN0GiIuY3ViYnkudjEuVXBkYXRlRmlsZUV4cGlyeVJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * A stored file. Its proto3 JSON form (proto field names, implicit fields emitted) is exactly
@@ -149,6 +149,22 @@ export type CreateFileRequest = Message<"cubby.v1.CreateFileRequest"> & {
    * @generated from field: bytes content = 5;
    */
   content: Uint8Array;
+
+  /**
+   * When the file expires and is deleted (CONTRACT §8), RFC 3339; empty for never. Read from
+   * the first message only. At most one of expire_time and ttl.
+   *
+   * @generated from field: string expire_time = 6;
+   */
+  expireTime: string;
+
+  /**
+   * The same as a time to live from now: "90s", "15m", "12h", "7d"; empty for none. Read from
+   * the first message only.
+   *
+   * @generated from field: string ttl = 7;
+   */
+  ttl: string;
 };
 
 /**
@@ -554,6 +570,63 @@ export const GetFileContentResponseSchema: GenMessage<GetFileContentResponse> = 
   messageDesc(file_cubby_v1_files, 18);
 
 /**
+ * A file's new expiry, written as REST's PATCH /v1/files/{id}/expiry body: expire_time or ttl;
+ * both empty clears it (the file never expires).
+ *
+ * @generated from message cubby.v1.UpdateFileExpiryRequest
+ */
+export type UpdateFileExpiryRequest = Message<"cubby.v1.UpdateFileExpiryRequest"> & {
+  /**
+   * ID of the file.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * RFC 3339; empty for none.
+   *
+   * @generated from field: string expire_time = 2;
+   */
+  expireTime: string;
+
+  /**
+   * "90s", "15m", "12h", "7d"; empty for none.
+   *
+   * @generated from field: string ttl = 3;
+   */
+  ttl: string;
+};
+
+/**
+ * Describes the message cubby.v1.UpdateFileExpiryRequest.
+ * Use `create(UpdateFileExpiryRequestSchema)` to create a new message.
+ */
+export const UpdateFileExpiryRequestSchema: GenMessage<UpdateFileExpiryRequest> = /*@__PURE__*/
+  messageDesc(file_cubby_v1_files, 19);
+
+/**
+ * The result of UpdateFileExpiry, as REST answers it.
+ *
+ * @generated from message cubby.v1.UpdateFileExpiryResponse
+ */
+export type UpdateFileExpiryResponse = Message<"cubby.v1.UpdateFileExpiryResponse"> & {
+  /**
+   * RFC 3339 in UTC, or empty: the file never expires.
+   *
+   * @generated from field: string expire_time = 1;
+   */
+  expireTime: string;
+};
+
+/**
+ * Describes the message cubby.v1.UpdateFileExpiryResponse.
+ * Use `create(UpdateFileExpiryResponseSchema)` to create a new message.
+ */
+export const UpdateFileExpiryResponseSchema: GenMessage<UpdateFileExpiryResponse> = /*@__PURE__*/
+  messageDesc(file_cubby_v1_files, 20);
+
+/**
  * File operations. Every method needs credentials.
  *
  * @generated from service cubby.v1.FileService
@@ -652,6 +725,17 @@ export const FileService: GenService<{
     methodKind: "server_streaming";
     input: typeof GetFileContentRequestSchema;
     output: typeof GetFileContentResponseSchema;
+  },
+  /**
+   * Sets or clears when a file expires (CONTRACT §8); PATCH /v1/files/{id}/expiry. Owner only,
+   * files.write scope.
+   *
+   * @generated from rpc cubby.v1.FileService.UpdateFileExpiry
+   */
+  updateFileExpiry: {
+    methodKind: "unary";
+    input: typeof UpdateFileExpiryRequestSchema;
+    output: typeof UpdateFileExpiryResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_cubby_v1_files, 0);

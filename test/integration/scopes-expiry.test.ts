@@ -1,0 +1,185 @@
+// Scoped and expiring API keys, and expiring files (CONTRACT §8), through a real server on the
+// run's backend, over REST, RPC (Connect and gRPC) and content URLs alike.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import { FileService } from "../../src/gen/cubby/v1/files_pb.ts";
+import { blobNames, runSql } from "../support/backend.ts";
+import { client, runCli, startServer, type FileJson, type RunningServer } from "../support/server.ts";
+
+let server: RunningServer;
+let owner: string;
+let reader: string;
+let writer: string;
+let file: FileJson;
+
+beforeAll(async () => {
+  server = await startServer();
+  owner = await server.mintKey("alice@example.com");
+  reader = await server.mintKey("alice@example.com", "--scope", "files.read", "--name", "reader");
+  writer = await server.mintKey("alice@example.com", "--scope", "files.write");
+  file = await client(server, owner).upload(new TextEncoder().encode("hello"), "?visibility=private&name=a.txt");
+}, 60_000);
+afterAll(async () => {
+  await server?.[Symbol.asyncDispose]();
+});
+
+const call = (key: string, method: string, path: string, body?: string, headers: Record<string, string> = {}) =>
+  fetch(`${server.url}${path}`, { method, body, headers: { authorization: `Bearer ${key}`, ...headers } });
+
+async function status(res: Response): Promise<{ status: number; code?: number; message?: string }> {
+  if (res.status === 200 || res.status === 204) {
+    await res.arrayBuffer();
+    return { status: res.status };
+  }
+  const body = (await res.json()) as { code: number; message: string };
+  return { status: res.status, code: body.code, message: body.message };
+}
+
+describe("scopes", () => {
+  test("a files.read key reads everything and changes nothing (403 PERMISSION_DENIED, 'this key lacks files.write')", async () => {
+    const denied = { status: 403, code: 7, message: "this key lacks files.write" };
+    const json = { "content-type": "application/json" };
+    const attempts: [string, string, string | undefined, Record<string, string>?][] = [
+      ["POST", "/v1/files", "new"],
+      ["PUT", `/v1/files/${file.id}/content`, "new"],
+      ["PATCH", `/v1/files/${file.id}`, '{"name":"b.txt"}', json],
+      ["POST", `/v1/files/${file.id}/publish`, undefined],
+      ["POST", `/v1/files/${file.id}/unpublish`, undefined],
+      ["PATCH", `/v1/files/${file.id}/expiry`, '{"ttl":"1h"}', json],
+      ["DELETE", `/v1/files/${file.id}`, undefined],
+    ];
+    const blobsBefore = await blobNames(server.dataDir);
+    for (const [method, path, body, headers] of attempts) {
+      expect({ method, path, ...(await status(await call(reader, method, path, body, headers))) }).toEqual({ method, path, ...denied });
+    }
+    expect(await blobNames(server.dataDir)).toEqual(blobsBefore);
+    const after = (await (await call(reader, "GET", `/v1/files/${file.id}`)).json()) as FileJson;
+    expect(after).toEqual(file);
+    expect(await status(await call(reader, "GET", "/v1/files"))).toEqual({ status: 200 });
+    expect(await (await call(reader, "GET", `/${file.id}`)).text()).toBe("hello");
+    expect(await (await call(reader, "GET", `/v1/files/${file.id}/expiry`)).json()).toEqual({ expire_time: "" });
+  });
+
+  test("a files.write key changes but cannot read (403 'this key lacks files.read'), on content URLs too", async () => {
+    const denied = { status: 403, code: 7, message: "this key lacks files.read" };
+    for (const path of ["/v1/files", `/v1/files/${file.id}`, `/v1/files/${file.id}/expiry`]) {
+      expect({ path, ...(await status(await call(writer, "GET", path))) }).toEqual({ path, ...denied });
+    }
+    expect((await call(writer, "GET", `/${file.id}`)).status).toBe(403);
+    const made = await client(server, writer).upload(new TextEncoder().encode("w"), "?visibility=public");
+    // A public file needs no credentials, so no scope either.
+    expect(await (await call(writer, "GET", `/${made.id}`)).text()).toBe("w");
+    expect(await status(await call(writer, "DELETE", `/v1/files/${made.id}`))).toEqual({ status: 200 });
+  });
+
+  for (const [name, transport] of [
+    ["Connect", () => createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" })],
+    ["gRPC", () => createGrpcTransport({ baseUrl: server.url })],
+  ] as const) {
+    test(`RPC over ${name} enforces the same scopes`, async () => {
+      const rpc = createClient(FileService, transport());
+      const as = (key: string) => ({ headers: { authorization: `Bearer ${key}` } });
+      const code = (p: Promise<unknown>) => p.then(() => "ok", (e: unknown) => Code[ConnectError.from(e).code]);
+      expect(await code(rpc.getFile({ id: file.id }, as(reader)))).toBe("ok");
+      expect(await code(rpc.deleteFile({ id: file.id }, as(reader)))).toBe("PermissionDenied");
+      expect(await code(rpc.updateFileExpiry({ id: file.id, ttl: "1h" }, as(reader)))).toBe("PermissionDenied");
+      async function* one() {
+        yield { content: new Uint8Array([1]) };
+      }
+      expect(await code(rpc.createFile(one(), as(reader)))).toBe("PermissionDenied");
+      expect(await code(rpc.getFile({ id: file.id }, as(writer)))).toBe("PermissionDenied");
+      expect(await code(rpc.getFile({ id: file.id }, as(owner)))).toBe("ok");
+    });
+  }
+
+  test("cubby keys create refuses an unknown scope or a bad ttl, and creates no user", async () => {
+    for (const args of [["--scope", "files.admin"], ["--ttl", "soon"], ["--ttl", "1h", "--expire-time", "2030-01-01T00:00:00Z"]]) {
+      const r = await runCli(["keys", "create", "--email", "nobody@example.com", ...args, "--data-dir", server.dataDir]);
+      expect({ args, code: r.code, stdout: r.stdout, lines: r.stderr.split("\n").length }).toEqual({ args, code: 2, stdout: "", lines: 2 });
+    }
+    expect(await runSql(server.dataDir, "SELECT id FROM users WHERE email = ?", "nobody@example.com")).toEqual([]);
+  });
+});
+
+describe("expiring keys", () => {
+  test("a key past its expiry gets 401 on REST, RPC and content URLs; listed with its expiry", async () => {
+    const brief = await server.mintKey("alice@example.com", "--ttl", "2s", "--name", "brief");
+    expect((await call(brief, "GET", "/v1/files")).status).toBe(200);
+    const listed = await runCli(["keys", "list", "--email", "alice@example.com", "--data-dir", server.dataDir]);
+    expect(listed.stdout.split("\n").find((l) => l.includes("\tbrief\t"))).toMatch(/\tfiles\.read,files\.write\t\S+Z\t\S+Z\t\S+Z$/);
+    // Wait for the expiry itself (the key's own time), then every surface refuses it.
+    const deadline = Date.now() + 10_000;
+    while ((await call(brief, "GET", "/v1/files")).status !== 401) {
+      if (Date.now() > deadline) throw new Error("the key did not expire");
+      await Bun.sleep(100);
+    }
+    expect(await status(await call(brief, "GET", `/v1/files/${file.id}`))).toMatchObject({ status: 401, code: 16 });
+    expect((await call(brief, "GET", `/${file.id}`)).status).toBe(401);
+    const rpc = createClient(FileService, createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" }));
+    const err = await rpc.getFile({ id: file.id }, { headers: { authorization: `Bearer ${brief}` } }).catch((e: unknown) => ConnectError.from(e));
+    expect((err as ConnectError).code).toBe(Code.Unauthenticated);
+  });
+});
+
+describe("expiring files", () => {
+  test("expire_time on create, GET and PATCH /expiry (set, ttl, clear), bad input 400 and unchanged", async () => {
+    const k = client(server, owner);
+    const made = await k.upload(new TextEncoder().encode("x"), "?ttl=7d");
+    const expiry = async () => ((await (await call(owner, "GET", `/v1/files/${made.id}/expiry`)).json()) as { expire_time: string }).expire_time;
+    const sevenDays = Date.parse(await expiry()) - Date.now();
+    expect(sevenDays).toBeGreaterThan(7 * 86400_000 - 60_000);
+    expect(sevenDays).toBeLessThanOrEqual(7 * 86400_000);
+    const patch = (body: string) => call(owner, "PATCH", `/v1/files/${made.id}/expiry`, body, { "content-type": "application/json" });
+    expect(await (await patch('{"expire_time":"2030-01-02T03:04:05+01:00"}')).json()).toEqual({ expire_time: "2030-01-02T02:04:05Z" });
+    for (const bad of ['{"ttl":"0s"}', '{"expire_time":"2001-01-01T00:00:00Z"}', '{"ttl":"1h","expire_time":"2030-01-01T00:00:00Z"}', "{}", '{"when":"1h"}', '{"ttl":5}']) {
+      expect({ bad, ...(await status(await patch(bad))) }).toMatchObject({ bad, status: 400, code: 3 });
+    }
+    expect(await expiry()).toBe("2030-01-02T02:04:05Z");
+    expect(await (await patch('{"expire_time":""}')).json()).toEqual({ expire_time: "" });
+    expect(await expiry()).toBe("");
+    // The File object never shows expiry, and updated_at does not move for it.
+    expect(await (await call(owner, "GET", `/v1/files/${made.id}`)).json()).toEqual(made);
+    for (const q of ["?ttl=1x", "?expire_time=yesterday", "?ttl=1h&expire_time=2030-01-01T00:00:00Z"]) {
+      expect({ q, ...(await status(await call(owner, "POST", `/v1/files${q}`, "y"))) }).toMatchObject({ q, status: 400, code: 3 });
+    }
+  });
+
+  test("at its expiry a file answers 404 everywhere and the sweep deletes it as DELETE does", async () => {
+    const k = client(server, owner);
+    const made = await k.upload(new TextEncoder().encode("short-lived"), "?ttl=2s&visibility=public");
+    const [{ blob }] = (await runSql<{ blob: string }>(server.dataDir, "SELECT blob FROM files WHERE id = ?", made.id)) as [{ blob: string }];
+    // Disk lists blob file names, S3 object keys (blobs/NAME).
+    const stored = async () => (await blobNames(server.dataDir)).some((n) => n.endsWith(blob));
+    expect(await stored()).toBe(true);
+    expect(await (await fetch(`${server.url}/${made.id}`)).text()).toBe("short-lived");
+    const deadline = Date.now() + 10_000;
+    while ((await fetch(`${server.url}/${made.id}`)).status !== 404) {
+      if (Date.now() > deadline) throw new Error("the file did not expire");
+      await Bun.sleep(100);
+    }
+    expect(await status(await call(owner, "GET", `/v1/files/${made.id}`))).toMatchObject({ status: 404, code: 5 });
+    expect(await status(await call(owner, "DELETE", `/v1/files/${made.id}`))).toMatchObject({ status: 404, code: 5 });
+    // The sweep runs every 15 s: the row and then the blob go (CONTRACT §8: within a minute).
+    const sweepDeadline = Date.now() + 40_000;
+    while ((await runSql(server.dataDir, "SELECT id FROM files WHERE id = ?", made.id)).length > 0 || (await stored())) {
+      if (Date.now() > sweepDeadline) throw new Error("the sweep did not delete the expired file");
+      await Bun.sleep(250);
+    }
+  }, 60_000);
+
+  test("RPC: CreateFile with ttl and UpdateFileExpiry", async () => {
+    const rpc = createClient(FileService, createGrpcTransport({ baseUrl: server.url }));
+    const auth = { headers: { authorization: `Bearer ${owner}` } };
+    async function* one() {
+      yield { ttl: "1h", content: new Uint8Array([1, 2]) };
+    }
+    const { file: made } = await rpc.createFile(one(), auth);
+    const rest = (await (await call(owner, "GET", `/v1/files/${made!.id}/expiry`)).json()) as { expire_time: string };
+    expect(Date.parse(rest.expire_time) - Date.now()).toBeGreaterThan(3500_000);
+    expect(await rpc.updateFileExpiry({ id: made!.id, expireTime: "2031-05-06T07:08:09Z" }, auth)).toMatchObject({ expireTime: "2031-05-06T07:08:09Z" });
+    expect(await rpc.updateFileExpiry({ id: made!.id }, auth)).toMatchObject({ expireTime: "" });
+    const bad = await rpc.updateFileExpiry({ id: made!.id, ttl: "forever" }, auth).catch((e: unknown) => ConnectError.from(e));
+    expect((bad as ConnectError).code).toBe(Code.InvalidArgument);
+  });
+});
