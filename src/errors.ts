@@ -15,6 +15,7 @@ export type ErrorCode =
   | "unauthenticated"
   | "permission_denied"
   | "not_found"
+  | "gone"
   | "payload_too_large"
   | "resource_exhausted"
   | "unavailable"
@@ -25,6 +26,7 @@ export const GrpcCode = {
   INVALID_ARGUMENT: 3,
   NOT_FOUND: 5,
   PERMISSION_DENIED: 7,
+  FAILED_PRECONDITION: 9,
   RESOURCE_EXHAUSTED: 8,
   INTERNAL: 13,
   UNAVAILABLE: 14,
@@ -37,6 +39,8 @@ const mapping = {
   unauthenticated: { http: 401, grpc: GrpcCode.UNAUTHENTICATED },
   permission_denied: { http: 403, grpc: GrpcCode.PERMISSION_DENIED },
   not_found: { http: 404, grpc: GrpcCode.NOT_FOUND },
+  // A share or upload link that existed and no longer serves (CONTRACT §8): 410 Gone.
+  gone: { http: 410, grpc: GrpcCode.FAILED_PRECONDITION },
   payload_too_large: { http: 413, grpc: GrpcCode.RESOURCE_EXHAUSTED },
   resource_exhausted: { http: 429, grpc: GrpcCode.RESOURCE_EXHAUSTED },
   unavailable: { http: 503, grpc: GrpcCode.UNAVAILABLE },

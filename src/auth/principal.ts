@@ -123,6 +123,21 @@ export class Authenticator {
     return this.validOrNull(await this.inspect(request, { bearer: false }))?.session ?? null;
   }
 
+  /**
+   * Checks a secret other than a key or session (a share link's password, CONTRACT §8) under
+   * the same per-address limit as failed authentications: refuses a limited address first,
+   * and counts a wrong secret against it.
+   * @throws AppError resource_exhausted (429, Retry-After) when the address is limited
+   * @returns whether `check` accepted the secret
+   */
+  async checkSecret(clientAddress: string, check: () => Promise<boolean>): Promise<boolean> {
+    const wait = this.failures.retryAfterSeconds(clientAddress);
+    if (wait > 0) throw rateLimited(wait);
+    const ok = await check();
+    if (!ok) this.failures.record(clientAddress);
+    return ok;
+  }
+
   /** The session token from the request's cookie, if any. */
   sessionToken(headers: HeaderSource): string | undefined {
     const header = headers.get("cookie");

@@ -29,3 +29,14 @@ export const newKeyId = customAlphabet("0123456789abcdefghijklmnopqrstuvwxyz", 1
 export function newUserId(): string {
   return nanoid(21);
 }
+
+/** Share link IDs (the handle for listing and DELETE; not a secret): like API key IDs. */
+export const newShareId = customAlphabet("0123456789abcdefghijklmnopqrstuvwxyz", 16);
+
+/** The secret of a share link's URL, `/s/{token}`: 32 URL-safe characters, 192 random bits (CONTRACT §8 asks ≥ 128). */
+export function newShareToken(): string {
+  return nanoid(32);
+}
+
+/** The shape of {@link newShareToken}'s tokens. */
+export const SHARE_TOKEN_PATTERN = /^[A-Za-z0-9_-]{32}$/;

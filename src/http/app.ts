@@ -12,6 +12,7 @@ import type { WindowLimiter } from "../auth/rate-limit.ts";
 import { authRoutes } from "./auth-routes.ts";
 import type { Services } from "../service/index.ts";
 import { filesRoutes } from "./files-routes.ts";
+import { sharesRoutes } from "./shares-routes.ts";
 import { errorResponse, json } from "./respond.ts";
 import { contextOf, requestContext } from "./request-context.ts";
 import { serveStatic } from "./static.ts";
@@ -63,5 +64,6 @@ export function createApp(deps: AppDeps) {
         clockMicros: () => services.clock.nowMicros(),
       }),
     )
-    .use(filesRoutes({ files: services.files, auth, baseUrl, maxUploadBytes: deps.maxUploadBytes }));
+    .use(filesRoutes({ files: services.files, auth, baseUrl, maxUploadBytes: deps.maxUploadBytes }))
+    .use(sharesRoutes({ files: services.files, shares: services.shares, auth, baseUrl }));
 }

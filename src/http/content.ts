@@ -59,6 +59,8 @@ export interface ContentReply {
   headers: Record<string, string>;
   /** The bytes to send (absent for HEAD-like answers: redirects, 304, 416, empty content). */
   range?: ByteRange;
+  /** A small body of the reply's own instead of content (a share's password form). */
+  body?: string;
 }
 
 /** What the content URL asked for: a redirect (sign-in), or a file with its content handle. */
@@ -134,7 +136,7 @@ export function contentReply(file: FileRecord, request: ContentRequest, slug: st
 }
 
 /** Browser navigations ask for HTML; API clients do not. */
-function wantsHtml(request: RequestLike): boolean {
+export function wantsHtml(request: RequestLike): boolean {
   return (request.headers.get("accept") ?? "").includes("text/html");
 }
 

@@ -53,7 +53,11 @@ export function optionalString(body: Record<string, unknown>, key: string): stri
   return v;
 }
 
-async function readBounded(request: Request, limit: number): Promise<string> {
+/**
+ * The request body as UTF-8 text, read no further than `limit` bytes.
+ * @throws AppError invalid_argument for a longer body or bytes that are not UTF-8
+ */
+export async function readBounded(request: Request, limit: number): Promise<string> {
   if (request.body === null) return "";
   const chunks: Uint8Array[] = [];
   let size = 0;

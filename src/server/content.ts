@@ -1,6 +1,6 @@
 /**
  * Content URLs on the wire: GET and HEAD of `/{id}` and `/{id}/{slug}`, the requests a file
- * sharing service answers most, served straight on the Node-style request and response without
+ * sharing service answers most, and of share links `/s/{token}`, served straight on the Node-style request and response without
  * building a fetch `Request`, routing or a `Response`. What to answer comes from http/content.ts
  * (access, then the pure `contentReply`); this module is the one place that writes a file's
  * bytes to a connection.
@@ -10,14 +10,15 @@ import type { Http2ServerResponse } from "node:http2";
 import type { HeaderSource } from "../auth/principal.ts";
 import type { RequestContext } from "../context/request-context.ts";
 import { report } from "../context/report.ts";
-import { contentReply, openContent, type ContentDeps } from "../http/content.ts";
+import { contentReply, openContent, type ContentDeps, type ContentReply, type ContentRequest } from "../http/content.ts";
+import { shareReply, type ShareContentDeps } from "../http/share-content.ts";
 import { errorResponse } from "../http/respond.ts";
 import type { FileContent } from "../service/files.ts";
 import type { ByteRange, ReadPlan } from "../storage/ports.ts";
 import { failed, headerOf, writeResponse, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
 
 export interface ContentOptions {
-  deps: ContentDeps;
+  deps: ContentDeps & ShareContentDeps;
 }
 
 /** `/{21-char id}` or `/{21-char id}/{one segment}`. */
@@ -39,12 +40,19 @@ export function contentTarget(pathname: string): { id: string; slug: string | un
   }
 }
 
+/** `/s/{token}`: a share link (CONTRACT §8); the token's shape is checked when it is looked up. */
+const SHARE_PATH = /^\/s\/([A-Za-z0-9_-]{1,64})$/;
+
+/** The token when `pathname` is a share URL; undefined otherwise. */
+export function shareTarget(pathname: string): string | undefined {
+  return SHARE_PATH.exec(pathname)?.[1];
+}
+
 /**
  * Answers a content GET or HEAD (the request ID and the access-log line come from the dispatch,
- * server/access-log.ts). Errors are reported and become the usual `google.rpc.Status` JSON; a
- * failure after the headers went out resets the response.
+ * server/access-log.ts).
  */
-export async function serveContent(
+export function serveContent(
   opts: ContentOptions,
   req: NodeRequest,
   res: NodeResponse,
@@ -53,21 +61,50 @@ export async function serveContent(
   search: string,
   context: RequestContext,
 ): Promise<void> {
+  const request = contentRequest(req, pathname, search, context);
+  return answer(req, res, context, async () => {
+    const opened = await openContent(opts.deps, request, target.id);
+    if ("redirect" in opened) return { reply: opened.redirect };
+    return { reply: contentReply(opened.file, request, target.slug, opts.deps.baseUrl()), content: opened };
+  });
+}
+
+/** Answers GET or HEAD of a share link, `/s/{token}` (http/share-content.ts decides). */
+export function serveShare(opts: ContentOptions, req: NodeRequest, res: NodeResponse, token: string, pathname: string, search: string, context: RequestContext): Promise<void> {
+  const request = contentRequest(req, pathname, search, context);
+  return answer(req, res, context, () => shareReply(opts.deps, request, token));
+}
+
+function contentRequest(req: NodeRequest, pathname: string, search: string, context: RequestContext): ContentRequest {
   const headers: HeaderSource = { get: (name) => headerOf(req, name) };
-  const request = { method: req.method ?? "GET", headers, pathname, search, clientAddress: context.clientAddress };
+  return { method: req.method ?? "GET", headers, pathname, search, clientAddress: context.clientAddress };
+}
+
+/**
+ * Writes what `decide` answers: the reply's head, then its own body or the content's range
+ * (nothing for HEAD). Errors are reported and become the usual `google.rpc.Status` JSON; a
+ * failure after the headers went out resets the response.
+ */
+async function answer(
+  req: NodeRequest,
+  res: NodeResponse,
+  context: RequestContext,
+  decide: () => Promise<{ reply: ContentReply; content?: FileContent | undefined }>,
+): Promise<void> {
   // Watched from the start: a stream reset while the file is looked up (a database round trip)
   // has already closed when the content would be written.
   const gone = new AbortController();
   const close = () => gone.abort();
   res.once("close", close);
   try {
-    const opened = await openContent(opts.deps, request, target.id);
+    const { reply, content } = await decide();
     if (gone.signal.aborted) return;
-    const reply = "redirect" in opened ? opened.redirect : contentReply(opened.file, request, target.slug, opts.deps.baseUrl());
     // content-length stays among the headers: the access log reads it when the response closes.
     (res as ServerResponse).writeHead(reply.status, reply.headers);
-    if (reply.range === undefined || req.method === "HEAD" || "redirect" in opened) res.end();
-    else await writeContent(res, opened, reply.range, gone);
+    if (req.method === "HEAD") res.end();
+    else if (reply.body !== undefined) (res as ServerResponse).end(reply.body);
+    else if (reply.range === undefined || content === undefined) res.end();
+    else await writeContent(res, content, reply.range, gone);
   } catch (err) {
     if (res.headersSent) failed(res, err, context);
     else await writeResponse(req, res, errorResponse(report(err, context))).catch((e: unknown) => failed(res, e, context));

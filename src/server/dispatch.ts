@@ -1,12 +1,12 @@
 /**
  * The one dispatch every request reaches, HTTP/1.1 or HTTP/2: checks the target, opens the
  * request's context and access-log entry (access-log.ts), and routes — RPC paths to connect-node,
- * GET and HEAD of content URLs to server/content.ts, everything else through the fetch
+ * GET and HEAD of content URLs and share links to server/content.ts, everything else through the fetch
  * bridge to the HTTP app.
  */
 import { AppError } from "../errors.ts";
 import type { AccessLog } from "./access-log.ts";
-import { contentTarget, serveContent, type ContentOptions } from "./content.ts";
+import { contentTarget, serveContent, serveShare, shareTarget, type ContentOptions } from "./content.ts";
 import { refuse, serveWithFetch, type FetchHandler, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
 import { originFormOf } from "./request-target.ts";
 import type { RpcHandler } from "./rpc-bridge.ts";
@@ -15,6 +15,7 @@ import type { RpcHandler } from "./rpc-bridge.ts";
 export type Route =
   | { kind: "rpc"; pathname: string }
   | { kind: "content"; pathname: string; id: string; slug: string | undefined; search: string }
+  | { kind: "share"; pathname: string; token: string; search: string }
   | { kind: "app"; pathname: string };
 
 /**
@@ -28,6 +29,8 @@ export function routeOf(method: string | undefined, target: string, rpcPaths: Re
   if (method === "GET" || method === "HEAD") {
     const file = contentTarget(pathname);
     if (file !== undefined) return { kind: "content", pathname, id: file.id, slug: file.slug, search: q === -1 ? "" : target.slice(q) };
+    const token = shareTarget(pathname);
+    if (token !== undefined) return { kind: "share", pathname, token, search: q === -1 ? "" : target.slice(q) };
   }
   return { kind: "app", pathname };
 }
@@ -57,6 +60,7 @@ export function createDispatch(opts: DispatchOptions): (req: NodeRequest, res: N
     const context = opts.accessLog.open(req, res, route.pathname);
     if (route.kind === "rpc") opts.rpc(req, res, context);
     else if (route.kind === "content") void serveContent(opts.content, req, res, route, route.pathname, route.search, context);
+    else if (route.kind === "share") void serveShare(opts.content, req, res, route.token, route.pathname, route.search, context);
     else void serveWithFetch(req, res, opts.app, context);
   };
 }

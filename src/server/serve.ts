@@ -56,7 +56,7 @@ async function serveUntilStopped(config: Config, services: Services): Promise<vo
     app: (request) => app.handle(request),
     routes,
     rpcPaths: rpcPaths(routes),
-    content: { deps: { files: services.files, auth, baseUrl: () => baseUrl } },
+    content: { deps: { files: services.files, shares: services.shares, auth, baseUrl: () => baseUrl } },
     log,
     trustedProxies,
     headerTimeoutSeconds: config.timeouts.headerSeconds,

@@ -8,7 +8,7 @@ import type { FileRecord, Visibility } from "../domain/file.ts";
 import { newFileId } from "../domain/ids.ts";
 import type { PageCursor } from "../domain/params.ts";
 import { parseExpiry, type ExpiryInput } from "../domain/expiry.ts";
-import { requireScope, type Principal } from "../domain/principal.ts";
+import { requireScope, type Principal, type Scope } from "../domain/principal.ts";
 import type { Clock } from "../domain/time.ts";
 import type { BlobChunk, BlobStore, ByteRange, MetadataStore, MetadataTables, ReadPlan, StagedBlob } from "../storage/ports.ts";
 import { removeOrphans } from "./orphans.ts";
@@ -130,6 +130,28 @@ export class FileService {
     const file = await this.findForRead(id);
     if (file === undefined || !canSee(principal, file)) throw notFound();
     return file;
+  }
+
+  /**
+   * A live file `principal` owns, for what goes beside it (share links): as the file's own
+   * changes check, `scope` (files.write unless said), then 404 when they cannot see it, 403 when they can but do not own it.
+   */
+  owned(principal: Principal, id: string, scope: Scope = "files.write"): Promise<FileRecord> {
+    return this.ownedForWrite(this.deps.store, principal, id, scope);
+  }
+
+  /**
+   * A file by ID with no access check, for a share link's holder (the share is the access);
+   * undefined when it does not exist or has expired.
+   */
+  forShare(id: string): Promise<FileRecord | undefined> {
+    return this.findForRead(id);
+  }
+
+  /** The content handle of a file (whoever holds it was let in already). */
+  contentOf(file: FileRecord): FileContent {
+    const blobs = this.deps.blobs;
+    return { file, cached: blobs.cached(file.blob, file.size), read: (range, plan) => blobs.read(file.blob, range, plan) };
   }
 
   /**
@@ -279,8 +301,7 @@ export class FileService {
       if (!canSee(principal, file)) throw notFound();
       requireScope(principal, "files.read");
     }
-    const blobs = this.deps.blobs;
-    return { file, cached: blobs.cached(file.blob, file.size), read: (range, plan) => blobs.read(file.blob, range, plan) };
+    return this.contentOf(file);
   }
 
   /**
@@ -310,8 +331,8 @@ export class FileService {
   }
 
   /** The file if `principal` owns it; 404 when they cannot see it, 403 when they can but do not own it. */
-  private async ownedForWrite(tables: MetadataTables, principal: Principal, id: string): Promise<FileRecord> {
-    requireScope(principal, "files.write");
+  private async ownedForWrite(tables: MetadataTables, principal: Principal, id: string, scope: Scope = "files.write"): Promise<FileRecord> {
+    requireScope(principal, scope);
     const file = await tables.files.get(id);
     if (file === undefined || isExpired(file, this.deps.clock.nowMicros()) || !canSee(principal, file)) throw notFound();
     if (file.ownerId !== principal.userId) {

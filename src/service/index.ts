@@ -15,6 +15,7 @@ import { openSqliteMetadata } from "../storage/sqlite-metadata.ts";
 import { FileService } from "./files.ts";
 import { KeyService } from "./keys.ts";
 import { SessionService } from "./sessions.ts";
+import { ShareService } from "./shares.ts";
 import { UserService } from "./users.ts";
 
 /** The services and the stores under them; disposing flushes delayed blob removals and closes the stores. */
@@ -26,6 +27,7 @@ export interface Services extends AsyncDisposable {
   keys: KeyService;
   users: UserService;
   sessions: SessionService;
+  shares: ShareService;
 }
 
 export interface OpenOptions {
@@ -65,11 +67,13 @@ export async function openServices(opts: OpenOptions): Promise<Services> {
     throw err;
   }
   const clock = opts.clock ?? systemClock();
+  const files = new FileService({ store, blobs, clock, maxUploadBytes: opts.maxUploadBytes });
   return {
     store,
     blobs,
     clock,
-    files: new FileService({ store, blobs, clock, maxUploadBytes: opts.maxUploadBytes }),
+    files,
+    shares: new ShareService({ store, files, clock }),
     keys: new KeyService({ store, clock }),
     users: new UserService({ store, clock }),
     sessions: new SessionService({ store, clock }),

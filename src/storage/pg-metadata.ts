@@ -13,6 +13,7 @@
  * - Migrations run under a transaction-scoped advisory lock, so instances starting together
  *   apply them once.
  */
+import { PgShares } from "./pg-shares.ts";
 import { and, asc, desc, eq, gt, lte, sql } from "drizzle-orm";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import type { FileRecord } from "../domain/file.ts";
@@ -24,6 +25,7 @@ import type {
   KeyTable,
   MetadataStore,
   MetadataTables,
+  ShareTable,
   SessionRow,
   SessionTable,
   UserRow,
@@ -92,6 +94,7 @@ export class PgMetadataStore implements MetadataStore {
   readonly keys: KeyTable;
   readonly users: UserTable;
   readonly sessions: SessionTable;
+  readonly shares: ShareTable;
   private current = 0;
   /** When this store last heard a notification on the channel (its own ping or a change), ms. */
   private lastHeard = 0;
@@ -110,6 +113,7 @@ export class PgMetadataStore implements MetadataStore {
     this.keys = new PgKeys(driver.db, changed);
     this.users = new PgUsers(driver.db, changed);
     this.sessions = new PgSessions(driver.db, changed);
+    this.shares = new PgShares(driver.db);
   }
 
   /**
@@ -155,7 +159,7 @@ export class PgMetadataStore implements MetadataStore {
     try {
       return await this.driver.db.transaction(async (tx) => {
         const none = () => {};
-        return work({ files: new PgFiles(tx, none, true), keys: new PgKeys(tx, none), users: new PgUsers(tx, none), sessions: new PgSessions(tx, none) });
+        return work({ files: new PgFiles(tx, none, true), keys: new PgKeys(tx, none), users: new PgUsers(tx, none), sessions: new PgSessions(tx, none), shares: new PgShares(tx) });
       });
     } finally {
       this.current++;

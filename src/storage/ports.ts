@@ -49,6 +49,42 @@ export interface SessionRow {
   expiresAt: number;
 }
 
+/**
+ * A share link row (CONTRACT §8). Deleting a share keeps the row (deletedAt), so its URL answers
+ * 410 rather than 404. Times are Unix microseconds.
+ */
+export interface ShareRow {
+  id: string;
+  fileId: string;
+  ownerId: string;
+  /** The URL's secret. */
+  token: string;
+  expiresAt: number | null;
+  maxDownloads: number | null;
+  downloadCount: number;
+  /** PHC string (argon2id); null: no password. */
+  passwordHash: string | null;
+  createdAt: number;
+  deletedAt: number | null;
+}
+
+/** The shares table. */
+export interface ShareTable {
+  insert(share: ShareRow): Promise<void>;
+  byToken(token: string): Promise<ShareRow | undefined>;
+  byId(id: string): Promise<ShareRow | undefined>;
+  /** A file's shares that are not deleted, newest first. */
+  listByFile(fileId: string): Promise<ShareRow[]>;
+  /** Marks `ownerId`'s share deleted at `now`, once. @returns whether it was live and is now deleted */
+  markDeleted(id: string, ownerId: string, now: number): Promise<boolean>;
+  /**
+   * Counts one download, only while the share is live and below its limit, in one conditional
+   * UPDATE, so concurrent downloads never pass `max_downloads`.
+   * @returns whether it was counted
+   */
+  countDownload(id: string): Promise<boolean>;
+}
+
 /** The files table. */
 export interface FileTable {
   get(id: string): Promise<FileRecord | undefined>;
@@ -110,6 +146,7 @@ export interface MetadataTables {
   keys: KeyTable;
   users: UserTable;
   sessions: SessionTable;
+  shares: ShareTable;
 }
 
 /**

@@ -16,6 +16,7 @@ import type {
   KeyTable,
   MetadataStore,
   MetadataTables,
+  ShareTable,
   SessionRow,
   SessionTable,
   UserRow,
@@ -23,6 +24,7 @@ import type {
 } from "./ports.ts";
 import { ChangeWatch } from "./change-watch.ts";
 import { openDb, type Db } from "./db.ts";
+import { SqliteShares } from "./sqlite-shares.ts";
 import { migrate } from "./migrate.ts";
 import { inIdOrder, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
 import { apiKeys, files, sessions, users } from "./schema.ts";
@@ -48,6 +50,7 @@ export class SqliteMetadataStore implements MetadataStore {
   readonly keys: KeyTable;
   readonly users: UserTable;
   readonly sessions: SessionTable;
+  readonly shares: ShareTable;
   /** The tables as a transaction sees them: on the write connection, writes run at once. */
   private readonly inTransaction: MetadataTables;
   /** Settles when the last queued write has finished. */
@@ -64,11 +67,13 @@ export class SqliteMetadataStore implements MetadataStore {
     this.keys = new SqliteKeys(reader, queued);
     this.users = new SqliteUsers(reader, queued);
     this.sessions = new SqliteSessions(reader, queued);
+    this.shares = new SqliteShares(reader, queued);
     this.inTransaction = {
       files: new SqliteFiles(writer, now),
       keys: new SqliteKeys(writer, now),
       users: new SqliteUsers(writer, now),
       sessions: new SqliteSessions(writer, now),
+      shares: new SqliteShares(writer, now),
     };
   }
 

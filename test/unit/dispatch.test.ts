@@ -13,6 +13,8 @@ test.each([
   ["a content URL with an escaped slug, decoded", "GET", `/${id}/a%20b`, { kind: "content", pathname: `/${id}/a%20b`, id, slug: "a b", search: "" }],
   ["a path of three segments goes to the app", "GET", `/${id}/a/b`, { kind: "app", pathname: `/${id}/a/b` }],
   ["a content URL with another method goes to the app", "DELETE", `/${id}`, { kind: "app", pathname: `/${id}` }],
+  ["a share link", "GET", "/s/abc_DEF-123?download=1", { kind: "share", pathname: "/s/abc_DEF-123", token: "abc_DEF-123", search: "?download=1" }],
+  ["a share link's password form goes to the app", "POST", "/s/abc", { kind: "app", pathname: "/s/abc" }],
   ["REST", "GET", "/v1/files?page_size=2", { kind: "app", pathname: "/v1/files" }],
   ["the dashboard", "GET", "/", { kind: "app", pathname: "/" }],
 ] as [string, string, string, Route][])("%s", (_, method, target, route) => {

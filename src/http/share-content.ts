@@ -1,0 +1,97 @@
+/**
+ * What a share link's URL, `/s/{token}` (CONTRACT §8), answers to GET and HEAD: the shared
+ * file's content with the headers of §3 (ranges, ETag, sandbox), whatever the file's visibility.
+ * A GET that starts at byte 0 counts as a download, never past the share's limit. A share with a
+ * password wants it as the password of HTTP Basic authentication (RFC 7617; the user name is
+ * ignored), or, from a browser, through the small form this answers with, whose POST leaves an
+ * unlock cookie for this share's path only.
+ */
+import { parse as parseCookies } from "cookie";
+import { grpcCodeOf } from "../errors.ts";
+import type { Authenticator } from "../auth/principal.ts";
+import type { ShareRow } from "../storage/ports.ts";
+import type { FileContent, FileService } from "../service/files.ts";
+import type { ShareService } from "../service/shares.ts";
+import { contentReply, wantsHtml, type ContentReply, type ContentRequest } from "./content.ts";
+import { sharePasswordPage } from "./pages.ts";
+
+export interface ShareContentDeps {
+  files: FileService;
+  shares: ShareService;
+  auth: Authenticator;
+  baseUrl: () => string;
+}
+
+/** The cookie a share's password form leaves (Path=/s/{token}: sent to that share only). */
+export const SHARE_UNLOCK_COOKIE = "cubby_share_unlock";
+
+/**
+ * The unlock cookie's value for a share: a SHA-256 over its ID and its password's hash, which
+ * only the database knows; it changes with the password, and needs no server secret, so every
+ * instance accepts it.
+ */
+export function unlockValue(share: ShareRow): string {
+  return new Bun.CryptoHasher("sha256").update(`cubby share unlock\0${share.id}\0${share.passwordHash ?? ""}`).digest("base64url");
+}
+
+/**
+ * The password of an `Authorization: Basic` header (RFC 7617 §2: base64 of `user:password`,
+ * UTF-8), or undefined when there is none or it is malformed.
+ */
+export function basicPassword(authorization: string | null): string | undefined {
+  const m = authorization === null ? null : /^Basic[ ]+([A-Za-z0-9+/]+={0,2})[ ]*$/i.exec(authorization);
+  if (m === null) return undefined;
+  const decoded = Buffer.from(m[1]!, "base64").toString("utf8");
+  const colon = decoded.indexOf(":");
+  return colon === -1 ? undefined : decoded.slice(colon + 1);
+}
+
+/**
+ * Opens a share URL and decides the answer (a GET from byte 0 is counted here, before a byte is
+ * sent): the reply and the content to send, or a reply with a body of its own (the password
+ * form, or 401 for scripts).
+ * @throws AppError not_found (no such token), gone (deleted, expired, used up, file gone),
+ *   resource_exhausted (429: too many wrong passwords from this address), invalid_argument
+ *   (a malformed `download` parameter)
+ */
+export async function shareReply(deps: ShareContentDeps, request: ContentRequest, token: string): Promise<{ reply: ContentReply; content?: FileContent }> {
+  const { share, file } = await deps.shares.open(token);
+  if (share.passwordHash !== null && !(await unlocked(deps, request, share))) return { reply: passwordWanted(request) };
+  const reply = contentReply(file, request, undefined, deps.baseUrl());
+  // Whoever has the link may read; nothing about the reply is for shared caches.
+  reply.headers["cache-control"] = "no-cache, private";
+  reply.headers["referrer-policy"] = "no-referrer";
+  delete reply.headers.vary;
+  const fromStart = reply.status === 200 || (reply.status === 206 && reply.range?.start === 0);
+  if (request.method === "GET" && fromStart) await deps.shares.countDownload(share);
+  return { reply, content: deps.files.contentOf(file) };
+}
+
+/** The unlock cookie, or a right Basic password (a wrong one counts towards the rate limit). */
+async function unlocked(deps: ShareContentDeps, request: ContentRequest, share: ShareRow): Promise<boolean> {
+  const cookie = request.headers.get("cookie");
+  if (cookie !== null && parseCookies(cookie)[SHARE_UNLOCK_COOKIE] === unlockValue(share)) return true;
+  const password = basicPassword(request.headers.get("authorization"));
+  if (password === undefined) return false;
+  return deps.auth.checkSecret(request.clientAddress, () => deps.shares.passwordMatches(share, password));
+}
+
+/** 401: the password form for a browser, or a contract error asking for Basic credentials. */
+function passwordWanted(request: ContentRequest): ContentReply {
+  const message = "this share link needs its password";
+  if (wantsHtml(request)) return sharePasswordPage(401, "");
+  const body = JSON.stringify({ code: grpcCodeOf("unauthenticated"), message, details: [] });
+  return {
+    status: 401,
+    headers: { "content-type": "application/json", "www-authenticate": 'Basic realm="cubby share", charset="UTF-8"', "cache-control": "no-store", "content-length": String(Buffer.byteLength(body)) },
+    body,
+  };
+}
+
+/** For the form's POST: whether `password` is right (counted like a wrong Basic password). */
+export async function checkFormPassword(deps: ShareContentDeps, clientAddress: string, token: string, password: string): Promise<{ share: ShareRow; ok: boolean }> {
+  const { share } = await deps.shares.open(token);
+  if (share.passwordHash === null) return { share, ok: true };
+  return { share, ok: await deps.auth.checkSecret(clientAddress, () => deps.shares.passwordMatches(share, password)) };
+}
+

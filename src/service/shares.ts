@@ -1,0 +1,120 @@
+/**
+ * Share links (CONTRACT §8): a URL `/s/{token}` that serves one file's content to whoever holds
+ * it, whatever the file's visibility, until it expires, runs out of downloads, or is deleted
+ * (then 410 Gone). An optional password is stored only as an argon2id hash (Bun.password).
+ */
+import { AppError } from "../errors.ts";
+import type { FileRecord } from "../domain/file.ts";
+import { newShareId, newShareToken, SHARE_TOKEN_PATTERN } from "../domain/ids.ts";
+import { requireScope, type Principal } from "../domain/principal.ts";
+import type { Clock } from "../domain/time.ts";
+import type { MetadataStore, ShareRow } from "../storage/ports.ts";
+import type { FileService } from "./files.ts";
+
+/** What a new share may set; every field optional. */
+export interface ShareInput {
+  /** Unix microseconds in the future, or null/undefined for never. */
+  expiresAt?: number | null | undefined;
+  /** 1 … {@link MAX_DOWNLOADS}; null/undefined for no limit. */
+  maxDownloads?: number | null | undefined;
+  /** 1 … {@link MAX_PASSWORD_CHARS} characters; undefined for none. */
+  password?: string | undefined;
+}
+
+export const MAX_DOWNLOADS = 1_000_000_000;
+export const MAX_PASSWORD_CHARS = 1024;
+
+/** A live share and its file, as a share URL opens them. */
+export interface OpenShare {
+  share: ShareRow;
+  file: FileRecord;
+}
+
+/** Share links: create, list and delete (the file's owner), and open by token (anyone who has it). */
+export class ShareService {
+  constructor(private readonly deps: { store: MetadataStore; files: FileService; clock: Clock }) {}
+
+  /**
+   * Shares a file the caller owns.
+   * @throws invalid_argument (a limit out of range, an empty or too long password, an expiry
+   *   not in the future), and what {@link FileService.owned} throws
+   */
+  async create(principal: Principal, fileId: string, input: ShareInput): Promise<ShareRow> {
+    const file = await this.deps.files.owned(principal, fileId);
+    const now = this.deps.clock.nowMicros();
+    const { expiresAt = null, maxDownloads = null, password } = input;
+    if (expiresAt !== null && expiresAt <= now) throw new AppError("invalid_argument", "expire_time must be in the future");
+    if (maxDownloads !== null && (!Number.isSafeInteger(maxDownloads) || maxDownloads < 1 || maxDownloads > MAX_DOWNLOADS)) {
+      throw new AppError("invalid_argument", `max_downloads: a whole number from 1 to ${MAX_DOWNLOADS}`);
+    }
+    if (password !== undefined && (password.length === 0 || password.length > MAX_PASSWORD_CHARS)) {
+      throw new AppError("invalid_argument", `password: 1 to ${MAX_PASSWORD_CHARS} characters`);
+    }
+    const share: ShareRow = {
+      id: newShareId(),
+      fileId: file.id,
+      ownerId: principal.userId,
+      token: newShareToken(),
+      expiresAt,
+      maxDownloads,
+      downloadCount: 0,
+      passwordHash: password === undefined ? null : await Bun.password.hash(password, { algorithm: "argon2id" }),
+      createdAt: now,
+      deletedAt: null,
+    };
+    await this.deps.store.shares.insert(share);
+    return share;
+  }
+
+  /** The live shares of a file the caller owns, newest first (expired and used-up ones included). */
+  async list(principal: Principal, fileId: string): Promise<ShareRow[]> {
+    const file = await this.deps.files.owned(principal, fileId, "files.read");
+    return this.deps.store.shares.listByFile(file.id);
+  }
+
+  /**
+   * Deletes one of the caller's shares: its URL answers 410 from then on.
+   * @throws not_found when the caller has no such live share
+   */
+  async delete(principal: Principal, shareId: string): Promise<void> {
+    requireScope(principal, "files.write");
+    if (!(await this.deps.store.shares.markDeleted(shareId, principal.userId, this.deps.clock.nowMicros()))) {
+      throw new AppError("not_found", "share not found");
+    }
+  }
+
+  /**
+   * The share of a URL token and its file, if it still serves.
+   * @throws not_found for a token that never was; gone (410) once deleted, expired, used up, or
+   *   when the file is gone
+   */
+  async open(token: string): Promise<OpenShare> {
+    const share = SHARE_TOKEN_PATTERN.test(token) ? await this.deps.store.shares.byToken(token) : undefined;
+    if (share === undefined) throw new AppError("not_found", "no such share link");
+    if (share.deletedAt !== null) throw gone("this share link was deleted");
+    if (share.expiresAt !== null && share.expiresAt <= this.deps.clock.nowMicros()) throw gone("this share link has expired");
+    if (share.maxDownloads !== null && share.downloadCount >= share.maxDownloads) throw gone("this share link has reached its download limit");
+    const file = await this.deps.files.forShare(share.fileId);
+    if (file === undefined) throw gone("the shared file was deleted");
+    return { share, file };
+  }
+
+  /** Whether `password` is the share's (argon2id verify; a share without a password takes any). */
+  async passwordMatches(share: ShareRow, password: string | undefined): Promise<boolean> {
+    if (share.passwordHash === null) return true;
+    if (password === undefined || password.length > MAX_PASSWORD_CHARS) return false;
+    return Bun.password.verify(password, share.passwordHash);
+  }
+
+  /**
+   * Counts a download (a GET from byte 0), never past the limit.
+   * @throws gone when the limit was reached meanwhile, or the share was deleted
+   */
+  async countDownload(share: ShareRow): Promise<void> {
+    if (!(await this.deps.store.shares.countDownload(share.id))) throw gone("this share link has reached its download limit");
+  }
+}
+
+function gone(message: string): AppError {
+  return new AppError("gone", message);
+}

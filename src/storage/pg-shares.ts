@@ -1,0 +1,41 @@
+/** The shares table (CONTRACT §8) on PostgreSQL: the {@link ShareTable} part of the PostgreSQL metadata store. */
+import { and, desc, eq, isNull, lt, or, sql } from "drizzle-orm";
+import type { PgDb } from "./pg-metadata.ts";
+import type { ShareRow, ShareTable } from "./ports.ts";
+import { shares } from "./pg-schema.ts";
+
+export class PgShares implements ShareTable {
+  constructor(private readonly db: PgDb) {}
+
+  async insert(share: ShareRow): Promise<void> {
+    await this.db.insert(shares).values(share);
+  }
+
+  async byToken(token: string): Promise<ShareRow | undefined> {
+    return (await this.db.select().from(shares).where(eq(shares.token, token)))[0];
+  }
+
+  async byId(id: string): Promise<ShareRow | undefined> {
+    return (await this.db.select().from(shares).where(eq(shares.id, id)))[0];
+  }
+
+  async listByFile(fileId: string): Promise<ShareRow[]> {
+    return this.db.select().from(shares).where(and(eq(shares.fileId, fileId), isNull(shares.deletedAt))).orderBy(desc(shares.createdAt), desc(shares.id));
+  }
+
+  async markDeleted(id: string, ownerId: string, now: number): Promise<boolean> {
+    const where = and(eq(shares.id, id), eq(shares.ownerId, ownerId), isNull(shares.deletedAt));
+    return (await this.db.update(shares).set({ deletedAt: now }).where(where).returning({ id: shares.id })).length > 0;
+  }
+
+  /** One UPDATE: PostgreSQL re-checks the condition on the row it locks, so racing downloads queue and the limit holds. */
+  async countDownload(id: string): Promise<boolean> {
+    const where = and(eq(shares.id, id), isNull(shares.deletedAt), or(isNull(shares.maxDownloads), lt(shares.downloadCount, shares.maxDownloads)));
+    const counted = await this.db
+      .update(shares)
+      .set({ downloadCount: sql`${shares.downloadCount} + 1` })
+      .where(where)
+      .returning({ id: shares.id });
+    return counted.length > 0;
+  }
+}

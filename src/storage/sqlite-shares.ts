@@ -1,0 +1,49 @@
+/** The shares table (CONTRACT §8) on SQLite: the {@link ShareTable} part of the SQLite metadata store. */
+import { and, desc, eq, isNull, lt, or, sql } from "drizzle-orm";
+import type { Db } from "./db.ts";
+import type { ShareRow, ShareTable } from "./ports.ts";
+import { shares } from "./schema.ts";
+
+/** Runs a write on the write connection, queued or inside the open transaction (sqlite-metadata.ts). */
+type WriteRunner = <T>(write: (db: Db) => T) => Promise<T>;
+
+export class SqliteShares implements ShareTable {
+  constructor(
+    private readonly db: Db,
+    private readonly write: WriteRunner,
+  ) {}
+
+  insert(share: ShareRow): Promise<void> {
+    return this.write((db) => void db.insert(shares).values(share).run());
+  }
+
+  async byToken(token: string): Promise<ShareRow | undefined> {
+    return this.db.select().from(shares).where(eq(shares.token, token)).get();
+  }
+
+  async byId(id: string): Promise<ShareRow | undefined> {
+    return this.db.select().from(shares).where(eq(shares.id, id)).get();
+  }
+
+  async listByFile(fileId: string): Promise<ShareRow[]> {
+    return this.db.select().from(shares).where(and(eq(shares.fileId, fileId), isNull(shares.deletedAt))).orderBy(desc(shares.createdAt), desc(shares.id)).all();
+  }
+
+  markDeleted(id: string, ownerId: string, now: number): Promise<boolean> {
+    const where = and(eq(shares.id, id), eq(shares.ownerId, ownerId), isNull(shares.deletedAt));
+    return this.write((db) => db.update(shares).set({ deletedAt: now }).where(where).returning({ id: shares.id }).all().length > 0);
+  }
+
+  countDownload(id: string): Promise<boolean> {
+    const where = and(eq(shares.id, id), isNull(shares.deletedAt), or(isNull(shares.maxDownloads), lt(shares.downloadCount, shares.maxDownloads)));
+    return this.write(
+      (db) =>
+        db
+          .update(shares)
+          .set({ downloadCount: sql`${shares.downloadCount} + 1` })
+          .where(where)
+          .returning({ id: shares.id })
+          .all().length > 0,
+    );
+  }
+}

@@ -1,0 +1,177 @@
+// Share links (CONTRACT §8) through a real server on the run's backend: anonymous access to a
+// private file, exact download counting under concurrency, expiry, passwords (Basic, the form,
+// rate limiting), deletion, and bad input.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { checksumOf } from "../../src/domain/checksum.ts";
+import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";
+
+interface ShareJson {
+  id: string;
+  file_id: string;
+  url: string;
+  expire_time: string;
+  max_downloads: number | null;
+  download_count: number;
+  has_password: boolean;
+  created_at: string;
+}
+
+let server: RunningServer;
+let owner: string;
+let file: FileJson;
+const content = crypto.getRandomValues(new Uint8Array(200_000));
+
+beforeAll(async () => {
+  // Three wrong passwords a minute per address, then 429 (the same limit as bad credentials).
+  server = await startServer({ env: { RATE_LIMIT_AUTH_FAILURES: "3" } });
+  owner = await server.mintKey("alice@example.com");
+  file = await client(server, owner).upload(content, "?visibility=private&name=report.bin");
+}, 60_000);
+afterAll(async () => {
+  await server?.[Symbol.asyncDispose]();
+});
+
+async function share(body: unknown = {}, key = owner, fileId = file.id): Promise<{ status: number; json: ShareJson & { code?: number; message?: string } }> {
+  const res = await fetch(`${server.url}/v1/files/${fileId}/shares`, {
+    method: "POST",
+    body: JSON.stringify(body),
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+  });
+  return { status: res.status, json: (await res.json()) as ShareJson };
+}
+
+const path = (s: ShareJson) => new URL(s.url).pathname;
+const get = (s: ShareJson, headers: Record<string, string> = {}, method = "GET") => fetch(`${server.url}${path(s)}`, { method, headers });
+
+describe("share links", () => {
+  test("a share of a private file serves it to anyone, with the content headers; listed; deleted → 410", async () => {
+    const { status, json: s } = await share();
+    expect(status).toBe(200);
+    expect(s).toEqual({
+      id: expect.any(String),
+      file_id: file.id,
+      url: expect.stringMatching(new RegExp(`^${server.url}/s/[A-Za-z0-9_-]{32}$`)),
+      expire_time: "",
+      max_downloads: null,
+      download_count: 0,
+      has_password: false,
+      created_at: expect.stringMatching(/Z$/),
+    });
+    expect((await fetch(`${server.url}/${file.id}`)).status).toBe(401);
+    const res = await get(s);
+    const body = new Uint8Array(await res.arrayBuffer());
+    expect({ status: res.status, checksum: checksumOf(body), type: res.headers.get("content-type"), ranges: res.headers.get("accept-ranges") }).toEqual({
+      status: 200,
+      checksum: file.checksum,
+      type: "application/octet-stream",
+      ranges: "bytes",
+    });
+    expect(res.headers.get("etag")).toMatch(/^".+"$/);
+    expect(res.headers.get("cache-control")).toBe("no-cache, private");
+    const part = await get(s, { range: "bytes=10-19" });
+    expect({ status: part.status, bytes: [...new Uint8Array(await part.arrayBuffer())] }).toEqual({ status: 206, bytes: [...content.subarray(10, 20)] });
+    expect((await get(s, { "if-none-match": res.headers.get("etag")! })).status).toBe(304);
+
+    const listed = (await (await fetch(`${server.url}/v1/files/${file.id}/shares`, { headers: { authorization: `Bearer ${owner}` } })).json()) as { shares: ShareJson[] };
+    expect(listed.shares.find((x) => x.id === s.id)).toEqual({ ...s, download_count: 1 });
+
+    const del = await fetch(`${server.url}/v1/shares/${s.id}`, { method: "DELETE", headers: { authorization: `Bearer ${owner}` } });
+    expect({ status: del.status, body: await del.json() }).toEqual({ status: 200, body: {} });
+    const after = await get(s);
+    expect({ status: after.status, code: ((await after.json()) as { code: number }).code }).toEqual({ status: 410, code: 9 });
+    expect((await fetch(`${server.url}/v1/shares/${s.id}`, { method: "DELETE", headers: { authorization: `Bearer ${owner}` } })).status).toBe(404);
+    const relisted = (await (await fetch(`${server.url}/v1/files/${file.id}/shares`, { headers: { authorization: `Bearer ${owner}` } })).json()) as { shares: ShareJson[] };
+    expect(relisted.shares.map((x) => x.id)).not.toContain(s.id);
+  });
+
+  test("max_downloads 3 under 20 concurrent GETs: exactly 3 full downloads, the rest 410; HEAD and later ranges do not count", async () => {
+    const { json: s } = await share({ max_downloads: 3 });
+    expect((await get(s, {}, "HEAD")).status).toBe(200);
+    expect((await get(s, { range: "bytes=100-199" })).status).toBe(206);
+    const results = await Promise.all(
+      Array.from({ length: 20 }, async () => {
+        const res = await get(s);
+        const bytes = new Uint8Array(await res.arrayBuffer());
+        return res.status === 200 ? (checksumOf(bytes) === file.checksum ? "full" : "partial") : String(res.status);
+      }),
+    );
+    expect(results.filter((r) => r === "full").length).toBe(3);
+    expect(results.filter((r) => r === "410").length).toBe(17);
+    const listed = (await (await fetch(`${server.url}/v1/files/${file.id}/shares`, { headers: { authorization: `Bearer ${owner}` } })).json()) as { shares: ShareJson[] };
+    expect(listed.shares.find((x) => x.id === s.id)?.download_count).toBe(3);
+    expect((await get(s, { range: "bytes=0-9" })).status).toBe(410);
+  });
+
+  test("a share past its expiry answers 410", async () => {
+    const { json: s } = await share({ ttl: "2s" });
+    expect(Date.parse(s.expire_time) - Date.now()).toBeLessThanOrEqual(2000);
+    expect((await get(s)).status).toBe(200);
+    const deadline = Date.now() + 10_000;
+    while ((await get(s)).status !== 410) {
+      if (Date.now() > deadline) throw new Error("the share did not expire");
+      await Bun.sleep(100);
+    }
+  });
+
+  test("a share of a deleted file answers 410; an unknown token 404", async () => {
+    const doomed = await client(server, owner).upload(new Uint8Array([1, 2, 3]), "?visibility=private");
+    const { json: s } = await share({}, owner, doomed.id);
+    expect((await get(s)).status).toBe(200);
+    await fetch(`${server.url}/v1/files/${doomed.id}`, { method: "DELETE", headers: { authorization: `Bearer ${owner}` } });
+    expect((await get(s)).status).toBe(410);
+    expect((await fetch(`${server.url}/s/${"x".repeat(32)}`)).status).toBe(404);
+    expect((await fetch(`${server.url}/s/short`)).status).toBe(404);
+  });
+
+  test("only the owner shares, with files.write; bad settings are 400 and create nothing", async () => {
+    const bob = await server.mintKey("bob@example.com");
+    const reader = await server.mintKey("alice@example.com", "--scope", "files.read");
+    expect((await share({}, bob)).status).toBe(404);
+    expect(await share({}, reader)).toMatchObject({ status: 403, json: { code: 7, message: "this key lacks files.write" } });
+    const before = ((await (await fetch(`${server.url}/v1/files/${file.id}/shares`, { headers: { authorization: `Bearer ${owner}` } })).json()) as { shares: unknown[] }).shares.length;
+    for (const bad of [{ max_downloads: 0 }, { max_downloads: -1 }, { max_downloads: 1.5 }, { max_downloads: "3" }, { password: "" }, { ttl: "3w" }, { expire_time: "2001-01-01T00:00:00Z" }, { owner: "me" }, { ttl: "1h", expire_time: "2031-01-01T00:00:00Z" }]) {
+      const r = await share(bad);
+      expect({ bad, status: r.status, code: r.json.code }).toEqual({ bad, status: 400, code: 3 });
+    }
+    const r = await fetch(`${server.url}/v1/files/${file.id}/shares`, { method: "POST", body: "[]", headers: { authorization: `Bearer ${owner}`, "content-type": "application/json" } });
+    expect(r.status).toBe(400);
+    expect(((await (await fetch(`${server.url}/v1/files/${file.id}/shares`, { headers: { authorization: `Bearer ${owner}` } })).json()) as { shares: unknown[] }).shares.length).toBe(before);
+  });
+
+  // Last: its wrong passwords leave this address rate limited.
+  test("password: none → 401 (Basic challenge, or the form for a browser), wrong → 401 then 429, right → 200; the form's cookie opens it", async () => {
+    const { json: s } = await share({ password: "correct horse" });
+    expect(s.has_password).toBe(true);
+    const basic = (password: string) => ({ authorization: `Basic ${Buffer.from(`any:${password}`).toString("base64")}` });
+    const bare = await get(s);
+    expect({ status: bare.status, challenge: bare.headers.get("www-authenticate"), code: ((await bare.json()) as { code: number }).code }).toEqual({
+      status: 401,
+      challenge: 'Basic realm="cubby share", charset="UTF-8"',
+      code: 16,
+    });
+    const page = await get(s, { accept: "text/html" });
+    expect({ status: page.status, form: (await page.text()).includes('<form method="post">') }).toEqual({ status: 401, form: true });
+    expect((await get(s, basic("correct horse"))).status).toBe(200);
+
+    // The form: a wrong password shows it again, the right one redirects with a cookie for this share's path.
+    const post = (password: string) =>
+      fetch(`${server.url}${path(s)}`, { method: "POST", body: new URLSearchParams({ password }), redirect: "manual", headers: { "content-type": "application/x-www-form-urlencoded" } });
+    const wrongForm = await post("nope");
+    expect(wrongForm.status).toBe(401);
+    const rightForm = await post("correct horse");
+    const cookie = rightForm.headers.get("set-cookie")!;
+    expect({ status: rightForm.status, location: rightForm.headers.get("location"), cookie }).toEqual({
+      status: 303,
+      location: path(s),
+      cookie: expect.stringMatching(new RegExp(`^cubby_share_unlock=[A-Za-z0-9_-]+; Max-Age=86400; Path=${path(s)}; HttpOnly; SameSite=Lax$`)),
+    });
+    const viaCookie = await get(s, { cookie: cookie.split(";")[0]! });
+    expect(checksumOf(new Uint8Array(await viaCookie.arrayBuffer()))).toBe(file.checksum);
+
+    // Wrong passwords count with the failed authentications of this address: 3 a minute here.
+    expect((await get(s, basic("wrong 1"))).status).toBe(401);
+    expect((await get(s, basic("wrong 2"))).status).toBe(401);
+    const limited = await get(s, basic("correct horse"));
+    expect({ status: limited.status, retry: Number(limited.headers.get("retry-after")) > 0 }).toEqual({ status: 429, retry: true });
+  });
+});
