@@ -12,7 +12,9 @@ import { ALL_SCOPES, formatScopes, parseScopes, SCOPES } from "../domain/princip
 import type { ApiKeyRow, SessionRow, UserRow } from "../storage/ports.ts";
 
 /** The first line of every archive, without its "\n"; the number is the format's version. */
-export const ARCHIVE_MAGIC = "cubby-archive 1";
+export const ARCHIVE_MAGIC = "cubby-archive 2";
+/** The versions this cubby reads: 1 (before key scopes and expiries) and 2. */
+export type ArchiveVersion = 1 | 2;
 const MAGIC_PREFIX = "cubby-archive ";
 
 /** The longest record line accepted, "\n" excluded: a damaged archive cannot make a reader buffer more. */
@@ -107,13 +109,15 @@ function toJson(record: ArchiveRecord): Record<string, unknown> {
 }
 
 /**
- * The archive's first line (without "\n") must be {@link ARCHIVE_MAGIC}.
+ * The archive's first line (without "\n") must be {@link ARCHIVE_MAGIC} or version 1's.
+ * @returns the archive's version
  * @throws AppError invalid_argument naming what the file is instead
  */
-export function checkMagic(line: string): void {
-  if (line === ARCHIVE_MAGIC) return;
+export function checkMagic(line: string): ArchiveVersion {
+  if (line === ARCHIVE_MAGIC) return 2;
+  if (line === `${MAGIC_PREFIX}1`) return 1;
   if (line.startsWith(MAGIC_PREFIX)) {
-    throw new AppError("invalid_argument", `archive format "${line}" is not one this cubby reads (it reads "${ARCHIVE_MAGIC}")`);
+    throw new AppError("invalid_argument", `archive format "${line}" is not one this cubby reads (it reads "${MAGIC_PREFIX}1" and "${ARCHIVE_MAGIC}")`);
   }
   throw new AppError("invalid_argument", `not a cubby archive (it does not start with "${ARCHIVE_MAGIC}")`);
 }
@@ -123,7 +127,7 @@ export function checkMagic(line: string): void {
  * @param offset where the line starts in the archive, for messages
  * @throws AppError invalid_argument (see {@link damaged}) for anything but a well-formed record
  */
-export function decodeRecord(line: string, offset: number): ArchiveRecord {
+export function decodeRecord(line: string, offset: number, version: ArchiveVersion = 2): ArchiveRecord {
   let json: unknown;
   try {
     json = JSON.parse(line);
@@ -132,7 +136,7 @@ export function decodeRecord(line: string, offset: number): ArchiveRecord {
   }
   if (typeof json !== "object" || json === null || Array.isArray(json)) throw damaged(offset, "a record is not a JSON object");
   const o = json as Record<string, unknown>;
-  const f = new Fields(o, offset);
+  const f = new Fields(o, offset, version);
   switch (o.type) {
     case "user": {
       const row: UserRow = { id: f.id("id"), email: f.text("email"), issuer: f.optionalText("issuer"), subject: f.optionalText("subject"), createdAt: f.count("created_at") };
@@ -205,6 +209,7 @@ class Fields {
   constructor(
     private readonly o: Record<string, unknown>,
     private readonly offset: number,
+    private readonly version: ArchiveVersion,
   ) {}
 
   private seen(name: string): void {
@@ -254,11 +259,11 @@ class Fields {
   }
 
   /**
-   * A field newer archives have (CONTRACT §8's key scopes and expiries): read as `read` says,
-   * or `absent` in an archive from before it.
+   * A field of version 2 (CONTRACT §8's key scopes and expiries): read as `read` says; in a
+   * version 1 archive, `absent` (and a record that has the field anyway is refused as unknown).
    */
   since<T>(name: string, absent: T, read: (name: string) => T): T {
-    return name in this.o ? read(name) : absent;
+    return this.version >= 2 ? read(name) : absent;
   }
 
   /** Space-separated scope names, stored in canonical order. */

@@ -85,13 +85,13 @@ class Importer {
   async read(): Promise<void> {
     const magic = await this.reader.line(MAX_RECORD_BYTES);
     if (magic === undefined) throw new AppError("invalid_argument", "not a cubby archive (it is empty)");
-    checkMagic(magic);
+    const version = checkMagic(magic);
     for (;;) {
       const offset = this.reader.offset;
       const crcBefore = this.reader.checksum();
       const line = await this.reader.line(MAX_RECORD_BYTES);
       if (line === undefined) throw damaged(offset, "the archive ends before its trailer (truncated?)");
-      const record = decodeRecord(line, offset);
+      const record = decodeRecord(line, offset, version);
       switch (record.type) {
         case "user":
           await this.user(record.row, offset);

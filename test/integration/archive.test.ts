@@ -357,8 +357,8 @@ describe.skipIf(postgresPass)("refusals", () => {
   });
 
   test("not an archive, or another version", async () => {
-    await expectRefused(Buffer.from("hello\n"), /^cubby: not a cubby archive \(it does not start with "cubby-archive 1"\)\n$/);
-    await expectRefused(Buffer.from("cubby-archive 2\n"), /^cubby: archive format "cubby-archive 2" is not one this cubby reads/);
+    await expectRefused(Buffer.from("hello\n"), /^cubby: not a cubby archive \(it does not start with "cubby-archive 2"\)\n$/);
+    await expectRefused(Buffer.from("cubby-archive 3\n"), /^cubby: archive format "cubby-archive 3" is not one this cubby reads/);
     await expectRefused(new Uint8Array(0), /^cubby: not a cubby archive \(it is empty\)\n$/);
   });
 

@@ -67,12 +67,23 @@ test.each([
 });
 
 test.each([
-  ["cubby-archive 1", undefined],
-  ["cubby-archive 2", 'archive format "cubby-archive 2" is not one this cubby reads (it reads "cubby-archive 1")'],
-  ["PK\u0003\u0004", 'not a cubby archive (it does not start with "cubby-archive 1")'],
-])("magic line %p", (line, message) => {
-  if (message === undefined) expect(() => checkMagic(line)).not.toThrow();
-  else expect(() => checkMagic(line)).toThrow(message);
+  ["cubby-archive 1", 1],
+  ["cubby-archive 2", 2],
+  ["cubby-archive 3", 'archive format "cubby-archive 3" is not one this cubby reads (it reads "cubby-archive 1" and "cubby-archive 2")'],
+  ["PK\u0003\u0004", 'not a cubby archive (it does not start with "cubby-archive 2")'],
+])("magic line %p", (line, outcome) => {
+  if (typeof outcome === "number") expect(checkMagic(line)).toBe(outcome as 1 | 2);
+  else expect(() => checkMagic(line)).toThrow(outcome);
+});
+
+test("a version 1 archive's records read with the defaults (every scope, no expiry); version 2 fields in one are refused", () => {
+  const key = '{"type":"key","id":"k1","user_id":"u1","name":"","secret_hash":"AAcOFRwjKjE4P0ZNVFtiaXB3foWMk5qhqK+2vcTL0tk=","created_at":3,"last_used_at":null}';
+  expect(decodeRecord(key, 0, 1)).toMatchObject({ type: "key", row: { scopes: "files.read files.write", expiresAt: null } });
+  expect(() => decodeRecord(key, 0, 2)).toThrow('a key record has no "scopes"');
+  const withScopes = key.replace("}", ',"scopes":"files.read","expires_at":null}');
+  expect(decodeRecord(withScopes, 0, 2)).toMatchObject({ type: "key", row: { scopes: "files.read", expiresAt: null } });
+  expect(() => decodeRecord(withScopes, 0, 1)).toThrow('unknown field(s) "scopes", "expires_at"');
+  expect(() => decodeRecord(withScopes.replace('"files.read"', '"files.admin"'), 0, 2)).toThrow("scopes");
 });
 
 /** The bytes of `data` in pieces of `size` (the last may be shorter). */
