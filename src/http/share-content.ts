@@ -7,7 +7,7 @@
  * unlock cookie for this share's path only.
  */
 import { parse as parseCookies } from "cookie";
-import { grpcCodeOf } from "../errors.ts";
+import { AppError, toRpcStatus } from "../errors.ts";
 import type { Authenticator } from "../auth/principal.ts";
 import type { ShareRow } from "../storage/ports.ts";
 import type { FileContent, FileService } from "../service/files.ts";
@@ -78,9 +78,8 @@ async function unlocked(deps: ShareContentDeps, request: ContentRequest, share: 
 
 /** 401: the password form for a browser, or a contract error asking for Basic credentials. */
 function passwordWanted(request: ContentRequest): ContentReply {
-  const message = "this share link needs its password";
   if (wantsHtml(request)) return sharePasswordPage(401, "");
-  const body = JSON.stringify({ code: grpcCodeOf("unauthenticated"), message, details: [] });
+  const body = JSON.stringify(toRpcStatus(new AppError("unauthenticated", "this share link needs its password")));
   return {
     status: 401,
     headers: { "content-type": "application/json", "www-authenticate": 'Basic realm="cubby share", charset="UTF-8"', "cache-control": "no-store", "content-length": String(Buffer.byteLength(body)) },

@@ -27,10 +27,11 @@ export function routeOf(method: string | undefined, target: string, rpcPaths: Re
   const pathname = q === -1 ? target : target.slice(0, q);
   if (rpcPaths.has(pathname)) return { kind: "rpc", pathname };
   if (method === "GET" || method === "HEAD") {
+    const search = q === -1 ? "" : target.slice(q);
     const file = contentTarget(pathname);
-    if (file !== undefined) return { kind: "content", pathname, id: file.id, slug: file.slug, search: q === -1 ? "" : target.slice(q) };
+    if (file !== undefined) return { kind: "content", pathname, id: file.id, slug: file.slug, search };
     const token = shareTarget(pathname);
-    if (token !== undefined) return { kind: "share", pathname, token, search: q === -1 ? "" : target.slice(q) };
+    if (token !== undefined) return { kind: "share", pathname, token, search };
   }
   return { kind: "app", pathname };
 }

@@ -85,11 +85,9 @@ async function startSweeping(services: Services): Promise<ReturnType<typeof setI
       console.log(`swept ${swept.unfinished} temporary and ${swept.orphans} unreferenced blob file(s)`);
     }
   };
+  if (services.blobs.orphanGraceMs > 0) return repeat("sweep", SWEEP_INTERVAL_MS, sweep);
   await sweep();
-  if (services.blobs.orphanGraceMs === 0) return undefined;
-  const timer = setInterval(() => sweep().catch((err: unknown) => console.error(`sweep failed: ${err}`)), SWEEP_INTERVAL_MS);
-  timer.unref();
-  return timer;
+  return undefined;
 }
 
 /**

@@ -11,6 +11,12 @@ import * as schema from "./schema.ts";
 
 export type Db = BunSQLiteDatabase<typeof schema> & { $client: Database };
 
+/**
+ * Runs a write on the write connection: queued behind the open transaction by the store's own
+ * tables, at once by the tables a transaction hands in (sqlite-metadata.ts).
+ */
+export type WriteRunner = <T>(write: (db: Db) => T) => Promise<T>;
+
 /** Milliseconds a statement waits for another connection's write lock before SQLITE_BUSY (→ 503). */
 export const BUSY_TIMEOUT_MS = 5000;
 

@@ -4,6 +4,7 @@ import type { PgDb } from "./pg-metadata.ts";
 import type { ShareRow, ShareTable } from "./ports.ts";
 import { shares } from "./pg-schema.ts";
 
+/** Share rows on PostgreSQL, on the pool or inside a transaction (whichever `db` is). */
 export class PgShares implements ShareTable {
   constructor(private readonly db: PgDb) {}
 

@@ -23,15 +23,11 @@ import type {
   UserTable,
 } from "./ports.ts";
 import { ChangeWatch } from "./change-watch.ts";
-import { openDb, type Db } from "./db.ts";
+import { openDb, type Db, type WriteRunner } from "./db.ts";
 import { SqliteShares } from "./sqlite-shares.ts";
 import { migrate } from "./migrate.ts";
 import { inIdOrder, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
 import { apiKeys, files, sessions, users } from "./schema.ts";
-
-
-/** Runs a write: on the write connection, inside the store's write queue. */
-type WriteRunner = <T>(write: (db: Db) => T) => Promise<T>;
 
 /** Opens (creating and migrating if needed) the SQLite metadata store in `dataDir`. */
 export function openSqliteMetadata(dataDir: string): SqliteMetadataStore {

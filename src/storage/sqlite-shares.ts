@@ -1,12 +1,10 @@
 /** The shares table (CONTRACT §8) on SQLite: the {@link ShareTable} part of the SQLite metadata store. */
 import { and, desc, eq, isNull, lt, or, sql } from "drizzle-orm";
-import type { Db } from "./db.ts";
+import type { Db, WriteRunner } from "./db.ts";
 import type { ShareRow, ShareTable } from "./ports.ts";
 import { shares } from "./schema.ts";
 
-/** Runs a write on the write connection, queued or inside the open transaction (sqlite-metadata.ts). */
-type WriteRunner = <T>(write: (db: Db) => T) => Promise<T>;
-
+/** Share rows on SQLite: reads on the given connection, writes through the store's write runner. */
 export class SqliteShares implements ShareTable {
   constructor(
     private readonly db: Db,
