@@ -17,6 +17,10 @@ export type ErrorCode =
   | "not_found"
   | "payload_too_large"
   | "resource_exhausted"
+  | "aborted"
+  | "gone"
+  | "failed_precondition"
+  | "checksum_mismatch"
   | "unavailable"
   | "internal";
 
@@ -26,6 +30,8 @@ export const GrpcCode = {
   NOT_FOUND: 5,
   PERMISSION_DENIED: 7,
   RESOURCE_EXHAUSTED: 8,
+  FAILED_PRECONDITION: 9,
+  ABORTED: 10,
   INTERNAL: 13,
   UNAVAILABLE: 14,
   UNAUTHENTICATED: 16,
@@ -39,6 +45,13 @@ const mapping = {
   not_found: { http: 404, grpc: GrpcCode.NOT_FOUND },
   payload_too_large: { http: 413, grpc: GrpcCode.RESOURCE_EXHAUSTED },
   resource_exhausted: { http: 429, grpc: GrpcCode.RESOURCE_EXHAUSTED },
+  // tus (CONTRACT §8): a PATCH at an offset that is not the upload's (409 Conflict), a link or
+  // upload that no longer takes uploads (410 Gone), an unsupported Tus-Resumable (412), and a
+  // chunk whose Upload-Checksum does not match (460 Checksum Mismatch, the contract's code 3).
+  aborted: { http: 409, grpc: GrpcCode.ABORTED },
+  gone: { http: 410, grpc: GrpcCode.NOT_FOUND },
+  failed_precondition: { http: 412, grpc: GrpcCode.FAILED_PRECONDITION },
+  checksum_mismatch: { http: 460, grpc: GrpcCode.INVALID_ARGUMENT },
   unavailable: { http: 503, grpc: GrpcCode.UNAVAILABLE },
   internal: { http: 500, grpc: GrpcCode.INTERNAL },
 } as const satisfies Record<ErrorCode, { http: number; grpc: number }>;
