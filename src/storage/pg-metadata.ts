@@ -31,6 +31,8 @@ import type {
 } from "./ports.ts";
 import { inIdOrder, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
 import * as schema from "./pg-schema.ts";
+import { PgUploadLinks, PgUploads } from "./pg-uploads.ts";
+import type { UploadLinkTable, UploadTable } from "./upload-ports.ts";
 
 const { apiKeys, files, sessions, users } = schema;
 
@@ -92,6 +94,8 @@ export class PgMetadataStore implements MetadataStore {
   readonly keys: KeyTable;
   readonly users: UserTable;
   readonly sessions: SessionTable;
+  readonly uploads: UploadTable;
+  readonly uploadLinks: UploadLinkTable;
   private current = 0;
   /** When this store last heard a notification on the channel (its own ping or a change), ms. */
   private lastHeard = 0;
@@ -110,6 +114,8 @@ export class PgMetadataStore implements MetadataStore {
     this.keys = new PgKeys(driver.db, changed);
     this.users = new PgUsers(driver.db, changed);
     this.sessions = new PgSessions(driver.db, changed);
+    this.uploads = new PgUploads(driver.db, changed);
+    this.uploadLinks = new PgUploadLinks(driver.db, changed);
   }
 
   /**
@@ -155,7 +161,14 @@ export class PgMetadataStore implements MetadataStore {
     try {
       return await this.driver.db.transaction(async (tx) => {
         const none = () => {};
-        return work({ files: new PgFiles(tx, none, true), keys: new PgKeys(tx, none), users: new PgUsers(tx, none), sessions: new PgSessions(tx, none) });
+        return work({
+          files: new PgFiles(tx, none, true),
+          keys: new PgKeys(tx, none),
+          users: new PgUsers(tx, none),
+          sessions: new PgSessions(tx, none),
+          uploads: new PgUploads(tx, none),
+          uploadLinks: new PgUploadLinks(tx, none),
+        });
       });
     } finally {
       this.current++;

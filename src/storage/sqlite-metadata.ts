@@ -26,6 +26,8 @@ import { openDb, type Db } from "./db.ts";
 import { migrate } from "./migrate.ts";
 import { inIdOrder, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
 import { apiKeys, files, sessions, users } from "./schema.ts";
+import { SqliteUploadLinks, SqliteUploads } from "./sqlite-uploads.ts";
+import type { UploadLinkTable, UploadTable } from "./upload-ports.ts";
 
 
 /** Runs a write: on the write connection, inside the store's write queue. */
@@ -48,6 +50,8 @@ export class SqliteMetadataStore implements MetadataStore {
   readonly keys: KeyTable;
   readonly users: UserTable;
   readonly sessions: SessionTable;
+  readonly uploads: UploadTable;
+  readonly uploadLinks: UploadLinkTable;
   /** The tables as a transaction sees them: on the write connection, writes run at once. */
   private readonly inTransaction: MetadataTables;
   /** Settles when the last queued write has finished. */
@@ -64,11 +68,15 @@ export class SqliteMetadataStore implements MetadataStore {
     this.keys = new SqliteKeys(reader, queued);
     this.users = new SqliteUsers(reader, queued);
     this.sessions = new SqliteSessions(reader, queued);
+    this.uploads = new SqliteUploads(reader, queued);
+    this.uploadLinks = new SqliteUploadLinks(reader, queued);
     this.inTransaction = {
       files: new SqliteFiles(writer, now),
       keys: new SqliteKeys(writer, now),
       users: new SqliteUsers(writer, now),
       sessions: new SqliteSessions(writer, now),
+      uploads: new SqliteUploads(writer, now),
+      uploadLinks: new SqliteUploadLinks(writer, now),
     };
   }
 
