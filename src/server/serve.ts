@@ -30,6 +30,7 @@ export async function serve(config: Config): Promise<void> {
 
 async function serveUntilStopped(config: Config, services: Services): Promise<void> {
   const sweeper = await startSweeping(services);
+  const uploadSweeper = await startUploadSweeping(services, config.uploadExpirySeconds);
   let baseUrl = config.hostname ?? "";
   const auth = new Authenticator(services.keys, services.sessions, () => baseUrl, new WindowLimiter(config.rateLimits.authFailures));
   const { issuer, clientId, clientSecret } = config.idp;
@@ -68,6 +69,7 @@ async function serveUntilStopped(config: Config, services: Services): Promise<vo
   const signal = await stopSignal();
   console.log(`${signal}: stopping; in-flight requests have ${SHUTDOWN_GRACE_MS / 1000}s to finish`);
   clearInterval(sweeper);
+  clearInterval(uploadSweeper);
   await server.stop(SHUTDOWN_GRACE_MS);
   flushLog();
 }
@@ -87,6 +89,31 @@ async function startSweeping(services: Services): Promise<ReturnType<typeof setI
   await sweep();
   if (services.blobs.orphanGraceMs === 0) return undefined;
   const timer = setInterval(() => sweep().catch((err: unknown) => console.error(`sweep failed: ${err}`)), SWEEP_INTERVAL_MS);
+  timer.unref();
+  return timer;
+}
+
+/**
+ * Sweeps expired resumable uploads (rows and partial bytes, CONTRACT §8) now and then every
+ * minute, or every half expiry when that is shorter (TUS_UPLOAD_EXPIRY_SECONDS in tests).
+ * @returns the timer
+ */
+async function startUploadSweeping(services: Services, expirySeconds: number): Promise<ReturnType<typeof setInterval>> {
+  let running = false;
+  const sweep = async () => {
+    if (running) return;
+    running = true;
+    try {
+      const swept = await services.uploads.sweep();
+      if (swept.expired + swept.orphans > 0) console.log(`swept ${swept.expired} expired and ${swept.orphans} orphaned resumable upload(s)`);
+    } catch (err) {
+      console.error(`upload sweep failed: ${err}`);
+    } finally {
+      running = false;
+    }
+  };
+  await sweep();
+  const timer = setInterval(() => void sweep(), Math.max(1000, Math.min(60_000, (expirySeconds * 1000) / 2)));
   timer.unref();
   return timer;
 }
