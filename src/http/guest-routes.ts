@@ -77,7 +77,7 @@ function uploadForm(name: string): string {
 
 /** A small HTML page with the dashboard's CSS and CSP (no inline script: CSP forbids it). */
 function page(status: number, title: string, body: string, withScript: boolean): Response {
-  const scripts = withScript ? `<script src="/assets/tus.min.js"></script>\n  <script src="/assets/upload.js"></script>` : "";
+  const scripts = withScript ? `<script defer src="/assets/tus.min.js"></script>\n  <script defer src="/assets/upload.js"></script>` : "";
   const html = `<!doctype html>
 <html lang="en">
 <head>
