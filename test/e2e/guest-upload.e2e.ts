@@ -44,7 +44,7 @@ test("a guest uploads a file through the link's page, with progress, into the ow
   await expect(item).toHaveAttribute("data-state", "done", { timeout: 30_000 });
   await expect(item.locator("span").last()).toHaveText("uploaded");
   const bar = item.locator("progress");
-  expect(await bar.evaluate((p: HTMLProgressElement) => [p.value, p.max])).toEqual([content.byteLength, content.byteLength]);
+  expect(await bar.evaluate((p) => [(p as unknown as { value: number }).value, (p as unknown as { max: number }).max])).toEqual([content.byteLength, content.byteLength]);
   await page.screenshot({ path: path.join(SCREENSHOTS, "guest-upload.png"), fullPage: true });
 
   const files = (await (await fetch(`${stack.url}/v1/files`, { headers: { authorization: `Bearer ${key}` } })).json()) as { files: { name: string; size: string; visibility: string; content_type: string }[] };
