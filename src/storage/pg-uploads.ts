@@ -10,6 +10,7 @@ import { uploadLinks, uploads } from "./pg-schema.ts";
 import { linkAccepts } from "./upload-conditions.ts";
 import type { UploadLinkRow, UploadLinkTable, UploadRow, UploadTable } from "./upload-ports.ts";
 
+/** The {@link UploadTable} on PostgreSQL; `changed` moves the store's cache version after a write. */
 export class PgUploads implements UploadTable {
   constructor(
     private readonly db: PgDb,
@@ -60,6 +61,7 @@ export class PgUploads implements UploadTable {
   }
 }
 
+/** The {@link UploadLinkTable} on PostgreSQL (see {@link PgUploads}). */
 export class PgUploadLinks implements UploadLinkTable {
   constructor(
     private readonly db: PgDb,

@@ -11,6 +11,7 @@ import type { UploadLinkRow, UploadLinkTable, UploadRow, UploadTable } from "./u
 /** Runs a write on the write connection (queued outside a transaction, at once inside). */
 type WriteRunner = <T>(write: (db: Db) => T) => Promise<T>;
 
+/** The {@link UploadTable} on SQLite: reads on the reader connection, writes through the store's write runner. */
 export class SqliteUploads implements UploadTable {
   constructor(
     private readonly db: Db,
@@ -62,6 +63,7 @@ export class SqliteUploads implements UploadTable {
   }
 }
 
+/** The {@link UploadLinkTable} on SQLite (see {@link SqliteUploads}). */
 export class SqliteUploadLinks implements UploadLinkTable {
   constructor(
     private readonly db: Db,
