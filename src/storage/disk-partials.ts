@@ -104,6 +104,8 @@ export class DiskPartials implements PartialUploads {
       throw err;
     } finally {
       await handle.close().catch(() => {});
+      // This request's write buffer is garbage now: one per PATCH adds up over many chunks.
+      gcPacer.add(WRITE_BUFFER_BYTES);
     }
   }
 
@@ -125,6 +127,7 @@ export class DiskPartials implements PartialUploads {
       await handle.sync();
     } finally {
       await handle.close();
+      gcPacer.add(WRITE_BUFFER_BYTES);
     }
     const name = newBlobName();
     await fsp.link(file, path.join(this.blobDir, name));
