@@ -4,21 +4,12 @@
 // expired and deleted links answer 410; a files.read key cannot make one.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { checksumOf } from "../../src/domain/checksum.ts";
+import type { UploadLinkJson } from "../../src/domain/upload-link.ts";
 import { runSql } from "../support/backend.ts";
 import { client, startServer, tempDir, type FileJson, type RunningServer } from "../support/server.ts";
 import { createUpload, patchChunk, randomFile, tusFetch, tusUpload } from "../support/tus.ts";
 
-interface LinkJson {
-  id: string;
-  url: string;
-  name: string;
-  expire_time: string;
-  max_files: number | null;
-  max_bytes: number | null;
-  files_uploaded: number;
-  bytes_uploaded: number;
-  created_at: string;
-}
+type LinkJson = UploadLinkJson;
 
 let server: RunningServer;
 let key: string;
