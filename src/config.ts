@@ -55,6 +55,8 @@ export interface Config {
   databaseUrl: string | undefined;
   /** An S3-compatible bucket for the blobs (S3_*, CONTRACT §7); undefined: files in dataDir. */
   s3: S3Settings | undefined;
+  /** Seconds an unfinished resumable upload lives (TUS_UPLOAD_EXPIRY_SECONDS, default 24 h, CONTRACT §8). */
+  uploadExpirySeconds: number;
 }
 
 /** A configuration problem: the message is the one line printed before exiting with status 2. */
@@ -134,6 +136,8 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
   // 255 s at most: Bun.serve's idleTimeout limit when HTTP/1.1 went through it, kept so that
   // configurations stay valid either way.
   const timeouts = { headerSeconds: seconds("HEADER_TIMEOUT_SECONDS", 10, 3600), idleSeconds: seconds("IDLE_TIMEOUT_SECONDS", 60, 255) };
+  // Shorter only for tests and operators who want it; 30 days at most.
+  const uploadExpirySeconds = seconds("TUS_UPLOAD_EXPIRY_SECONDS", 24 * 3600, 30 * 24 * 3600);
 
   const trustedProxies = (get("TRUSTED_PROXIES") ?? "")
     .split(",")
@@ -156,6 +160,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     trustedProxies,
     connections,
     timeouts,
+    uploadExpirySeconds,
   };
 }
 

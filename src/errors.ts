@@ -18,6 +18,9 @@ export type ErrorCode =
   | "gone"
   | "payload_too_large"
   | "resource_exhausted"
+  | "aborted"
+  | "failed_precondition"
+  | "checksum_mismatch"
   | "unavailable"
   | "internal";
 
@@ -28,6 +31,7 @@ export const GrpcCode = {
   PERMISSION_DENIED: 7,
   FAILED_PRECONDITION: 9,
   RESOURCE_EXHAUSTED: 8,
+  ABORTED: 10,
   INTERNAL: 13,
   UNAVAILABLE: 14,
   UNAUTHENTICATED: 16,
@@ -43,6 +47,12 @@ const mapping = {
   gone: { http: 410, grpc: GrpcCode.FAILED_PRECONDITION },
   payload_too_large: { http: 413, grpc: GrpcCode.RESOURCE_EXHAUSTED },
   resource_exhausted: { http: 429, grpc: GrpcCode.RESOURCE_EXHAUSTED },
+  // tus (CONTRACT §8): a PATCH at an offset that is not the upload's (409 Conflict; a link or
+  // upload that no longer takes uploads is `gone` above), an unsupported Tus-Resumable (412), and a
+  // chunk whose Upload-Checksum does not match (460 Checksum Mismatch, the contract's code 3).
+  aborted: { http: 409, grpc: GrpcCode.ABORTED },
+  failed_precondition: { http: 412, grpc: GrpcCode.FAILED_PRECONDITION },
+  checksum_mismatch: { http: 460, grpc: GrpcCode.INVALID_ARGUMENT },
   unavailable: { http: 503, grpc: GrpcCode.UNAVAILABLE },
   internal: { http: 500, grpc: GrpcCode.INTERNAL },
 } as const satisfies Record<ErrorCode, { http: number; grpc: number }>;

@@ -20,6 +20,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { chartSvg, markdownTable, type Row } from "./report.ts";
 import { s3DirectUpload, s3DownloadSpeed, s3GetRate, startStores, storesInstalled } from "./stores.ts";
+import * as tus from "tus-js-client";
 
 const { values: flags } = parseArgs({
   options: {
@@ -546,6 +547,59 @@ if ((want(11) || want(12)) && has("wrk", "curl", "nginx") && storesInstalled()) 
   const absent = [...["wrk", "curl", "nginx"].filter((t) => missing.includes(t)), ...(storesInstalled() ? [] : ["postgresql or swift (apt-get install postgresql swift-proxy swift-object swift-container swift-account memcached)"])];
   rows.push({ workload: "PostgreSQL + S3", how: "", value: NaN, unit: "", anchor: `skipped: ${absent.join(", ")} missing` });
 }
+
+// 13. Resumable uploads (tus, CONTRACT §8): tus-js-client in this process sending the LARGE file
+// in 16 MiB chunks (a size that passes proxies capping bodies, such as Cloudflare's 100 MB, with
+// few round trips: each chunk costs a PATCH and an fsync) against one `curl -T` POST of the same
+// file to the same server; and the server's peak RSS over idle during such an upload.
+/** Uploads `file` through tus to `at`: MB/s over the whole upload; the file it became is deleted after. */
+async function tusSpeed(at: string, bearer: string, file: string, bytes: number): Promise<number> {
+  const started = performance.now();
+  const fileId = await new Promise<string>((resolve, reject) => {
+    const upload = new tus.Upload(fs.createReadStream(file), {
+      endpoint: `${at}/v1/uploads`,
+      chunkSize: 16 * 2 ** 20,
+      headers: { authorization: `Bearer ${bearer}` },
+      metadata: { filename: path.basename(file) },
+      retryDelays: [],
+      storeFingerprintForResuming: false,
+      onSuccess: (payload) => resolve(payload.lastResponse.getHeader("cubby-file-id") ?? ""),
+      onError: reject,
+    });
+    upload.start();
+  });
+  const seconds = (performance.now() - started) / 1000;
+  await fetch(`${at}/v1/files/${fileId}`, { method: "DELETE", headers: { authorization: `Bearer ${bearer}` } });
+  return bytes / seconds / 1e6;
+}
+
+if (want(13) && has("curl")) {
+  step(`tus upload (${size(LARGE)}) vs one curl -T`);
+  const src = path.join(www, "large.bin");
+  const [t, c] = await pair(
+    () => tusSpeed(base, key, src, LARGE),
+    async () => {
+      const { out } = await run(["curl", "-sS", "--fail", "-X", "POST", "-T", src, "-H", auth, "-w", "\n%{speed_upload}", `${base}/v1/files`]);
+      const [json, speed] = out.split("\n");
+      await fetch(`${base}/v1/files/${(JSON.parse(json!) as { id: string }).id}`, { method: "DELETE", headers: { authorization: `Bearer ${key}` } });
+      return Number(speed) / 1e6;
+    },
+  );
+  rows.push({ workload: `tus upload (${size(LARGE)}), 16 MiB chunks`, how: "tus-js-client in the bench process", value: t, unit: "MB/s", anchor: "curl -T, one POST /v1/files", anchorValue: c });
+
+  step(`tus: peak RSS of a ${size(LARGE)} upload`);
+  const dir = path.join(work, "tus-memory");
+  const mem = await spawnReady([cubby, "serve", "--port", "0", "--data-dir", dir], /listening on port (\d+)/, cubbyEnv);
+  const memKey = (await run([cubby, "keys", "create", "--email", "tus@example.com", "--data-dir", dir])).out.trim();
+  const status = () => fs.readFileSync(`/proc/${mem.proc.pid}/status`, "utf8");
+  const idle = Number(/VmRSS:\s+(\d+) kB/.exec(status())![1]) * 1024;
+  fs.writeFileSync(`/proc/${mem.proc.pid}/clear_refs`, "5");
+  await tusSpeed(`http://127.0.0.1:${mem.match[1]}`, memKey, src, LARGE);
+  const peak = (Number(/VmHWM:\s+(\d+) kB/.exec(status())![1]) * 1024 - idle) / 2 ** 20;
+  mem.proc.kill("SIGKILL");
+  children.delete(mem.proc);
+  rows.push({ workload: `peak RSS over idle, ${size(LARGE)} tus upload`, how: "VmHWM after reset (clear_refs) minus idle VmRSS", value: peak, unit: "MiB", anchor: "", target: 64, lowerIsBetter: true });
+} else if (ONLY === undefined) skip("tus upload", ["curl"]);
 
 // --- report ---
 const node = has("node") ? (await run(["node", "--version"])).out.trim() : "no Node.js";

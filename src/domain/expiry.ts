@@ -40,8 +40,10 @@ export function parseRfc3339(raw: string, field = "expire_time"): number {
   const bad = () => new AppError("invalid_argument", `${field}: expected an RFC 3339 time such as 2030-01-31T12:00:00Z (got "${truncate(raw)}")`);
   if (!m) throw bad();
   const [, y, mo, d, h, mi, s, frac = "", zone] = m;
-  const ms = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s));
-  const check = new Date(ms);
+  // Date.UTC maps years 0-99 to 1900-1999; setUTCFullYear does not.
+  const check = new Date(Date.UTC(2000, Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s)));
+  check.setUTCFullYear(Number(y), Number(mo) - 1, Number(d));
+  const ms = check.getTime();
   // Date.UTC rolls 2030-02-31 over into March; RFC 3339 allows a leap second (60) only in name.
   if (check.getUTCMonth() !== Number(mo) - 1 || check.getUTCDate() !== Number(d) || Number(h) > 23 || Number(mi) > 59 || Number(s) > 59) throw bad();
   let offsetMinutes = 0;

@@ -16,6 +16,9 @@ import { sharesRoutes } from "./shares-routes.ts";
 import { errorResponse, json } from "./respond.ts";
 import { contextOf, requestContext } from "./request-context.ts";
 import { serveStatic } from "./static.ts";
+import { guestRoutes } from "./guest-routes.ts";
+import { tusRoutes } from "./tus-routes.ts";
+import { uploadLinksRoutes } from "./upload-links-routes.ts";
 
 export interface AppDeps {
   services: Services;
@@ -52,6 +55,8 @@ export function createApp(deps: AppDeps) {
     .get("/", () => serveStatic("/")!, raw)
     .get("/app.js", () => serveStatic("/app.js")!, raw)
     .get("/app.css", () => serveStatic("/app.css")!, raw)
+    .get("/assets/upload.js", () => serveStatic("/assets/upload.js")!, raw)
+    .get("/assets/tus.min.js", () => serveStatic("/assets/tus.min.js")!, raw)
     .use(
       authRoutes({
         auth,
@@ -65,5 +70,8 @@ export function createApp(deps: AppDeps) {
       }),
     )
     .use(filesRoutes({ files: services.files, auth, baseUrl, maxUploadBytes: deps.maxUploadBytes }))
-    .use(sharesRoutes({ files: services.files, shares: services.shares, auth, baseUrl }));
+    .use(sharesRoutes({ files: services.files, shares: services.shares, auth, baseUrl }))
+    .use(tusRoutes({ uploads: services.uploads, links: services.uploadLinks, auth, baseUrl, maxUploadBytes: deps.maxUploadBytes }))
+    .use(uploadLinksRoutes({ links: services.uploadLinks, auth, baseUrl, clockMicros: () => services.clock.nowMicros() }))
+    .use(guestRoutes({ links: services.uploadLinks, baseUrl, maxUploadBytes: deps.maxUploadBytes }));
 }

@@ -6,6 +6,10 @@ import indexHtmlImport from "../../web/index.html" with { type: "file" };
 // @ts-ignore: imported as a file path (type "file"), not as a module; TypeScript cannot tell.
 import appJs from "../../web/app.js" with { type: "file" };
 import appCss from "../../web/app.css" with { type: "file" };
+// @ts-ignore: as app.js.
+import uploadJs from "../../web/upload.js" with { type: "file" };
+// @ts-ignore: as app.js; tus-js-client's browser build, for the guest upload page.
+import tusJs from "../../node_modules/tus-js-client/dist/tus.min.js" with { type: "file" };
 
 // bun-types describes every .html import as an HTML bundle; with `type: "file"` it is a path.
 const indexHtml = indexHtmlImport as unknown as string;
@@ -15,6 +19,12 @@ export const staticAssets: Record<string, { file: string; type: string }> = {
   "/": { file: indexHtml, type: "text/html; charset=utf-8" },
   "/app.js": { file: appJs as unknown as string, type: "text/javascript; charset=utf-8" },
   "/app.css": { file: appCss as unknown as string, type: "text/css; charset=utf-8" },
+  "/assets/upload.js": { file: uploadJs as unknown as string, type: "text/javascript; charset=utf-8" },
+};
+
+/** Embedded files of dependencies (not in web/), served like the dashboard's. */
+export const vendoredAssets: Record<string, { file: string; type: string }> = {
+  "/assets/tus.min.js": { file: tusJs as unknown as string, type: "text/javascript; charset=utf-8" },
 };
 
 /** Security headers for the dashboard's own pages. */
@@ -27,7 +37,7 @@ export const DASHBOARD_HEADERS = {
 
 /** A response for an embedded asset, or undefined when the path is not one. */
 export function serveStatic(pathname: string): Response | undefined {
-  const asset = staticAssets[pathname];
+  const asset = staticAssets[pathname] ?? vendoredAssets[pathname];
   if (asset === undefined) return undefined;
   return new Response(Bun.file(asset.file), {
     headers: { "content-type": asset.type, "cache-control": "no-cache", ...DASHBOARD_HEADERS },

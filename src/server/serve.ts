@@ -30,7 +30,11 @@ export async function serve(config: Config): Promise<void> {
 }
 
 async function serveUntilStopped(config: Config, services: Services): Promise<void> {
-  const timers = [await startSweeping(services), await repeat("expiry sweep", EXPIRY_SWEEP_MS, () => deleteExpired(services))];
+  const timers = [
+    await startSweeping(services),
+    await repeat("expiry sweep", EXPIRY_SWEEP_MS, () => deleteExpired(services)),
+    await repeat("upload sweep", uploadSweepMs(config.uploadExpirySeconds), () => sweepUploads(services)),
+  ];
   let baseUrl = config.hostname ?? "";
   const auth = new Authenticator(services.keys, services.sessions, () => baseUrl, new WindowLimiter(config.rateLimits.authFailures));
   const { issuer, clientId, clientSecret } = config.idp;
@@ -92,11 +96,23 @@ async function startSweeping(services: Services): Promise<ReturnType<typeof setI
 
 /**
  * Runs `job` now and every `ms` after, logging a failure under `name` and going on (a busy
- * database or an unreachable store must not stop the server).
+ * database or an unreachable store must not stop the server). A run still going when the next
+ * is due makes that one a no-op, so runs never overlap.
  * @returns the timer (unref'd)
  */
 async function repeat(name: string, ms: number, job: () => Promise<void>): Promise<ReturnType<typeof setInterval>> {
-  const run = () => job().catch((err: unknown) => console.error(`${name} failed: ${err}`));
+  let running = false;
+  const run = async () => {
+    if (running) return;
+    running = true;
+    try {
+      await job();
+    } catch (err) {
+      console.error(`${name} failed: ${err}`);
+    } finally {
+      running = false;
+    }
+  };
   await run();
   const timer = setInterval(run, ms);
   timer.unref();
@@ -108,6 +124,20 @@ async function deleteExpired(services: Services): Promise<void> {
   let total = 0;
   for (let n = -1; n !== 0; total += n) n = await services.files.deleteExpired(1000);
   if (total > 0) console.log(`deleted ${total} expired file(s)`);
+}
+
+/**
+ * How often expired resumable uploads are swept (rows and partial bytes, CONTRACT §8): every
+ * minute, or every half expiry when that is shorter (TUS_UPLOAD_EXPIRY_SECONDS in tests), ms.
+ */
+function uploadSweepMs(expirySeconds: number): number {
+  return Math.max(1000, Math.min(60_000, (expirySeconds * 1000) / 2));
+}
+
+/** Sweeps expired and orphaned resumable uploads once. */
+async function sweepUploads(services: Services): Promise<void> {
+  const swept = await services.uploads.sweep();
+  if (swept.expired + swept.orphans > 0) console.log(`swept ${swept.expired} expired and ${swept.orphans} orphaned resumable upload(s)`);
 }
 
 /** Resolves with the name of the first SIGTERM or SIGINT. */

@@ -105,23 +105,51 @@ export class FileService {
   async create(principal: Principal, input: CreateFileInput): Promise<FileRecord> {
     requireScope(principal, "files.write");
     const staged = await this.stage(input);
+    return this.commitNew(principal.userId, staged, { ...input, visibility: input.visibility ?? DEFAULT_VISIBILITY, expiresAt: input.expiresAt ?? null }, input.signal);
+  }
+
+  /**
+   * Commits a new file of `ownerId` over content already staged durably (a tus upload's, or a
+   * guest link's upload staged with {@link stageContent}), running `alsoInTx` in the same
+   * transaction (the upload's completion, the link's counters): all of it commits or nothing
+   * does, and then the staged blob is removed (CONTRACT §6).
+   * @throws what `alsoInTx` throws; unavailable
+   */
+  async commitNew(
+    ownerId: string,
+    staged: StagedBlob,
+    fields: Pick<FileRecord, "slug" | "name" | "visibility" | "contentType" | "expiresAt">,
+    signal?: AbortSignal | undefined,
+    alsoInTx?: (tx: MetadataTables, record: FileRecord) => Promise<void>,
+  ): Promise<FileRecord> {
     const now = this.deps.clock.nowMicros();
     const record: FileRecord = {
       id: newFileId(),
-      ownerId: principal.userId,
-      slug: input.slug,
-      name: input.name,
-      contentType: input.contentType,
+      ownerId,
+      slug: fields.slug,
+      name: fields.name,
+      contentType: fields.contentType,
       size: staged.size,
       checksum: staged.checksum,
-      visibility: input.visibility ?? DEFAULT_VISIBILITY,
+      visibility: fields.visibility,
       blob: staged.name,
       createdAt: now,
       updatedAt: now,
-      expiresAt: input.expiresAt ?? null,
+      expiresAt: fields.expiresAt,
     };
-    await this.commitOrDiscard(staged, record.id, input.signal, (tx) => tx.files.insert(record));
+    await this.commitOrDiscard(staged, record.id, signal, async (tx) => {
+      await tx.files.insert(record);
+      await alsoInTx?.(tx, record);
+    });
     return record;
+  }
+
+  /**
+   * Streams content into a new durable blob no row refers to yet, refusing more than `maxBytes`
+   * (at most MAX_UPLOAD_BYTES) with payload_too_large; commit it with {@link commitNew}.
+   */
+  stageContent(content: Content, maxBytes: number, expectedChecksum?: string | undefined): Promise<StagedBlob> {
+    return this.deps.blobs.write(content, { maxBytes: Math.min(maxBytes, this.deps.maxUploadBytes), expectedChecksum });
   }
 
   /** Metadata of a file the caller may see (owner, or internal/public for any signed-in user). */

@@ -16,6 +16,8 @@ import { FileService } from "./files.ts";
 import { KeyService } from "./keys.ts";
 import { SessionService } from "./sessions.ts";
 import { ShareService } from "./shares.ts";
+import { UploadLinkService } from "./upload-links.ts";
+import { UploadService } from "./uploads.ts";
 import { UserService } from "./users.ts";
 
 /** The services and the stores under them; disposing flushes delayed blob removals and closes the stores. */
@@ -28,6 +30,8 @@ export interface Services extends AsyncDisposable {
   users: UserService;
   sessions: SessionService;
   shares: ShareService;
+  uploads: UploadService;
+  uploadLinks: UploadLinkService;
 }
 
 export interface OpenOptions {
@@ -38,6 +42,8 @@ export interface OpenOptions {
   /** An S3-compatible bucket instead of files in dataDir. */
   s3?: S3Settings | undefined;
   clock?: Clock;
+  /** Seconds an unfinished resumable upload lives; 24 h when absent. */
+  uploadExpirySeconds?: number | undefined;
 }
 
 /** A store that could not be reached or used at start: the message is one line for the operator. */
@@ -68,12 +74,16 @@ export async function openServices(opts: OpenOptions): Promise<Services> {
   }
   const clock = opts.clock ?? systemClock();
   const files = new FileService({ store, blobs, clock, maxUploadBytes: opts.maxUploadBytes });
+  const uploadLinks = new UploadLinkService({ store, clock, files, maxUploadBytes: opts.maxUploadBytes });
+  const expiryMicros = (opts.uploadExpirySeconds ?? 24 * 3600) * 1_000_000;
   return {
     store,
     blobs,
     clock,
     files,
     shares: new ShareService({ store, files, clock }),
+    uploads: new UploadService({ store, blobs, clock, files, links: uploadLinks, maxUploadBytes: opts.maxUploadBytes, expiryMicros }),
+    uploadLinks,
     keys: new KeyService({ store, clock }),
     users: new UserService({ store, clock }),
     sessions: new SessionService({ store, clock }),

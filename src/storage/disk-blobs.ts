@@ -19,6 +19,7 @@ import { gcPacer } from "../gc-pacer.ts";
 import type { BlobChunk, BlobStore, ByteRange, ReadPlan, StagedBlob, WriteOptions } from "./ports.ts";
 import { BufferPool, DelayedRemovals, SMALL_BLOB_BYTES, SmallBlobCache, syncDir } from "./blob-memory.ts";
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./permissions.ts";
+import { DiskPartials } from "./disk-partials.ts";
 
 /** Bytes gathered before one write(2): large writes keep the syscall count low. */
 const WRITE_BUFFER_BYTES = 1024 * 1024;
@@ -30,6 +31,8 @@ export class DiskBlobStore implements BlobStore {
   private readonly small = new SmallBlobCache();
   /** Blobs whose removal by a stop is cut short are swept at the next start. */
   private readonly removals = new DelayedRemovals((name) => this.remove(name));
+  /** Unfinished resumable uploads, DATA_DIR/uploads/{upload ID} (disk-partials.ts). */
+  readonly partials: DiskPartials;
 
   constructor(dataDir: string) {
     this.blobDir = path.join(dataDir, "blobs");
@@ -37,6 +40,7 @@ export class DiskBlobStore implements BlobStore {
     this.quarantineDir = path.join(dataDir, "quarantine");
     fs.mkdirSync(this.blobDir, { recursive: true, mode: PRIVATE_DIR_MODE });
     fs.mkdirSync(this.tmpDir, { recursive: true, mode: PRIVATE_DIR_MODE });
+    this.partials = new DiskPartials(path.join(dataDir, "uploads"), this.blobDir);
   }
 
   private path(name: string): string {

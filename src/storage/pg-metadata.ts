@@ -33,6 +33,8 @@ import type {
 } from "./ports.ts";
 import { inIdOrder, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
 import * as schema from "./pg-schema.ts";
+import { PgUploadLinks, PgUploads } from "./pg-uploads.ts";
+import type { UploadLinkTable, UploadTable } from "./upload-ports.ts";
 
 const { apiKeys, files, sessions, users } = schema;
 
@@ -95,6 +97,8 @@ export class PgMetadataStore implements MetadataStore {
   readonly users: UserTable;
   readonly sessions: SessionTable;
   readonly shares: ShareTable;
+  readonly uploads: UploadTable;
+  readonly uploadLinks: UploadLinkTable;
   private current = 0;
   /** When this store last heard a notification on the channel (its own ping or a change), ms. */
   private lastHeard = 0;
@@ -114,6 +118,8 @@ export class PgMetadataStore implements MetadataStore {
     this.users = new PgUsers(driver.db, changed);
     this.sessions = new PgSessions(driver.db, changed);
     this.shares = new PgShares(driver.db);
+    this.uploads = new PgUploads(driver.db, changed);
+    this.uploadLinks = new PgUploadLinks(driver.db, changed);
   }
 
   /**
@@ -159,7 +165,15 @@ export class PgMetadataStore implements MetadataStore {
     try {
       return await this.driver.db.transaction(async (tx) => {
         const none = () => {};
-        return work({ files: new PgFiles(tx, none, true), keys: new PgKeys(tx, none), users: new PgUsers(tx, none), sessions: new PgSessions(tx, none), shares: new PgShares(tx) });
+        return work({
+          files: new PgFiles(tx, none, true),
+          keys: new PgKeys(tx, none),
+          users: new PgUsers(tx, none),
+          sessions: new PgSessions(tx, none),
+          shares: new PgShares(tx),
+          uploads: new PgUploads(tx, none),
+          uploadLinks: new PgUploadLinks(tx, none),
+        });
       });
     } finally {
       this.current++;

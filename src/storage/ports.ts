@@ -147,7 +147,12 @@ export interface MetadataTables {
   users: UserTable;
   sessions: SessionTable;
   shares: ShareTable;
+  uploads: UploadTable;
+  uploadLinks: UploadLinkTable;
 }
+
+export type { UploadLinkRow, UploadLinkTable, UploadRow, UploadTable } from "./upload-ports.ts";
+import type { UploadLinkTable, UploadTable } from "./upload-ports.ts";
 
 /**
  * Where rows live. Reads through the tables see every committed change. A change that reads
@@ -261,4 +266,9 @@ export interface BlobStore extends AsyncDisposable {
   sweepUnfinished(): Promise<number>;
   /** Moves a damaged blob aside with a note on why (fsck --repair). Missing is fine. */
   quarantine(name: string, note: unknown): Promise<void>;
+  /** The bytes of unfinished resumable uploads (tus), by upload ID: see {@link PartialUploads}. */
+  readonly partials: PartialUploads;
 }
+
+export type { AppendOptions, PartialUploads } from "./upload-ports.ts";
+import type { PartialUploads } from "./upload-ports.ts";

@@ -22,6 +22,7 @@ import { newBlobName } from "../domain/ids.ts";
 import { gcPacer } from "../gc-pacer.ts";
 import { BufferPool, DelayedRemovals, SMALL_BLOB_BYTES, SmallBlobCache } from "./blob-memory.ts";
 import type { BlobChunk, BlobStore, ByteRange, ReadPlan, StagedBlob, WriteOptions } from "./ports.ts";
+import { S3Partials } from "./s3-partials.ts";
 
 /** Where and how to reach the bucket (CONTRACT §7 variables). */
 export interface S3Settings {
@@ -55,6 +56,8 @@ export class S3BlobStore implements BlobStore {
   /** Blobs up to 64 KiB read whole are kept in memory, as on disk. */
   private readonly small = new SmallBlobCache();
   private readonly removals = new DelayedRemovals((name) => this.remove(name));
+  /** Unfinished resumable uploads, one object per chunk under `uploads/` (s3-partials.ts). */
+  readonly partials: S3Partials;
 
   constructor(private readonly settings: S3Settings) {
     this.client = new S3Client({
@@ -65,6 +68,7 @@ export class S3BlobStore implements BlobStore {
       secretAccessKey: settings.secretAccessKey,
       virtualHostedStyle: settings.virtualHostedStyle,
     });
+    this.partials = new S3Partials(this.client, (p) => this.key(p), (content, opts) => this.write(content, opts));
   }
 
   /**

@@ -28,6 +28,8 @@ import { SqliteShares } from "./sqlite-shares.ts";
 import { migrate } from "./migrate.ts";
 import { inIdOrder, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
 import { apiKeys, files, sessions, users } from "./schema.ts";
+import { SqliteUploadLinks, SqliteUploads } from "./sqlite-uploads.ts";
+import type { UploadLinkTable, UploadTable } from "./upload-ports.ts";
 
 /** Opens (creating and migrating if needed) the SQLite metadata store in `dataDir`. */
 export function openSqliteMetadata(dataDir: string): SqliteMetadataStore {
@@ -47,6 +49,8 @@ export class SqliteMetadataStore implements MetadataStore {
   readonly users: UserTable;
   readonly sessions: SessionTable;
   readonly shares: ShareTable;
+  readonly uploads: UploadTable;
+  readonly uploadLinks: UploadLinkTable;
   /** The tables as a transaction sees them: on the write connection, writes run at once. */
   private readonly inTransaction: MetadataTables;
   /** Settles when the last queued write has finished. */
@@ -64,12 +68,16 @@ export class SqliteMetadataStore implements MetadataStore {
     this.users = new SqliteUsers(reader, queued);
     this.sessions = new SqliteSessions(reader, queued);
     this.shares = new SqliteShares(reader, queued);
+    this.uploads = new SqliteUploads(reader, queued);
+    this.uploadLinks = new SqliteUploadLinks(reader, queued);
     this.inTransaction = {
       files: new SqliteFiles(writer, now),
       keys: new SqliteKeys(writer, now),
       users: new SqliteUsers(writer, now),
       sessions: new SqliteSessions(writer, now),
       shares: new SqliteShares(writer, now),
+      uploads: new SqliteUploads(writer, now),
+      uploadLinks: new SqliteUploadLinks(writer, now),
     };
   }
 

@@ -3,22 +3,16 @@
 // serves on the next request; a key revoked through the CLI is refused everywhere; an instance
 // killed mid-upload leaves nothing visible and the others keep serving.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import fs from "node:fs";
-import path from "node:path";
-import type { Subprocess } from "bun";
-import { freePort } from "../support/processes.ts";
+import { startNginx, type RunningNginx } from "../support/nginx.ts";
 import { startPostgres } from "../support/postgres.ts";
 import { startS3 } from "../support/s3.ts";
-import { client, runCli, startServer, tempDir, type FileJson, type RunningServer } from "../support/server.ts";
-
-const NGINX = Bun.which("nginx") ?? "/usr/sbin/nginx";
+import { client, runCli, startServer, type FileJson, type RunningServer } from "../support/server.ts";
 
 let pg: Awaited<ReturnType<typeof startPostgres>>;
 let s3: Awaited<ReturnType<typeof startS3>>;
 let env: Record<string, string>;
 let instances: RunningServer[];
-let nginx: Subprocess;
-let work: { path: string } & Disposable;
+let nginx: RunningNginx;
 let balancer: string;
 
 beforeAll(async () => {
@@ -33,49 +27,15 @@ beforeAll(async () => {
   };
   // Started together: the migrations run once under their advisory lock.
   instances = await Promise.all([0, 1, 2].map(() => startServer({ env })));
-  work = tempDir("cubby-nginx-");
-  const port = await freePort();
-  const user = process.getuid?.() === 0 ? "user root root;" : "";
-  fs.writeFileSync(
-    path.join(work.path, "nginx.conf"),
-    `${user}
-master_process off;
-worker_processes 1;
-pid ${work.path}/nginx.pid;
-error_log ${work.path}/error.log;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path ${work.path}/body;
-  proxy_temp_path ${work.path}/proxy;
-  fastcgi_temp_path ${work.path}/fastcgi;
-  uwsgi_temp_path ${work.path}/uwsgi;
-  scgi_temp_path ${work.path}/scgi;
-  upstream cubby { ${instances.map((s) => `server 127.0.0.1:${s.port};`).join(" ")} }
-  server {
-    listen 127.0.0.1:${port};
-    client_max_body_size 0;
-    proxy_request_buffering off;
-    proxy_buffering off;
-    location / { proxy_pass http://cubby; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_set_header Host $host; }
-  }
-}
-`,
-  );
-  nginx = Bun.spawn([NGINX, "-c", path.join(work.path, "nginx.conf"), "-p", work.path, "-g", "daemon off;"], { stderr: "inherit" });
-  balancer = `http://127.0.0.1:${port}`;
-  for (let i = 0; (await fetch(`${balancer}/healthz`).then((r) => r.status).catch(() => 0)) !== 200; i++) {
-    if (i > 500) throw new Error("nginx did not come up");
-    await Bun.sleep(10); // nginx prints nothing when ready: poll its port
-  }
+  // Bodies of any size: the test kills an instance mid-upload.
+  nginx = await startNginx(instances.map((s) => s.port), "client_max_body_size 0;");
+  balancer = nginx.url;
 }, 120_000);
 
 afterAll(async () => {
-  nginx?.kill(); // one process (master_process off): nothing of nginx outlives it
-  await nginx?.exited;
+  await nginx?.[Symbol.asyncDispose](); // one process (master_process off): nothing of nginx outlives it
   await Promise.all((instances ?? []).map((s) => s[Symbol.asyncDispose]()));
   await Promise.all([pg?.stop(), s3?.stop()]);
-  work?.[Symbol.dispose]();
 });
 
 test("a file created through one instance is served by all, at once and through nginx", async () => {

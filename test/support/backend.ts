@@ -74,13 +74,13 @@ export async function stopBackend(): Promise<void> {
 
 /**
  * Every blob the stores of `dataDir` hold, finished or not, sorted: on disk the files under
- * blobs/ and tmp/ (as `tmp/NAME`), on S3 the keys under the data directory's prefix. A request
- * that failed must leave this unchanged.
+ * blobs/, tmp/ (as `tmp/NAME`) and the partial bytes of resumable uploads (`uploads/ID`), on S3
+ * the keys under the data directory's prefix. A request that failed must leave this unchanged.
  */
 export async function blobNames(dataDir: string): Promise<string[]> {
   if (BACKEND === "sqlite-disk") {
     const list = (dir: string) => (fs.existsSync(path.join(dataDir, dir)) ? fs.readdirSync(path.join(dataDir, dir)) : []);
-    return [...list("blobs"), ...list("tmp").map((n) => `tmp/${n}`)].sort();
+    return [...list("blobs"), ...list("tmp").map((n) => `tmp/${n}`), ...list("uploads").map((n) => `uploads/${n}`)].sort();
   }
   const env = await backendEnv(dataDir);
   const client = new S3Client({ bucket: env.S3_BUCKET, endpoint: env.S3_ENDPOINT, region: env.S3_REGION, accessKeyId: env.S3_ACCESS_KEY_ID, secretAccessKey: env.S3_SECRET_ACCESS_KEY });

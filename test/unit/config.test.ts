@@ -28,6 +28,7 @@ describe("loadConfig", () => {
       timeouts: { headerSeconds: 10, idleSeconds: 60 },
       databaseUrl: undefined,
       s3: undefined,
+      uploadExpirySeconds: 86400,
     });
   });
 
@@ -56,6 +57,7 @@ describe("loadConfig", () => {
       S3_SECRET_ACCESS_KEY: "SECRET",
       S3_PREFIX: "cubby/",
       S3_VIRTUAL_HOSTED_STYLE: "true",
+      TUS_UPLOAD_EXPIRY_SECONDS: "3600",
     };
     expect(loadConfig(env, {}, "/")).toEqual({
       port: 9000,
@@ -78,6 +80,7 @@ describe("loadConfig", () => {
         prefix: "cubby/",
         virtualHostedStyle: true,
       },
+      uploadExpirySeconds: 3600,
     });
   });
 

@@ -10,6 +10,10 @@ test.each([
   ["not_found", 404, 5],
   ["payload_too_large", 413, 8],
   ["resource_exhausted", 429, 8],
+  ["aborted", 409, 10],
+  ["gone", 410, 9],
+  ["failed_precondition", 412, 9],
+  ["checksum_mismatch", 460, 3],
   ["unavailable", 503, 14],
   ["internal", 500, 13],
 ] as [ErrorCode, number, number][])("%s → HTTP %d, gRPC %d", (code, http, grpc) => {

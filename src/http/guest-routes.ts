@@ -1,0 +1,110 @@
+/**
+ * What anyone holding a guest upload link's token sees (CONTRACT §8): `GET /u/{token}`, a page
+ * that uploads files through tus without signing in, and `POST /u/{token}?name=…`, a raw upload
+ * for scripts that answers with the File JSON. Files land in the link owner's account.
+ */
+import { Elysia } from "elysia";
+import { parseDeclaredChecksum } from "../domain/checksum.ts";
+import { toFileJson } from "../domain/file.ts";
+import { parseMediaType, parseName, parseQuery } from "../domain/params.ts";
+import { AppError, httpStatusOf } from "../errors.ts";
+import { report } from "../context/report.ts";
+import type { UploadLinkService } from "../service/upload-links.ts";
+import { contextOf, requestContext } from "./request-context.ts";
+import { json } from "./respond.ts";
+import { DASHBOARD_HEADERS } from "./static.ts";
+
+export interface GuestRoutesDeps {
+  links: UploadLinkService;
+  baseUrl: () => string;
+  maxUploadBytes: number;
+}
+
+const raw = { parse: "none" } as const;
+
+/** The /u/{token} routes as an Elysia plugin. */
+export function guestRoutes(deps: GuestRoutesDeps) {
+  const { links } = deps;
+  return new Elysia({ name: "guest-routes", prefix: "/u" })
+    .use(requestContext)
+    .get(
+      "/:token",
+      async ({ request, params }) => {
+        try {
+          const link = await links.active(params.token);
+          return page(200, "Upload files", uploadForm(link.name), true);
+        } catch (err) {
+          const error = report(err, contextOf(request));
+          const status = httpStatusOf(error.code);
+          const title = error.code === "gone" ? "This link no longer takes uploads" : error.code === "not_found" ? "No such upload link" : "Try again later";
+          return page(status, title, `<p>${escapeHtml(error.message)}</p>`, false);
+        }
+      },
+      raw,
+    )
+    .post(
+      "/:token",
+      async ({ request, params }) => {
+        const query = parseQuery(new URL(request.url).search, ["name"]);
+        const length = request.headers.get("content-length");
+        if (length !== null && /^\d+$/.test(length) && Number(length) > deps.maxUploadBytes) {
+          throw new AppError("payload_too_large", `content is larger than the limit of ${deps.maxUploadBytes} bytes`);
+        }
+        const file = await links.upload(params.token, {
+          name: parseName(query.get("name") ?? ""),
+          contentType: parseMediaType(request.headers.get("content-type")),
+          expectedChecksum: parseDeclaredChecksum(request.headers),
+          content: request.body,
+        });
+        return json(toFileJson(deps.baseUrl(), file));
+      },
+      raw,
+    );
+}
+
+function uploadForm(name: string): string {
+  const heading = name === "" ? "Upload files" : `Upload files: ${escapeHtml(name)}`;
+  return `<h1>${heading}</h1>
+    <p class="muted">Files you upload here go to the person who shared this link. You do not need an account.</p>
+    <p id="error" class="error" role="alert" hidden></p>
+    <div id="drop" class="drop">
+      <label class="button primary" for="file-input">Choose files</label>
+      <input id="file-input" class="visually-hidden" type="file" multiple>
+      <span class="hint">or drop them here. Interrupted uploads resume where they stopped.</span>
+    </div>
+    <ul id="uploads" class="uploads"></ul>`;
+}
+
+/** A small HTML page with the dashboard's CSS and CSP (no inline script: CSP forbids it). */
+function page(status: number, title: string, body: string, withScript: boolean): Response {
+  const scripts = withScript ? `<script defer src="/assets/tus.min.js"></script>\n  <script defer src="/assets/upload.js"></script>` : "";
+  const html = `<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <meta name="viewport" content="width=device-width, initial-scale=1">
+  <meta name="referrer" content="no-referrer">
+  <title>${escapeHtml(title)} · cubby</title>
+  <link rel="icon" href="data:,">
+  <link rel="stylesheet" href="/app.css">
+  ${scripts}
+</head>
+<body>
+  <header class="bar"><span class="brand">cubby</span></header>
+  <main class="narrow">
+    ${withScript ? body : `<h1>${escapeHtml(title)}</h1>\n    ${body}`}
+  </main>
+</body>
+</html>
+`;
+  // The token is in the URL: no Referer leaves the page, and no cache keeps it.
+  return new Response(html, {
+    status,
+    headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store", ...DASHBOARD_HEADERS, "referrer-policy": "no-referrer" },
+  });
+}
+
+/** Text as HTML character data or a quoted attribute value. */
+export function escapeHtml(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}

@@ -1,0 +1,135 @@
+/**
+ * Guest upload links (CONTRACT §8): an owner makes a link; anyone with its token uploads files
+ * into the owner's account, with the link's visibility, within its limits. The limits hold under
+ * any concurrency: the counters move by one conditional UPDATE in the transaction that commits
+ * each file (storage/upload-conditions.ts), so the file and its count commit together or not at all.
+ */
+import type { Visibility } from "../domain/file.ts";
+import type { FileRecord } from "../domain/file.ts";
+import { requireScope, type Principal } from "../domain/principal.ts";
+import type { Clock } from "../domain/time.ts";
+import { newUploadLinkId, newUploadLinkToken, UPLOAD_LINK_TOKEN } from "../domain/upload-link.ts";
+import { AppError } from "../errors.ts";
+import type { MetadataStore, MetadataTables } from "../storage/ports.ts";
+import type { UploadLinkRow } from "../storage/upload-ports.ts";
+import type { Content, FileService } from "./files.ts";
+
+/** A new link's settings, parsed (http/upload-links-routes.ts). */
+export interface NewUploadLink {
+  name: string;
+  /** Unix microseconds in the future, or null: never. */
+  expiresAt: number | null;
+  maxFiles: number | null;
+  maxBytes: number | null;
+  visibility: Visibility;
+}
+
+/** A raw upload through a link (`POST /u/{token}?name=…`). */
+export interface GuestUpload {
+  name: string;
+  contentType: string;
+  expectedChecksum?: string | undefined;
+  content: Content;
+}
+
+const notFound = () => new AppError("not_found", "upload link not found");
+
+/** The link use cases (see the module comment). Errors are AppErrors. */
+export class UploadLinkService {
+  constructor(private readonly deps: { store: MetadataStore; clock: Clock; files: FileService; maxUploadBytes: number }) {}
+
+  /** Makes a link owned by the caller. @throws permission_denied without files.write */
+  async create(principal: Principal, input: NewUploadLink): Promise<UploadLinkRow> {
+    requireScope(principal, "files.write");
+    const row: UploadLinkRow = {
+      id: newUploadLinkId(),
+      ownerId: principal.userId,
+      token: newUploadLinkToken(),
+      name: input.name,
+      visibility: input.visibility,
+      expiresAt: input.expiresAt,
+      maxFiles: input.maxFiles,
+      maxBytes: input.maxBytes,
+      filesUploaded: 0,
+      bytesUploaded: 0,
+      createdAt: this.deps.clock.nowMicros(),
+      deletedAt: null,
+    };
+    await this.deps.store.uploadLinks.insert(row);
+    return row;
+  }
+
+  /** The caller's links that are not deleted, newest first. @throws permission_denied without files.read */
+  async list(principal: Principal): Promise<UploadLinkRow[]> {
+    requireScope(principal, "files.read");
+    return (await this.deps.store.uploadLinks.listByOwner(principal.userId)).filter((l) => l.deletedAt === null);
+  }
+
+  /**
+   * Deletes one of the caller's links: its URL answers 410 from then on; files already uploaded stay.
+   * @throws not_found when it is not the caller's (or already deleted); permission_denied without files.write
+   */
+  async delete(principal: Principal, id: string): Promise<void> {
+    requireScope(principal, "files.write");
+    if (!(await this.deps.store.uploadLinks.markDeleted(id, principal.userId, this.deps.clock.nowMicros()))) throw notFound();
+  }
+
+  /**
+   * The link of a token if there is one (any state), undefined otherwise: how a bearer token that
+   * is not an API key is tried as a link's.
+   */
+  async byToken(token: string): Promise<UploadLinkRow | undefined> {
+    if (!UPLOAD_LINK_TOKEN.test(token)) return undefined;
+    return this.deps.store.uploadLinks.byToken(token);
+  }
+
+  /**
+   * The link of a token while it takes uploads.
+   * @throws not_found for an unknown token; gone (410) when deleted, expired or past a limit
+   */
+  async active(token: string): Promise<UploadLinkRow> {
+    const link = await this.byToken(token);
+    if (link === undefined) throw notFound();
+    this.checkActive(link);
+    return link;
+  }
+
+  /** @throws gone (410) when the link is deleted, expired, or has no file or byte left */
+  checkActive(link: UploadLinkRow): void {
+    if (link.deletedAt !== null) throw new AppError("gone", "this upload link was deleted");
+    if (link.expiresAt !== null && link.expiresAt <= this.deps.clock.nowMicros()) throw new AppError("gone", "this upload link has expired");
+    if (link.maxFiles !== null && link.filesUploaded >= link.maxFiles) throw new AppError("gone", `this upload link took its ${link.maxFiles} file(s)`);
+    if (link.maxBytes !== null && link.bytesUploaded >= link.maxBytes) throw new AppError("gone", `this upload link took its ${link.maxBytes} bytes`);
+  }
+
+  /** Bytes one more upload through the link may hold: what is left of max_bytes, and MAX_UPLOAD_BYTES. */
+  remainingBytes(link: UploadLinkRow): number {
+    return link.maxBytes === null ? this.deps.maxUploadBytes : Math.min(this.deps.maxUploadBytes, link.maxBytes - link.bytesUploaded);
+  }
+
+  /**
+   * Counts a file committed through the link, in the file's transaction.
+   * @throws gone when that would pass a limit, or the link was deleted or expired meanwhile
+   */
+  async consume(tx: MetadataTables, linkId: string, bytes: number): Promise<void> {
+    if (!(await tx.uploadLinks.consume(linkId, bytes, this.deps.clock.nowMicros()))) {
+      throw new AppError("gone", "this upload link no longer takes uploads: a limit was reached, or it expired or was deleted");
+    }
+  }
+
+  /**
+   * Stores a raw upload (`POST /u/{token}`) as a file of the link's owner, with the link's visibility.
+   * @throws not_found, gone (see {@link active}); payload_too_large past what the link has left
+   *   or MAX_UPLOAD_BYTES; invalid_argument (checksum)
+   */
+  async upload(token: string, input: GuestUpload): Promise<FileRecord> {
+    const link = await this.active(token);
+    const remaining = this.remainingBytes(link);
+    const staged = await this.deps.files.stageContent(input.content, remaining, input.expectedChecksum).catch((err: unknown) => {
+      if (err instanceof AppError && err.code === "payload_too_large") throw new AppError("payload_too_large", `this upload link takes at most ${remaining} more bytes`);
+      throw err;
+    });
+    const fields = { slug: "", name: input.name, visibility: link.visibility, contentType: input.contentType, expiresAt: null };
+    return this.deps.files.commitNew(link.ownerId, staged, fields, undefined, (tx, record) => this.consume(tx, link.id, record.size));
+  }
+}

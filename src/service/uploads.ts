@@ -1,0 +1,280 @@
+/**
+ * Resumable uploads (tus 1.0.0, CONTRACT §8): create, report the offset, append a chunk, finish
+ * into a file, terminate, and sweep expired ones. The upload row's offset is authoritative: a
+ * chunk is written durably at that offset first (storage/upload-ports.ts), and only then does a
+ * conditional update move the offset past it. The last chunk is not counted separately: the file
+ * is staged from the stored bytes and one transaction inserts its row, marks the upload complete
+ * (at the offset the chunk started at) and, through a guest link, moves the link's counters.
+ */
+import type { FileRecord, Visibility } from "../domain/file.ts";
+import { parseExpiry } from "../domain/expiry.ts";
+import { parseMediaType, parseName, parseSlug, parseVisibility } from "../domain/params.ts";
+import { requireScope, type Principal } from "../domain/principal.ts";
+import type { Clock } from "../domain/time.ts";
+import type { UploadChecksum } from "../domain/tus.ts";
+import { newUploadId } from "../domain/upload-link.ts";
+import { AppError } from "../errors.ts";
+import type { BlobStore, MetadataStore } from "../storage/ports.ts";
+import type { UploadLinkRow, UploadRow } from "../storage/upload-ports.ts";
+import { DEFAULT_VISIBILITY, type Content, type FileService } from "./files.ts";
+import type { UploadLinkService } from "./upload-links.ts";
+
+/** Who is uploading: a signed-in user (with files.write), or anyone holding a guest link's token. */
+export type Uploader = { principal: Principal } | { link: UploadLinkRow };
+
+/** An upload's state as the tus headers report it. */
+export interface UploadState {
+  id: string;
+  offset: number;
+  length: number;
+  /** Unix microseconds (Upload-Expires). */
+  expiresAt: number;
+  /** The decoded Upload-Metadata the client sent. */
+  metadata: Record<string, string>;
+  /** The file it became (Cubby-File-Id), once complete. */
+  fileId: string | null;
+}
+
+export interface NewUpload {
+  /** Upload-Length, bytes. */
+  length: number;
+  /** Decoded Upload-Metadata. */
+  metadata: Record<string, string>;
+  /** creation-with-upload: the first chunk, or null for none. */
+  content: Content;
+  checksum?: UploadChecksum | undefined;
+}
+
+export interface UploadServiceDeps {
+  store: MetadataStore;
+  blobs: BlobStore;
+  clock: Clock;
+  files: FileService;
+  links: UploadLinkService;
+  maxUploadBytes: number;
+  /** How long an unfinished upload lives, microseconds (24 h; TUS_UPLOAD_EXPIRY_SECONDS). */
+  expiryMicros: number;
+}
+
+/** What the file of a finished upload gets from its Upload-Metadata, parsed at creation. */
+interface FileFields {
+  slug: string;
+  name: string;
+  contentType: string;
+  visibility: Visibility;
+  expiresAt: number | null;
+}
+
+const notFound = () => new AppError("not_found", "upload not found");
+/** Expired rows handled per sweep query. */
+const SWEEP_BATCH = 100;
+
+/** The tus use cases (see the module comment). Errors are AppErrors. */
+export class UploadService {
+  /** Uploads a request of this process is writing: a second writer gets 409 (tus clients retry it). */
+  private readonly writing = new Set<string>();
+
+  constructor(private readonly deps: UploadServiceDeps) {}
+
+  /**
+   * Creates an upload (tus creation), with its first chunk when `content` is given
+   * (creation-with-upload); an upload of length 0 is complete at once.
+   * @throws permission_denied without files.write; payload_too_large past MAX_UPLOAD_BYTES or
+   *   what a guest link has left; gone for a link that no longer takes uploads; invalid_argument
+   *   for bad metadata; what {@link append} throws for the first chunk
+   */
+  async create(uploader: Uploader, input: NewUpload): Promise<UploadState> {
+    const { ownerId, link } = this.check(uploader);
+    const limit = link === undefined ? this.deps.maxUploadBytes : this.deps.links.remainingBytes(link);
+    if (input.length > limit) {
+      throw new AppError("payload_too_large", link === undefined ? `Upload-Length is over the limit of ${limit} bytes` : `this upload link takes at most ${limit} more bytes`);
+    }
+    const now = this.deps.clock.nowMicros();
+    fieldsOf(input.metadata, link, now);
+    const row: UploadRow = {
+      id: newUploadId(),
+      ownerId,
+      uploadLinkId: link?.id ?? null,
+      length: input.length,
+      offset: 0,
+      metadata: JSON.stringify(input.metadata),
+      fileId: null,
+      createdAt: now,
+      expiresAt: now + this.deps.expiryMicros,
+    };
+    await this.deps.store.uploads.insert(row);
+    if (input.length === 0) return this.locked(row.id, () => this.finish(row, link));
+    if (input.content === null) return stateOf(row);
+    return this.append(uploader, row.id, 0, input.content, input.checksum);
+  }
+
+  /**
+   * The upload's state (tus HEAD).
+   * @throws not_found when there is none the uploader may see; gone once expired
+   */
+  async status(uploader: Uploader, id: string): Promise<UploadState> {
+    this.check(uploader);
+    return stateOf(await this.owned(uploader, id));
+  }
+
+  /**
+   * Appends a chunk at `offset` (tus PATCH). When it holds the last byte, the upload becomes a
+   * file (CONTRACT §6: staged durably, committed in one transaction).
+   * @throws aborted (409) when `offset` is not the upload's (or another request is writing it);
+   *   checksum_mismatch (460), payload_too_large past Upload-Length: the chunk is discarded;
+   *   gone when expired, or its guest link stopped taking uploads; not_found
+   */
+  async append(uploader: Uploader, id: string, offset: number, content: Content, checksum: UploadChecksum | undefined): Promise<UploadState> {
+    this.check(uploader);
+    return this.locked(id, async () => {
+      const row = await this.owned(uploader, id);
+      if (row.fileId !== null && offset === row.length) return stateOf(row);
+      if (row.fileId !== null || offset !== row.offset) {
+        throw new AppError("aborted", `Upload-Offset ${offset} is not the upload's offset ${row.offset}; ask with HEAD and resume from there`);
+      }
+      const link = row.uploadLinkId === null ? undefined : await this.linkOf(row.uploadLinkId);
+      const written = await this.deps.blobs.partials.append(id, offset, content, { maxBytes: row.length - offset, checksum });
+      const to = offset + written.bytes;
+      let state: UploadState;
+      if (to === row.length) state = await this.finish(row, link);
+      else {
+        if (written.bytes > 0 && !(await this.deps.store.uploads.advance(id, offset, to))) throw moved();
+        state = stateOf({ ...row, offset: to });
+      }
+      if (written.cutShort !== undefined) throw written.cutShort;
+      return state;
+    });
+  }
+
+  /**
+   * Terminates an upload (tus termination): its row and partial bytes are removed; a file it
+   * already became stays.
+   * @throws not_found; aborted while a request writes it
+   */
+  async terminate(uploader: Uploader, id: string): Promise<void> {
+    this.check(uploader);
+    await this.locked(id, async () => {
+      const row = await this.owned(uploader, id, { expiredToo: true });
+      if (await this.deps.store.uploads.delete(row.id)) await this.deps.blobs.partials.remove(row.id);
+    });
+  }
+
+  /**
+   * Removes expired uploads (rows, then their bytes) and partial bytes no unfinished upload
+   * owns (a crash between the two, or after a finished upload's commit). The partial bytes are
+   * listed before the rows are read, so an upload created meanwhile is never taken for an orphan.
+   * @returns how many expired uploads and orphaned partial uploads were removed
+   */
+  async sweep(): Promise<{ expired: number; orphans: number }> {
+    const { store, blobs } = this.deps;
+    const now = this.deps.clock.nowMicros();
+    let expired = 0;
+    for (;;) {
+      const rows = await store.uploads.expired(now, SWEEP_BATCH);
+      for (const row of rows) {
+        if (this.writing.has(row.id)) continue;
+        if (await store.uploads.delete(row.id)) expired++;
+        await blobs.partials.remove(row.id);
+      }
+      if (rows.length < SWEEP_BATCH) break;
+    }
+    const listed: string[] = [];
+    for await (const p of blobs.partials.list()) listed.push(p.id);
+    const live = await store.uploads.unfinishedIds();
+    let orphans = 0;
+    for (const id of listed) {
+      if (live.has(id) || this.writing.has(id)) continue;
+      await blobs.partials.remove(id);
+      orphans++;
+    }
+    return { expired, orphans };
+  }
+
+  /** The owner files land with, and the link, of an uploader allowed to upload. */
+  private check(uploader: Uploader): { ownerId: string; link: UploadLinkRow | undefined } {
+    if ("principal" in uploader) {
+      requireScope(uploader.principal, "files.write");
+      return { ownerId: uploader.principal.userId, link: undefined };
+    }
+    this.deps.links.checkActive(uploader.link);
+    return { ownerId: uploader.link.ownerId, link: uploader.link };
+  }
+
+  /** The upload if the uploader may use it: the user's own, or one made through the same link. */
+  private async owned(uploader: Uploader, id: string, opts: { expiredToo?: boolean } = {}): Promise<UploadRow> {
+    const row = await this.deps.store.uploads.get(id);
+    if (row === undefined) throw notFound();
+    const mine = "principal" in uploader ? row.ownerId === uploader.principal.userId : row.uploadLinkId === uploader.link.id;
+    if (!mine) throw notFound();
+    if (opts.expiredToo !== true && row.fileId === null && row.expiresAt <= this.deps.clock.nowMicros()) {
+      throw new AppError("gone", "the upload expired; start a new one");
+    }
+    return row;
+  }
+
+  private async linkOf(id: string): Promise<UploadLinkRow> {
+    const link = await this.deps.store.uploadLinks.get(id);
+    if (link === undefined) throw new AppError("gone", "this upload link was deleted");
+    this.deps.links.checkActive(link);
+    return link;
+  }
+
+  /** Stages the stored bytes as a blob and commits the file, the upload's completion and the link's count together. */
+  private async finish(row: UploadRow, link: UploadLinkRow | undefined): Promise<UploadState> {
+    const fields = fieldsOf(JSON.parse(row.metadata) as Record<string, string>, link, row.createdAt);
+    const { files, blobs } = this.deps;
+    const staged = row.length === 0 ? await files.stageContent(null, 0) : await blobs.partials.stage(row.id, row.length);
+    const file: FileRecord = await files.commitNew(row.ownerId, staged, fields, undefined, async (tx, record) => {
+      if (!(await tx.uploads.complete(row.id, row.offset, record.id))) throw moved();
+      if (link !== undefined) await this.deps.links.consume(tx, link.id, record.size);
+    });
+    await blobs.partials.remove(row.id).catch((err: unknown) => console.error(`upload ${row.id}: removing its partial bytes failed (the sweep will): ${err}`));
+    return stateOf({ ...row, offset: row.length, fileId: file.id });
+  }
+
+  /** Runs `work` as the only writer of upload `id` in this process. @throws aborted when another is */
+  private async locked<T>(id: string, work: () => Promise<T>): Promise<T> {
+    if (this.writing.has(id)) throw new AppError("aborted", "another request is writing this upload; retry once it is done");
+    this.writing.add(id);
+    try {
+      return await work();
+    } finally {
+      this.writing.delete(id);
+    }
+  }
+}
+
+const moved = () => new AppError("aborted", "the upload's offset moved: another request wrote this range first; ask with HEAD and resume from there");
+
+function stateOf(row: UploadRow): UploadState {
+  return {
+    id: row.id,
+    offset: row.offset,
+    length: row.length,
+    expiresAt: row.expiresAt,
+    metadata: JSON.parse(row.metadata) as Record<string, string>,
+    fileId: row.fileId,
+  };
+}
+
+/**
+ * The new file's fields from Upload-Metadata (CONTRACT §8): `filename` → name, `filetype` →
+ * content_type, `slug`, `visibility`, `expire_time`; other keys are kept but unused. Through a
+ * guest link, the link decides visibility, and slug and expiry are not the guest's to set.
+ * @throws AppError invalid_argument for a value the REST API would refuse
+ */
+function fieldsOf(metadata: Record<string, string>, link: UploadLinkRow | undefined, now: number): FileFields {
+  const filetype = metadata.filetype;
+  const fields: FileFields = {
+    name: parseName(metadata.filename ?? ""),
+    contentType: parseMediaType(filetype === undefined || filetype === "" ? null : filetype),
+    slug: "",
+    visibility: link?.visibility ?? DEFAULT_VISIBILITY,
+    expiresAt: null,
+  };
+  if (link !== undefined) return fields;
+  fields.slug = parseSlug(metadata.slug ?? "");
+  if (metadata.visibility !== undefined && metadata.visibility !== "") fields.visibility = parseVisibility(metadata.visibility);
+  fields.expiresAt = parseExpiry({ expire_time: metadata.expire_time }, now) ?? null;
+  return fields;
+}

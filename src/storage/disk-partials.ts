@@ -1,0 +1,148 @@
+/**
+ * The partial bytes of resumable uploads on the local disk: one file per upload,
+ * DATA_DIR/uploads/{upload ID}. A chunk is written at the row's offset after the file is
+ * truncated to it (whatever lay past the offset was never committed), then fsynced; only then
+ * does the caller move the offset. When the last byte is there, the file is checksummed and
+ * hard-linked into blobs/ under a fresh name (no copy; nothing writes the file any more), and
+ * removed from uploads/ once the file's row has committed.
+ *
+ * Writers of one upload are serialised by the caller (one process owns the data directory).
+ */
+import fs from "node:fs";
+import fsp from "node:fs/promises";
+import path from "node:path";
+import { checksumToBase64, crc32cUpdate } from "../domain/checksum.ts";
+import { newBlobName } from "../domain/ids.ts";
+import { AppError } from "../errors.ts";
+import { gcPacer } from "../gc-pacer.ts";
+import { syncDir } from "./blob-memory.ts";
+import { chunkDigest } from "./chunk-digest.ts";
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./permissions.ts";
+import type { StagedBlob } from "./ports.ts";
+import type { AppendOptions, PartialUploads } from "./upload-ports.ts";
+
+/** Bytes gathered before one write(2), as for blobs. */
+const WRITE_BUFFER_BYTES = 1024 * 1024;
+/** Upload IDs as the service makes them; anything else never reaches a path. */
+const UPLOAD_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** {@link PartialUploads} in a directory beside the blobs (same file system, for the hard link). */
+export class DiskPartials implements PartialUploads {
+  constructor(
+    private readonly dir: string,
+    private readonly blobDir: string,
+  ) {
+    fs.mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
+  }
+
+  private path(id: string): string {
+    if (!UPLOAD_ID.test(id)) throw new Error(`not an upload ID: ${JSON.stringify(id)}`);
+    return path.join(this.dir, id);
+  }
+
+  async append(id: string, offset: number, content: AsyncIterable<Uint8Array> | null, opts: AppendOptions): Promise<{ bytes: number; cutShort?: unknown }> {
+    const file = this.path(id);
+    let handle: fsp.FileHandle;
+    let created = false;
+    try {
+      handle = await fsp.open(file, "r+");
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "ENOENT" || offset !== 0) throw err;
+      handle = await fsp.open(file, "wx", PRIVATE_FILE_MODE);
+      created = true;
+    }
+    try {
+      const stored = (await handle.stat()).size;
+      if (stored < offset) throw new Error(`upload ${id}: ${stored} bytes on disk, fewer than its offset ${offset}`);
+      if (stored > offset) await handle.truncate(offset);
+      const digest = chunkDigest(opts.checksum);
+      const buffer = Buffer.allocUnsafe(WRITE_BUFFER_BYTES);
+      let filled = 0;
+      let written = 0;
+      let received = 0;
+      const flush = async () => {
+        let off = 0;
+        while (off < filled) {
+          const { bytesWritten } = await handle.write(buffer, off, filled - off, offset + written);
+          off += bytesWritten;
+          written += bytesWritten;
+        }
+        gcPacer.add(filled);
+        filled = 0;
+      };
+      let cutShort: unknown;
+      try {
+        if (content !== null) {
+          for await (const chunk of content) {
+            received += chunk.byteLength;
+            if (received > opts.maxBytes) throw new AppError("payload_too_large", `the chunk is longer than the ${opts.maxBytes} bytes left of the upload`);
+            digest?.update(chunk);
+            for (let off = 0; off < chunk.byteLength; ) {
+              const n = Math.min(chunk.byteLength - off, WRITE_BUFFER_BYTES - filled);
+              buffer.set(chunk.subarray(off, off + n), filled);
+              filled += n;
+              off += n;
+              if (filled === WRITE_BUFFER_BYTES) await flush();
+            }
+          }
+        }
+      } catch (err) {
+        // A body cut short keeps what arrived (tus: store as much as possible), unless its
+        // checksum can no longer be verified or the failure is ours.
+        if (err instanceof AppError && err.code !== "invalid_argument") throw err;
+        if (digest !== undefined || received === 0) throw err;
+        cutShort = err;
+      }
+      await flush();
+      digest?.verify();
+      await handle.sync();
+      if (created) await syncDir(this.dir);
+      return cutShort === undefined ? { bytes: written } : { bytes: written, cutShort };
+    } catch (err) {
+      // Nothing past the offset is committed; leave the file as the offset says.
+      await handle.truncate(offset).catch(() => {});
+      throw err;
+    } finally {
+      await handle.close().catch(() => {});
+      // This request's write buffer is garbage now: one per PATCH adds up over many chunks.
+      gcPacer.add(WRITE_BUFFER_BYTES);
+    }
+  }
+
+  async stage(id: string, length: number): Promise<StagedBlob> {
+    const file = this.path(id);
+    const handle = await fsp.open(file, "r+");
+    let crc = 0;
+    try {
+      const stored = (await handle.stat()).size;
+      if (stored < length) throw new Error(`upload ${id}: ${stored} bytes on disk, fewer than its length ${length}`);
+      if (stored > length) await handle.truncate(length);
+      const buffer = Buffer.allocUnsafe(WRITE_BUFFER_BYTES);
+      for (let position = 0; position < length; ) {
+        const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.byteLength, length - position), position);
+        if (bytesRead === 0) throw new Error(`upload ${id} ended at byte ${position}, before ${length}`);
+        crc = crc32cUpdate(crc, buffer.subarray(0, bytesRead));
+        position += bytesRead;
+      }
+      await handle.sync();
+    } finally {
+      await handle.close();
+      gcPacer.add(WRITE_BUFFER_BYTES);
+    }
+    const name = newBlobName();
+    await fsp.link(file, path.join(this.blobDir, name));
+    await syncDir(this.blobDir);
+    return { name, size: length, checksum: checksumToBase64(crc) };
+  }
+
+  async remove(id: string): Promise<void> {
+    await fsp.rm(this.path(id), { force: true });
+  }
+
+  async *list(): AsyncIterable<{ id: string; writtenAt: number }> {
+    for (const id of await fsp.readdir(this.dir)) {
+      const stat = await fsp.stat(path.join(this.dir, id)).catch(() => undefined);
+      if (stat !== undefined && UPLOAD_ID.test(id)) yield { id, writtenAt: stat.mtimeMs };
+    }
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * The uploads and upload_links tables on PostgreSQL (see upload-ports.ts), for pg-metadata.ts.
+ * The conditional updates are single UPDATEs: under READ COMMITTED, one that waited for another
+ * writer's row lock re-checks its WHERE against the row that writer committed, so two PATCHes at
+ * one offset, or two uploads past a link's last free slot, never both win.
+ */
+import { and, desc, eq, isNull, lte, sql } from "drizzle-orm";
+import type { PgDb } from "./pg-metadata.ts";
+import { uploadLinks, uploads } from "./pg-schema.ts";
+import { linkAccepts } from "./upload-conditions.ts";
+import type { UploadLinkRow, UploadLinkTable, UploadRow, UploadTable } from "./upload-ports.ts";
+
+/** The {@link UploadTable} on PostgreSQL; `changed` moves the store's cache version after a write. */
+export class PgUploads implements UploadTable {
+  constructor(
+    private readonly db: PgDb,
+    private readonly changed: () => void,
+  ) {}
+
+  async get(id: string): Promise<UploadRow | undefined> {
+    return (await this.db.select().from(uploads).where(eq(uploads.id, id)))[0];
+  }
+
+  async insert(row: UploadRow): Promise<void> {
+    await this.db.insert(uploads).values(row);
+    this.changed();
+  }
+
+  async advance(id: string, from: number, to: number): Promise<boolean> {
+    const moved = await this.db
+      .update(uploads)
+      .set({ offset: to })
+      .where(and(eq(uploads.id, id), eq(uploads.offset, from), isNull(uploads.fileId)))
+      .returning({ id: uploads.id });
+    this.changed();
+    return moved.length > 0;
+  }
+
+  async complete(id: string, from: number, fileId: string): Promise<boolean> {
+    const done = await this.db
+      .update(uploads)
+      .set({ offset: sql`${uploads.length}`, fileId })
+      .where(and(eq(uploads.id, id), eq(uploads.offset, from), isNull(uploads.fileId)))
+      .returning({ id: uploads.id });
+    this.changed();
+    return done.length > 0;
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const deleted = await this.db.delete(uploads).where(eq(uploads.id, id)).returning({ id: uploads.id });
+    this.changed();
+    return deleted.length > 0;
+  }
+
+  async expired(now: number, limit: number): Promise<UploadRow[]> {
+    return this.db.select().from(uploads).where(lte(uploads.expiresAt, now)).limit(limit);
+  }
+
+  async unfinishedIds(): Promise<Set<string>> {
+    return new Set((await this.db.select({ id: uploads.id }).from(uploads).where(isNull(uploads.fileId))).map((r) => r.id));
+  }
+}
+
+/** The {@link UploadLinkTable} on PostgreSQL (see {@link PgUploads}). */
+export class PgUploadLinks implements UploadLinkTable {
+  constructor(
+    private readonly db: PgDb,
+    private readonly changed: () => void,
+  ) {}
+
+  async get(id: string): Promise<UploadLinkRow | undefined> {
+    return (await this.db.select().from(uploadLinks).where(eq(uploadLinks.id, id)))[0];
+  }
+
+  async byToken(token: string): Promise<UploadLinkRow | undefined> {
+    return (await this.db.select().from(uploadLinks).where(eq(uploadLinks.token, token)))[0];
+  }
+
+  async listByOwner(ownerId: string): Promise<UploadLinkRow[]> {
+    return this.db.select().from(uploadLinks).where(eq(uploadLinks.ownerId, ownerId)).orderBy(desc(uploadLinks.createdAt), desc(uploadLinks.id));
+  }
+
+  async insert(row: UploadLinkRow): Promise<void> {
+    await this.db.insert(uploadLinks).values(row);
+    this.changed();
+  }
+
+  async markDeleted(id: string, ownerId: string, now: number): Promise<boolean> {
+    const where = and(eq(uploadLinks.id, id), eq(uploadLinks.ownerId, ownerId), isNull(uploadLinks.deletedAt));
+    const done = await this.db.update(uploadLinks).set({ deletedAt: now }).where(where).returning({ id: uploadLinks.id });
+    this.changed();
+    return done.length > 0;
+  }
+
+  async consume(id: string, bytes: number, now: number): Promise<boolean> {
+    const done = await this.db
+      .update(uploadLinks)
+      .set({ filesUploaded: sql`${uploadLinks.filesUploaded} + 1`, bytesUploaded: sql`${uploadLinks.bytesUploaded} + ${bytes}` })
+      .where(linkAccepts(uploadLinks, id, bytes, now))
+      .returning({ id: uploadLinks.id });
+    this.changed();
+    return done.length > 0;
+  }
+}

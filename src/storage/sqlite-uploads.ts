@@ -1,0 +1,105 @@
+/**
+ * The uploads and upload_links tables on SQLite (see upload-ports.ts), for sqlite-metadata.ts.
+ * Conditional updates are single statements, so they are atomic whoever else writes.
+ */
+import { and, desc, eq, isNull, lte, sql } from "drizzle-orm";
+import type { Db } from "./db.ts";
+import { uploadLinks, uploads } from "./schema.ts";
+import { linkAccepts } from "./upload-conditions.ts";
+import type { UploadLinkRow, UploadLinkTable, UploadRow, UploadTable } from "./upload-ports.ts";
+
+/** Runs a write on the write connection (queued outside a transaction, at once inside). */
+type WriteRunner = <T>(write: (db: Db) => T) => Promise<T>;
+
+/** The {@link UploadTable} on SQLite: reads on the reader connection, writes through the store's write runner. */
+export class SqliteUploads implements UploadTable {
+  constructor(
+    private readonly db: Db,
+    private readonly write: WriteRunner,
+  ) {}
+
+  async get(id: string): Promise<UploadRow | undefined> {
+    return this.db.select().from(uploads).where(eq(uploads.id, id)).get();
+  }
+
+  insert(row: UploadRow): Promise<void> {
+    return this.write((db) => void db.insert(uploads).values(row).run());
+  }
+
+  advance(id: string, from: number, to: number): Promise<boolean> {
+    return this.write(
+      (db) =>
+        db
+          .update(uploads)
+          .set({ offset: to })
+          .where(and(eq(uploads.id, id), eq(uploads.offset, from), isNull(uploads.fileId)))
+          .returning({ id: uploads.id })
+          .all().length > 0,
+    );
+  }
+
+  complete(id: string, from: number, fileId: string): Promise<boolean> {
+    return this.write(
+      (db) =>
+        db
+          .update(uploads)
+          .set({ offset: sql`${uploads.length}`, fileId })
+          .where(and(eq(uploads.id, id), eq(uploads.offset, from), isNull(uploads.fileId)))
+          .returning({ id: uploads.id })
+          .all().length > 0,
+    );
+  }
+
+  delete(id: string): Promise<boolean> {
+    return this.write((db) => db.delete(uploads).where(eq(uploads.id, id)).returning({ id: uploads.id }).all().length > 0);
+  }
+
+  async expired(now: number, limit: number): Promise<UploadRow[]> {
+    return this.db.select().from(uploads).where(lte(uploads.expiresAt, now)).limit(limit).all();
+  }
+
+  async unfinishedIds(): Promise<Set<string>> {
+    return new Set(this.db.select({ id: uploads.id }).from(uploads).where(isNull(uploads.fileId)).all().map((r) => r.id));
+  }
+}
+
+/** The {@link UploadLinkTable} on SQLite (see {@link SqliteUploads}). */
+export class SqliteUploadLinks implements UploadLinkTable {
+  constructor(
+    private readonly db: Db,
+    private readonly write: WriteRunner,
+  ) {}
+
+  async get(id: string): Promise<UploadLinkRow | undefined> {
+    return this.db.select().from(uploadLinks).where(eq(uploadLinks.id, id)).get();
+  }
+
+  async byToken(token: string): Promise<UploadLinkRow | undefined> {
+    return this.db.select().from(uploadLinks).where(eq(uploadLinks.token, token)).get();
+  }
+
+  async listByOwner(ownerId: string): Promise<UploadLinkRow[]> {
+    return this.db.select().from(uploadLinks).where(eq(uploadLinks.ownerId, ownerId)).orderBy(desc(uploadLinks.createdAt), desc(uploadLinks.id)).all();
+  }
+
+  insert(row: UploadLinkRow): Promise<void> {
+    return this.write((db) => void db.insert(uploadLinks).values(row).run());
+  }
+
+  markDeleted(id: string, ownerId: string, now: number): Promise<boolean> {
+    const where = and(eq(uploadLinks.id, id), eq(uploadLinks.ownerId, ownerId), isNull(uploadLinks.deletedAt));
+    return this.write((db) => db.update(uploadLinks).set({ deletedAt: now }).where(where).returning({ id: uploadLinks.id }).all().length > 0);
+  }
+
+  consume(id: string, bytes: number, now: number): Promise<boolean> {
+    return this.write(
+      (db) =>
+        db
+          .update(uploadLinks)
+          .set({ filesUploaded: sql`${uploadLinks.filesUploaded} + 1`, bytesUploaded: sql`${uploadLinks.bytesUploaded} + ${bytes}` })
+          .where(linkAccepts(uploadLinks, id, bytes, now))
+          .returning({ id: uploadLinks.id })
+          .all().length > 0,
+    );
+  }
+}

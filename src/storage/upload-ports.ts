@@ -1,0 +1,127 @@
+/**
+ * The storage ports of resumable uploads (tus 1.0.0) and guest upload links (CONTRACT §8),
+ * beside the others of ports.ts (which re-exports them): two metadata tables and the partial
+ * bytes of unfinished uploads in the blob store.
+ *
+ * The rule both keep: an upload's row holds the authoritative offset. Bytes are written durably
+ * at the row's offset first, and only then does a conditional update move the offset past them
+ * (`… WHERE offset = expected`), so a crash leaves at most bytes past the offset, which the next
+ * write at that offset replaces, and two writers at one offset never both win.
+ */
+import type { Visibility } from "../domain/file.ts";
+import type { UploadChecksum } from "../domain/tus.ts";
+import type { StagedBlob } from "./ports.ts";
+
+/** A resumable upload. Sizes and offsets are bytes; times Unix microseconds. */
+export interface UploadRow {
+  id: string;
+  /** Whose account the file lands in: the caller's, or the guest upload link's owner's. */
+  ownerId: string;
+  /** The guest upload link it came through, or null. */
+  uploadLinkId: string | null;
+  /** Upload-Length. */
+  length: number;
+  /** Bytes stored durably so far (Upload-Offset). */
+  offset: number;
+  /** The decoded Upload-Metadata, a JSON object of strings. */
+  metadata: string;
+  /** The file it became once the last byte arrived; null before. */
+  fileId: string | null;
+  createdAt: number;
+  /** Unfinished, it is swept after this (Upload-Expires). */
+  expiresAt: number;
+}
+
+/** A guest upload link ("file request"). Counters count committed files only. */
+export interface UploadLinkRow {
+  id: string;
+  ownerId: string;
+  /** The secret of `/u/{token}` (≥ 128 random bits). */
+  token: string;
+  name: string;
+  /** Visibility of the files uploaded through it. */
+  visibility: Visibility;
+  expiresAt: number | null;
+  maxFiles: number | null;
+  maxBytes: number | null;
+  filesUploaded: number;
+  bytesUploaded: number;
+  createdAt: number;
+  /** Set by DELETE: the link answers 410 from then on. */
+  deletedAt: number | null;
+}
+
+/** The uploads table. */
+export interface UploadTable {
+  get(id: string): Promise<UploadRow | undefined>;
+  insert(row: UploadRow): Promise<void>;
+  /**
+   * Moves an unfinished upload's offset from `from` to `to` if it is still `from`.
+   * @returns whether it moved (false: another request moved it first, or it is gone or complete)
+   */
+  advance(id: string, from: number, to: number): Promise<boolean>;
+  /**
+   * Marks an unfinished upload at offset `from` complete: offset = length, file_id = `fileId`.
+   * @returns whether it did (false: the offset moved, or it is gone or complete already)
+   */
+  complete(id: string, from: number, fileId: string): Promise<boolean>;
+  /** @returns whether a row was deleted */
+  delete(id: string): Promise<boolean>;
+  /** Up to `limit` rows whose expiresAt is at or before `now`. */
+  expired(now: number, limit: number): Promise<UploadRow[]>;
+  /** IDs of every upload not yet complete (the sweep keeps their partial bytes). */
+  unfinishedIds(): Promise<Set<string>>;
+}
+
+/** The upload_links table. */
+export interface UploadLinkTable {
+  get(id: string): Promise<UploadLinkRow | undefined>;
+  byToken(token: string): Promise<UploadLinkRow | undefined>;
+  /** An owner's links, deleted ones too, newest first. */
+  listByOwner(ownerId: string): Promise<UploadLinkRow[]>;
+  insert(row: UploadLinkRow): Promise<void>;
+  /** Sets deleted_at if the link is `ownerId`'s and not deleted yet. @returns whether it did */
+  markDeleted(id: string, ownerId: string, now: number): Promise<boolean>;
+  /**
+   * Counts one more file of `bytes` against the link, only if that stays within its limits and
+   * it is neither deleted nor expired at `now`: one conditional UPDATE, so concurrent uploads
+   * can never pass a limit together.
+   * @returns whether it was counted
+   */
+  consume(id: string, bytes: number, now: number): Promise<boolean>;
+}
+
+/** How one chunk of a resumable upload is written. */
+export interface AppendOptions {
+  /** Bytes the chunk may hold at most (the upload's remaining length): payload_too_large past it. */
+  maxBytes: number;
+  /** The digest the chunk must have (tus checksum extension): checksum_mismatch otherwise. */
+  checksum?: UploadChecksum | undefined;
+}
+
+/**
+ * The bytes of unfinished resumable uploads, by upload ID, in the blob store (see the module
+ * comment for the offset rule). On disk one file per upload; on S3 one object per chunk.
+ */
+export interface PartialUploads {
+  /**
+   * Writes `content` durably at byte `offset` of upload `id`, replacing anything at or past
+   * `offset` (left by a crash or a lost race). On a checksum mismatch or payload_too_large the
+   * chunk is discarded. When the body is cut short with no checksum declared, the store may
+   * keep what arrived (tus: "store as much of the received data as possible"): it says so with
+   * `cutShort`, the error that ended the body.
+   * @returns the bytes written durably
+   * @throws AppError checksum_mismatch, payload_too_large; what the stream or store throws
+   */
+  append(id: string, offset: number, content: AsyncIterable<Uint8Array> | null, opts: AppendOptions): Promise<{ bytes: number; cutShort?: unknown }>;
+  /**
+   * The upload's first `length` bytes as a new durable blob with its CRC32C (the partial bytes
+   * stay until {@link remove}).
+   * @throws when fewer than `length` bytes are stored
+   */
+  stage(id: string, length: number): Promise<StagedBlob>;
+  /** Removes an upload's partial bytes. Missing is fine. */
+  remove(id: string): Promise<void>;
+  /** Every upload that has partial bytes, with when they were last written (Unix ms). */
+  list(): AsyncIterable<{ id: string; writtenAt: number }>;
+}
