@@ -1,9 +1,25 @@
 // cubby's dashboard: plain JavaScript against the same REST API scripts use, authenticated by
-// the session cookie (same-origin requests only). No framework, no build step, no CDN.
+// the session cookie (same-origin requests only). No framework, no build step, no CDN: the two
+// libraries it uses (tus-js-client for resumable uploads, loaded before this module as
+// window.tus, and qrcode-generator for share links' QR codes) are embedded in the binary.
+
+import qrcode from "/assets/qrcode.mjs";
 
 const $ = (id) => document.getElementById(id);
 const PAGE_SIZE = 50;
+/** tus chunk size: below common proxy body limits (nginx's default 1 MiB aside; Cloudflare's 100 MB). */
+const CHUNK_BYTES = 8 * 1024 * 1024;
+/** Expiry choices offered wherever something can expire: [ttl, label]. */
+const EXPIRY_CHOICES = [
+  ["1h", "in 1 hour"],
+  ["1d", "in 1 day"],
+  ["7d", "in 7 days"],
+  ["30d", "in 30 days"],
+];
+const TTL_SECONDS = { s: 1, m: 60, h: 3600, d: 86400 };
+
 let nextPageToken = "";
+let searchText = "";
 
 /** Shows an error from a google.rpc.Status body (or any Error) in the alert line. */
 function showError(err) {
@@ -25,6 +41,11 @@ async function api(path, init = {}) {
   return body;
 }
 
+/** api() with a JSON body. */
+function send(method, path, body) {
+  return api(path, { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+}
+
 function formatSize(bytes) {
   const n = Number(bytes);
   if (n < 1024) return `${n} B`;
@@ -42,6 +63,12 @@ function formatTime(rfc3339) {
   return rfc3339 ? new Date(rfc3339).toLocaleString() : "never";
 }
 
+/** A ttl of EXPIRY_CHOICES as an RFC 3339 time from now (tus metadata takes expire_time only). */
+function ttlToTime(ttl) {
+  const seconds = Number(ttl.slice(0, -1)) * TTL_SECONDS[ttl.slice(-1)];
+  return new Date(Date.now() + seconds * 1000).toISOString();
+}
+
 function el(tag, props = {}, ...children) {
   const node = document.createElement(tag);
   Object.assign(node, props);
@@ -49,74 +76,115 @@ function el(tag, props = {}, ...children) {
   return node;
 }
 
-async function copy(text, button) {
+/** A button with a visible text and, when given, an accessible name naming what it acts on. */
+function button(text, label, onClick, className = "") {
+  const b = el("button", { type: "button", textContent: text, className });
+  if (label) b.setAttribute("aria-label", label);
+  b.addEventListener("click", onClick);
+  return b;
+}
+
+async function copy(text, btn) {
+  const was = btn.textContent;
   try {
     await navigator.clipboard.writeText(text);
-    button.textContent = "Copied";
+    btn.textContent = "Copied";
   } catch {
-    button.textContent = "Press Ctrl+C";
+    btn.textContent = "Press Ctrl+C";
   }
-  setTimeout(() => (button.textContent = "Copy"), 1500);
+  setTimeout(() => (btn.textContent = was), 1500);
+}
+
+/** Runs `work`, showing its error in the alert line; returns its result or undefined. */
+async function attempt(work) {
+  clearError();
+  try {
+    return await work();
+  } catch (err) {
+    showError(err);
+    return undefined;
+  }
+}
+
+/** Fills every select.expiry-choice with the EXPIRY_CHOICES after its own first options. */
+function fillExpiryChoices(select) {
+  for (const [ttl, label] of EXPIRY_CHOICES) select.append(el("option", { value: ttl, textContent: label }));
+}
+
+/** `{ttl}` for a chosen EXPIRY_CHOICES value, `{}` for never. */
+function expiryBody(choice) {
+  return choice ? { ttl: choice } : {};
 }
 
 // --- files ---
 
+/** A lazy-loaded thumbnail for images (the browser scales the original), else an empty cell. */
+function thumbnail(file) {
+  if (!file.content_type.startsWith("image/")) return el("td", { className: "thumb" });
+  const img = el("img", { src: file.url, alt: "", loading: "lazy", decoding: "async", width: 48, height: 48 });
+  return el("td", { className: "thumb" }, img);
+}
+
 function fileRow(file) {
   const label = file.name || file.id;
-  const visibility = el("select", { "aria-label": `Visibility of ${label}` });
+  const visibility = el("select");
   for (const v of ["private", "internal", "public"]) visibility.append(el("option", { value: v, textContent: v, selected: v === file.visibility }));
   visibility.setAttribute("aria-label", `Visibility of ${label}`);
   visibility.addEventListener("change", async () => {
-    clearError();
-    try {
-      replaceRow(file.id, await patchFile(file.id, { visibility: visibility.value }));
-    } catch (err) {
-      visibility.value = file.visibility;
-      showError(err);
-    }
+    const updated = await attempt(() => send("PATCH", `/v1/files/${file.id}`, { visibility: visibility.value }));
+    if (updated) replaceRow(file.id, updated);
+    else visibility.value = file.visibility;
   });
 
-  const slug = el("input", { value: file.slug, placeholder: "none", maxLength: 128, size: 14 });
+  const slug = el("input", { value: file.slug, placeholder: "none", maxLength: 128, size: 12 });
   slug.setAttribute("aria-label", `Slug of ${label}`);
-  const saveSlug = el("button", { type: "button", textContent: "Set" });
-  saveSlug.setAttribute("aria-label", `Set slug of ${label}`);
-  saveSlug.addEventListener("click", async () => {
-    clearError();
-    try {
-      replaceRow(file.id, await patchFile(file.id, { slug: slug.value.trim() }));
-    } catch (err) {
-      showError(err);
-    }
+  const saveSlug = button("Set", `Set slug of ${label}`, async () => {
+    const updated = await attempt(() => send("PATCH", `/v1/files/${file.id}`, { slug: slug.value.trim() }));
+    if (updated) replaceRow(file.id, updated);
   });
   slug.addEventListener("keydown", (e) => e.key === "Enter" && saveSlug.click());
 
-  const copyLink = el("button", { type: "button", textContent: "Copy link" });
-  copyLink.setAttribute("aria-label", `Copy link of ${label}`);
-  copyLink.addEventListener("click", () => copy(file.url, copyLink));
-
-  const del = el("button", { type: "button", textContent: "Delete", className: "danger" });
-  del.setAttribute("aria-label", `Delete ${label}`);
-  del.addEventListener("click", async () => {
-    if (!confirm(`Delete ${label}? This cannot be undone.`)) return;
-    clearError();
-    try {
-      await api(`/v1/files/${file.id}`, { method: "DELETE" });
-      document.querySelector(`tr[data-id="${file.id}"]`)?.remove();
-      $("files-empty").hidden = $("files").tBodies[0].rows.length > 0;
-    } catch (err) {
-      showError(err);
-    }
+  const expires = el("span", { className: "expires-at", textContent: "…" });
+  const expiry = el("select", {}, el("option", { value: "keep", textContent: "change…" }), el("option", { value: "", textContent: "never" }));
+  fillExpiryChoices(expiry);
+  expiry.setAttribute("aria-label", `Expiry of ${label}`);
+  expiry.addEventListener("change", async () => {
+    const choice = expiry.value;
+    expiry.value = "keep";
+    const answer = await attempt(() => send("PATCH", `/v1/files/${file.id}/expiry`, choice ? { ttl: choice } : { expire_time: "" }));
+    if (answer) expires.textContent = formatTime(answer.expire_time);
   });
+  // The File object has no expiry (it lives beside it): one small GET per row, after the row shows.
+  api(`/v1/files/${file.id}/expiry`)
+    .then((answer) => (expires.textContent = formatTime(answer.expire_time)))
+    .catch(() => (expires.textContent = "?"));
+
+  const del = button(
+    "Delete",
+    `Delete ${label}`,
+    async () => {
+      if (!confirm(`Delete ${label}? This cannot be undone.`)) return;
+      const done = await attempt(() => api(`/v1/files/${file.id}`, { method: "DELETE" }));
+      if (done === undefined) return;
+      document.querySelector(`tr[data-id="${file.id}"]`)?.remove();
+      updateFilesEmpty();
+    },
+    "danger",
+  );
+  const copyLink = button("Copy link", `Copy link of ${label}`, (e) => copy(file.url, e.currentTarget));
+  const share = button("Share", `Share ${label}`, () => openShares(file));
 
   const open = el("a", { href: file.url, textContent: label, target: "_blank", rel: "noopener" });
   const row = el(
     "tr",
     {},
+    thumbnail(file),
     el("td", {}, open, el("div", { className: "muted", textContent: file.content_type })),
     el("td", { textContent: formatSize(file.size) }),
     el("td", {}, visibility),
+    el("td", {}, el("div", { className: "stack" }, expires, expiry)),
     el("td", {}, el("div", { className: "inline" }, slug, saveSlug)),
-    el("td", {}, el("div", { className: "inline" }, copyLink, del)),
+    el("td", {}, el("div", { className: "inline" }, copyLink, share, del)),
   );
   row.dataset.id = file.id;
   return row;
@@ -126,91 +194,331 @@ function replaceRow(id, file) {
   document.querySelector(`tr[data-id="${id}"]`)?.replaceWith(fileRow(file));
 }
 
-function patchFile(id, changes) {
-  return api(`/v1/files/${id}`, { method: "PATCH", headers: { "content-type": "application/json" }, body: JSON.stringify(changes) });
+function updateFilesEmpty() {
+  const rows = $("files").tBodies[0].rows.length;
+  $("files-empty").hidden = rows > 0;
+  $("files-empty").textContent = searchText ? `No file name contains "${searchText}".` : "No files yet.";
+  $("files-count").textContent = rows === 0 ? "" : `${rows} shown${nextPageToken ? ", more below" : ""}`;
 }
 
+/** Loads the first page (or, with `append`, the next one) of the caller's files, filtered by the search box. */
 async function loadFiles(append) {
   const query = new URLSearchParams({ page_size: String(PAGE_SIZE) });
+  if (searchText) query.set("q", searchText);
   if (append && nextPageToken) query.set("page_token", nextPageToken);
+  const asked = searchText;
   const page = await api(`/v1/files?${query}`);
+  if (asked !== searchText) return; // a newer search has started
   const body = $("files").tBodies[0];
   if (!append) body.replaceChildren();
   for (const f of page.files) body.append(fileRow(f));
   nextPageToken = page.next_page_token;
   $("files-more").hidden = nextPageToken === "";
-  $("files-empty").hidden = body.rows.length > 0;
+  updateFilesEmpty();
 }
 
-/** Uploads one file with a progress bar (XMLHttpRequest reports upload progress; fetch does not). */
+/** Adds a file just uploaded at the top of the list, if it matches the current search. */
+function showNewFile(file) {
+  if (searchText && !file.name.toLowerCase().includes(searchText.toLowerCase())) return;
+  $("files").tBodies[0].prepend(fileRow(file));
+  updateFilesEmpty();
+}
+
+// --- uploads (tus 1.0.0 through tus-js-client) ---
+
+/** The API's message from a failed tus request, or the error's own first line. */
+function tusMessage(err) {
+  try {
+    const parsed = JSON.parse(err?.originalResponse?.getBody() ?? "");
+    if (typeof parsed?.message === "string") return `${parsed.message} (HTTP ${err.originalResponse.getStatus()})`;
+  } catch {}
+  return err?.message ? String(err.message).split("\n")[0] : "upload failed";
+}
+
+/** True when a tus error is the network's (no answer, or a proxy's 5xx), not a refusal by cubby. */
+function isDropped(err) {
+  const status = err?.originalResponse?.getStatus?.() ?? 0;
+  return status === 0 || status >= 500;
+}
+
+/**
+ * Uploads one file through tus with progress, pause/resume and cancel. tus-js-client retries a
+ * failed chunk with backoff; when the connection stays down past those retries, the upload
+ * resumes by itself from the server's offset once the browser is back online (or every 10 s).
+ */
 function upload(file) {
-  const bar = el("progress", { max: 100, value: 0 });
+  const bar = el("progress", { max: Math.max(file.size, 1), value: 0 });
   bar.setAttribute("aria-label", `Uploading ${file.name}`);
-  const item = el("li", {}, el("span", { textContent: file.name }), bar);
-  $("uploads").append(item);
-  const query = new URLSearchParams({ name: file.name, visibility: $("upload-visibility").value });
-  return new Promise((resolve) => {
-    const xhr = new XMLHttpRequest();
-    xhr.open("POST", `/v1/files?${query}`);
-    xhr.setRequestHeader("content-type", file.type || "application/octet-stream");
-    xhr.upload.addEventListener("progress", (e) => {
-      if (e.lengthComputable) bar.value = Math.round((e.loaded / e.total) * 100);
-    });
-    xhr.addEventListener("load", () => {
-      if (xhr.status === 200) {
-        bar.value = 100;
-        item.classList.add("done");
-        const created = JSON.parse(xhr.responseText);
-        $("files").tBodies[0].prepend(fileRow(created));
-        $("files-empty").hidden = true;
-        setTimeout(() => item.remove(), 2000);
-      } else {
-        let message = `HTTP ${xhr.status}`;
-        try {
-          message = `${JSON.parse(xhr.responseText).message} (HTTP ${xhr.status})`;
-        } catch {}
-        item.remove();
-        showError(new Error(`${file.name}: ${message}`));
+  const status = el("span", { className: "muted", textContent: "starting…" });
+  const item = el("li", {}, el("span", { textContent: file.name }), bar, status);
+  item.dataset.state = "uploading";
+  let paused = false;
+  let waiting;
+  const metadata = { filename: file.name, filetype: file.type || "application/octet-stream", visibility: $("upload-visibility").value };
+  if ($("upload-expiry").value) metadata.expire_time = ttlToTime($("upload-expiry").value);
+
+  const resumeLater = () => {
+    if (waiting) return;
+    const again = () => {
+      window.removeEventListener("online", again);
+      clearTimeout(waiting);
+      waiting = undefined;
+      if (paused || item.dataset.state !== "waiting") return;
+      item.dataset.state = "uploading";
+      status.textContent = "resuming…";
+      tus.start();
+    };
+    window.addEventListener("online", again);
+    waiting = setTimeout(again, 10_000);
+  };
+
+  const tus = new window.tus.Upload(file, {
+    endpoint: "/v1/uploads",
+    chunkSize: CHUNK_BYTES,
+    retryDelays: [0, 1000, 3000, 5000],
+    metadata,
+    removeFingerprintOnSuccess: true,
+    onProgress(sent, total) {
+      bar.max = Math.max(total, 1);
+      bar.value = sent;
+      status.textContent = `${formatSize(sent)} of ${formatSize(total)}`;
+    },
+    onSuccess(payload) {
+      bar.value = bar.max;
+      item.dataset.state = "done";
+      status.textContent = "uploaded";
+      pauseButton.remove();
+      cancelButton.remove();
+      const id = payload?.lastResponse?.getHeader("Cubby-File-Id");
+      if (id) api(`/v1/files/${id}`).then(showNewFile).catch(showError);
+      setTimeout(() => item.remove(), 3000);
+    },
+    onError(err) {
+      if (isDropped(err)) {
+        item.dataset.state = "waiting";
+        status.textContent = "connection lost: resumes when it is back";
+        resumeLater();
+        return;
       }
-      resolve();
-    });
-    xhr.addEventListener("error", () => {
-      item.remove();
-      showError(new Error(`${file.name}: the upload was interrupted`));
-      resolve();
-    });
-    xhr.send(file);
+      item.dataset.state = "failed";
+      status.textContent = `failed: ${tusMessage(err)}`;
+      pauseButton.remove();
+      showError(new Error(`${file.name}: ${tusMessage(err)}`));
+    },
   });
+
+  const pauseButton = button("Pause", `Pause ${file.name}`, async () => {
+    if (!paused) {
+      paused = true;
+      await tus.abort();
+      item.dataset.state = "paused";
+      pauseButton.textContent = "Resume";
+      pauseButton.setAttribute("aria-label", `Resume ${file.name}`);
+      status.textContent = `paused at ${formatSize(bar.value)}`;
+    } else {
+      paused = false;
+      item.dataset.state = "uploading";
+      pauseButton.textContent = "Pause";
+      pauseButton.setAttribute("aria-label", `Pause ${file.name}`);
+      status.textContent = "resuming…";
+      tus.start();
+    }
+  });
+  const cancelButton = button("Cancel", `Cancel ${file.name}`, async () => {
+    paused = true;
+    clearTimeout(waiting);
+    await tus.abort(true).catch(() => {}); // true: also DELETE the upload (tus termination)
+    item.remove();
+  });
+  item.append(pauseButton, cancelButton);
+  $("uploads").append(item);
+
+  tus
+    .findPreviousUploads()
+    .then((previous) => {
+      if (previous.length > 0) tus.resumeFromPreviousUpload(previous[0]);
+      tus.start();
+    })
+    .catch(showError);
 }
 
-async function uploadAll(files) {
+function uploadAll(files) {
   clearError();
-  for (const f of files) await upload(f);
+  for (const f of files) upload(f);
+}
+
+// --- share links ---
+
+let sharedFile;
+
+async function openShares(file) {
+  sharedFile = file;
+  $("share-title").textContent = `Share links of ${file.name || file.id}`;
+  $("shares").replaceChildren();
+  $("shares-empty").hidden = true;
+  $("share-dialog").showModal();
+  await attempt(loadShares);
+}
+
+async function loadShares() {
+  const file = sharedFile;
+  const { shares } = await api(`/v1/files/${file.id}/shares`);
+  if (file !== sharedFile) return;
+  $("shares").replaceChildren(...shares.map(shareCard));
+  $("shares-empty").hidden = shares.length > 0;
+}
+
+/** A QR code of `text` as a data: URL image (CSP allows data: images, nothing external). */
+function qrImage(text) {
+  const qr = qrcode(0, "M");
+  qr.addData(text);
+  qr.make();
+  return el("img", { src: qr.createDataURL(4, 2), alt: `QR code of ${text}`, className: "qr" });
+}
+
+function shareCard(share) {
+  const url = el("input", { value: share.url, readOnly: true, size: 40 });
+  url.setAttribute("aria-label", "Share link");
+  const limit = share.max_downloads === null ? "" : ` of ${share.max_downloads}`;
+  const facts = [
+    `${share.download_count}${limit} download${share.download_count === 1 && !limit ? "" : "s"}`,
+    `expires ${formatTime(share.expire_time)}`,
+    share.has_password ? "password" : "no password",
+  ].join(" · ");
+  const qrBox = el("div", { hidden: true });
+  const card = el(
+    "li",
+    {},
+    el(
+      "div",
+      { className: "inline" },
+      url,
+      button("Copy", "Copy share link", (e) => copy(share.url, e.currentTarget)),
+      button("QR code", "Show QR code", () => {
+        if (qrBox.childElementCount === 0) qrBox.append(qrImage(share.url));
+        qrBox.hidden = !qrBox.hidden;
+      }),
+      button(
+        "Revoke",
+        "Revoke share link",
+        async () => {
+          if (!confirm("Revoke this share link? It stops working at once.")) return;
+          if ((await attempt(() => api(`/v1/shares/${share.id}`, { method: "DELETE" }))) !== undefined) await attempt(loadShares);
+        },
+        "danger",
+      ),
+    ),
+    el("div", { className: "muted share-facts", textContent: facts }),
+    qrBox,
+  );
+  card.dataset.id = share.id;
+  return card;
+}
+
+async function createShare(e) {
+  e.preventDefault();
+  const body = expiryBody($("share-expiry").value);
+  if ($("share-max").value) body.max_downloads = Number($("share-max").value);
+  if ($("share-password").value) body.password = $("share-password").value;
+  const made = await attempt(() => send("POST", `/v1/files/${sharedFile.id}/shares`, body));
+  if (!made) return;
+  $("share-form").reset();
+  await attempt(loadShares);
+}
+
+// --- upload links ---
+
+function linkRow(link) {
+  const label = link.name || link.id;
+  const limits = [
+    link.max_files === null ? `${link.files_uploaded} file${link.files_uploaded === 1 ? "" : "s"}` : `${link.files_uploaded} of ${link.max_files} files`,
+    link.max_bytes === null ? formatSize(link.bytes_uploaded) : `${formatSize(link.bytes_uploaded)} of ${formatSize(link.max_bytes)}`,
+  ].join(", ");
+  const arrivals = el("ul", { className: "arrivals", hidden: true });
+  const show = button("Show files", `Show files of upload link ${label}`, async () => {
+    if (!arrivals.hidden) {
+      arrivals.hidden = true;
+      return;
+    }
+    const page = await attempt(() => api(`/v1/upload-links/${link.id}/files?page_size=100`));
+    if (!page) return;
+    arrivals.replaceChildren(
+      ...(page.files.length === 0
+        ? [el("li", { className: "muted", textContent: "Nothing has arrived yet." })]
+        : page.files.map((f) => el("li", {}, el("a", { href: f.url, textContent: f.name || f.id, target: "_blank", rel: "noopener" }), ` ${formatSize(f.size)}`))),
+    );
+    arrivals.hidden = false;
+  });
+  const row = el(
+    "tr",
+    {},
+    el("td", {}, el("div", {}, el("a", { href: link.url, textContent: label, target: "_blank", rel: "noopener" })), arrivals),
+    el("td", { textContent: limits }),
+    el("td", { textContent: formatTime(link.expire_time) }),
+    el(
+      "td",
+      {},
+      el(
+        "div",
+        { className: "inline" },
+        button("Copy link", `Copy upload link ${label}`, (e) => copy(link.url, e.currentTarget)),
+        show,
+        button(
+          "Revoke",
+          `Revoke upload link ${label}`,
+          async () => {
+            if (!confirm(`Revoke the upload link "${label}"? Files already uploaded stay.`)) return;
+            if ((await attempt(() => api(`/v1/upload-links/${link.id}`, { method: "DELETE" }))) !== undefined) await attempt(loadLinks);
+          },
+          "danger",
+        ),
+      ),
+    ),
+  );
+  row.dataset.id = link.id;
+  return row;
+}
+
+async function loadLinks() {
+  const { upload_links: links } = await api("/v1/upload-links");
+  $("links").tBodies[0].replaceChildren(...links.map(linkRow));
+  $("links-empty").hidden = links.length > 0;
+}
+
+async function createLink(e) {
+  e.preventDefault();
+  const body = { name: $("link-name").value.trim(), visibility: $("link-visibility").value, ...expiryBody($("link-expiry").value) };
+  if ($("link-max-files").value) body.max_files = Number($("link-max-files").value);
+  if ($("link-max-mib").value) body.max_bytes = Number($("link-max-mib").value) * 1024 * 1024;
+  const made = await attempt(() => send("POST", "/v1/upload-links", body));
+  if (!made) return;
+  $("link-form").reset();
+  await attempt(loadLinks);
 }
 
 // --- keys ---
 
 function keyRow(key) {
   const label = key.name || key.id;
-  const revoke = el("button", { type: "button", textContent: "Revoke", className: "danger" });
-  revoke.setAttribute("aria-label", `Revoke key ${label}`);
-  revoke.addEventListener("click", async () => {
-    if (!confirm(`Revoke the key "${label}"? Programs using it will stop working.`)) return;
-    clearError();
-    try {
-      await api(`/auth/keys/${key.id}`, { method: "DELETE" });
+  const revoke = button(
+    "Revoke",
+    `Revoke key ${label}`,
+    async () => {
+      if (!confirm(`Revoke the key "${label}"? Programs using it will stop working.`)) return;
+      if ((await attempt(() => api(`/auth/keys/${key.id}`, { method: "DELETE" }))) === undefined) return;
       if ($("new-key").dataset.id === key.id) $("new-key").hidden = true;
-      await loadKeys();
-    } catch (err) {
-      showError(err);
-    }
-  });
+      await attempt(loadKeys);
+    },
+    "danger",
+  );
   return el(
     "tr",
     {},
     el("td", { textContent: label }),
+    el("td", { textContent: key.scopes.join(" ") }),
     el("td", { textContent: formatTime(key.created_at) }),
     el("td", { textContent: formatTime(key.last_used_at) }),
+    el("td", { textContent: formatTime(key.expire_time) }),
     el("td", {}, revoke),
   );
 }
@@ -221,7 +529,55 @@ async function loadKeys() {
   $("keys-empty").hidden = keys.length > 0;
 }
 
+async function createKey(e) {
+  e.preventDefault();
+  const scopes = [];
+  if ($("key-read").checked) scopes.push("files.read");
+  if ($("key-write").checked) scopes.push("files.write");
+  const minted = await attempt(() => send("POST", "/auth/keys", { name: $("key-name").value, scopes, ...expiryBody($("key-expiry").value) }));
+  if (!minted) return;
+  $("new-key-value").value = minted.key;
+  $("new-key").dataset.id = minted.id;
+  $("new-key").hidden = false;
+  $("key-form").reset();
+  await attempt(loadKeys);
+}
+
 // --- start ---
+
+function wire() {
+  for (const select of document.querySelectorAll("select.expiry-choice")) fillExpiryChoices(select);
+  $("sign-out").addEventListener("click", () => attempt(() => api("/auth/logout", { method: "POST" }).then(() => location.assign("/"))));
+  $("file-input").addEventListener("change", (e) => {
+    uploadAll([...e.target.files]);
+    e.target.value = "";
+  });
+  const drop = $("drop");
+  drop.addEventListener("dragover", (e) => {
+    e.preventDefault();
+    drop.classList.add("over");
+  });
+  drop.addEventListener("dragleave", () => drop.classList.remove("over"));
+  drop.addEventListener("drop", (e) => {
+    e.preventDefault();
+    drop.classList.remove("over");
+    uploadAll([...e.dataTransfer.files]);
+  });
+  let searchTimer;
+  $("files-search").addEventListener("input", () => {
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(() => {
+      searchText = $("files-search").value.trim();
+      attempt(() => loadFiles(false));
+    }, 250);
+  });
+  $("files-more").addEventListener("click", () => attempt(() => loadFiles(true)));
+  $("share-form").addEventListener("submit", createShare);
+  $("share-close").addEventListener("click", () => $("share-dialog").close());
+  $("link-form").addEventListener("submit", createLink);
+  $("key-form").addEventListener("submit", createKey);
+  $("new-key-copy").addEventListener("click", (e) => copy($("new-key-value").value, e.currentTarget));
+}
 
 async function main() {
   $("redirect-uri").textContent = `${location.origin}/auth/idp/callback`;
@@ -241,52 +597,8 @@ async function main() {
   $("account").hidden = false;
   $("account-email").textContent = session.email;
   $("signed-in").hidden = false;
-
-  $("sign-out").addEventListener("click", async () => {
-    try {
-      await api("/auth/logout", { method: "POST" });
-      location.assign("/");
-    } catch (err) {
-      showError(err);
-    }
-  });
-  $("file-input").addEventListener("change", async (e) => {
-    await uploadAll([...e.target.files]);
-    e.target.value = "";
-  });
-  const drop = $("drop");
-  drop.addEventListener("dragover", (e) => {
-    e.preventDefault();
-    drop.classList.add("over");
-  });
-  drop.addEventListener("dragleave", () => drop.classList.remove("over"));
-  drop.addEventListener("drop", (e) => {
-    e.preventDefault();
-    drop.classList.remove("over");
-    uploadAll([...e.dataTransfer.files]);
-  });
-  $("files-more").addEventListener("click", () => loadFiles(true).catch(showError));
-  $("key-form").addEventListener("submit", async (e) => {
-    e.preventDefault();
-    clearError();
-    try {
-      const minted = await api("/auth/keys", {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ name: $("key-name").value }),
-      });
-      $("new-key-value").value = minted.key;
-      $("new-key").dataset.id = minted.id;
-      $("new-key").hidden = false;
-      $("key-name").value = "";
-      await loadKeys();
-    } catch (err) {
-      showError(err);
-    }
-  });
-  $("new-key-copy").addEventListener("click", (e) => copy($("new-key-value").value, e.target));
-
-  await Promise.all([loadFiles(false), loadKeys()]).catch(showError);
+  wire();
+  await attempt(() => Promise.all([loadFiles(false), loadLinks(), loadKeys()]));
 }
 
 main();

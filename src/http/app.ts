@@ -57,6 +57,7 @@ export function createApp(deps: AppDeps) {
     .get("/app.css", () => serveStatic("/app.css")!, raw)
     .get("/assets/upload.js", () => serveStatic("/assets/upload.js")!, raw)
     .get("/assets/tus.min.js", () => serveStatic("/assets/tus.min.js")!, raw)
+    .get("/assets/qrcode.mjs", () => serveStatic("/assets/qrcode.mjs")!, raw)
     .use(
       authRoutes({
         auth,

@@ -10,6 +10,8 @@ import appCss from "../../web/app.css" with { type: "file" };
 import uploadJs from "../../web/upload.js" with { type: "file" };
 // @ts-ignore: as app.js; tus-js-client's browser build, for the guest upload page.
 import tusJs from "../../node_modules/tus-js-client/dist/tus.min.js" with { type: "file" };
+// @ts-ignore: as app.js; qrcode-generator's ES module, for share links' QR codes in the dashboard.
+import qrcodeJs from "../../node_modules/qrcode-generator/dist/qrcode.mjs" with { type: "file" };
 
 // bun-types describes every .html import as an HTML bundle; with `type: "file"` it is a path.
 const indexHtml = indexHtmlImport as unknown as string;
@@ -25,6 +27,7 @@ export const staticAssets: Record<string, { file: string; type: string }> = {
 /** Embedded files of dependencies (not in web/), served like the dashboard's. */
 export const vendoredAssets: Record<string, { file: string; type: string }> = {
   "/assets/tus.min.js": { file: tusJs as unknown as string, type: "text/javascript; charset=utf-8" },
+  "/assets/qrcode.mjs": { file: qrcodeJs as unknown as string, type: "text/javascript; charset=utf-8" },
 };
 
 /** Security headers for the dashboard's own pages. */

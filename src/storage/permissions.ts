@@ -20,7 +20,7 @@ export const PRIVATE_DIR_MODE = 0o700;
 export const PRIVATE_UMASK = 0o077;
 
 /** Directories of the data directory, relative to it ("." is the data directory itself). */
-const DIRS = [".", "blobs", "tmp", "quarantine"];
+const DIRS = [".", "blobs", "tmp", "uploads", "quarantine"];
 /** The database and the files SQLite keeps beside it. */
 const DB_FILES = ["cubby.db", "cubby.db-wal", "cubby.db-shm", "cubby.db-journal"];
 

@@ -5,7 +5,7 @@
 import { expect, test, type Page } from "@playwright/test";
 import fs from "node:fs";
 import path from "node:path";
-import { buildBinary, SCREENSHOTS, startStack, type Stack } from "./fixtures.ts";
+import { buildBinary, SCREENSHOTS, signIn as signInAs, startStack, watchPage, type Stack } from "./fixtures.ts";
 
 test.describe.configure({ mode: "serial" });
 
@@ -19,31 +19,13 @@ test.beforeAll(async () => {
 });
 test.afterAll(() => stack?.stop());
 
-/**
- * Collects console errors and uncaught exceptions of cubby's pages (not the provider's login
- * pages, which are not ours); the test fails if any appear.
- */
-function watchErrors(page: Page): string[] {
-  const errors: string[] = [];
-  const ours = () => page.url().startsWith(stack?.url ?? "http://localhost");
-  page.on("console", (m) => {
-    if (m.type() === "error" && ours()) errors.push(`${m.text()} at ${m.location().url} on ${page.url()}`);
-  });
-  page.on("pageerror", (e) => ours() && errors.push(e.message));
-  return errors;
-}
+/** Console errors of cubby's pages (see watchPage). */
+const watchErrors = (page: Page) => watchPage(page, stack).errors;
 
 const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
 
 async function signIn(page: Page, login: string) {
-  await page.goto(stack.url);
-  await page.getByRole("link", { name: "Sign in" }).click();
-  await page.locator("input[name=login]").fill(login);
-  await page.locator("input[name=password]").fill("any password");
-  await page.locator("button[type=submit]").click();
-  // Consent, then back to cubby.
-  await page.locator("button[type=submit]").click();
-  await page.waitForURL(`${stack.url}/`);
+  await signInAs(page, stack, login);
   await expect(page.locator("#account-email")).toHaveText(`${login}@example.com`);
 }
 
@@ -79,7 +61,7 @@ test("sign in, mint a key and use it, revoke it, manage files, sign out", async 
   await shot(page, "04-signed-in-empty");
 
   // Keys: mint (shown once), use from the test, revoke.
-  await page.getByLabel("Name").fill("e2e script");
+  await page.locator("#key-name").fill("e2e script");
   await page.getByRole("button", { name: "Create key" }).click();
   const keyBox = page.getByLabel("New API key");
   await expect(keyBox).toHaveValue(/^cubby_[A-Za-z0-9_-]{43}$/);

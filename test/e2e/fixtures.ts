@@ -4,7 +4,9 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import type { Page } from "@playwright/test";
 import { freePort } from "../support/idp.ts";
+import { NGINX_FALLBACK, writeNginxConfig } from "../support/nginx-config.ts";
 
 export const ROOT = path.resolve(import.meta.dirname, "../..");
 const BUN = path.join(ROOT, "node_modules/.bin/bun");
@@ -41,29 +43,85 @@ export interface Stack {
   stop(): void;
 }
 
-/** Starts the binary (with the OpenID provider when `withIdp`) on fresh ports and a fresh data dir. */
-export async function startStack(binary: string, withIdp: boolean): Promise<Stack> {
+/**
+ * Starts the binary (with the OpenID provider when `withIdp`) on fresh ports and a fresh data
+ * dir; with `nginx` (directives for its server block, e.g. `client_max_body_size 16m;`), behind
+ * a real nginx whose address is then the stack's public URL (HOSTNAME).
+ */
+export async function startStack(binary: string, withIdp: boolean, opts: { nginx?: string } = {}): Promise<Stack> {
   const port = await freePort();
-  const url = `http://localhost:${port}`;
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "cubby-e2e-"));
   const procs: ChildProcess[] = [];
-  const env: Record<string, string> = { HOSTNAME: url, RATE_LIMIT_AUTH_FAILURES: "0", RATE_LIMIT_SIGN_INS: "0" };
-  let issuer: string | undefined;
-  if (withIdp) {
-    const idp = await spawnReady(BUN, ["test/support/idp-server.ts", `${url}/auth/idp/callback`], {}, /issuer=(\S+)/);
-    procs.push(idp.proc);
-    issuer = idp.match[1]!;
-    Object.assign(env, { IDP_ISSUER: issuer, IDP_CLIENT_ID: "cubby", IDP_CLIENT_SECRET: "cubby-test-secret" });
-  }
-  const cubby = await spawnReady(binary, ["serve", "--port", String(port), "--data-dir", dataDir], env, /listening on port/);
-  procs.push(cubby.proc);
-  return {
-    url,
-    issuer,
-    dataDir,
-    stop() {
-      for (const p of procs) p.kill("SIGKILL");
-      fs.rmSync(dataDir, { recursive: true, force: true });
-    },
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), "cubby-e2e-"));
+  const dataDir = path.join(work, "data");
+  const stop = () => {
+    for (const p of procs) p.kill("SIGKILL");
+    fs.rmSync(work, { recursive: true, force: true });
   };
+  try {
+    return await start();
+  } catch (err) {
+    stop();
+    throw err;
+  }
+
+  async function start(): Promise<Stack> {
+    let url = `http://localhost:${port}`;
+    if (opts.nginx !== undefined) {
+      const nginxPort = await freePort();
+      const nginxDir = path.join(work, "nginx");
+      fs.mkdirSync(nginxDir);
+      const nginx = spawn(fs.existsSync(NGINX_FALLBACK) ? NGINX_FALLBACK : "nginx", writeNginxConfig(nginxDir, nginxPort, [port], opts.nginx), { stdio: "ignore" });
+      procs.push(nginx);
+      // localhost, not 127.0.0.1: the OpenID provider is on 127.0.0.1, and cookies ignore ports.
+      url = `http://localhost:${nginxPort}`;
+    }
+    const env: Record<string, string> = { HOSTNAME: url, RATE_LIMIT_AUTH_FAILURES: "0", RATE_LIMIT_SIGN_INS: "0" };
+    let issuer: string | undefined;
+    if (withIdp) {
+      const idp = await spawnReady(BUN, ["test/support/idp-server.ts", `${url}/auth/idp/callback`], {}, /issuer=(\S+)/);
+      procs.push(idp.proc);
+      issuer = idp.match[1]!;
+      Object.assign(env, { IDP_ISSUER: issuer, IDP_CLIENT_ID: "cubby", IDP_CLIENT_SECRET: "cubby-test-secret" });
+    }
+    const cubby = await spawnReady(binary, ["serve", "--port", String(port), "--data-dir", dataDir], env, /listening on port/);
+    procs.push(cubby.proc);
+    // nginx prints nothing when ready: wait until cubby answers through it.
+    for (let i = 0; (await fetch(`${url}/healthz`).then((r) => r.status).catch(() => 0)) !== 200; i++) {
+      if (i > 500) throw new Error(`${url} did not answer`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    return { url, issuer, dataDir, stop };
+  }
+}
+
+/** Signs in through the test OpenID provider as `login`@example.com (any password, then consent). */
+export async function signIn(page: Page, stack: Stack, login: string): Promise<void> {
+  await page.goto(stack.url);
+  await page.getByRole("link", { name: "Sign in" }).click();
+  await page.locator("input[name=login]").fill(login);
+  await page.locator("input[name=password]").fill("any password");
+  await page.locator("button[type=submit]").click();
+  await page.locator("button[type=submit]").click(); // consent
+  await page.waitForURL(`${stack.url}/`);
+}
+
+/**
+ * Collects console errors and uncaught exceptions of cubby's pages (not the provider's login
+ * pages, which are not ours), and requests of cubby's pages leaving its origin (bar the
+ * provider, where sign-in goes); a test fails if either list is not empty at its end.
+ */
+export function watchPage(page: Page, stack: Stack): { errors: string[]; foreign: string[] } {
+  const errors: string[] = [];
+  const foreign: string[] = [];
+  const ours = () => page.url().startsWith(stack.url);
+  page.on("console", (m) => {
+    if (m.type() === "error" && ours()) errors.push(`${m.text()} at ${m.location().url} on ${page.url()}`);
+  });
+  page.on("pageerror", (e) => ours() && errors.push(e.message));
+  page.on("request", (r) => {
+    const u = r.url();
+    // The provider's login pages are not ours (they load web fonts); only cubby's pages count.
+    if (ours() && !u.startsWith(`${stack.url}/`) && !u.startsWith("data:") && !(stack.issuer && u.startsWith(stack.issuer))) foreign.push(u);
+  });
+  return { errors, foreign };
 }

@@ -18,5 +18,6 @@ export default defineConfig({
       args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
     },
     viewport: { width: 1100, height: 800 },
+    screenshot: "only-on-failure",
   },
 });

@@ -1,13 +1,11 @@
-/**
- * A real nginx in front of cubby for tests: one process (`master_process off`), so stopping it
- * by its PID leaves no worker behind, with its files in a temporary directory.
- */
+/** A real nginx in front of cubby for tests (configured by nginx-config.ts), in a temporary directory. */
 import fs from "node:fs";
 import path from "node:path";
+import { NGINX_FALLBACK, writeNginxConfig } from "./nginx-config.ts";
 import { freePort, stopPids } from "./processes.ts";
 import { tempDir } from "./server.ts";
 
-const NGINX = Bun.which("nginx") ?? "/usr/sbin/nginx";
+const NGINX = Bun.which("nginx") ?? NGINX_FALLBACK;
 
 export interface RunningNginx extends AsyncDisposable {
   url: string;
@@ -21,34 +19,7 @@ export interface RunningNginx extends AsyncDisposable {
 export async function startNginx(upstreamPorts: number[], serverExtra = ""): Promise<RunningNginx> {
   const work = tempDir("cubby-nginx-");
   const port = await freePort();
-  const user = process.getuid?.() === 0 ? "user root root;" : "";
-  fs.writeFileSync(
-    path.join(work.path, "nginx.conf"),
-    `${user}
-master_process off;
-worker_processes 1;
-pid ${work.path}/nginx.pid;
-error_log ${work.path}/error.log;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path ${work.path}/body;
-  proxy_temp_path ${work.path}/proxy;
-  fastcgi_temp_path ${work.path}/fastcgi;
-  uwsgi_temp_path ${work.path}/uwsgi;
-  scgi_temp_path ${work.path}/scgi;
-  upstream cubby { ${upstreamPorts.map((p) => `server 127.0.0.1:${p};`).join(" ")} }
-  server {
-    listen 127.0.0.1:${port};
-    proxy_request_buffering off;
-    proxy_buffering off;
-    ${serverExtra}
-    location / { proxy_pass http://cubby; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_set_header Host $host; }
-  }
-}
-`,
-  );
-  const proc = Bun.spawn([NGINX, "-c", path.join(work.path, "nginx.conf"), "-p", work.path, "-g", "daemon off;"], { stderr: "inherit" });
+  const proc = Bun.spawn([NGINX, ...writeNginxConfig(work.path, port, upstreamPorts, serverExtra)], { stderr: "inherit" });
   const url = `http://127.0.0.1:${port}`;
   const stop = async () => {
     await stopPids([proc.pid]);
