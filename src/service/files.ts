@@ -105,20 +105,22 @@ export class FileService {
   async create(principal: Principal, input: CreateFileInput): Promise<FileRecord> {
     requireScope(principal, "files.write");
     const staged = await this.stage(input);
-    return this.commitNew(principal.userId, staged, { ...input, visibility: input.visibility ?? DEFAULT_VISIBILITY, expiresAt: input.expiresAt ?? null }, input.signal);
+    const fields = { ...input, visibility: input.visibility ?? DEFAULT_VISIBILITY, expiresAt: input.expiresAt ?? null, uploadLinkId: null };
+    return this.commitNew(principal.userId, staged, fields, input.signal);
   }
 
   /**
    * Commits a new file of `ownerId` over content already staged durably (a tus upload's, or a
    * guest link's upload staged with {@link stageContent}), running `alsoInTx` in the same
    * transaction (the upload's completion, the link's counters): all of it commits or nothing
-   * does, and then the staged blob is removed (CONTRACT §6).
+   * does, and then the staged blob is removed (CONTRACT §6). `fields.uploadLinkId` is the guest
+   * link the file arrives through, or null.
    * @throws what `alsoInTx` throws; unavailable
    */
   async commitNew(
     ownerId: string,
     staged: StagedBlob,
-    fields: Pick<FileRecord, "slug" | "name" | "visibility" | "contentType" | "expiresAt">,
+    fields: Pick<FileRecord, "slug" | "name" | "visibility" | "contentType" | "expiresAt" | "uploadLinkId">,
     signal?: AbortSignal | undefined,
     alsoInTx?: (tx: MetadataTables, record: FileRecord) => Promise<void>,
   ): Promise<FileRecord> {
@@ -136,6 +138,7 @@ export class FileService {
       createdAt: now,
       updatedAt: now,
       expiresAt: fields.expiresAt,
+      uploadLinkId: fields.uploadLinkId,
     };
     await this.commitOrDiscard(staged, record.id, signal, async (tx) => {
       await tx.files.insert(record);

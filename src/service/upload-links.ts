@@ -129,7 +129,7 @@ export class UploadLinkService {
       if (err instanceof AppError && err.code === "payload_too_large") throw new AppError("payload_too_large", `this upload link takes at most ${remaining} more bytes`);
       throw err;
     });
-    const fields = { slug: "", name: input.name, visibility: link.visibility, contentType: input.contentType, expiresAt: null };
+    const fields = { slug: "", name: input.name, visibility: link.visibility, contentType: input.contentType, expiresAt: null, uploadLinkId: link.id };
     return this.deps.files.commitNew(link.ownerId, staged, fields, undefined, (tx, record) => this.consume(tx, link.id, record.size));
   }
 }
