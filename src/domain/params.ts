@@ -81,6 +81,15 @@ export function parseRpcPageSize(n: number): number {
   return n;
 }
 
+/**
+ * A listing's `page_size` (absent: {@link DEFAULT_PAGE_SIZE}) and `page_token` (absent or "":
+ * the first page), from a query string read by {@link parseQuery}.
+ */
+export function parsePaging(query: Map<string, string>): { pageSize: number; cursor: PageCursor | undefined } {
+  const size = query.get("page_size");
+  return { pageSize: size === undefined ? DEFAULT_PAGE_SIZE : parsePageSize(size), cursor: parsePageToken(query.get("page_token") ?? "") };
+}
+
 /** Where a listing continues: the (created_at, id) of the last file of the previous page. */
 export interface PageCursor {
   createdAt: number;

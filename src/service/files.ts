@@ -244,11 +244,7 @@ export class FileService {
   /** The caller's own files, newest first, `pageSize` at a time (keyset pagination). */
   async list(principal: Principal, pageSize: number, after: PageCursor | undefined): Promise<FilePage> {
     requireScope(principal, "files.read");
-    const rows = await this.deps.store.files.listByOwner(principal.userId, pageSize + 1, after);
-    const more = rows.length > pageSize;
-    const page = more ? rows.slice(0, pageSize) : rows;
-    const last = page[page.length - 1];
-    return { files: page, next: more && last ? { createdAt: last.createdAt, id: last.id } : undefined };
+    return pageOf(await this.deps.store.files.listByOwner(principal.userId, pageSize + 1, after), pageSize);
   }
 
   /**
@@ -394,6 +390,17 @@ export class FileService {
       throw err;
     }
   }
+}
+
+/**
+ * A page of a listing from up to `pageSize + 1` rows read in its order: the first `pageSize`,
+ * and where the next page starts when there was one row more.
+ */
+export function pageOf(rows: FileRecord[], pageSize: number): FilePage {
+  const more = rows.length > pageSize;
+  const page = more ? rows.slice(0, pageSize) : rows;
+  const last = page[page.length - 1];
+  return { files: page, next: more && last ? { createdAt: last.createdAt, id: last.id } : undefined };
 }
 
 /** Whether a file's expiry (CONTRACT §8) has passed at `now` (Unix microseconds). */

@@ -22,11 +22,15 @@ export async function* inIdOrder<T extends { id: string }>(page: (after: string)
 }
 
 /**
- * The condition for an owner's files after `after`, newest first: (created_at, id) below the
- * cursor's, as the listing orders them (descending created_at, then id).
+ * The condition for rows after `after` in a newest-first listing: (created_at, id) below the
+ * cursor's, as listings order them (descending created_at, then id); undefined on the first page.
  */
+export function newestFirstAfter(columns: { createdAt: Column; id: Column }, after: PageCursor | undefined): SQL | undefined {
+  if (after === undefined) return undefined;
+  return or(lt(columns.createdAt, after.createdAt), and(eq(columns.createdAt, after.createdAt), lt(columns.id, after.id)));
+}
+
+/** The condition for an owner's files after `after`, newest first (see {@link newestFirstAfter}). */
 export function ownerFilesAfter(columns: { ownerId: Column; createdAt: Column; id: Column }, ownerId: string, after: PageCursor | undefined): SQL | undefined {
-  const owner = eq(columns.ownerId, ownerId);
-  if (after === undefined) return owner;
-  return and(owner, or(lt(columns.createdAt, after.createdAt), and(eq(columns.createdAt, after.createdAt), lt(columns.id, after.id))));
+  return and(eq(columns.ownerId, ownerId), newestFirstAfter(columns, after));
 }

@@ -31,7 +31,7 @@ import type {
   UserRow,
   UserTable,
 } from "./ports.ts";
-import { inIdOrder, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
+import { inIdOrder, newestFirstAfter, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
 import * as schema from "./pg-schema.ts";
 import { PgUploadLinks, PgUploads } from "./pg-uploads.ts";
 import type { UploadLinkTable, UploadTable } from "./upload-ports.ts";
@@ -209,6 +209,11 @@ class PgFiles implements FileTable {
 
   async listByOwner(ownerId: string, limit: number, after: PageCursor | undefined): Promise<FileRecord[]> {
     const where = ownerFilesAfter(files, ownerId, after);
+    return (await this.db.select().from(files).where(where).orderBy(desc(files.createdAt), desc(files.id)).limit(limit)) as FileRecord[];
+  }
+
+  async listByUploadLink(linkId: string, limit: number, after: PageCursor | undefined): Promise<FileRecord[]> {
+    const where = and(eq(files.uploadLinkId, linkId), newestFirstAfter(files, after));
     return (await this.db.select().from(files).where(where).orderBy(desc(files.createdAt), desc(files.id)).limit(limit)) as FileRecord[];
   }
 

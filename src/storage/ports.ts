@@ -90,6 +90,8 @@ export interface FileTable {
   get(id: string): Promise<FileRecord | undefined>;
   /** An owner's files, newest first (created_at, then id, both descending), after `after`. */
   listByOwner(ownerId: string, limit: number, after: PageCursor | undefined): Promise<FileRecord[]>;
+  /** Up to `limit` files that arrived through guest upload link `linkId`, newest first, after `after`. */
+  listByUploadLink(linkId: string, limit: number, after: PageCursor | undefined): Promise<FileRecord[]>;
   insert(file: FileRecord): Promise<void>;
   /** Writes every field of `file` but its ID, owner and creation time. */
   update(file: FileRecord): Promise<void>;

@@ -26,7 +26,7 @@ import { ChangeWatch } from "./change-watch.ts";
 import { openDb, type Db, type WriteRunner } from "./db.ts";
 import { SqliteShares } from "./sqlite-shares.ts";
 import { migrate } from "./migrate.ts";
-import { inIdOrder, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
+import { inIdOrder, newestFirstAfter, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
 import { apiKeys, files, sessions, users } from "./schema.ts";
 import { SqliteUploadLinks, SqliteUploads } from "./sqlite-uploads.ts";
 import type { UploadLinkTable, UploadTable } from "./upload-ports.ts";
@@ -135,6 +135,11 @@ class SqliteFiles implements FileTable {
 
   async listByOwner(ownerId: string, limit: number, after: PageCursor | undefined): Promise<FileRecord[]> {
     const where = ownerFilesAfter(files, ownerId, after);
+    return this.db.select().from(files).where(where).orderBy(desc(files.createdAt), desc(files.id)).limit(limit).all() as FileRecord[];
+  }
+
+  async listByUploadLink(linkId: string, limit: number, after: PageCursor | undefined): Promise<FileRecord[]> {
+    const where = and(eq(files.uploadLinkId, linkId), newestFirstAfter(files, after));
     return this.db.select().from(files).where(where).orderBy(desc(files.createdAt), desc(files.id)).limit(limit).all() as FileRecord[];
   }
 
