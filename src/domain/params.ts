@@ -43,11 +43,23 @@ export function parseSlug(raw: string): string {
 
 /** A file name: at most 255 characters (Unicode code points), no "/" and no control characters; "" means none. */
 export function parseName(raw: string): string {
-  let count = 0;
-  for (const _ of raw) count++;
+  const count = codePoints(raw);
   if (count > 255) invalid(`name: at most 255 characters (got ${count})`);
   if (NAME_FORBIDDEN.test(raw)) invalid(`name: "/" and control characters are not allowed`);
   if (!raw.isWellFormed()) invalid("name: not valid Unicode");
+  return raw;
+}
+
+/** The longest name search (`q` of `GET /v1/files`), in characters (Unicode code points). */
+export const MAX_NAME_QUERY = 256;
+
+/**
+ * The text a name search looks for (`q` of `GET /v1/files`): any text of at most
+ * {@link MAX_NAME_QUERY} characters (Unicode code points), matched literally; "" means no filter.
+ */
+export function parseNameQuery(raw: string): string {
+  const count = codePoints(raw);
+  if (count > MAX_NAME_QUERY) invalid(`q: the name to search for is at most ${MAX_NAME_QUERY} characters (got ${count})`);
   return raw;
 }
 
@@ -173,6 +185,12 @@ function decodeComponent(raw: string, what: string): string {
 export function essenceOf(mediaType: string): string {
   const semi = mediaType.indexOf(";");
   return (semi < 0 ? mediaType : mediaType.slice(0, semi)).trim().toLowerCase();
+}
+
+function codePoints(s: string): number {
+  let count = 0;
+  for (const _ of s) count++;
+  return count;
 }
 
 function truncate(s: string): string {

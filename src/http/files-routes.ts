@@ -7,7 +7,7 @@ import { AppError } from "../errors.ts";
 import { formatExpiry } from "../domain/expiry.ts";
 import { toFileJson, type Visibility } from "../domain/file.ts";
 import { parseDeclaredChecksum } from "../domain/checksum.ts";
-import { encodePageToken, parseFileId, parseMediaType, parseQuery, parseName, parsePaging, parseSlug, parseVisibility } from "../domain/params.ts";
+import { encodePageToken, parseFileId, parseMediaType, parseNameQuery, parseQuery, parseName, parsePaging, parseSlug, parseVisibility } from "../domain/params.ts";
 import type { Authenticator } from "../auth/principal.ts";
 import type { FilePage, FilePatch, FileService } from "../service/files.ts";
 import { readJsonObject, onlyFields, optionalString } from "./json-body.ts";
@@ -57,8 +57,10 @@ export function filesRoutes(deps: FilesRoutesDeps) {
       "",
       async ({ request, requestContext }) => {
         const principal = await auth.require(authRequest(request, requestContext));
-        const { pageSize, cursor } = parsePaging(parseQuery(new URL(request.url).search, ["page_size", "page_token"]));
-        return json(filePageJson(deps.baseUrl(), await files.list(principal, pageSize, cursor)));
+        const query = parseQuery(new URL(request.url).search, ["q", "page_size", "page_token"]);
+        const nameContains = parseNameQuery(query.get("q") ?? "");
+        const { pageSize, cursor } = parsePaging(query);
+        return json(filePageJson(deps.baseUrl(), await files.list(principal, pageSize, cursor, nameContains)));
       },
       raw,
     )

@@ -241,10 +241,14 @@ export class FileService {
     return deleted;
   }
 
-  /** The caller's own files, newest first, `pageSize` at a time (keyset pagination). */
-  async list(principal: Principal, pageSize: number, after: PageCursor | undefined): Promise<FilePage> {
+  /**
+   * The caller's own files, newest first, `pageSize` at a time (keyset pagination); with
+   * `nameContains` (not empty), only those whose name contains it: ASCII letters in either case,
+   * every other character (`%` and `_` too) as itself (storage/paging.ts containsPattern).
+   */
+  async list(principal: Principal, pageSize: number, after: PageCursor | undefined, nameContains = ""): Promise<FilePage> {
     requireScope(principal, "files.read");
-    return pageOf(await this.deps.store.files.listByOwner(principal.userId, pageSize + 1, after), pageSize);
+    return pageOf(await this.deps.store.files.listByOwner(principal.userId, pageSize + 1, after, nameContains), pageSize);
   }
 
   /**

@@ -34,3 +34,13 @@ export function newestFirstAfter(columns: { createdAt: Column; id: Column }, aft
 export function ownerFilesAfter(columns: { ownerId: Column; createdAt: Column; id: Column }, ownerId: string, after: PageCursor | undefined): SQL | undefined {
   return and(eq(columns.ownerId, ownerId), newestFirstAfter(columns, after));
 }
+
+/**
+ * The LIKE pattern, for `ESCAPE '\'`, of names that contain `text`: its `%`, `_` and `\` are
+ * escaped so that they match themselves, and its ASCII letters are lower-cased, to be matched
+ * against the name with its ASCII letters lower-cased (each store's listByOwner). Other
+ * characters, non-ASCII letters included, match only themselves, on both stores alike.
+ */
+export function containsPattern(text: string): string {
+  return `%${text.replace(/[\\%_]/g, "\\$&").replace(/[A-Z]/g, (c) => c.toLowerCase())}%`;
+}
