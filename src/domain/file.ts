@@ -28,6 +28,12 @@ export interface FileRecord {
    * File object, never in it: GET/PATCH /v1/files/{id}/expiry.
    */
   expiresAt: number | null;
+  /**
+   * The guest upload link the file arrived through (raw POST or tus with the link's token);
+   * null for any other upload. Beside the File object, never in it: GET
+   * /v1/upload-links/{id}/files. Archives do not carry it.
+   */
+  uploadLinkId: string | null;
 }
 
 /** The spec's File object as sent over REST (and, field for field, proto3 JSON of `File`). */

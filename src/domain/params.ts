@@ -43,11 +43,23 @@ export function parseSlug(raw: string): string {
 
 /** A file name: at most 255 characters (Unicode code points), no "/" and no control characters; "" means none. */
 export function parseName(raw: string): string {
-  let count = 0;
-  for (const _ of raw) count++;
+  const count = codePoints(raw);
   if (count > 255) invalid(`name: at most 255 characters (got ${count})`);
   if (NAME_FORBIDDEN.test(raw)) invalid(`name: "/" and control characters are not allowed`);
   if (!raw.isWellFormed()) invalid("name: not valid Unicode");
+  return raw;
+}
+
+/** The longest name search (`q` of `GET /v1/files`), in characters (Unicode code points). */
+export const MAX_NAME_QUERY = 256;
+
+/**
+ * The text a name search looks for (`q` of `GET /v1/files`): any text of at most
+ * {@link MAX_NAME_QUERY} characters (Unicode code points), matched literally; "" means no filter.
+ */
+export function parseNameQuery(raw: string): string {
+  const count = codePoints(raw);
+  if (count > MAX_NAME_QUERY) invalid(`q: the name to search for is at most ${MAX_NAME_QUERY} characters (got ${count})`);
   return raw;
 }
 
@@ -79,6 +91,15 @@ export function parseRpcPageSize(n: number): number {
   if (n === 0) return DEFAULT_PAGE_SIZE;
   if (!Number.isInteger(n) || n < 1 || n > MAX_PAGE_SIZE) invalid(`page_size: must be from 1 to ${MAX_PAGE_SIZE} (got ${n})`);
   return n;
+}
+
+/**
+ * A listing's `page_size` (absent: {@link DEFAULT_PAGE_SIZE}) and `page_token` (absent or "":
+ * the first page), from a query string read by {@link parseQuery}.
+ */
+export function parsePaging(query: Map<string, string>): { pageSize: number; cursor: PageCursor | undefined } {
+  const size = query.get("page_size");
+  return { pageSize: size === undefined ? DEFAULT_PAGE_SIZE : parsePageSize(size), cursor: parsePageToken(query.get("page_token") ?? "") };
 }
 
 /** Where a listing continues: the (created_at, id) of the last file of the previous page. */
@@ -164,6 +185,12 @@ function decodeComponent(raw: string, what: string): string {
 export function essenceOf(mediaType: string): string {
   const semi = mediaType.indexOf(";");
   return (semi < 0 ? mediaType : mediaType.slice(0, semi)).trim().toLowerCase();
+}
+
+function codePoints(s: string): number {
+  let count = 0;
+  for (const _ of s) count++;
+  return count;
 }
 
 function truncate(s: string): string {

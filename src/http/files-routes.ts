@@ -7,20 +7,9 @@ import { AppError } from "../errors.ts";
 import { formatExpiry } from "../domain/expiry.ts";
 import { toFileJson, type Visibility } from "../domain/file.ts";
 import { parseDeclaredChecksum } from "../domain/checksum.ts";
-import {
-  DEFAULT_PAGE_SIZE,
-  encodePageToken,
-  parseFileId,
-  parseMediaType,
-  parseQuery,
-  parseName,
-  parsePageSize,
-  parsePageToken,
-  parseSlug,
-  parseVisibility,
-} from "../domain/params.ts";
+import { encodePageToken, parseFileId, parseMediaType, parseNameQuery, parseQuery, parseName, parsePaging, parseSlug, parseVisibility } from "../domain/params.ts";
 import type { Authenticator } from "../auth/principal.ts";
-import type { FilePatch, FileService } from "../service/files.ts";
+import type { FilePage, FilePatch, FileService } from "../service/files.ts";
 import { readJsonObject, onlyFields, optionalString } from "./json-body.ts";
 import { authRequest, requestContext } from "./request-context.ts";
 import { json } from "./respond.ts";
@@ -68,15 +57,10 @@ export function filesRoutes(deps: FilesRoutesDeps) {
       "",
       async ({ request, requestContext }) => {
         const principal = await auth.require(authRequest(request, requestContext));
-        const query = parseQuery(new URL(request.url).search, ["page_size", "page_token"]);
-        const pageSizeRaw = query.get("page_size");
-        const pageSize = pageSizeRaw === undefined ? DEFAULT_PAGE_SIZE : parsePageSize(pageSizeRaw);
-        const cursor = parsePageToken(query.get("page_token") ?? "");
-        const page = await files.list(principal, pageSize, cursor);
-        return json({
-          files: page.files.map(fileJson),
-          next_page_token: page.next === undefined ? "" : encodePageToken(page.next),
-        });
+        const query = parseQuery(new URL(request.url).search, ["q", "page_size", "page_token"]);
+        const nameContains = parseNameQuery(query.get("q") ?? "");
+        const { pageSize, cursor } = parsePaging(query);
+        return json(filePageJson(deps.baseUrl(), await files.list(principal, pageSize, cursor, nameContains)));
       },
       raw,
     )
@@ -156,6 +140,14 @@ export function filesRoutes(deps: FilesRoutesDeps) {
       },
       raw,
     );
+}
+
+/** A page of a file listing as REST sends it: `{"files": [File…], "next_page_token": ""}` ("" on the last page). */
+export function filePageJson(baseUrl: string, page: FilePage) {
+  return {
+    files: page.files.map((f) => toFileJson(baseUrl, f)),
+    next_page_token: page.next === undefined ? "" : encodePageToken(page.next),
+  };
 }
 
 /** `visibility` from a query string; absent or empty means "use the default". */

@@ -1,16 +1,18 @@
 /**
  * REST routes for guest upload links (CONTRACT §8): `POST /v1/upload-links`,
- * `GET /v1/upload-links`, `DELETE /v1/upload-links/{id}`. The JSON body becomes a
- * {@link NewUploadLink} here; the service decides.
+ * `GET /v1/upload-links`, `DELETE /v1/upload-links/{id}`, and (beside the contract) what arrived
+ * through one, `GET /v1/upload-links/{id}/files`. The JSON body becomes a {@link NewUploadLink}
+ * here; the service decides.
  */
 import { Elysia } from "elysia";
 import type { Authenticator } from "../auth/principal.ts";
 import { parseExpiry } from "../domain/expiry.ts";
-import { parseName, parseVisibility } from "../domain/params.ts";
+import { parseName, parsePaging, parseQuery, parseVisibility } from "../domain/params.ts";
 import { requireScope } from "../domain/principal.ts";
 import { toUploadLinkJson } from "../domain/upload-link.ts";
 import { AppError } from "../errors.ts";
 import type { NewUploadLink, UploadLinkService } from "../service/upload-links.ts";
+import { filePageJson } from "./files-routes.ts";
 import { onlyFields, optionalString, readJsonObject } from "./json-body.ts";
 import { authRequest, requestContext } from "./request-context.ts";
 import { json } from "./respond.ts";
@@ -54,16 +56,31 @@ export function uploadLinksRoutes(deps: UploadLinksRoutesDeps) {
       },
       raw,
     )
+    .get(
+      "/:id/files",
+      async ({ request, params, requestContext }) => {
+        const principal = await auth.require(authRequest(request, requestContext));
+        const id = parseLinkId(params.id);
+        const { pageSize, cursor } = parsePaging(parseQuery(new URL(request.url).search, ["page_size", "page_token"]));
+        return json(filePageJson(deps.baseUrl(), await links.files(principal, id, pageSize, cursor)));
+      },
+      raw,
+    )
     .delete(
       "/:id",
       async ({ request, params, requestContext }) => {
         const principal = await auth.require(authRequest(request, requestContext));
-        if (!LINK_ID.test(params.id)) throw new AppError("invalid_argument", "id: not an upload link ID (21 characters of A-Z a-z 0-9 _ -)");
-        await links.delete(principal, params.id);
+        await links.delete(principal, parseLinkId(params.id));
         return json({});
       },
       raw,
     );
+}
+
+/** An upload link's ID from a path. @throws AppError invalid_argument */
+function parseLinkId(raw: string): string {
+  if (!LINK_ID.test(raw)) throw new AppError("invalid_argument", "id: not an upload link ID (21 characters of A-Z a-z 0-9 _ -)");
+  return raw;
 }
 
 /**

@@ -145,7 +145,7 @@ class Exporter {
       this.report.skippedFiles++;
       return;
     }
-    const { blob: _, ...archived } = row;
+    const { blob: _, uploadLinkId: _link, ...archived } = row;
     await this.out.text(encodeRecord({ type: "file", row: archived }));
     let crc = 0;
     let size = 0;

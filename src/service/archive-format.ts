@@ -20,8 +20,12 @@ const MAGIC_PREFIX = "cubby-archive ";
 /** The longest record line accepted, "\n" excluded: a damaged archive cannot make a reader buffer more. */
 export const MAX_RECORD_BYTES = 64 * 1024;
 
-/** A file's row as archived: everything but the blob name, which belongs to the source's blob store. */
-export type ArchivedFile = Omit<FileRecord, "blob">;
+/**
+ * A file's row as archived: everything but the blob name, which belongs to the source's blob
+ * store, and the guest upload link it arrived through (archives carry no links; imported files
+ * have none).
+ */
+export type ArchivedFile = Omit<FileRecord, "blob" | "uploadLinkId">;
 
 /** What an archive holds; the trailer repeats it so a reader can tell a whole archive from a cut one. */
 export interface ArchiveCounts {

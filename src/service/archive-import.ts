@@ -178,7 +178,7 @@ class Importer {
     }
     this.staged.push(blob);
     await this.reader.newline(what);
-    this.files.push({ ...row, blob });
+    this.files.push({ ...row, blob, uploadLinkId: null });
     this.bytes += row.size;
   }
 

@@ -105,20 +105,22 @@ export class FileService {
   async create(principal: Principal, input: CreateFileInput): Promise<FileRecord> {
     requireScope(principal, "files.write");
     const staged = await this.stage(input);
-    return this.commitNew(principal.userId, staged, { ...input, visibility: input.visibility ?? DEFAULT_VISIBILITY, expiresAt: input.expiresAt ?? null }, input.signal);
+    const fields = { ...input, visibility: input.visibility ?? DEFAULT_VISIBILITY, expiresAt: input.expiresAt ?? null, uploadLinkId: null };
+    return this.commitNew(principal.userId, staged, fields, input.signal);
   }
 
   /**
    * Commits a new file of `ownerId` over content already staged durably (a tus upload's, or a
    * guest link's upload staged with {@link stageContent}), running `alsoInTx` in the same
    * transaction (the upload's completion, the link's counters): all of it commits or nothing
-   * does, and then the staged blob is removed (CONTRACT §6).
+   * does, and then the staged blob is removed (CONTRACT §6). `fields.uploadLinkId` is the guest
+   * link the file arrives through, or null.
    * @throws what `alsoInTx` throws; unavailable
    */
   async commitNew(
     ownerId: string,
     staged: StagedBlob,
-    fields: Pick<FileRecord, "slug" | "name" | "visibility" | "contentType" | "expiresAt">,
+    fields: Pick<FileRecord, "slug" | "name" | "visibility" | "contentType" | "expiresAt" | "uploadLinkId">,
     signal?: AbortSignal | undefined,
     alsoInTx?: (tx: MetadataTables, record: FileRecord) => Promise<void>,
   ): Promise<FileRecord> {
@@ -136,6 +138,7 @@ export class FileService {
       createdAt: now,
       updatedAt: now,
       expiresAt: fields.expiresAt,
+      uploadLinkId: fields.uploadLinkId,
     };
     await this.commitOrDiscard(staged, record.id, signal, async (tx) => {
       await tx.files.insert(record);
@@ -238,14 +241,14 @@ export class FileService {
     return deleted;
   }
 
-  /** The caller's own files, newest first, `pageSize` at a time (keyset pagination). */
-  async list(principal: Principal, pageSize: number, after: PageCursor | undefined): Promise<FilePage> {
+  /**
+   * The caller's own files, newest first, `pageSize` at a time (keyset pagination); with
+   * `nameContains` (not empty), only those whose name contains it: ASCII letters in either case,
+   * every other character (`%` and `_` too) as itself (storage/paging.ts containsPattern).
+   */
+  async list(principal: Principal, pageSize: number, after: PageCursor | undefined, nameContains = ""): Promise<FilePage> {
     requireScope(principal, "files.read");
-    const rows = await this.deps.store.files.listByOwner(principal.userId, pageSize + 1, after);
-    const more = rows.length > pageSize;
-    const page = more ? rows.slice(0, pageSize) : rows;
-    const last = page[page.length - 1];
-    return { files: page, next: more && last ? { createdAt: last.createdAt, id: last.id } : undefined };
+    return pageOf(await this.deps.store.files.listByOwner(principal.userId, pageSize + 1, after, nameContains), pageSize);
   }
 
   /**
@@ -391,6 +394,17 @@ export class FileService {
       throw err;
     }
   }
+}
+
+/**
+ * A page of a listing from up to `pageSize + 1` rows read in its order: the first `pageSize`,
+ * and where the next page starts when there was one row more.
+ */
+export function pageOf(rows: FileRecord[], pageSize: number): FilePage {
+  const more = rows.length > pageSize;
+  const page = more ? rows.slice(0, pageSize) : rows;
+  const last = page[page.length - 1];
+  return { files: page, next: more && last ? { createdAt: last.createdAt, id: last.id } : undefined };
 }
 
 /** Whether a file's expiry (CONTRACT §8) has passed at `now` (Unix microseconds). */

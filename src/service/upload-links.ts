@@ -6,13 +6,14 @@
  */
 import type { Visibility } from "../domain/file.ts";
 import type { FileRecord } from "../domain/file.ts";
+import type { PageCursor } from "../domain/params.ts";
 import { requireScope, type Principal } from "../domain/principal.ts";
 import type { Clock } from "../domain/time.ts";
 import { newUploadLinkId, newUploadLinkToken, UPLOAD_LINK_TOKEN } from "../domain/upload-link.ts";
 import { AppError } from "../errors.ts";
 import type { MetadataStore, MetadataTables } from "../storage/ports.ts";
 import type { UploadLinkRow } from "../storage/upload-ports.ts";
-import type { Content, FileService } from "./files.ts";
+import { pageOf, type Content, type FilePage, type FileService } from "./files.ts";
 
 /** A new link's settings, parsed (http/upload-links-routes.ts). */
 export interface NewUploadLink {
@@ -63,6 +64,20 @@ export class UploadLinkService {
   async list(principal: Principal): Promise<UploadLinkRow[]> {
     requireScope(principal, "files.read");
     return (await this.deps.store.uploadLinks.listByOwner(principal.userId)).filter((l) => l.deletedAt === null);
+  }
+
+  /**
+   * The files that arrived through one of the caller's links and still exist, newest first,
+   * `pageSize` at a time (keyset pagination, as {@link FileService.list}). A deleted link's row
+   * stays, so its owner still sees what arrived through it.
+   * @throws not_found ("upload link not found") when the link is not the caller's;
+   *   permission_denied without files.read
+   */
+  async files(principal: Principal, id: string, pageSize: number, after: PageCursor | undefined): Promise<FilePage> {
+    requireScope(principal, "files.read");
+    const link = await this.deps.store.uploadLinks.get(id);
+    if (link === undefined || link.ownerId !== principal.userId) throw notFound();
+    return pageOf(await this.deps.store.files.listByUploadLink(id, pageSize + 1, after), pageSize);
   }
 
   /**
@@ -129,7 +144,7 @@ export class UploadLinkService {
       if (err instanceof AppError && err.code === "payload_too_large") throw new AppError("payload_too_large", `this upload link takes at most ${remaining} more bytes`);
       throw err;
     });
-    const fields = { slug: "", name: input.name, visibility: link.visibility, contentType: input.contentType, expiresAt: null };
+    const fields = { slug: "", name: input.name, visibility: link.visibility, contentType: input.contentType, expiresAt: null, uploadLinkId: link.id };
     return this.deps.files.commitNew(link.ownerId, staged, fields, undefined, (tx, record) => this.consume(tx, link.id, record.size));
   }
 }

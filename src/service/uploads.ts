@@ -63,6 +63,8 @@ interface FileFields {
   contentType: string;
   visibility: Visibility;
   expiresAt: number | null;
+  /** The guest link it comes through, or null. */
+  uploadLinkId: string | null;
 }
 
 const notFound = () => new AppError("not_found", "upload not found");
@@ -271,6 +273,7 @@ function fieldsOf(metadata: Record<string, string>, link: UploadLinkRow | undefi
     slug: "",
     visibility: link?.visibility ?? DEFAULT_VISIBILITY,
     expiresAt: null,
+    uploadLinkId: link?.id ?? null,
   };
   if (link !== undefined) return fields;
   fields.slug = parseSlug(metadata.slug ?? "");

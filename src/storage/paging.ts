@@ -22,11 +22,25 @@ export async function* inIdOrder<T extends { id: string }>(page: (after: string)
 }
 
 /**
- * The condition for an owner's files after `after`, newest first: (created_at, id) below the
- * cursor's, as the listing orders them (descending created_at, then id).
+ * The condition for rows after `after` in a newest-first listing: (created_at, id) below the
+ * cursor's, as listings order them (descending created_at, then id); undefined on the first page.
  */
+export function newestFirstAfter(columns: { createdAt: Column; id: Column }, after: PageCursor | undefined): SQL | undefined {
+  if (after === undefined) return undefined;
+  return or(lt(columns.createdAt, after.createdAt), and(eq(columns.createdAt, after.createdAt), lt(columns.id, after.id)));
+}
+
+/** The condition for an owner's files after `after`, newest first (see {@link newestFirstAfter}). */
 export function ownerFilesAfter(columns: { ownerId: Column; createdAt: Column; id: Column }, ownerId: string, after: PageCursor | undefined): SQL | undefined {
-  const owner = eq(columns.ownerId, ownerId);
-  if (after === undefined) return owner;
-  return and(owner, or(lt(columns.createdAt, after.createdAt), and(eq(columns.createdAt, after.createdAt), lt(columns.id, after.id))));
+  return and(eq(columns.ownerId, ownerId), newestFirstAfter(columns, after));
+}
+
+/**
+ * The LIKE pattern, for `ESCAPE '\'`, of names that contain `text`: its `%`, `_` and `\` are
+ * escaped so that they match themselves, and its ASCII letters are lower-cased, to be matched
+ * against the name with its ASCII letters lower-cased (each store's listByOwner). Other
+ * characters, non-ASCII letters included, match only themselves, on both stores alike.
+ */
+export function containsPattern(text: string): string {
+  return `%${text.replace(/[\\%_]/g, "\\$&").replace(/[A-Z]/g, (c) => c.toLowerCase())}%`;
 }

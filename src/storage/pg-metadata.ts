@@ -31,7 +31,7 @@ import type {
   UserRow,
   UserTable,
 } from "./ports.ts";
-import { inIdOrder, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
+import { containsPattern, inIdOrder, newestFirstAfter, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
 import * as schema from "./pg-schema.ts";
 import { PgUploadLinks, PgUploads } from "./pg-uploads.ts";
 import type { UploadLinkTable, UploadTable } from "./upload-ports.ts";
@@ -207,8 +207,16 @@ class PgFiles implements FileTable {
     return rows[0] as FileRecord | undefined;
   }
 
-  async listByOwner(ownerId: string, limit: number, after: PageCursor | undefined): Promise<FileRecord[]> {
-    const where = ownerFilesAfter(files, ownerId, after);
+  async listByOwner(ownerId: string, limit: number, after: PageCursor | undefined, nameContains = ""): Promise<FileRecord[]> {
+    // lower() under the "C" collation folds ASCII letters only, whatever the database's locale,
+    // as containsPattern expects (and as SQLite does).
+    const named = nameContains === "" ? undefined : sql`lower(${files.name} COLLATE "C") LIKE ${containsPattern(nameContains)} ESCAPE '\\'`;
+    const where = and(ownerFilesAfter(files, ownerId, after), named);
+    return (await this.db.select().from(files).where(where).orderBy(desc(files.createdAt), desc(files.id)).limit(limit)) as FileRecord[];
+  }
+
+  async listByUploadLink(linkId: string, limit: number, after: PageCursor | undefined): Promise<FileRecord[]> {
+    const where = and(eq(files.uploadLinkId, linkId), newestFirstAfter(files, after));
     return (await this.db.select().from(files).where(where).orderBy(desc(files.createdAt), desc(files.id)).limit(limit)) as FileRecord[];
   }
 

@@ -68,10 +68,17 @@ export const files = pgTable(
     updatedAt: micros("updated_at").notNull(),
     /** When the expiry sweep deletes the file as DELETE does (CONTRACT §8); null: never. Not part of the File object. */
     expiresAt: micros("expires_at"),
+    /**
+     * The guest upload link the file arrived through (GET /v1/upload-links/{id}/files); null for
+     * any other upload. Not a foreign key: a link's row outlives its deletion anyway. Not part of
+     * the File object.
+     */
+    uploadLinkId: text("upload_link_id"),
   },
   (t) => [
     index("files_expires_idx").on(t.expiresAt),
     index("files_owner_created_idx").on(t.ownerId, sql`${t.createdAt} DESC`, sql`${t.id} DESC`),
+    index("files_upload_link_created_idx").on(t.uploadLinkId, sql`${t.createdAt} DESC`, sql`${t.id} DESC`),
     uniqueIndex("files_blob_unique").on(t.blob),
   ],
 );

@@ -88,8 +88,14 @@ export interface ShareTable {
 /** The files table. */
 export interface FileTable {
   get(id: string): Promise<FileRecord | undefined>;
-  /** An owner's files, newest first (created_at, then id, both descending), after `after`. */
-  listByOwner(ownerId: string, limit: number, after: PageCursor | undefined): Promise<FileRecord[]>;
+  /**
+   * Up to `limit` of an owner's files, newest first (created_at, then id, both descending), after
+   * `after`; with `nameContains` not empty, only those whose name contains it, ASCII letters in
+   * either case and `%`, `_`, `\` literally (paging.ts containsPattern).
+   */
+  listByOwner(ownerId: string, limit: number, after: PageCursor | undefined, nameContains?: string): Promise<FileRecord[]>;
+  /** Up to `limit` files that arrived through guest upload link `linkId`, newest first, after `after`. */
+  listByUploadLink(linkId: string, limit: number, after: PageCursor | undefined): Promise<FileRecord[]>;
   insert(file: FileRecord): Promise<void>;
   /** Writes every field of `file` but its ID, owner and creation time. */
   update(file: FileRecord): Promise<void>;

@@ -26,7 +26,7 @@ import { ChangeWatch } from "./change-watch.ts";
 import { openDb, type Db, type WriteRunner } from "./db.ts";
 import { SqliteShares } from "./sqlite-shares.ts";
 import { migrate } from "./migrate.ts";
-import { inIdOrder, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
+import { containsPattern, inIdOrder, newestFirstAfter, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
 import { apiKeys, files, sessions, users } from "./schema.ts";
 import { SqliteUploadLinks, SqliteUploads } from "./sqlite-uploads.ts";
 import type { UploadLinkTable, UploadTable } from "./upload-ports.ts";
@@ -133,8 +133,15 @@ class SqliteFiles implements FileTable {
     return this.byId.get({ id }) as FileRecord | undefined;
   }
 
-  async listByOwner(ownerId: string, limit: number, after: PageCursor | undefined): Promise<FileRecord[]> {
-    const where = ownerFilesAfter(files, ownerId, after);
+  async listByOwner(ownerId: string, limit: number, after: PageCursor | undefined, nameContains = ""): Promise<FileRecord[]> {
+    // SQLite's lower() folds ASCII letters only (no ICU here), as containsPattern expects.
+    const named = nameContains === "" ? undefined : sql`lower(${files.name}) LIKE ${containsPattern(nameContains)} ESCAPE '\\'`;
+    const where = and(ownerFilesAfter(files, ownerId, after), named);
+    return this.db.select().from(files).where(where).orderBy(desc(files.createdAt), desc(files.id)).limit(limit).all() as FileRecord[];
+  }
+
+  async listByUploadLink(linkId: string, limit: number, after: PageCursor | undefined): Promise<FileRecord[]> {
+    const where = and(eq(files.uploadLinkId, linkId), newestFirstAfter(files, after));
     return this.db.select().from(files).where(where).orderBy(desc(files.createdAt), desc(files.id)).limit(limit).all() as FileRecord[];
   }
 

@@ -4,11 +4,13 @@ import {
   parseFileId,
   parseMediaType,
   parseName,
+  parseNameQuery,
   parsePageSize,
   parsePageToken,
   parseSlug,
   parseVisibility,
 } from "../../src/domain/params.ts";
+import { containsPattern } from "../../src/storage/paging.ts";
 import { outcome } from "../support/outcome.ts";
 
 describe("parseSlug", () => {
@@ -40,6 +42,25 @@ describe("parseName", () => {
     ["lone surrogate", "a\uD800b", { error: "invalid_argument" }],
     ["backslash and quotes", 'a\\"b', { ok: 'a\\"b' }],
   ])("%s", (_, input, want) => expect(outcome(() => parseName(input))).toEqual(want));
+});
+
+describe("parseNameQuery", () => {
+  test.each([
+    ["empty: no filter", "", { ok: "" }],
+    ["slash, newline and LIKE wildcards", "a/b\n%_\\", { ok: "a/b\n%_\\" }],
+    ["256 code points (astral)", "📄".repeat(256), { ok: "📄".repeat(256) }],
+    ["257 characters", "a".repeat(257), { error: "invalid_argument" }],
+  ])("%s", (_, input, want) => expect(outcome(() => parseNameQuery(input))).toEqual(want));
+});
+
+describe("containsPattern (LIKE … ESCAPE '\\')", () => {
+  test.each([
+    ["plain text, ASCII lower-cased", "Report", "%report%"],
+    ["percent", "100%", "%100\\%%"],
+    ["underscore", "a_b", "%a\\_b%"],
+    ["backslash", "a\\b", "%a\\\\b%"],
+    ["non-ASCII kept as it is", "ÉTÉ", "%ÉtÉ%"],
+  ])("%s", (_, input, want) => expect(containsPattern(input)).toBe(want));
 });
 
 describe("parseVisibility", () => {
