@@ -1,8 +1,9 @@
 // Header values reach the server trimmed (RFC 9110 §5.5), so a "bad" value is bad once trimmed.
-// Hostile input to tus and guest upload links against a real server on the configured stores
-// (fast-check): random and mangled tus headers, IDs and link bodies, each request invalid in at
-// least one way. Every answer is a contract error (JSON google.rpc.Status with a 4xx of the
-// contract or of tus), never a 5xx, and nothing changed: the same blobs, upload rows and links.
+// Hostile input to tus, guest upload links and share links against a real server on the
+// configured stores (fast-check): random and mangled tus headers, IDs, link and share bodies and
+// tokens, each request invalid in at least one way. Every answer is a contract error (JSON
+// google.rpc.Status with a 4xx of the contract or of tus), never a 5xx, and nothing changed: the
+// same blobs, upload rows, links, shares and files.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import fc from "fast-check";
 import { parseUploadChecksum, parseUploadMetadata } from "../../src/domain/tus.ts";
@@ -16,6 +17,7 @@ let server: RunningServer;
 let key: string;
 let uploadUrl: string;
 let linkToken: string;
+let fileId: string;
 
 beforeAll(async () => {
   server = await startServer({ env: { MAX_UPLOAD_BYTES: "1000000" } });
@@ -24,6 +26,7 @@ beforeAll(async () => {
   expect((await patchChunk(uploadUrl, key, 0, "12345")).status).toBe(204);
   const link = await client(server, key).fetch("/v1/upload-links", { method: "POST", headers: { "content-type": "application/json" }, body: '{"max_files":1}' });
   linkToken = ((await link.json()) as { url: string }).url.split("/u/")[1]!;
+  fileId = (await client(server, key).upload("shared", "?name=shared.txt")).id;
 });
 afterAll(() => server?.[Symbol.asyncDispose]());
 
@@ -36,6 +39,7 @@ async function snapshot() {
     uploads: await runSql(server.dataDir, 'SELECT id, "offset", file_id FROM uploads ORDER BY id'),
     links: await runSql(server.dataDir, "SELECT id, files_uploaded, bytes_uploaded, deleted_at FROM upload_links ORDER BY id"),
     files: await runSql(server.dataDir, "SELECT id FROM files ORDER BY id"),
+    shares: await runSql(server.dataDir, "SELECT id, download_count, deleted_at FROM shares ORDER BY id"),
   };
 }
 
@@ -112,13 +116,28 @@ function attempts(): fc.Arbitrary<Attempt> {
     anyString.filter(notAnObject).map((s) => ({ method: "POST", path: "/v1/upload-links", headers: { ...auth, "content-type": "application/json" }, body: s })),
     anyString.map((id) => ({ method: "DELETE", path: `/v1/upload-links/${encodeURIComponent(id)}`, headers: auth })),
     fc.tuple(anyString, fc.constantFrom("GET", "POST")).map(([token, method]) => ({ method, path: `/u/${encodeURIComponent(token)}`, headers: {}, body: method === "POST" ? "x" : undefined })),
+    // Share links: invalid bodies (each with at least one bad field), IDs and tokens.
+    fc
+      .record({
+        ttl: fc.oneof(anyString.filter((s) => rejected(() => parseTtl(s))), fc.integer(), fc.constant(undefined)),
+        expire_time: fc.oneof(fc.constantFrom("2001-01-01T00:00:00Z", "tomorrow", "2099-02-30T00:00:00Z", ""), fc.boolean(), fc.constant(undefined)),
+        max_downloads: fc.oneof(fc.integer({ max: 0 }), fc.integer({ min: 1_000_000_001 }), fc.double({ noInteger: true }), fc.string(), fc.boolean(), fc.constant(undefined)),
+        password: fc.oneof(fc.constant(""), fc.string({ minLength: 1025, maxLength: 1100 }), fc.integer(), fc.object(), fc.constant(undefined)),
+        unknown: fc.oneof(fc.anything(), fc.constant(undefined)),
+      })
+      .filter((o) => Object.values(o).some((v) => v !== undefined))
+      .map((o) => ({ method: "POST", path: `/v1/files/${fileId}/shares`, headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify(o) })),
+    anyString.filter(notAnObject).map((s) => ({ method: "POST", path: `/v1/files/${fileId}/shares`, headers: { ...auth, "content-type": "application/json" }, body: s })),
+    anyString.map((id) => ({ method: "POST", path: `/v1/files/${encodeURIComponent(id)}/shares`, headers: { ...auth, "content-type": "application/json" }, body: "{}" })),
+    anyString.map((id) => ({ method: "DELETE", path: `/v1/shares/${encodeURIComponent(id)}`, headers: auth })),
+    fc.tuple(anyString, fc.constantFrom("GET", "POST")).map(([token, method]): Attempt => ({ method, path: `/s/${encodeURIComponent(token)}`, headers: method === "POST" ? { "content-type": "application/x-www-form-urlencoded" } : {}, body: method === "POST" ? "password=x" : undefined })),
     // A real link's token where it does not belong, or with a bad name.
     fc.constant({ method: "POST", path: `/u/${linkToken}?name=a%2Fb`, headers: {}, body: "x" } as Attempt),
     badVersion.map((v) => ({ method: "POST", path: "/v1/uploads", headers: { authorization: `Bearer ${linkToken}`, "tus-resumable": v, "upload-length": "1" } })),
   );
 }
 
-test("mangled tus headers, IDs and link bodies: a contract error every time, never a 5xx, and nothing changed", async () => {
+test("mangled tus headers, IDs, link and share bodies and tokens: a contract error every time, never a 5xx, and nothing changed", async () => {
   const before = await snapshot();
   let sent = 0;
   await fc.assert(
@@ -137,7 +156,8 @@ test("mangled tus headers, IDs and link bodies: a contract error every time, nev
       const text = await res.text();
       const where = `${a.method} ${a.path} ${JSON.stringify(a.headers)} → ${res.status} ${text}`;
       expect([where, ERRORS.has(res.status)]).toEqual([where, true]);
-      if (a.method === "HEAD" || a.path.startsWith("/u/") && a.method === "GET") return;
+      // HEAD has no body; the guest and share pages answer HTML to browsers.
+      if (a.method === "HEAD" || (a.path.startsWith("/u/") && a.method === "GET") || a.path.startsWith("/s/")) return;
       const error = JSON.parse(text) as { code: unknown; message: unknown; details: unknown };
       expect([where, typeof error.code, typeof error.message, error.details]).toEqual([where, "number", "string", []]);
     }),
