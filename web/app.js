@@ -36,7 +36,12 @@ function clearError() {
 async function api(path, init = {}) {
   const res = await fetch(path, { credentials: "same-origin", ...init });
   const text = await res.text();
-  const body = text === "" ? null : JSON.parse(text);
+  let body = null;
+  try {
+    body = text === "" ? null : JSON.parse(text);
+  } catch {
+    // not JSON: a proxy's error page (nginx's 413 or 502), say
+  }
   if (!res.ok) throw new Error(body?.message ? `${body.message} (HTTP ${res.status})` : `HTTP ${res.status}`);
   return body;
 }
@@ -447,6 +452,7 @@ function linkRow(link) {
         ? [el("li", { className: "muted", textContent: "Nothing has arrived yet." })]
         : page.files.map((f) => el("li", {}, el("a", { href: f.url, textContent: f.name || f.id, target: "_blank", rel: "noopener" }), ` ${formatSize(f.size)}`))),
     );
+    if (page.next_page_token) arrivals.append(el("li", { className: "muted", textContent: "… and more: the newest 100 are shown." }));
     arrivals.hidden = false;
   });
   const row = el(
