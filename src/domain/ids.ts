@@ -30,6 +30,15 @@ export function newUserId(): string {
   return nanoid(21);
 }
 
+/**
+ * Whether `raw` could be a row ID at all (1-64 of `0-9 A-Z a-z _ -`, which every ID cubby
+ * makes is): lookups of anything else answer not found without asking the database, which
+ * refuses some strings outright (PostgreSQL: a NUL byte in text is an error, not a miss).
+ */
+export function isIdShaped(raw: string): boolean {
+  return /^[0-9A-Za-z_-]{1,64}$/.test(raw);
+}
+
 /** Share link IDs (the handle for listing and DELETE; not a secret): like API key IDs. */
 export const newShareId = customAlphabet("0123456789abcdefghijklmnopqrstuvwxyz", 16);
 

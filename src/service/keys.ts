@@ -4,7 +4,7 @@
  */
 import { AppError } from "../errors.ts";
 import { generateApiKey, hashApiKey, isApiKeyShaped } from "../domain/api-key.ts";
-import { newKeyId } from "../domain/ids.ts";
+import { isIdShaped, newKeyId } from "../domain/ids.ts";
 import { parseExpiry, type ExpiryInput } from "../domain/expiry.ts";
 import { ALL_SCOPES, formatScopes, parseScopes, type Principal, type Scope } from "../domain/principal.ts";
 import type { Clock } from "../domain/time.ts";
@@ -108,7 +108,7 @@ export class KeyService {
    * @throws not_found when there is no such key for that user
    */
   async revoke(keyId: string, userId?: string): Promise<void> {
-    if (!(await this.deps.store.keys.delete(keyId, userId))) throw new AppError("not_found", "API key not found");
+    if (!isIdShaped(keyId) || !(await this.deps.store.keys.delete(keyId, userId))) throw new AppError("not_found", "API key not found");
   }
 
   /**

@@ -6,6 +6,7 @@
  */
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { nanoid } from "nanoid";
+import { isIdShaped } from "../domain/ids.ts";
 import type { Clock } from "../domain/time.ts";
 import { ALL_SCOPES, type Principal } from "../domain/principal.ts";
 import type { MetadataStore } from "../storage/ports.ts";
@@ -46,6 +47,7 @@ export class SessionService {
     const dot = token.indexOf(".");
     if (dot !== 21 || token.length > 100) return null;
     const id = token.slice(0, dot);
+    if (!isIdShaped(id)) return null;
     const row = await this.deps.store.sessions.get(id);
     if (!row) return null;
     const given = hash(token.slice(dot + 1));

@@ -5,7 +5,7 @@
  */
 import { AppError } from "../errors.ts";
 import type { FileRecord } from "../domain/file.ts";
-import { newShareId, newShareToken, SHARE_TOKEN_PATTERN } from "../domain/ids.ts";
+import { isIdShaped, newShareId, newShareToken, SHARE_TOKEN_PATTERN } from "../domain/ids.ts";
 import { requireScope, type Principal } from "../domain/principal.ts";
 import type { Clock } from "../domain/time.ts";
 import type { MetadataStore, ShareRow } from "../storage/ports.ts";
@@ -78,7 +78,7 @@ export class ShareService {
    */
   async delete(principal: Principal, shareId: string): Promise<void> {
     requireScope(principal, "files.write");
-    if (!(await this.deps.store.shares.markDeleted(shareId, principal.userId, this.deps.clock.nowMicros()))) {
+    if (!isIdShaped(shareId) || !(await this.deps.store.shares.markDeleted(shareId, principal.userId, this.deps.clock.nowMicros()))) {
       throw new AppError("not_found", "share not found");
     }
   }

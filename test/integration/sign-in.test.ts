@@ -188,6 +188,11 @@ describe("sessions", () => {
     const [id] = browser.cookie(host, "cubby_session")!.split(".");
     const res = await fetch(`${server.url}/auth/keys`, { headers: { cookie: `cubby_session=${id}.forgedsecret` } });
     expect(res.status).toBe(401);
+    // A session ID no session can have (the cookie's %00 decodes to a NUL byte) is unknown too.
+    for (const forged of [`%00${id!.slice(1)}.x`, `${"é".repeat(21)}.x`]) {
+      const r = await fetch(`${server.url}/auth/keys`, { headers: { cookie: `cubby_session=${forged}` } });
+      expect([forged, r.status]).toEqual([forged, 401]);
+    }
   });
 
   test("the database holds only a hash of the session secret", async () => {
@@ -234,6 +239,10 @@ describe("key management", () => {
     expect({ status: revoked.status, body: await revoked.json() }).toEqual({ status: 200, body: {} });
     expect((await fetch(`${server.url}/v1/files`, { headers: { authorization: `Bearer ${key.key}` } })).status).toBe(401);
     expect((await browser.fetch(`${server.url}/auth/keys/${key.id}`, { method: "DELETE", headers: sameOrigin() })).status).toBe(404);
+    // IDs no key can have are not found, on every store (PostgreSQL refuses a NUL byte in text).
+    for (const id of ["%00", "a%00b", "%C3%A9", "x".repeat(65)]) {
+      expect([id, (await browser.fetch(`${server.url}/auth/keys/${id}`, { method: "DELETE", headers: sameOrigin() })).status]).toEqual([id, 404]);
+    }
   });
 
   test("scopes and expiry: a read-only key that expires in an hour; bad settings are 400 and mint nothing", async () => {
