@@ -19,9 +19,9 @@ import { S3Client } from "bun";
 import { AppError } from "../errors.ts";
 import { checksumToBase64, crc32cUpdate } from "../domain/checksum.ts";
 import { newBlobName } from "../domain/ids.ts";
-import { gcPacer } from "../gc-pacer.ts";
 import { BufferPool, DelayedRemovals, SMALL_BLOB_BYTES, SmallBlobCache } from "./blob-memory.ts";
 import type { BlobChunk, BlobStore, ByteRange, ReadPlan, StagedBlob, WriteOptions } from "./ports.ts";
+import { writeObject } from "./s3-object-writer.ts";
 import { S3Partials } from "./s3-partials.ts";
 
 /** Where and how to reach the bucket (CONTRACT §7 variables). */
@@ -86,44 +86,24 @@ export class S3BlobStore implements BlobStore {
 
   async write(content: AsyncIterable<Uint8Array> | null, opts: WriteOptions): Promise<StagedBlob> {
     const name = newBlobName();
-    const file = this.client.file(this.blobKey(name));
-    const part = partBytes(opts.maxBytes);
-    const writer = file.writer({ partSize: part, queueSize: 1, retry: 3 });
     let crc = 0;
     let size = 0;
-    let pending = 0;
-    try {
-      if (content !== null) {
-        for await (const chunk of content) {
-          size += chunk.byteLength;
-          if (size > opts.maxBytes) throw new AppError("payload_too_large", `content is larger than the limit of ${opts.maxBytes} bytes`);
-          crc = crc32cUpdate(crc, chunk);
-          writer.write(chunk);
-          pending += chunk.byteLength;
-          // Every chunk read from the connection is garbage once the writer has copied it, and
-          // so is the writer's part buffer once the part is sent: twice the bytes (1 GiB peaked
-          // 64 MiB over idle counted once, 56 counted twice).
-          gcPacer.add(chunk.byteLength * 2);
-          if (pending >= part) {
-            await writer.flush();
-            pending = 0;
-          }
+    let checksum = "";
+    await writeObject(this.client.file(this.blobKey(name)), content, {
+      partBytes: partBytes(opts.maxBytes),
+      onChunk: (chunk) => {
+        size += chunk.byteLength;
+        if (size > opts.maxBytes) throw new AppError("payload_too_large", `content is larger than the limit of ${opts.maxBytes} bytes`);
+        crc = crc32cUpdate(crc, chunk);
+      },
+      beforeEnd: () => {
+        checksum = checksumToBase64(crc);
+        if (opts.expectedChecksum !== undefined && opts.expectedChecksum !== checksum) {
+          throw new AppError("invalid_argument", `checksum mismatch: the client declared CRC32C ${opts.expectedChecksum}, the content has ${checksum}`);
         }
-      }
-      const checksum = checksumToBase64(crc);
-      if (opts.expectedChecksum !== undefined && opts.expectedChecksum !== checksum) {
-        throw new AppError("invalid_argument", `checksum mismatch: the client declared CRC32C ${opts.expectedChecksum}, the content has ${checksum}`);
-      }
-      await writer.end();
-      const stored = await file.stat();
-      if (stored.size !== size) throw new Error(`S3 object ${name} holds ${stored.size} bytes, ${size} were sent`);
-      return { name, size, checksum };
-    } catch (err) {
-      // An unfinished multipart upload is aborted by end(err); a completed object is deleted.
-      await Promise.resolve(writer.end(err instanceof Error ? err : undefined)).catch(() => {});
-      await file.delete().catch(() => {});
-      throw err;
-    }
+      },
+    });
+    return { name, size, checksum };
   }
 
   cached(name: string, size: number): Uint8Array | undefined {

@@ -13,8 +13,8 @@
  */
 import type { S3Client } from "bun";
 import { AppError } from "../errors.ts";
-import { gcPacer } from "../gc-pacer.ts";
 import { chunkDigest } from "./chunk-digest.ts";
+import { writeObject } from "./s3-object-writer.ts";
 import type { StagedBlob, WriteOptions } from "./ports.ts";
 import type { AppendOptions, PartialUploads } from "./upload-ports.ts";
 
@@ -45,41 +45,20 @@ export class S3Partials implements PartialUploads {
 
   async append(id: string, offset: number, content: AsyncIterable<Uint8Array> | null, opts: AppendOptions): Promise<{ bytes: number }> {
     const key = `${this.prefix(id)}${String(offset).padStart(16, "0")}.${crypto.randomUUID()}`;
-    const file = this.client.file(key);
-    const writer = file.writer({ partSize: CHUNK_PART_BYTES, queueSize: 1, retry: 3 });
     const digest = chunkDigest(opts.checksum);
     let size = 0;
-    let pending = 0;
-    try {
-      if (content !== null) {
-        for await (const chunk of content) {
-          size += chunk.byteLength;
-          if (size > opts.maxBytes) throw new AppError("payload_too_large", `the chunk is longer than the ${opts.maxBytes} bytes left of the upload`);
-          digest?.update(chunk);
-          writer.write(chunk);
-          pending += chunk.byteLength;
-          gcPacer.add(chunk.byteLength * 2);
-          if (pending >= CHUNK_PART_BYTES) {
-            await writer.flush();
-            pending = 0;
-          }
-        }
-      }
+    const bytes = await writeObject(this.client.file(key), content, {
+      partBytes: CHUNK_PART_BYTES,
+      onChunk: (chunk) => {
+        size += chunk.byteLength;
+        if (size > opts.maxBytes) throw new AppError("payload_too_large", `the chunk is longer than the ${opts.maxBytes} bytes left of the upload`);
+        digest?.update(chunk);
+      },
       // Checked before the object is completed: a chunk that fails never becomes visible.
-      digest?.verify();
-      if (size === 0) {
-        await Promise.resolve(writer.end(new Error("empty chunk"))).catch(() => {});
-        return { bytes: 0 };
-      }
-      await writer.end();
-      const stored = await file.stat();
-      if (stored.size !== size) throw new Error(`S3 object ${key} holds ${stored.size} bytes, ${size} were sent`);
-      return { bytes: size };
-    } catch (err) {
-      await Promise.resolve(writer.end(err instanceof Error ? err : undefined)).catch(() => {});
-      await file.delete().catch(() => {});
-      throw err;
-    }
+      beforeEnd: () => digest?.verify(),
+      emptyIsNothing: true,
+    });
+    return { bytes };
   }
 
   async stage(id: string, length: number): Promise<StagedBlob> {
