@@ -7,6 +7,7 @@
 import type { S3File } from "bun";
 import { gcPacer } from "../gc-pacer.ts";
 
+/** How {@link writeObject} writes: its part size and the caller's checks. */
 export interface ObjectWrite {
   /** Multipart part size, bytes (S3: at least 5 MiB but for the last part). */
   partBytes: number;
