@@ -70,6 +70,14 @@ const H2_WINDOW_BYTES = 4 * 1024 * 1024;
  * 256 KiB of buffers, so one connection holds at most 25 MiB however its client behaves.
  */
 export const H2_MAX_CONCURRENT_STREAMS = 100;
+/**
+ * node:http2's `maxSessionMemory` (MB): past it the session refuses new streams with RST_STREAM
+ * ENHANCE_YOUR_CALM. Node's default, 10, is less than 100 downloads' queued chunks (128 KiB each
+ * on REST, 1 MiB on RPC), so a client (or an h2c proxy) with 100 downloads under way on a busy
+ * server had some refused. What a connection holds is already bounded by the streams' own
+ * back-pressure (one queued chunk each), so the budget covers that bound: 100 × 1 MiB and slack.
+ */
+const H2_SESSION_MEMORY_MB = 128;
 
 /** Starts the listener. */
 export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer> {
@@ -85,7 +93,7 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
     onHttp1Request: (req, res) => connections.onHttp1Request(req, res),
   });
 
-  const h2 = http2.createServer({ settings: { initialWindowSize: H2_WINDOW_BYTES, maxConcurrentStreams: H2_MAX_CONCURRENT_STREAMS } }, dispatch);
+  const h2 = http2.createServer({ maxSessionMemory: H2_SESSION_MEMORY_MB, settings: { initialWindowSize: H2_WINDOW_BYTES, maxConcurrentStreams: H2_MAX_CONCURRENT_STREAMS } }, dispatch);
   h2.on("session", (session) => {
     connections.watchSession(session);
     session.setLocalWindowSize(H2_WINDOW_BYTES);
