@@ -4,6 +4,7 @@ import m0 from "./0000_init.sql" with { type: "text" };
 import m1 from "./0001_sessions.sql" with { type: "text" };
 import m2 from "./0002_sharing.sql" with { type: "text" };
 import m3 from "./0003_upload_link_files.sql" with { type: "text" };
+import m4 from "./0004_admin.sql" with { type: "text" };
 
 /** The migrations in order: tag, journal timestamp (ms), and SQL text. */
 export const migrations: { tag: string; when: number; breakpoints: boolean; sql: string }[] = [
@@ -11,4 +12,5 @@ export const migrations: { tag: string; when: number; breakpoints: boolean; sql:
   { tag: "0001_sessions", when: 1795235918291, breakpoints: true, sql: m1 },
   { tag: "0002_sharing", when: 1795440293168, breakpoints: true, sql: m2 },
   { tag: "0003_upload_link_files", when: 1795443227662, breakpoints: true, sql: m3 },
+  { tag: "0004_admin", when: 1795449120528, breakpoints: true, sql: m4 },
 ];

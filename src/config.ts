@@ -57,6 +57,8 @@ export interface Config {
   s3: S3Settings | undefined;
   /** Seconds an unfinished resumable upload lives (TUS_UPLOAD_EXPIRY_SECONDS, default 24 h, CONTRACT §8). */
   uploadExpirySeconds: number;
+  /** QUOTA_BYTES: the storage quota of every user without one of their own (CONTRACT §9); null: none. */
+  quotaBytes: number | null;
 }
 
 /** A configuration problem: the message is the one line printed before exiting with status 2. */
@@ -116,6 +118,12 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     maxUploadBytes = Number(maxRaw);
   }
 
+  const quotaRaw = emptyToUndefined(get("QUOTA_BYTES"));
+  if (quotaRaw !== undefined && (!/^\d+$/.test(quotaRaw) || !Number.isSafeInteger(Number(quotaRaw)))) {
+    throw new ConfigError(`QUOTA_BYTES must be a whole number of bytes, e.g. 10737418240 for 10 GiB (got "${quotaRaw}"); unset it for no quota`);
+  }
+  const quotaBytes = quotaRaw === undefined ? null : Number(quotaRaw);
+
   const count = (name: string, fallback: number) => {
     const v = get(name);
     if (v === undefined) return fallback;
@@ -161,6 +169,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     connections,
     timeouts,
     uploadExpirySeconds,
+    quotaBytes,
   };
 }
 

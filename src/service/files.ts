@@ -12,6 +12,7 @@ import { requireScope, type Principal, type Scope } from "../domain/principal.ts
 import type { Clock } from "../domain/time.ts";
 import type { BlobChunk, BlobStore, ByteRange, MetadataStore, MetadataTables, ReadPlan, StagedBlob } from "../storage/ports.ts";
 import { removeOrphans } from "./orphans.ts";
+import { QuotaExceededError, type Quotas } from "./quota.ts";
 import { ReadCache } from "./read-cache.ts";
 
 export interface FileServiceDeps {
@@ -20,6 +21,18 @@ export interface FileServiceDeps {
   clock: Clock;
   /** Largest content accepted, in bytes (MAX_UPLOAD_BYTES). */
   maxUploadBytes: number;
+  /** Storage quotas (CONTRACT §9): every upload is charged to its owner. */
+  quotas: Quotas;
+}
+
+/** How {@link FileService.commitNew} commits. */
+export interface CommitOptions {
+  /** As {@link CreateFileInput.signal}. */
+  signal?: AbortSignal | undefined;
+  /** Runs in the file's transaction (the upload's completion, the link's counters). */
+  alsoInTx?: ((tx: MetadataTables, record: FileRecord) => Promise<void>) | undefined;
+  /** The content's bytes were reserved against the quota already (a resumable upload's): not charged again. */
+  reserved?: boolean | undefined;
 }
 
 /** File lookups kept for the read paths (each entry is one row, well under a kilobyte). */
@@ -99,30 +112,31 @@ export class FileService {
   }
 
   /**
-   * Stores new content durably, then commits its metadata (CONTRACT §6).
-   * @throws payload_too_large, invalid_argument (checksum), unavailable (disk full)
+   * Stores new content durably, then commits its metadata (CONTRACT §6), within the caller's
+   * quota (CONTRACT §9).
+   * @throws payload_too_large (past MAX_UPLOAD_BYTES, or QuotaExceededError past the quota),
+   *   invalid_argument (checksum), unavailable (disk full)
    */
   async create(principal: Principal, input: CreateFileInput): Promise<FileRecord> {
     requireScope(principal, "files.write");
-    const staged = await this.stage(input);
+    const staged = await this.stageContent(principal.userId, input.content, this.deps.maxUploadBytes, input.expectedChecksum);
     const fields = { ...input, visibility: input.visibility ?? DEFAULT_VISIBILITY, expiresAt: input.expiresAt ?? null, uploadLinkId: null };
-    return this.commitNew(principal.userId, staged, fields, input.signal);
+    return this.commitNew(principal.userId, staged, fields, { signal: input.signal });
   }
 
   /**
    * Commits a new file of `ownerId` over content already staged durably (a tus upload's, or a
-   * guest link's upload staged with {@link stageContent}), running `alsoInTx` in the same
-   * transaction (the upload's completion, the link's counters): all of it commits or nothing
-   * does, and then the staged blob is removed (CONTRACT §6). `fields.uploadLinkId` is the guest
-   * link the file arrives through, or null.
-   * @throws what `alsoInTx` throws; unavailable
+   * guest link's upload staged with {@link stageContent}), charging its size to the owner's
+   * quota unless `opts.reserved`, and running `opts.alsoInTx` in the same transaction: all of
+   * it commits or nothing does, and then the staged blob is removed (CONTRACT §6).
+   * `fields.uploadLinkId` is the guest link the file arrives through, or null.
+   * @throws QuotaExceededError (payload_too_large); what `alsoInTx` throws; unavailable
    */
   async commitNew(
     ownerId: string,
     staged: StagedBlob,
     fields: Pick<FileRecord, "slug" | "name" | "visibility" | "contentType" | "expiresAt" | "uploadLinkId">,
-    signal?: AbortSignal | undefined,
-    alsoInTx?: (tx: MetadataTables, record: FileRecord) => Promise<void>,
+    opts: CommitOptions = {},
   ): Promise<FileRecord> {
     const now = this.deps.clock.nowMicros();
     const record: FileRecord = {
@@ -140,19 +154,30 @@ export class FileService {
       expiresAt: fields.expiresAt,
       uploadLinkId: fields.uploadLinkId,
     };
-    await this.commitOrDiscard(staged, record.id, signal, async (tx) => {
+    await this.commitOrDiscard(staged, record.id, opts.signal, async (tx) => {
+      const quota = await this.deps.quotas.lock(tx, ownerId);
+      if (opts.reserved !== true) await quota.charge(record.size);
       await tx.files.insert(record);
-      await alsoInTx?.(tx, record);
+      await opts.alsoInTx?.(tx, record);
     });
     return record;
   }
 
   /**
    * Streams content into a new durable blob no row refers to yet, refusing more than `maxBytes`
-   * (at most MAX_UPLOAD_BYTES) with payload_too_large; commit it with {@link commitNew}.
+   * (at most MAX_UPLOAD_BYTES) with payload_too_large, and more than `ownerId`'s quota leaves
+   * room for (less `freedBytes`, a replaced file's size) with QuotaExceededError; commit it
+   * with {@link commitNew}, which checks the quota again.
    */
-  stageContent(content: Content, maxBytes: number, expectedChecksum?: string | undefined): Promise<StagedBlob> {
-    return this.deps.blobs.write(content, { maxBytes: Math.min(maxBytes, this.deps.maxUploadBytes), expectedChecksum });
+  async stageContent(ownerId: string, content: Content, maxBytes: number, expectedChecksum?: string | undefined, freedBytes = 0): Promise<StagedBlob> {
+    const limit = Math.min(maxBytes, this.deps.maxUploadBytes);
+    const room = await this.deps.quotas.headroom(ownerId, freedBytes);
+    try {
+      return await this.deps.blobs.write(content, { maxBytes: Math.min(limit, room.bytes), expectedChecksum });
+    } catch (err) {
+      if (err instanceof AppError && err.code === "payload_too_large" && room.bytes < limit) throw new QuotaExceededError(room.usedBytes, room.quotaBytes!);
+      throw err;
+    }
   }
 
   /** Metadata of a file the caller may see (owner, or internal/public for any signed-in user). */
@@ -257,12 +282,15 @@ export class FileService {
    */
   async replaceContent(principal: Principal, id: string, input: ReplaceContentInput): Promise<FileRecord> {
     // Refuse before reading the body when the caller may not write.
-    await this.ownedForWrite(this.deps.store, principal, id);
-    const staged = await this.stage(input);
+    const before = await this.ownedForWrite(this.deps.store, principal, id);
+    const staged = await this.stageContent(principal.userId, input.content, this.deps.maxUploadBytes, input.expectedChecksum, before.size);
     let updated!: FileRecord;
     let oldBlob = "";
     await this.commitOrDiscard(staged, id, input.signal, async (tx) => {
+      // The owner's row first, then the file's: every transaction locks in that order.
+      const quota = await this.deps.quotas.lock(tx, principal.userId);
       const file = await this.ownedForWrite(tx, principal, id);
+      await quota.charge(staged.size - file.size);
       oldBlob = file.blob;
       updated = {
         ...file,
@@ -345,11 +373,6 @@ export class FileService {
     const unfinished = await this.deps.blobs.sweepUnfinished();
     const removed = await removeOrphans(this.deps.store, this.deps.blobs, this.deps.blobs.orphanGraceMs);
     return { unfinished, orphans: removed.length };
-  }
-
-  /** The content written durably, not yet referenced. */
-  private stage(input: { content: Content; expectedChecksum?: string | undefined }): Promise<StagedBlob> {
-    return this.deps.blobs.write(input.content, { maxBytes: this.deps.maxUploadBytes, expectedChecksum: input.expectedChecksum });
   }
 
   /**

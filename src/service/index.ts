@@ -16,6 +16,7 @@ import { FileService } from "./files.ts";
 import { KeyService } from "./keys.ts";
 import { SessionService } from "./sessions.ts";
 import { ShareService } from "./shares.ts";
+import { Quotas } from "./quota.ts";
 import { UploadLinkService } from "./upload-links.ts";
 import { UploadService } from "./uploads.ts";
 import { UserService } from "./users.ts";
@@ -32,6 +33,7 @@ export interface Services extends AsyncDisposable {
   shares: ShareService;
   uploads: UploadService;
   uploadLinks: UploadLinkService;
+  quotas: Quotas;
 }
 
 export interface OpenOptions {
@@ -44,6 +46,8 @@ export interface OpenOptions {
   clock?: Clock;
   /** Seconds an unfinished resumable upload lives; 24 h when absent. */
   uploadExpirySeconds?: number | undefined;
+  /** QUOTA_BYTES: the quota of users without one of their own; absent or null: none. */
+  quotaBytes?: number | null | undefined;
 }
 
 /** A store that could not be reached or used at start: the message is one line for the operator. */
@@ -73,7 +77,8 @@ export async function openServices(opts: OpenOptions): Promise<Services> {
     throw err;
   }
   const clock = opts.clock ?? systemClock();
-  const files = new FileService({ store, blobs, clock, maxUploadBytes: opts.maxUploadBytes });
+  const quotas = new Quotas({ store, clock, defaultQuotaBytes: opts.quotaBytes ?? null });
+  const files = new FileService({ store, blobs, clock, maxUploadBytes: opts.maxUploadBytes, quotas });
   const uploadLinks = new UploadLinkService({ store, clock, files, maxUploadBytes: opts.maxUploadBytes });
   const expiryMicros = (opts.uploadExpirySeconds ?? 24 * 3600) * 1_000_000;
   return {
@@ -82,8 +87,9 @@ export async function openServices(opts: OpenOptions): Promise<Services> {
     clock,
     files,
     shares: new ShareService({ store, files, clock }),
-    uploads: new UploadService({ store, blobs, clock, files, links: uploadLinks, maxUploadBytes: opts.maxUploadBytes, expiryMicros }),
+    uploads: new UploadService({ store, blobs, clock, files, links: uploadLinks, quotas, maxUploadBytes: opts.maxUploadBytes, expiryMicros }),
     uploadLinks,
+    quotas,
     keys: new KeyService({ store, clock }),
     users: new UserService({ store, clock }),
     sessions: new SessionService({ store, clock }),

@@ -14,6 +14,7 @@ import { AppError } from "../errors.ts";
 import type { MetadataStore, MetadataTables } from "../storage/ports.ts";
 import type { UploadLinkRow } from "../storage/upload-ports.ts";
 import { pageOf, type Content, type FilePage, type FileService } from "./files.ts";
+import { QuotaExceededError } from "./quota.ts";
 
 /** A new link's settings, parsed (http/upload-links-routes.ts). */
 export interface NewUploadLink {
@@ -135,16 +136,19 @@ export class UploadLinkService {
   /**
    * Stores a raw upload (`POST /u/{token}`) as a file of the link's owner, with the link's visibility.
    * @throws not_found, gone (see {@link active}); payload_too_large past what the link has left
-   *   or MAX_UPLOAD_BYTES; invalid_argument (checksum)
+   *   or MAX_UPLOAD_BYTES, QuotaExceededError (payload_too_large) past the owner's quota
+   *   (CONTRACT §9: guests' files count against it); invalid_argument (checksum)
    */
   async upload(token: string, input: GuestUpload): Promise<FileRecord> {
     const link = await this.active(token);
     const remaining = this.remainingBytes(link);
-    const staged = await this.deps.files.stageContent(input.content, remaining, input.expectedChecksum).catch((err: unknown) => {
-      if (err instanceof AppError && err.code === "payload_too_large") throw new AppError("payload_too_large", `this upload link takes at most ${remaining} more bytes`);
+    const staged = await this.deps.files.stageContent(link.ownerId, input.content, remaining, input.expectedChecksum).catch((err: unknown) => {
+      if (err instanceof AppError && err.code === "payload_too_large" && !(err instanceof QuotaExceededError)) {
+        throw new AppError("payload_too_large", `this upload link takes at most ${remaining} more bytes`);
+      }
       throw err;
     });
     const fields = { slug: "", name: input.name, visibility: link.visibility, contentType: input.contentType, expiresAt: null, uploadLinkId: link.id };
-    return this.deps.files.commitNew(link.ownerId, staged, fields, undefined, (tx, record) => this.consume(tx, link.id, record.size));
+    return this.deps.files.commitNew(link.ownerId, staged, fields, { alsoInTx: (tx, record) => this.consume(tx, link.id, record.size) });
   }
 }

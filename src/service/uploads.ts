@@ -17,6 +17,7 @@ import { AppError } from "../errors.ts";
 import type { BlobStore, MetadataStore } from "../storage/ports.ts";
 import type { UploadLinkRow, UploadRow } from "../storage/upload-ports.ts";
 import { DEFAULT_VISIBILITY, type Content, type FileService } from "./files.ts";
+import type { Quotas } from "./quota.ts";
 import type { UploadLinkService } from "./upload-links.ts";
 
 /** Who is uploading: a signed-in user (with files.write), or anyone holding a guest link's token. */
@@ -51,6 +52,8 @@ export interface UploadServiceDeps {
   clock: Clock;
   files: FileService;
   links: UploadLinkService;
+  /** Upload-Length is reserved against the owner's quota at creation (CONTRACT §9). */
+  quotas: Quotas;
   maxUploadBytes: number;
   /** How long an unfinished upload lives, microseconds (24 h; TUS_UPLOAD_EXPIRY_SECONDS). */
   expiryMicros: number;
@@ -82,7 +85,8 @@ export class UploadService {
    * Creates an upload (tus creation), with its first chunk when `content` is given
    * (creation-with-upload); an upload of length 0 is complete at once.
    * @throws permission_denied without files.write; payload_too_large past MAX_UPLOAD_BYTES or
-   *   what a guest link has left; gone for a link that no longer takes uploads; invalid_argument
+   *   what a guest link has left, QuotaExceededError (payload_too_large) when Upload-Length does
+   *   not fit in the owner's quota (reserved here, before any byte is sent); gone for a link that no longer takes uploads; invalid_argument
    *   for bad metadata; what {@link append} throws for the first chunk
    */
   async create(uploader: Uploader, input: NewUpload): Promise<UploadState> {
@@ -104,7 +108,11 @@ export class UploadService {
       createdAt: now,
       expiresAt: now + this.deps.expiryMicros,
     };
-    await this.deps.store.uploads.insert(row);
+    // The whole Upload-Length is reserved against the owner's quota now, atomically (quota.ts).
+    await this.deps.store.transaction(async (tx) => {
+      await (await this.deps.quotas.lock(tx, ownerId)).charge(input.length);
+      await tx.uploads.insert(row);
+    });
     if (input.length === 0) return this.locked(row.id, () => this.finish(row, link));
     if (input.content === null) return stateOf(row);
     return this.append(uploader, row.id, 0, input.content, input.checksum);
@@ -225,10 +233,13 @@ export class UploadService {
   private async finish(row: UploadRow, link: UploadLinkRow | undefined): Promise<UploadState> {
     const fields = fieldsOf(JSON.parse(row.metadata) as Record<string, string>, link, row.createdAt);
     const { files, blobs } = this.deps;
-    const staged = row.length === 0 ? await files.stageContent(null, 0) : await blobs.partials.stage(row.id, row.length);
-    const file: FileRecord = await files.commitNew(row.ownerId, staged, fields, undefined, async (tx, record) => {
-      if (!(await tx.uploads.complete(row.id, row.offset, record.id))) throw moved();
-      if (link !== undefined) await this.deps.links.consume(tx, link.id, record.size);
+    const staged = row.length === 0 ? await files.stageContent(row.ownerId, null, 0) : await blobs.partials.stage(row.id, row.length);
+    const file: FileRecord = await files.commitNew(row.ownerId, staged, fields, {
+      reserved: true,
+      alsoInTx: async (tx, record) => {
+        if (!(await tx.uploads.complete(row.id, row.offset, record.id))) throw moved();
+        if (link !== undefined) await this.deps.links.consume(tx, link.id, record.size);
+      },
     });
     await blobs.partials.remove(row.id).catch((err: unknown) => console.error(`upload ${row.id}: removing its partial bytes failed (the sweep will): ${err}`));
     return stateOf({ ...row, offset: row.length, fileId: file.id });

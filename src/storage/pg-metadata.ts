@@ -14,8 +14,8 @@
  *   apply them once.
  */
 import { PgShares } from "./pg-shares.ts";
-import { and, asc, desc, eq, gt, lte, sql } from "drizzle-orm";
-import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import { and, asc, desc, eq, gt, isNull, lte, sql, type SQL } from "drizzle-orm";
+import type { PgDatabase, PgQueryResultHKT, PgTable } from "drizzle-orm/pg-core";
 import type { FileRecord } from "../domain/file.ts";
 import type { PageCursor } from "../domain/params.ts";
 import { migrations } from "../../drizzle-pg/index.ts";
@@ -28,15 +28,19 @@ import type {
   ShareTable,
   SessionRow,
   SessionTable,
+  UserAccount,
+  UserHoldings,
   UserRow,
   UserTable,
+  UserUsage,
 } from "./ports.ts";
 import { containsPattern, inIdOrder, newestFirstAfter, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
 import * as schema from "./pg-schema.ts";
 import { PgUploadLinks, PgUploads } from "./pg-uploads.ts";
+import { countAll, liveFilesOf, reservingUploadsOf, sumOf } from "./user-conditions.ts";
 import type { UploadLinkTable, UploadTable } from "./upload-ports.ts";
 
-const { apiKeys, files, sessions, users } = schema;
+const { apiKeys, files, sessions, shares, uploadLinks, uploads, users } = schema;
 
 /** A drizzle PostgreSQL database or transaction over whichever driver. */
 export type PgDb = PgDatabase<PgQueryResultHKT, typeof schema>;
@@ -168,7 +172,7 @@ export class PgMetadataStore implements MetadataStore {
         return work({
           files: new PgFiles(tx, none, true),
           keys: new PgKeys(tx, none),
-          users: new PgUsers(tx, none),
+          users: new PgUsers(tx, none, true),
           sessions: new PgSessions(tx, none),
           shares: new PgShares(tx),
           uploads: new PgUploads(tx, none),
@@ -245,6 +249,12 @@ class PgFiles implements FileTable {
     return new Set((await this.db.select({ blob: files.blob }).from(files)).map((r) => r.blob));
   }
 
+  async deleteByOwner(ownerId: string): Promise<string[]> {
+    const deleted = await this.db.delete(files).where(eq(files.ownerId, ownerId)).returning({ blob: files.blob });
+    this.changed();
+    return deleted.map((r) => r.blob);
+  }
+
   async dueToExpire(now: number, limit: number): Promise<FileRecord[]> {
     return (await this.db.select().from(files).where(lte(files.expiresAt, now)).orderBy(asc(files.expiresAt)).limit(limit)) as FileRecord[];
   }
@@ -290,22 +300,27 @@ class PgKeys implements KeyTable {
   }
 }
 
+/** The columns of a {@link UserRow}: the identity, without the administrative state. */
+const identity = { id: users.id, email: users.email, issuer: users.issuer, subject: users.subject, createdAt: users.createdAt };
+
 class PgUsers implements UserTable {
   constructor(
     private readonly db: PgDb,
     private readonly changed: () => void,
+    /** Inside a transaction: `account` locks the row for the rest of it. */
+    private readonly forUpdate = false,
   ) {}
 
   async byId(id: string): Promise<UserRow | undefined> {
-    return (await this.db.select().from(users).where(eq(users.id, id)))[0];
+    return (await this.db.select(identity).from(users).where(eq(users.id, id)))[0];
   }
 
   async byEmail(email: string): Promise<UserRow | undefined> {
-    return (await this.db.select().from(users).where(eq(users.email, email)))[0];
+    return (await this.db.select(identity).from(users).where(eq(users.email, email)))[0];
   }
 
   async byIdentity(issuer: string, subject: string): Promise<UserRow | undefined> {
-    return (await this.db.select().from(users).where(and(eq(users.issuer, issuer), eq(users.subject, subject))))[0];
+    return (await this.db.select(identity).from(users).where(and(eq(users.issuer, issuer), eq(users.subject, subject))))[0];
   }
 
   async insert(user: UserRow): Promise<void> {
@@ -314,13 +329,60 @@ class PgUsers implements UserTable {
   }
 
   async update(user: UserRow): Promise<void> {
-    const { id, ...fields } = user;
-    await this.db.update(users).set(fields).where(eq(users.id, id));
+    const { id, email, issuer, subject, createdAt } = user;
+    await this.db.update(users).set({ email, issuer, subject, createdAt }).where(eq(users.id, id));
     this.changed();
   }
 
   all(): AsyncIterable<UserRow> {
-    return inIdOrder((after) => this.db.select().from(users).where(gt(users.id, after)).orderBy(asc(users.id)).limit(PAGE_ROWS));
+    return inIdOrder((after) => this.db.select(identity).from(users).where(gt(users.id, after)).orderBy(asc(users.id)).limit(PAGE_ROWS));
+  }
+
+  async account(id: string): Promise<UserAccount | undefined> {
+    const query = this.db.select().from(users).where(eq(users.id, id));
+    // NO KEY UPDATE, not UPDATE: it does not wait for the KEY SHARE lock a row referring to the
+    // user takes (a session or key being inserted), only for another quota check of this user.
+    return (this.forUpdate ? await query.for("no key update") : await query)[0];
+  }
+
+  async setQuota(id: string, quotaBytes: number | null): Promise<boolean> {
+    const done = await this.db.update(users).set({ quotaBytes }).where(eq(users.id, id)).returning({ id: users.id });
+    this.changed();
+    return done.length > 0;
+  }
+
+  async setDisabled(id: string, disabledAt: number | null): Promise<boolean> {
+    const done = await this.db.update(users).set({ disabledAt }).where(eq(users.id, id)).returning({ id: users.id });
+    this.changed();
+    return done.length > 0;
+  }
+
+  async touch(id: string, now: number): Promise<void> {
+    await this.db.update(users).set({ lastSeenAt: now }).where(eq(users.id, id));
+    this.changed();
+  }
+
+  async usage(id: string, now: number): Promise<UserUsage> {
+    const [stored] = await this.db.select({ files: countAll(), bytes: sumOf(files.size) }).from(files).where(liveFilesOf(files, id, now));
+    const [reserved] = await this.db.select({ bytes: sumOf(uploads.length) }).from(uploads).where(reservingUploadsOf(uploads, id, now));
+    return { files: stored!.files, fileBytes: stored!.bytes, reservedBytes: reserved!.bytes };
+  }
+
+  async holdings(id: string): Promise<UserHoldings> {
+    const count = async (table: PgTable, where: SQL | undefined) => (await this.db.select({ n: countAll() }).from(table).where(where))[0]!.n;
+    return {
+      keys: await count(apiKeys, eq(apiKeys.userId, id)),
+      sessions: await count(sessions, eq(sessions.userId, id)),
+      shares: await count(shares, and(eq(shares.ownerId, id), isNull(shares.deletedAt))),
+      uploadLinks: await count(uploadLinks, and(eq(uploadLinks.ownerId, id), isNull(uploadLinks.deletedAt))),
+      unfinishedUploads: await count(uploads, and(eq(uploads.ownerId, id), isNull(uploads.fileId))),
+    };
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const done = await this.db.delete(users).where(eq(users.id, id)).returning({ id: users.id });
+    this.changed();
+    return done.length > 0;
   }
 }
 

@@ -25,6 +25,15 @@ export const users = pgTable(
     issuer: text("issuer"),
     subject: text("subject"),
     createdAt: micros("created_at").notNull(),
+    /**
+     * Storage quota in bytes (`cubby users set-quota`, CONTRACT §9): null follows QUOTA_BYTES,
+     * -1 is no quota at all.
+     */
+    quotaBytes: bigint("quota_bytes", { mode: "number" }),
+    /** Set by `cubby users disable`: the user's keys and sessions are refused from then on. */
+    disabledAt: micros("disabled_at"),
+    /** The last authenticated request by key or session (written at most once a minute). */
+    lastSeenAt: micros("last_seen_at"),
   },
   (t) => [uniqueIndex("users_email_unique").on(t.email), uniqueIndex("users_issuer_subject_unique").on(t.issuer, t.subject)],
 );

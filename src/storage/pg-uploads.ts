@@ -59,6 +59,10 @@ export class PgUploads implements UploadTable {
   async unfinishedIds(): Promise<Set<string>> {
     return new Set((await this.db.select({ id: uploads.id }).from(uploads).where(isNull(uploads.fileId))).map((r) => r.id));
   }
+
+  async idsByOwner(ownerId: string): Promise<string[]> {
+    return (await this.db.select({ id: uploads.id }).from(uploads).where(eq(uploads.ownerId, ownerId))).map((r) => r.id);
+  }
 }
 
 /** The {@link UploadLinkTable} on PostgreSQL (see {@link PgUploads}). */

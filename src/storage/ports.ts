@@ -26,6 +26,44 @@ export interface UserRow {
   createdAt: number;
 }
 
+/**
+ * A user's row with the administrative state beside the identity (CONTRACT §9). Times are Unix
+ * microseconds.
+ */
+export interface UserAccount extends UserRow {
+  /** Storage quota in bytes; null follows QUOTA_BYTES; {@link NO_QUOTA} is no quota at all. */
+  quotaBytes: number | null;
+  /** When `cubby users disable` disabled the user; null while enabled. */
+  disabledAt: number | null;
+  /** The last authenticated request, by key or session (at most a minute behind); null: never. */
+  lastSeenAt: number | null;
+}
+
+/** The stored {@link UserAccount.quotaBytes} of a user with no quota, whatever QUOTA_BYTES says. */
+export const NO_QUOTA = -1;
+
+/** What counts against a user's quota (CONTRACT §9). Bytes. */
+export interface UserUsage {
+  /** Live files (not past their expiry). */
+  files: number;
+  /** Their sizes, summed. */
+  fileBytes: number;
+  /** Upload-Length of the user's unfinished, unexpired resumable uploads: reserved at creation. */
+  reservedBytes: number;
+}
+
+/** Everything else a user has, counted (`cubby users list` and `delete`). */
+export interface UserHoldings {
+  keys: number;
+  sessions: number;
+  /** Share links not deleted. */
+  shares: number;
+  /** Guest upload links not deleted. */
+  uploadLinks: number;
+  /** Resumable uploads not finished. */
+  unfinishedUploads: number;
+}
+
 /** An API key row: the secret itself is never stored, only SHA-256 of it. */
 export interface ApiKeyRow {
   id: string;
@@ -103,6 +141,8 @@ export interface FileTable {
   delete(id: string, blob: string): Promise<boolean>;
   /** Every row, in ID order (fsck, export). */
   all(): AsyncIterable<FileRecord>;
+  /** Deletes every file of `ownerId` (`cubby users delete`). @returns the blobs they referred to */
+  deleteByOwner(ownerId: string): Promise<string[]>;
   /** Every blob name a row refers to (the orphan sweep). */
   blobNames(): Promise<Set<string>>;
   /** Up to `limit` files whose expiry is at or before `now` (Unix microseconds), soonest first. */
@@ -132,6 +172,27 @@ export interface UserTable {
   update(user: UserRow): Promise<void>;
   /** Every row, in ID order (export). */
   all(): AsyncIterable<UserRow>;
+  /**
+   * The user's row with its administrative state. Inside a transaction on PostgreSQL this locks
+   * the row for the rest of it (`FOR NO KEY UPDATE`), which is how quota checks serialise per
+   * user; SQLite's transactions are serial already.
+   */
+  account(id: string): Promise<UserAccount | undefined>;
+  /** Sets the quota (bytes, null: QUOTA_BYTES, {@link NO_QUOTA}: none). @returns whether the user exists */
+  setQuota(id: string, quotaBytes: number | null): Promise<boolean>;
+  /** Disables (at a time) or enables (null) a user. @returns whether the user exists */
+  setDisabled(id: string, disabledAt: number | null): Promise<boolean>;
+  /** Records an authenticated request at `now`. */
+  touch(id: string, now: number): Promise<void>;
+  /** What counts against the user's quota at `now` (see {@link UserUsage}). */
+  usage(id: string, now: number): Promise<UserUsage>;
+  /** The user's keys, sessions, links and unfinished uploads, counted. */
+  holdings(id: string): Promise<UserHoldings>;
+  /**
+   * Deletes the user with their keys, sessions, share links, upload links and uploads (by the
+   * foreign keys' cascade); their files must be deleted first. @returns whether one was deleted
+   */
+  delete(id: string): Promise<boolean>;
 }
 
 /** The sessions table. */

@@ -15,6 +15,15 @@ export const users = sqliteTable(
     issuer: text("issuer"),
     subject: text("subject"),
     createdAt: integer("created_at").notNull(),
+    /**
+     * Storage quota in bytes (`cubby users set-quota`, CONTRACT §9): null follows QUOTA_BYTES,
+     * -1 is no quota at all.
+     */
+    quotaBytes: integer("quota_bytes"),
+    /** Set by `cubby users disable`: the user's keys and sessions are refused from then on. */
+    disabledAt: integer("disabled_at"),
+    /** The last authenticated request by key or session (written at most once a minute). */
+    lastSeenAt: integer("last_seen_at"),
   },
   (t) => [
     uniqueIndex("users_email_unique").on(t.email),

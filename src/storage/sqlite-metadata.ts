@@ -6,7 +6,8 @@
  * transaction that has not committed, even one paused at an `await`, and a write never waits
  * on a lock this process holds itself.
  */
-import { and, asc, desc, eq, gt, lte, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, isNull, lte, sql, type SQL } from "drizzle-orm";
+import type { SQLiteTable } from "drizzle-orm/sqlite-core";
 import path from "node:path";
 import type { FileRecord } from "../domain/file.ts";
 import type { PageCursor } from "../domain/params.ts";
@@ -19,15 +20,19 @@ import type {
   ShareTable,
   SessionRow,
   SessionTable,
+  UserAccount,
+  UserHoldings,
   UserRow,
   UserTable,
+  UserUsage,
 } from "./ports.ts";
 import { ChangeWatch } from "./change-watch.ts";
 import { openDb, type Db, type WriteRunner } from "./db.ts";
 import { SqliteShares } from "./sqlite-shares.ts";
 import { migrate } from "./migrate.ts";
 import { containsPattern, inIdOrder, newestFirstAfter, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
-import { apiKeys, files, sessions, users } from "./schema.ts";
+import { apiKeys, files, sessions, shares, uploadLinks, uploads, users } from "./schema.ts";
+import { countAll, liveFilesOf, reservingUploadsOf, sumOf } from "./user-conditions.ts";
 import { SqliteUploadLinks, SqliteUploads } from "./sqlite-uploads.ts";
 import type { UploadLinkTable, UploadTable } from "./upload-ports.ts";
 
@@ -166,6 +171,10 @@ class SqliteFiles implements FileTable {
     return new Set(this.db.select({ blob: files.blob }).from(files).all().map((r) => r.blob));
   }
 
+  deleteByOwner(ownerId: string): Promise<string[]> {
+    return this.write((db) => db.delete(files).where(eq(files.ownerId, ownerId)).returning({ blob: files.blob }).all().map((r) => r.blob));
+  }
+
   async dueToExpire(now: number, limit: number): Promise<FileRecord[]> {
     return this.db.select().from(files).where(lte(files.expiresAt, now)).orderBy(asc(files.expiresAt)).limit(limit).all() as FileRecord[];
   }
@@ -211,6 +220,9 @@ class SqliteKeys implements KeyTable {
   }
 }
 
+/** The columns of a {@link UserRow}: the identity, without the administrative state. */
+const identity = { id: users.id, email: users.email, issuer: users.issuer, subject: users.subject, createdAt: users.createdAt };
+
 class SqliteUsers implements UserTable {
   constructor(
     private readonly db: Db,
@@ -218,15 +230,15 @@ class SqliteUsers implements UserTable {
   ) {}
 
   async byId(id: string): Promise<UserRow | undefined> {
-    return this.db.select().from(users).where(eq(users.id, id)).get();
+    return this.db.select(identity).from(users).where(eq(users.id, id)).get();
   }
 
   async byEmail(email: string): Promise<UserRow | undefined> {
-    return this.db.select().from(users).where(eq(users.email, email)).get();
+    return this.db.select(identity).from(users).where(eq(users.email, email)).get();
   }
 
   async byIdentity(issuer: string, subject: string): Promise<UserRow | undefined> {
-    return this.db.select().from(users).where(and(eq(users.issuer, issuer), eq(users.subject, subject))).get();
+    return this.db.select(identity).from(users).where(and(eq(users.issuer, issuer), eq(users.subject, subject))).get();
   }
 
   insert(user: UserRow): Promise<void> {
@@ -234,12 +246,49 @@ class SqliteUsers implements UserTable {
   }
 
   update(user: UserRow): Promise<void> {
-    const { id, ...fields } = user;
-    return this.write((db) => void db.update(users).set(fields).where(eq(users.id, id)).run());
+    const { id, email, issuer, subject, createdAt } = user;
+    return this.write((db) => void db.update(users).set({ email, issuer, subject, createdAt }).where(eq(users.id, id)).run());
   }
 
   all(): AsyncIterable<UserRow> {
-    return inIdOrder((after) => this.db.select().from(users).where(gt(users.id, after)).orderBy(asc(users.id)).limit(PAGE_ROWS).all());
+    return inIdOrder((after) => this.db.select(identity).from(users).where(gt(users.id, after)).orderBy(asc(users.id)).limit(PAGE_ROWS).all());
+  }
+
+  async account(id: string): Promise<UserAccount | undefined> {
+    return this.db.select().from(users).where(eq(users.id, id)).get();
+  }
+
+  setQuota(id: string, quotaBytes: number | null): Promise<boolean> {
+    return this.write((db) => db.update(users).set({ quotaBytes }).where(eq(users.id, id)).returning({ id: users.id }).all().length > 0);
+  }
+
+  setDisabled(id: string, disabledAt: number | null): Promise<boolean> {
+    return this.write((db) => db.update(users).set({ disabledAt }).where(eq(users.id, id)).returning({ id: users.id }).all().length > 0);
+  }
+
+  touch(id: string, now: number): Promise<void> {
+    return this.write((db) => void db.update(users).set({ lastSeenAt: now }).where(eq(users.id, id)).run());
+  }
+
+  async usage(id: string, now: number): Promise<UserUsage> {
+    const stored = this.db.select({ files: countAll(), bytes: sumOf(files.size) }).from(files).where(liveFilesOf(files, id, now)).get()!;
+    const reserved = this.db.select({ bytes: sumOf(uploads.length) }).from(uploads).where(reservingUploadsOf(uploads, id, now)).get()!;
+    return { files: stored.files, fileBytes: stored.bytes, reservedBytes: reserved.bytes };
+  }
+
+  async holdings(id: string): Promise<UserHoldings> {
+    const count = (table: SQLiteTable, where: SQL | undefined) => this.db.select({ n: countAll() }).from(table).where(where).get()!.n;
+    return {
+      keys: count(apiKeys, eq(apiKeys.userId, id)),
+      sessions: count(sessions, eq(sessions.userId, id)),
+      shares: count(shares, and(eq(shares.ownerId, id), isNull(shares.deletedAt))),
+      uploadLinks: count(uploadLinks, and(eq(uploadLinks.ownerId, id), isNull(uploadLinks.deletedAt))),
+      unfinishedUploads: count(uploads, and(eq(uploads.ownerId, id), isNull(uploads.fileId))),
+    };
+  }
+
+  delete(id: string): Promise<boolean> {
+    return this.write((db) => db.delete(users).where(eq(users.id, id)).returning({ id: users.id }).all().length > 0);
   }
 }
 

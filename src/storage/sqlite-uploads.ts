@@ -61,6 +61,10 @@ export class SqliteUploads implements UploadTable {
   async unfinishedIds(): Promise<Set<string>> {
     return new Set(this.db.select({ id: uploads.id }).from(uploads).where(isNull(uploads.fileId)).all().map((r) => r.id));
   }
+
+  async idsByOwner(ownerId: string): Promise<string[]> {
+    return this.db.select({ id: uploads.id }).from(uploads).where(eq(uploads.ownerId, ownerId)).all().map((r) => r.id);
+  }
 }
 
 /** The {@link UploadLinkTable} on SQLite (see {@link SqliteUploads}). */

@@ -71,6 +71,8 @@ export interface UploadTable {
   expired(now: number, limit: number): Promise<UploadRow[]>;
   /** IDs of every upload not yet complete (the sweep keeps their partial bytes). */
   unfinishedIds(): Promise<Set<string>>;
+  /** IDs of every upload of `ownerId`, finished or not (`cubby users delete`). */
+  idsByOwner(ownerId: string): Promise<string[]>;
 }
 
 /** The upload_links table. */

@@ -82,7 +82,7 @@ function cleanEnv(): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) {
     if (v === undefined) continue;
-    if (/^(PORT|DATA_DIR|HOSTNAME|IDP_|ALLOWED_DOMAINS|MAX_UPLOAD_BYTES|RATE_LIMIT_|HEADER_TIMEOUT_|IDLE_TIMEOUT_|TRUSTED_PROXIES|MAX_CONNECTIONS|DATABASE_URL|S3_|AWS_)/.test(k)) continue;
+    if (/^(PORT|DATA_DIR|HOSTNAME|IDP_|ALLOWED_DOMAINS|MAX_UPLOAD_BYTES|QUOTA_BYTES|RATE_LIMIT_|HEADER_TIMEOUT_|IDLE_TIMEOUT_|TRUSTED_PROXIES|MAX_CONNECTIONS|DATABASE_URL|S3_|AWS_)/.test(k)) continue;
     env[k] = v;
   }
   return env;

@@ -29,6 +29,7 @@ describe("loadConfig", () => {
       databaseUrl: undefined,
       s3: undefined,
       uploadExpirySeconds: 86400,
+      quotaBytes: null,
     });
   });
 
@@ -58,6 +59,7 @@ describe("loadConfig", () => {
       S3_PREFIX: "cubby/",
       S3_VIRTUAL_HOSTED_STYLE: "true",
       TUS_UPLOAD_EXPIRY_SECONDS: "3600",
+      QUOTA_BYTES: "1073741824",
     };
     expect(loadConfig(env, {}, "/")).toEqual({
       port: 9000,
@@ -81,6 +83,7 @@ describe("loadConfig", () => {
         virtualHostedStyle: true,
       },
       uploadExpirySeconds: 3600,
+      quotaBytes: 1073741824,
     });
   });
 
@@ -113,6 +116,8 @@ describe("loadConfig", () => {
     ["hostname with a path", { HOSTNAME: "https://x.example/cubby" }, "HOSTNAME must be an origin without a path, e.g. https://files.example.com (got \"https://x.example/cubby\")"],
     ["hostname of another scheme", { HOSTNAME: "ftp://x.example" }, "HOSTNAME must start with http:// or https:// (got \"ftp://x.example\")"],
     ["upload limit not a number", { MAX_UPLOAD_BYTES: "10GB" }, "MAX_UPLOAD_BYTES must be a whole number of bytes (got \"10GB\")"],
+    ["quota not a number", { QUOTA_BYTES: "10G" }, "QUOTA_BYTES must be a whole number of bytes, e.g. 10737418240 for 10 GiB (got \"10G\"); unset it for no quota"],
+    ["negative quota", { QUOTA_BYTES: "-1" }, "QUOTA_BYTES must be a whole number of bytes, e.g. 10737418240 for 10 GiB (got \"-1\"); unset it for no quota"],
     ["client id without secret", { IDP_CLIENT_ID: "x" }, "IDP_CLIENT_ID and IDP_CLIENT_SECRET must be set together"],
     ["a domain that is an address", { ALLOWED_DOMAINS: "me@example.com" }, "ALLOWED_DOMAINS: \"me@example.com\" is not an e-mail domain (expected e.g. example.com,example.org)"],
     ["both NAME and NAME_FILE", { IDP_CLIENT_SECRET: "a", IDP_CLIENT_SECRET_FILE: "/x" }, "IDP_CLIENT_SECRET and IDP_CLIENT_SECRET_FILE are both set; set only one"],
