@@ -20,6 +20,7 @@ import { serve } from "./server/serve.ts";
 import { createArchiveOutput, interruptible, openArchiveInput } from "./archive-file.ts";
 import { exportArchive } from "./service/archive-export.ts";
 import { importArchive } from "./service/archive-import.ts";
+import { USERS_USAGE, usersCommand } from "./users-command.ts";
 
 const USAGE = `usage:
   cubby [serve] [--port N] [--data-dir DIR]
@@ -27,6 +28,7 @@ const USAGE = `usage:
                     [--ttl 30d | --expire-time T] [--data-dir DIR]
   cubby keys list --email E [--data-dir DIR]
   cubby keys revoke ID [--data-dir DIR]
+${USERS_USAGE}
   cubby fsck [--repair] [--data-dir DIR]
   cubby backup DEST [--data-dir DIR]
   cubby restore SRC [--data-dir DIR]
@@ -55,6 +57,7 @@ async function main(argv: string[]): Promise<number> {
       "expire-time": { type: "string" },
       repair: { type: "boolean" },
       sessions: { type: "boolean" },
+      yes: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -76,6 +79,8 @@ async function main(argv: string[]): Promise<number> {
     }
     case "keys":
       return keysCommand(sub, rest, values, flags);
+    case "users":
+      return usersCommand(loadConfig(process.env, flags), sub, rest, { yes: values.yes === true });
     case "fsck": {
       if (sub !== undefined) throw new UsageError(`fsck takes no arguments (got "${sub}")`);
       return fsckCommand(loadConfig(process.env, flags), values.repair === true);

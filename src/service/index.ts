@@ -20,6 +20,8 @@ import { Quotas } from "./quota.ts";
 import { UploadLinkService } from "./upload-links.ts";
 import { UploadService } from "./uploads.ts";
 import { UserService } from "./users.ts";
+import { UserAdmin } from "./user-admin.ts";
+import { AccountStatus } from "./account-status.ts";
 
 /** The services and the stores under them; disposing flushes delayed blob removals and closes the stores. */
 export interface Services extends AsyncDisposable {
@@ -29,6 +31,7 @@ export interface Services extends AsyncDisposable {
   files: FileService;
   keys: KeyService;
   users: UserService;
+  userAdmin: UserAdmin;
   sessions: SessionService;
   shares: ShareService;
   uploads: UploadService;
@@ -77,6 +80,7 @@ export async function openServices(opts: OpenOptions): Promise<Services> {
     throw err;
   }
   const clock = opts.clock ?? systemClock();
+  const accounts = new AccountStatus({ store, clock });
   const quotas = new Quotas({ store, clock, defaultQuotaBytes: opts.quotaBytes ?? null });
   const files = new FileService({ store, blobs, clock, maxUploadBytes: opts.maxUploadBytes, quotas });
   const uploadLinks = new UploadLinkService({ store, clock, files, maxUploadBytes: opts.maxUploadBytes });
@@ -90,9 +94,10 @@ export async function openServices(opts: OpenOptions): Promise<Services> {
     uploads: new UploadService({ store, blobs, clock, files, links: uploadLinks, quotas, maxUploadBytes: opts.maxUploadBytes, expiryMicros }),
     uploadLinks,
     quotas,
-    keys: new KeyService({ store, clock }),
+    keys: new KeyService({ store, clock, accounts }),
     users: new UserService({ store, clock }),
-    sessions: new SessionService({ store, clock }),
+    userAdmin: new UserAdmin({ store, blobs, clock, quotas }),
+    sessions: new SessionService({ store, clock, accounts }),
     async [Symbol.asyncDispose]() {
       await blobs[Symbol.asyncDispose]();
       await store[Symbol.asyncDispose]();

@@ -10,6 +10,7 @@ import { ALL_SCOPES, formatScopes, parseScopes, type Principal, type Scope } fro
 import type { Clock } from "../domain/time.ts";
 import type { ApiKeyRow, MetadataStore } from "../storage/ports.ts";
 import { ReadCache } from "./read-cache.ts";
+import type { AccountStatus } from "./account-status.ts";
 
 /** A key as listed: never its secret. Times are Unix microseconds. */
 export interface ApiKeyInfo {
@@ -53,7 +54,7 @@ export class KeyService {
    */
   private readonly lookups: ReadCache<ApiKeyRow | undefined>;
 
-  constructor(private readonly deps: { store: MetadataStore; clock: Clock }) {
+  constructor(private readonly deps: { store: MetadataStore; clock: Clock; /** Refuses disabled users' keys (CONTRACT §9). */ accounts: AccountStatus }) {
     this.lookups = new ReadCache(deps.store, CACHED_KEYS);
   }
 
@@ -112,7 +113,8 @@ export class KeyService {
   }
 
   /**
-   * The principal a bearer token stands for, or null when it is not a live key. Records
+   * The principal a bearer token stands for, or null when it is not a live key or its user is
+   * disabled (`cubby users disable`, from the next request on). Records
    * `last_used_at` (see {@link LAST_USED_RESOLUTION_MICROS}).
    */
   async authenticate(token: string): Promise<Principal | null> {
@@ -122,6 +124,7 @@ export class KeyService {
     if (!row) return null;
     const now = this.deps.clock.nowMicros();
     if (row.expiresAt !== null && row.expiresAt <= now) return null;
+    if (!(await this.deps.accounts.admit(row.userId))) return null;
     if (row.lastUsedAt === null || now - row.lastUsedAt >= LAST_USED_RESOLUTION_MICROS) {
       try {
         await this.deps.store.keys.touch(row.id, now);

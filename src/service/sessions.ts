@@ -10,6 +10,7 @@ import { isIdShaped } from "../domain/ids.ts";
 import type { Clock } from "../domain/time.ts";
 import { ALL_SCOPES, type Principal } from "../domain/principal.ts";
 import type { MetadataStore } from "../storage/ports.ts";
+import type { AccountStatus } from "./account-status.ts";
 
 /** A session lives this long after it was created or last renewed. */
 export const SESSION_LIFETIME_MICROS = 30 * 24 * 3600 * 1_000_000;
@@ -30,7 +31,7 @@ const hash = (secret: string) => createHash("sha256").update(secret).digest();
 
 /** Dashboard sessions: create, validate (sliding expiry), revoke, sweep (see the module comment). */
 export class SessionService {
-  constructor(private readonly deps: { store: MetadataStore; clock: Clock }) {}
+  constructor(private readonly deps: { store: MetadataStore; clock: Clock; /** Refuses disabled users' sessions (CONTRACT §9). */ accounts: AccountStatus }) {}
 
   /** Starts a session for a user. */
   async create(userId: string): Promise<NewSession> {
@@ -42,7 +43,10 @@ export class SessionService {
     return { token: `${id}.${secret}`, expiresAt };
   }
 
-  /** The session a token stands for, or null if unknown, forged or expired (expired ones are deleted). */
+  /**
+   * The session a token stands for, or null if unknown, forged or expired (expired ones are
+   * deleted), or while its user is disabled (the session works again once enabled).
+   */
   async validate(token: string): Promise<ValidSession | null> {
     const dot = token.indexOf(".");
     if (dot !== 21 || token.length > 100) return null;
@@ -57,6 +61,7 @@ export class SessionService {
       await this.deps.store.sessions.delete(id);
       return null;
     }
+    if (!(await this.deps.accounts.admit(row.userId))) return null;
     const session: ValidSession = { principal: { userId: row.userId, via: "session", scopes: ALL_SCOPES }, sessionId: id };
     if (row.expiresAt - now < SESSION_LIFETIME_MICROS / 2) {
       const until = now + SESSION_LIFETIME_MICROS;

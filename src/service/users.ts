@@ -33,9 +33,18 @@ export class UserService {
   /**
    * The user for a verified OpenID identity: by (issuer, subject); else the CLI-created user
    * with that e-mail, now linked; else a new user.
-   * @throws AppError permission_denied when the e-mail belongs to a user linked to another identity
+   * @throws AppError permission_denied when the e-mail belongs to a user linked to another
+   *   identity, or the user is disabled (`cubby users disable`, CONTRACT §9)
    */
-  findOrCreateByIdentity(identity: { issuer: string; subject: string; email: string }): Promise<User> {
+  async findOrCreateByIdentity(identity: { issuer: string; subject: string; email: string }): Promise<User> {
+    const found = await this.linkOrCreate(identity);
+    if ((await this.deps.store.users.account(found.id))?.disabledAt != null) {
+      throw new AppError("permission_denied", `the account ${found.email} is disabled; ask the administrator of this cubby to enable it (cubby users enable)`);
+    }
+    return found;
+  }
+
+  private linkOrCreate(identity: { issuer: string; subject: string; email: string }): Promise<User> {
     return this.findOrCreate(async (tx) => {
       const linked = await tx.users.byIdentity(identity.issuer, identity.subject);
       if (linked) {

@@ -1,0 +1,100 @@
+/**
+ * `cubby users list | disable | enable | delete | set-quota` (CONTRACT §9): the operator's
+ * administration of users, over service/user-admin.ts. Results go to stdout (list) or one
+ * line on stderr; bad input is an AppError invalid_argument or not_found, which main.ts prints
+ * as one line with exit status 2.
+ */
+import type { Config } from "./config.ts";
+import { formatTimestamp } from "./domain/time.ts";
+import { parseEmail } from "./domain/params.ts";
+import { AppError } from "./errors.ts";
+import { openServices } from "./service/index.ts";
+import type { QuotaSetting, UserSummary } from "./service/user-admin.ts";
+
+export const USERS_USAGE = `  cubby users list [--data-dir DIR]
+  cubby users disable EMAIL | enable EMAIL [--data-dir DIR]
+  cubby users delete EMAIL [--yes] [--data-dir DIR]
+  cubby users set-quota EMAIL BYTES|none|default [--data-dir DIR]`;
+
+const usage = (message: string) => new AppError("invalid_argument", message);
+
+/**
+ * Runs one `users` subcommand.
+ * @returns the exit status: 0 done; 2 for `delete` without `--yes` (nothing changed)
+ * @throws AppError invalid_argument for bad arguments, not_found for an unknown e-mail
+ */
+export async function usersCommand(config: Config, sub: string | undefined, args: string[], opts: { yes: boolean }): Promise<number> {
+  const email = () => {
+    const [raw, ...extra] = args;
+    if (raw === undefined) throw usage(`users ${sub} needs the user's e-mail address`);
+    if (extra.length > (sub === "set-quota" ? 1 : 0)) throw usage(`users ${sub} takes ${sub === "set-quota" ? "an e-mail and a quota" : "one e-mail"} (got "${extra.at(-1)}" too)`);
+    return parseEmail(raw);
+  };
+  switch (sub) {
+    case "list": {
+      if (args.length > 0) throw usage(`users list takes no arguments (got "${args[0]}")`);
+      await using services = await openServices(config);
+      console.log(["EMAIL", "FILES", "BYTES", "KEYS", "LAST SEEN", "STATUS", "QUOTA"].join("\t"));
+      for (const u of await services.userAdmin.list()) {
+        const bytes = u.reservedBytes === 0 ? String(u.fileBytes) : `${u.fileBytes} (+${u.reservedBytes} reserved)`;
+        const seen = u.lastSeenAt === null ? "never" : formatTimestamp(u.lastSeenAt);
+        console.log([u.email, u.files, bytes, u.keys, seen, u.disabledAt === null ? "enabled" : "disabled", quotaText(u)].join("\t"));
+      }
+      return 0;
+    }
+    case "disable":
+    case "enable": {
+      const target = email();
+      await using services = await openServices(config);
+      const changed = await services.userAdmin.setDisabled(target, sub === "disable");
+      const note = sub === "disable" ? "; their keys and sessions are refused from now on, their public files and share links stay served" : "";
+      console.error(changed ? `${sub}d ${target}${note}` : `${target} was already ${sub}d`);
+      return 0;
+    }
+    case "set-quota": {
+      const target = email();
+      const setting = parseQuota(args[1]);
+      await using services = await openServices(config);
+      const u = await services.userAdmin.setQuota(target, setting);
+      console.error(`quota of ${target}: ${quotaText(u)}; ${u.fileBytes + u.reservedBytes} bytes used`);
+      return 0;
+    }
+    case "delete": {
+      const target = email();
+      await using services = await openServices(config);
+      if (!opts.yes) {
+        const u = await services.userAdmin.describe(target);
+        console.error(`cubby: users delete would delete ${target} and ${holdingsText(u)}; nothing was changed: run it again with --yes`);
+        return 2;
+      }
+      const u = await services.userAdmin.delete(target);
+      console.error(`deleted ${target} and ${holdingsText(u)}`);
+      return 0;
+    }
+    default:
+      throw usage(sub === undefined ? "users needs a subcommand: list, disable, enable, delete or set-quota" : `unknown users subcommand "${sub}"`);
+  }
+}
+
+/** BYTES (a whole number), `none` or `default`. @throws AppError invalid_argument */
+function parseQuota(raw: string | undefined): QuotaSetting {
+  if (raw === "none" || raw === "default") return raw;
+  if (raw === undefined || !/^\d+$/.test(raw) || !Number.isSafeInteger(Number(raw))) {
+    throw usage(`users set-quota takes a whole number of bytes, none (no quota) or default (follow QUOTA_BYTES)${raw === undefined ? "" : ` (got "${raw}")`}`);
+  }
+  return Number(raw);
+}
+
+/** "1000", "1000 (QUOTA_BYTES)", "none" or "none (set for this user)". */
+function quotaText(u: UserSummary): string {
+  if (u.quotaSource === "none") return "none (set for this user)";
+  if (u.quotaBytes === null) return "none";
+  return u.quotaSource === "default" ? `${u.quotaBytes} (QUOTA_BYTES)` : String(u.quotaBytes);
+}
+
+function holdingsText(u: UserSummary): string {
+  return (
+    `${u.files} file(s) of ${u.fileBytes} bytes, ${u.keys} API key(s), ${u.sessions} session(s), ${u.shares} share link(s), ` +
+    `${u.uploadLinks} upload link(s), ${u.unfinishedUploads} unfinished upload(s)`
+  );
+}
