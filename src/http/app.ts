@@ -19,6 +19,7 @@ import { serveStatic } from "./static.ts";
 import { guestRoutes } from "./guest-routes.ts";
 import { tusRoutes } from "./tus-routes.ts";
 import { uploadLinksRoutes } from "./upload-links-routes.ts";
+import { usageRoutes } from "./usage-routes.ts";
 
 export interface AppDeps {
   services: Services;
@@ -74,5 +75,6 @@ export function createApp(deps: AppDeps) {
     .use(sharesRoutes({ files: services.files, shares: services.shares, auth, baseUrl }))
     .use(tusRoutes({ uploads: services.uploads, links: services.uploadLinks, auth, baseUrl, maxUploadBytes: deps.maxUploadBytes }))
     .use(uploadLinksRoutes({ links: services.uploadLinks, auth, baseUrl, clockMicros: () => services.clock.nowMicros() }))
-    .use(guestRoutes({ links: services.uploadLinks, baseUrl, maxUploadBytes: deps.maxUploadBytes }));
+    .use(guestRoutes({ links: services.uploadLinks, baseUrl, maxUploadBytes: deps.maxUploadBytes }))
+    .use(usageRoutes({ quotas: services.quotas, auth }));
 }
