@@ -99,8 +99,11 @@ export class UserAdmin {
       await tx.users.delete(account.id);
       return { summary, blobNames, uploadIds };
     });
-    for (const name of blobNames) blobs.removeLater(name);
-    for (const id of uploadIds) await blobs.partials.remove(id);
+    // Now, not after a readers' grace: the command's process ends next, and a download of a
+    // deleted user's file may as well stop. What cannot be removed now the sweep removes later.
+    const left = (what: string) => (err: unknown) => console.error(`${what}: removal failed (the sweep will remove it): ${err}`);
+    for (const name of blobNames) await blobs.remove(name).catch(left(`blob ${name}`));
+    for (const id of uploadIds) await blobs.partials.remove(id).catch(left(`upload ${id}`));
     return summary;
   }
 
