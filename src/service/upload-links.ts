@@ -101,13 +101,24 @@ export class UploadLinkService {
 
   /**
    * The link of a token while it takes uploads.
-   * @throws not_found for an unknown token; gone (410) when deleted, expired or past a limit
+   * @throws not_found for an unknown token; gone (410) when deleted, expired or past a limit,
+   *   or while its owner is disabled
    */
   async active(token: string): Promise<UploadLinkRow> {
     const link = await this.byToken(token);
     if (link === undefined) throw notFound();
     this.checkActive(link);
+    await this.checkOwnerEnabled(link);
     return link;
+  }
+
+  /**
+   * A disabled user's links take no uploads (CONTRACT §9: a disabled account gains nothing new),
+   * until the user is enabled again.
+   * @throws gone (410) while the link's owner is disabled
+   */
+  async checkOwnerEnabled(link: UploadLinkRow): Promise<void> {
+    if ((await this.deps.store.users.account(link.ownerId))?.disabledAt != null) throw new AppError("gone", "this upload link does not take uploads: its owner's account is disabled");
   }
 
   /** @throws gone (410) when the link is deleted, expired, or has no file or byte left */

@@ -91,6 +91,7 @@ export class UploadService {
    */
   async create(uploader: Uploader, input: NewUpload): Promise<UploadState> {
     const { ownerId, link } = this.check(uploader);
+    if (link !== undefined) await this.deps.links.checkOwnerEnabled(link);
     const limit = link === undefined ? this.deps.maxUploadBytes : this.deps.links.remainingBytes(link);
     if (input.length > limit) {
       throw new AppError("payload_too_large", link === undefined ? `Upload-Length is over the limit of ${limit} bytes` : `this upload link takes at most ${limit} more bytes`);
@@ -226,6 +227,7 @@ export class UploadService {
     const link = await this.deps.store.uploadLinks.get(id);
     if (link === undefined) throw new AppError("gone", "this upload link was deleted");
     this.deps.links.checkActive(link);
+    await this.deps.links.checkOwnerEnabled(link);
     return link;
   }
 

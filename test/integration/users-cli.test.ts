@@ -1,7 +1,7 @@
 // `cubby users list|disable|enable|delete|set-quota` (CONTRACT §9) against a running server on
 // the configured stores, with sign-in through a real OpenID provider for sessions: the list's
 // columns; a disabled user's keys and sessions refused at once (their public files and share
-// links still served, sign-in refused with a clear page), enabled again; per-user quotas;
+// links still served, sign-in refused with a clear page, guest upload links closed), enabled again; per-user quotas;
 // delete without --yes changing nothing, with --yes removing rows and blobs.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { blobNames } from "../support/backend.ts";
@@ -57,11 +57,13 @@ test("users list: e-mail, files, bytes (and reserved), keys, last seen, status, 
   expect(await listed("idle@example.com")).toEqual(["idle@example.com", "0", "0", "1", "never", "enabled", "1000 (QUOTA_BYTES)"]);
 }, 30_000);
 
-test("disable: the user's keys and sessions get 401 at once, sign-in is refused; public files and share links stay served; enable restores them", async () => {
+test("disable: the user's keys and sessions get 401 at once, sign-in is refused, guest links take nothing; public files and share links stay served; enable restores them", async () => {
   const browser = await signedIn("dana");
   const key = await server.mintKey("dana@example.com");
   const file = await client(server, key).upload("public bytes", "?visibility=public");
   const share = (await (await client(server, key).fetch(`/v1/files/${file.id}/shares`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })).json()) as { url: string };
+  const link = (await (await client(server, key).fetch("/v1/upload-links", { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })).json()) as { url: string };
+  const guest = () => status(fetch(`${link.url}?name=g.txt`, { method: "POST", body: "from a guest" }));
   const cookie = { cookie: `cubby_session=${browser.cookie(host, "cubby_session")}` };
   expect(await status(client(server, key).fetch("/v1/files"))).toBe(200);
   expect(await status(fetch(`${server.url}/v1/files`, { headers: cookie }))).toBe(200);
@@ -77,12 +79,15 @@ test("disable: the user's keys and sessions get 401 at once, sign-in is refused;
   expect(await (await fetch(`${server.url}/auth/session`, { headers: cookie })).json()).toMatchObject({ signed_in: false });
   expect(await (await fetch(`${server.url}/${file.id}`)).text()).toBe("public bytes");
   expect(await (await fetch(share.url)).text()).toBe("public bytes");
+  // Their guest upload links take nothing meanwhile.
+  expect(await guest()).toBe(410);
   const again = await new Browser().signIn(server.url, "dana");
   expect({ status: again.status, page: await again.text() }).toMatchObject({ status: 403, page: expect.stringContaining("the account dana@example.com is disabled") });
   expect((await listed("dana@example.com"))?.[5]).toBe("disabled");
   expect((await users("disable", "dana@example.com")).stderr).toBe("dana@example.com was already disabled\n");
 
   expect((await users("enable", "dana@example.com")).code).toBe(0);
+  expect(await guest()).toBe(200);
   expect(await status(client(server, key).fetch("/v1/files"))).toBe(200);
   expect(await status(fetch(`${server.url}/v1/files`, { headers: cookie }))).toBe(200);
 }, 30_000);
