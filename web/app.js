@@ -199,7 +199,28 @@ function replaceRow(id, file) {
   document.querySelector(`tr[data-id="${id}"]`)?.replaceWith(fileRow(file));
 }
 
+/**
+ * Shows "Used X of Y" (or "X used · no quota") from GET /v1/usage, with a meter; asked again
+ * whenever the list changes. Reserved bytes are unfinished uploads' (CONTRACT §9).
+ */
+async function loadUsage() {
+  const u = await api("/v1/usage");
+  const reserved = u.reserved_bytes > 0 ? ` (${formatSize(u.reserved_bytes)} of it reserved by unfinished uploads)` : "";
+  const meter = $("usage-meter");
+  if (u.quota_bytes === null) {
+    $("usage").textContent = `${formatSize(u.used_bytes)} used · no quota${reserved}`;
+    meter.hidden = true;
+    return;
+  }
+  $("usage").textContent = `Used ${formatSize(u.used_bytes)} of ${formatSize(u.quota_bytes)}${reserved}`;
+  meter.max = Math.max(u.quota_bytes, 1);
+  meter.high = meter.max * 0.9;
+  meter.value = Math.min(u.used_bytes, meter.max);
+  meter.hidden = false;
+}
+
 function updateFilesEmpty() {
+  loadUsage().catch(showError);
   const rows = $("files").tBodies[0].rows.length;
   $("files-empty").hidden = rows > 0;
   $("files-empty").textContent = searchText ? `No file name contains "${searchText}".` : "No files yet.";

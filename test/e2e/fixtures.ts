@@ -46,9 +46,10 @@ export interface Stack {
 /**
  * Starts the binary (with the OpenID provider when `withIdp`) on fresh ports and a fresh data
  * dir; with `nginx` (directives for its server block, e.g. `client_max_body_size 16m;`), behind
- * a real nginx whose address is then the stack's public URL (HOSTNAME).
+ * a real nginx whose address is then the stack's public URL (HOSTNAME); `env` adds to cubby's
+ * environment (e.g. QUOTA_BYTES).
  */
-export async function startStack(binary: string, withIdp: boolean, opts: { nginx?: string } = {}): Promise<Stack> {
+export async function startStack(binary: string, withIdp: boolean, opts: { nginx?: string; env?: Record<string, string> } = {}): Promise<Stack> {
   const port = await freePort();
   const procs: ChildProcess[] = [];
   const work = fs.mkdtempSync(path.join(os.tmpdir(), "cubby-e2e-"));
@@ -83,6 +84,7 @@ export async function startStack(binary: string, withIdp: boolean, opts: { nginx
       issuer = idp.match[1]!;
       Object.assign(env, { IDP_ISSUER: issuer, IDP_CLIENT_ID: "cubby", IDP_CLIENT_SECRET: "cubby-test-secret" });
     }
+    Object.assign(env, opts.env);
     const cubby = await spawnReady(binary, ["serve", "--port", String(port), "--data-dir", dataDir], env, /listening on port/);
     procs.push(cubby.proc);
     // nginx prints nothing when ready: wait until cubby answers through it.
