@@ -24,7 +24,8 @@ test("usage and quota: shown, updated after uploads and deletions; an upload pas
   await page.locator("#file-input").setInputFiles({ name: "fits.txt", mimeType: "text/plain", buffer: Buffer.alloc(1500, "a") });
   await expect(page.locator("#files tbody tr").filter({ hasText: "fits.txt" })).toHaveCount(1);
   await expect(usage).toHaveText("Used 1.5 KiB of 2.0 KiB");
-  expect(await page.locator("#usage-meter").evaluate((m: HTMLMeterElement) => [m.value, m.max])).toEqual([1500, 2048]);
+  const meter = page.locator("#usage-meter");
+  expect([await meter.getAttribute("value"), await meter.getAttribute("max")]).toEqual(["1500", "2048"]);
 
   await page.locator("#file-input").setInputFiles({ name: "too-big.txt", mimeType: "text/plain", buffer: Buffer.alloc(1000, "b") });
   await expect(page.locator("#uploads")).toContainText("storage quota exceeded: 1500 of 2048 bytes used; this upload needs 1000 more (HTTP 413)");

@@ -9,7 +9,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { CreateFileRequestSchema, FileService } from "../../src/gen/cubby/v1/files_pb.ts";
 import type { UsageJson } from "../../src/http/usage-routes.ts";
-import { blobNames } from "../support/backend.ts";
+import { BACKEND, blobNames } from "../support/backend.ts";
 import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";
 import { createUpload, patchChunk, tusFetch } from "../support/tus.ts";
 
@@ -145,6 +145,19 @@ test("gRPC: CreateFile past the quota fails with RESOURCE_EXHAUSTED and stores n
   expect(await blobNames(server.dataDir)).toEqual(before);
   expect(await usage(key)).toMatchObject({ files: 1, file_bytes: 900 });
 });
+
+test.if(BACKEND === "postgres-s3")("two servers on one PostgreSQL: parallel uploads and tus creations through both never together pass the quota", async () => {
+  await using second = await startServer({ dataDir: server.dataDir, env: { QUOTA_BYTES: String(QUOTA) } });
+  const key = await newUser();
+  const via = (i: number) => (i % 2 === 0 ? server : second);
+  const uploads = await Promise.all(
+    Array.from({ length: 6 }, async (_, i) => (await client(via(i), key).fetch("/v1/files", { method: "POST", body: bytes(600) })).status),
+  );
+  expect(uploads.sort()).toEqual([200, 413, 413, 413, 413, 413]);
+  const creations = await Promise.all(Array.from({ length: 6 }, async (_, i) => (await tusFetch(`${via(i).url}/v1/uploads`, "POST", key, { "upload-length": "300" })).status));
+  expect(creations.sort()).toEqual([201, 413, 413, 413, 413, 413]);
+  expect(await usage(key)).toMatchObject({ files: 1, file_bytes: 600, reserved_bytes: 300, used_bytes: 900 });
+}, 60_000);
 
 test("GET /v1/usage needs credentials", async () => {
   const res = await fetch(`${server.url}/v1/usage`);
