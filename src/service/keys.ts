@@ -10,6 +10,7 @@ import { ALL_SCOPES, formatScopes, parseScopes, type Principal, type Scope } fro
 import type { Clock } from "../domain/time.ts";
 import type { ApiKeyRow, MetadataStore } from "../storage/ports.ts";
 import { ReadCache } from "./read-cache.ts";
+import { logError } from "../log.ts";
 
 /** A key as listed: never its secret. Times are Unix microseconds. */
 export interface ApiKeyInfo {
@@ -127,7 +128,7 @@ export class KeyService {
         await this.deps.store.keys.touch(row.id, now);
       } catch (err) {
         // Bookkeeping only: a busy database must not fail the request it belongs to.
-        console.error(`api key ${row.id}: could not record last use: ${err}`);
+        logError(`api key ${row.id}: could not record last use: ${err}`);
       }
     }
     return { userId: row.userId, via: "api_key", scopes: scopesOf(row.scopes) };

@@ -105,6 +105,8 @@ export interface FileTable {
   all(): AsyncIterable<FileRecord>;
   /** Every blob name a row refers to (the orphan sweep). */
   blobNames(): Promise<Set<string>>;
+  /** How many files there are and the sum of their sizes in bytes (metrics). */
+  totals(): Promise<{ files: number; bytes: number }>;
   /** Up to `limit` files whose expiry is at or before `now` (Unix microseconds), soonest first. */
   dueToExpire(now: number, limit: number): Promise<FileRecord[]>;
 }

@@ -166,6 +166,10 @@ class SqliteFiles implements FileTable {
     return new Set(this.db.select({ blob: files.blob }).from(files).all().map((r) => r.blob));
   }
 
+  async totals(): Promise<{ files: number; bytes: number }> {
+    return this.db.select({ files: sql<number>`count(*)`.mapWith(Number), bytes: sql<number>`coalesce(sum(${files.size}), 0)`.mapWith(Number) }).from(files).get()!;
+  }
+
   async dueToExpire(now: number, limit: number): Promise<FileRecord[]> {
     return this.db.select().from(files).where(lte(files.expiresAt, now)).orderBy(asc(files.expiresAt)).limit(limit).all() as FileRecord[];
   }
