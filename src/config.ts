@@ -63,6 +63,8 @@ export interface Config {
    * CONTRACT §9); undefined: only loopback clients may read it.
    */
   metricsToken: string | undefined;
+  /** Whether requests are counted and `/metrics` served (METRICS, default on; off only to measure its cost). */
+  metricsEnabled: boolean;
   /** Access and error log lines as today's text, or one JSON object each (LOG_FORMAT, CONTRACT §9). */
   logFormat: LogFormat;
 }
@@ -159,6 +161,8 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
   if (metricsToken !== undefined && !/^[\x21-\x7e]{16,}$/.test(metricsToken)) {
     throw new ConfigError("METRICS_TOKEN must be at least 16 printable ASCII characters without spaces (e.g. from `openssl rand -hex 32`)");
   }
+  const metricsRaw = (get("METRICS") ?? "on").trim();
+  if (metricsRaw !== "on" && metricsRaw !== "off") throw new ConfigError(`METRICS must be on or off (got "${metricsRaw}")`);
   const logFormatRaw = (get("LOG_FORMAT") ?? "text").trim();
   if (logFormatRaw !== "text" && logFormatRaw !== "json") {
     throw new ConfigError(`LOG_FORMAT must be text or json (got "${logFormatRaw}")`);
@@ -166,6 +170,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
 
   return {
     metricsToken,
+    metricsEnabled: metricsRaw === "on",
     logFormat: logFormatRaw,
     databaseUrl: parseDatabaseUrl(get("DATABASE_URL")),
     s3: parseS3(get),

@@ -60,8 +60,10 @@ async function serveUntilStopped(config: Config, services: Services): Promise<vo
   const { log, flush: flushLog } = batchedLog((chunk) => process.stdout.write(chunk));
   const trustedProxies = new Set(config.trustedProxies);
   let listening: OnePortServer | undefined;
-  const metrics = new Metrics({ stored: () => services.store.files.totals(), transferred: () => listening?.transferred() ?? { received: 0, sent: 0 } });
-  countUploads(services.blobs, metrics);
+  const metrics = config.metricsEnabled
+    ? new Metrics({ stored: () => services.store.files.totals(), transferred: () => listening?.transferred() ?? { received: 0, sent: 0 } })
+    : undefined;
+  if (metrics !== undefined) countUploads(services.blobs, metrics);
   const server = await listenOnePort({
     port: config.port,
     app: (request) => app.handle(request),
@@ -70,7 +72,7 @@ async function serveUntilStopped(config: Config, services: Services): Promise<vo
     content: { deps: { files: services.files, shares: services.shares, auth, baseUrl: () => baseUrl } },
     log,
     logFormat: config.logFormat,
-    metrics: { metrics, token: config.metricsToken },
+    metrics: metrics === undefined ? undefined : { metrics, token: config.metricsToken },
     trustedProxies,
     headerTimeoutSeconds: config.timeouts.headerSeconds,
     maxConnections: config.connections,

@@ -186,6 +186,12 @@ test("with METRICS_TOKEN, other clients need it as a bearer token: 401 without o
   expect((await scrape(server)).status).toBe(200);
 });
 
+test("METRICS=off: /metrics is not found, and the server serves as before", async () => {
+  await using server = await startServer({ env: { METRICS: "off" } });
+  expect((await scrape(server)).status).toBe(404);
+  expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+});
+
 describe("LOG_FORMAT=json", () => {
   test("every line the server prints is one JSON object; access lines carry the fields of CONTRACT §9", async () => {
     await using server = await startServer({ env: { LOG_FORMAT: "json" } });

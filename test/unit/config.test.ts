@@ -30,6 +30,7 @@ describe("loadConfig", () => {
       s3: undefined,
       uploadExpirySeconds: 86400,
       metricsToken: undefined,
+      metricsEnabled: true,
       logFormat: "text",
     });
   });
@@ -61,6 +62,7 @@ describe("loadConfig", () => {
       S3_VIRTUAL_HOSTED_STYLE: "true",
       TUS_UPLOAD_EXPIRY_SECONDS: "3600",
       METRICS_TOKEN: "0123456789abcdef0123",
+      METRICS: "off",
       LOG_FORMAT: "json",
     };
     expect(loadConfig(env, {}, "/")).toEqual({
@@ -86,6 +88,7 @@ describe("loadConfig", () => {
       },
       uploadExpirySeconds: 3600,
       metricsToken: "0123456789abcdef0123",
+      metricsEnabled: false,
       logFormat: "json",
     });
   });
@@ -136,6 +139,7 @@ describe("loadConfig", () => {
     ["an S3 prefix without a slash", { S3_BUCKET: "b", S3_PREFIX: "cubby" }, "S3_PREFIX must end with \"/\" and not start with one, e.g. cubby/ (got \"cubby\")"],
     ["a metrics token too short to be secret", { METRICS_TOKEN: "hunter2" }, "METRICS_TOKEN must be at least 16 printable ASCII characters without spaces (e.g. from `openssl rand -hex 32`)"],
     ["a metrics token with a space", { METRICS_TOKEN: "0123456789 abcdef" }, "METRICS_TOKEN must be at least 16 printable ASCII characters without spaces (e.g. from `openssl rand -hex 32`)"],
+    ["metrics neither on nor off", { METRICS: "yes" }, "METRICS must be on or off (got \"yes\")"],
     ["a log format of another kind", { LOG_FORMAT: "logfmt" }, "LOG_FORMAT must be text or json (got \"logfmt\")"],
   ])("%s", (_, env, message) => expect(outcome(() => loadConfig(env))).toEqual({ error: message }));
 });
