@@ -196,6 +196,16 @@ describe("tools", () => {
     expect(await toolError(mcp, "create_share_link", { id: file.id, ttl: "soon" })).toMatch(/ttl/);
   });
 
+  test("concurrent calls from one client each get their own answer (stateless: no shared session)", async () => {
+    const key = await server.mintKey("busy@example.com");
+    const mcp = await connect(key);
+    const made = await Promise.all(Array.from({ length: 20 }, (_, i) => ok<FileJson>(mcp, "upload_file", { name: `n${i}.txt`, content: `content ${i}` })));
+    expect(made.map((f) => f.name)).toEqual(Array.from({ length: 20 }, (_, i) => `n${i}.txt`));
+    const got = await Promise.all(made.map((f) => ok<FileJson>(mcp, "get_file", { id: f.id })));
+    expect(got).toEqual(made);
+    expect((await restFiles(key)).files).toHaveLength(20);
+  });
+
   test("delete_file: {} and then REST 404, the URL 404, get_file not found", async () => {
     const mcp = await connect(alice);
     const file = await ok<FileJson>(mcp, "upload_file", { name: "gone.txt", content: "bye" });
