@@ -16,6 +16,9 @@ let server: RunningServer;
 let alice: string;
 let bob: string;
 let reader: string;
+/** Keys of users who start with no files, minted here so that no test waits for the CLI. */
+const fresh: Record<"lister" | "busy" | "carol", string> = { lister: "", busy: "", carol: "" };
+let expiring: string;
 const clients: Client[] = [];
 
 beforeAll(async () => {
@@ -23,6 +26,8 @@ beforeAll(async () => {
   alice = await server.mintKey("alice@example.com");
   bob = await server.mintKey("bob@example.com");
   reader = await server.mintKey("alice@example.com", "--scope", "files.read");
+  for (const name of ["lister", "busy", "carol"] as const) fresh[name] = await server.mintKey(`${name}@example.com`);
+  expiring = await server.mintKey("alice@example.com", "--ttl", "1s");
 }, 60_000);
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.close()));
@@ -136,7 +141,7 @@ describe("tools", () => {
   });
 
   test("list_files pages like GET /v1/files (page_size, page_token) and filters by q", async () => {
-    const key = await server.mintKey("lister@example.com");
+    const key = fresh.lister;
     const mcp = await connect(key);
     for (const name of ["one.md", "two.md", "three.txt"]) await ok<FileJson>(mcp, "upload_file", { name, content: name });
     const first = await ok<{ files: FileJson[]; next_page_token: string }>(mcp, "list_files", { page_size: 2 });
@@ -197,14 +202,14 @@ describe("tools", () => {
   });
 
   test("concurrent calls from one client each get their own answer (stateless: no shared session)", async () => {
-    const key = await server.mintKey("busy@example.com");
+    const key = fresh.busy;
     const mcp = await connect(key);
     const made = await Promise.all(Array.from({ length: 20 }, (_, i) => ok<FileJson>(mcp, "upload_file", { name: `n${i}.txt`, content: `content ${i}` })));
     expect(made.map((f) => f.name)).toEqual(Array.from({ length: 20 }, (_, i) => `n${i}.txt`));
     const got = await Promise.all(made.map((f) => ok<FileJson>(mcp, "get_file", { id: f.id })));
     expect(got).toEqual(made);
     expect((await restFiles(key)).files).toHaveLength(20);
-  });
+    }, 20_000);
 
   test("delete_file: {} and then REST 404, the URL 404, get_file not found", async () => {
     const mcp = await connect(alice);
@@ -233,7 +238,7 @@ describe("authentication and authorization", () => {
     const listed = await runCli(["keys", "list", "--email", "alice@example.com", "--data-dir", server.dataDir]);
     const id = listed.stdout.split("\n").find((l) => l.includes("\tto-revoke\t"))!.split("\t")[0]!;
     expect((await runCli(["keys", "revoke", id, "--data-dir", server.dataDir])).code).toBe(0);
-    const expired = await server.mintKey("alice@example.com", "--ttl", "1s");
+    const expired = expiring;
     const deadline = Date.now() + 10_000;
     while ((await rest(expired, "/v1/files")).status !== 401) {
       if (Date.now() > deadline) throw new Error("the 1-second key did not expire");
@@ -255,7 +260,7 @@ describe("authentication and authorization", () => {
       }
     }
     await expect(connect("cubby_garbage")).rejects.toThrow(/invalid or revoked credentials/);
-  });
+  }, 30_000);
 
   test("a JSON-RPC call as the README's curl makes it; GET and DELETE answer 405; Accept is required", async () => {
     const init = await initialize({ authorization: `Bearer ${alice}` });
@@ -324,7 +329,7 @@ describe("authentication and authorization", () => {
 
 describe("bad input", () => {
   test("is a tool error with a clear message, and stores nothing", async () => {
-    const key = await server.mintKey("carol@example.com");
+    const key = fresh.carol;
     const mcp = await connect(key);
     const blobs = new Set(await blobNames(server.dataDir));
     const cases: [string, Record<string, unknown>, RegExp | string][] = [
@@ -359,7 +364,7 @@ describe("bad input", () => {
     expect(await restFiles(key)).toEqual({ files: [], next_page_token: "" });
     expect((await blobNames(server.dataDir)).filter((b) => !blobs.has(b))).toEqual([]);
     expect(server.errors()).not.toMatch(/error=internal/);
-  });
+  }, 20_000);
 
   test("malformed JSON-RPC answers 400, a body over the request limit 413, and nothing 500s", async () => {
     const post = (body: string, headers: Record<string, string> = {}) =>
