@@ -11,33 +11,20 @@ import { buildRelease, writeChecksums } from "../../scripts/release.ts";
 import { checksumOf } from "../../src/domain/checksum.ts";
 import { stopPids } from "../support/processes.ts";
 import { client, ROOT, tempDir } from "../support/server.ts";
+import { testNeeding } from "../support/tools.ts";
 
 const dir = tempDir("cubby-release-");
 afterAll(() => dir[Symbol.dispose]());
 const releaseDir = path.join(dir.path, "release");
 
-/**
- * `test`, or a skip that says what is missing (a failing test when CI is set: CI installs these).
- * @param missing what the tests need and this machine lacks, empty when all is there
- */
-function testNeeding(what: string, missing: string[]): typeof test {
-  if (missing.length === 0) return test;
-  const reason = `missing ${missing.join(", ")} (Debian: apt-get install qemu-user-static libc6-arm64-cross libgcc-s1-arm64-cross coreutils)`;
-  if (process.env.CI) {
-    return ((name: string) => test(name, () => { throw new Error(`CI is set and this machine is ${reason}`); })) as unknown as typeof test;
-  }
-  console.warn(`\n*** release.test.ts: SKIPPING ${what}: ${reason} ***\n`);
-  return test.skip;
-}
-
 const QEMU = Bun.which("qemu-aarch64-static");
 const SYSROOT = "/usr/aarch64-linux-gnu";
 const qemuMissing = [
-  ...(QEMU === null ? ["qemu-aarch64-static"] : []),
-  ...["lib/ld-linux-aarch64.so.1", "lib/libc.so.6"].filter((f) => !fs.existsSync(path.join(SYSROOT, f))).map((f) => `${SYSROOT}/${f} (libc6-arm64-cross)`),
+  ...(QEMU === null ? ["qemu-aarch64-static (apt-get install qemu-user-static)"] : []),
+  ...["lib/ld-linux-aarch64.so.1", "lib/libc.so.6"].filter((f) => !fs.existsSync(path.join(SYSROOT, f))).map((f) => `${SYSROOT}/${f} (apt-get install libc6-arm64-cross)`),
   // The CRC32C addon (Rust, napi-rs) links libgcc_s, which every glibc system has and the
   // cross sysroot lacks unless this package is there.
-  ...(fs.existsSync(path.join(SYSROOT, "lib/libgcc_s.so.1")) ? [] : [`${SYSROOT}/lib/libgcc_s.so.1 (libgcc-s1-arm64-cross)`]),
+  ...(fs.existsSync(path.join(SYSROOT, "lib/libgcc_s.so.1")) ? [] : [`${SYSROOT}/lib/libgcc_s.so.1 (apt-get install libgcc-s1-arm64-cross)`]),
 ];
 
 /** What each target's file must start with: ELF machine and dynamic loader, or Mach-O arm64 and signed. */
@@ -93,7 +80,7 @@ describe("every release target builds", () => {
 
 describe("SHA256SUMS", () => {
   const sha256sum = Bun.which("sha256sum");
-  testNeeding("the sha256sum check", sha256sum === null ? ["sha256sum (coreutils)"] : [])("lists every executable; sha256sum -c checks it and catches a changed byte", async () => {
+  testNeeding("the sha256sum check", sha256sum === null ? ["sha256sum (apt-get install coreutils)"] : [])("lists every executable; sha256sum -c checks it and catches a changed byte", async () => {
     using sums = tempDir("cubby-sums-");
     fs.writeFileSync(path.join(sums.path, "cubby-linux-x64"), "one");
     fs.writeFileSync(path.join(sums.path, "cubby-darwin-arm64"), "two");
