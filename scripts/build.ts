@@ -113,8 +113,12 @@ async function addonFile(platform: string): Promise<string> {
   fs.mkdirSync(partial, { recursive: true });
   const tar = Bun.spawnSync(["tar", "-xzf", "-", "-C", partial], { stdin: tgz, stderr: "pipe" });
   if (tar.exitCode !== 0) throw new Error(`tar -xzf ${url}: ${tar.stderr.toString()}`);
-  fs.rmSync(dir, { recursive: true, force: true });
-  fs.renameSync(partial, dir); // whole or absent: a build killed mid-extract leaves no half addon
+  try {
+    fs.renameSync(partial, dir); // whole or absent: a build killed mid-extract leaves no half addon
+  } catch (e) {
+    fs.rmSync(partial, { recursive: true, force: true });
+    if (!fs.existsSync(cached)) throw e; // else another build put the same bytes there first
+  }
   return cached;
 }
 
