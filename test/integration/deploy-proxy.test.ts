@@ -1,7 +1,8 @@
 // deploy/ as shipped (issue 15, item 7): deploy/nginx.conf runs in a real nginx terminating TLS
 // in front of a real cubby, and REST, Connect, gRPC (grpc-js over TLS), gRPC reflection (buf
 // curl) and tus (tus-js-client) pass through it; deploy/cubby.service passes
-// `systemd-analyze verify` and `systemd-analyze security`. The Caddyfile routes the same paths.
+// `systemd-analyze verify` and `systemd-analyze security`, and its SystemCallFilter= allows
+// every call cubby makes (strace). The Caddyfile routes the same paths.
 //
 // The nginx file is used as it is, but for these substitutions (NGINX_SUBSTITUTIONS, each must
 // match exactly as often as listed, so an edit of the file that breaks one fails the test):
@@ -17,16 +18,18 @@ import * as protoLoader from "@grpc/proto-loader";
 import * as tus from "tus-js-client";
 import { checksumOf } from "../../src/domain/checksum.ts";
 import { NGINX_FALLBACK } from "../support/nginx-config.ts";
-import { freePort, stopPids } from "../support/processes.ts";
+import { childrenOf, freePort, stopPids } from "../support/processes.ts";
 import { client, type FileJson, ROOT, type RunningServer, startServer, tempDir } from "../support/server.ts";
 import { OPENSSL, selfSignedCert } from "../support/tls.ts";
 import { testNeeding } from "../support/tools.ts";
-import { randomFile } from "../support/tus.ts";
+import { createUpload, patchChunk, randomFile } from "../support/tus.ts";
+import { buildExecutable } from "../../scripts/build.ts";
 
 const DEPLOY = path.join(ROOT, "deploy");
 const NGINX = Bun.which("nginx") ?? NGINX_FALLBACK;
 const SYSTEMD_ANALYZE = Bun.which("systemd-analyze") ?? "/usr/bin/systemd-analyze";
 const BUF = path.join(ROOT, "node_modules/.bin/buf");
+const STRACE = Bun.which("strace") ?? "/usr/bin/strace";
 
 /** [text in the shipped file, its replacement, how many times it occurs]. */
 type Substitution = [from: string, to: string, times: number];
@@ -282,6 +285,79 @@ describe("deploy/cubby.service", () => {
     console.log(`deploy/cubby.service: systemd-analyze security exposure ${level}`);
     expect(level).toBeLessThan(2);
   });
+});
+
+describe("deploy/cubby.service's system-call filter", () => {
+  const filterTest = testNeeding("the system-call filter test", [
+    ...(fs.existsSync(SYSTEMD_ANALYZE) ? [] : ["systemd-analyze (apt-get install systemd)"]),
+    ...(fs.existsSync(STRACE) ? [] : ["strace (apt-get install strace)"]),
+    ...(process.getuid?.() === 0 ? [] : ["root (strace -u runs cubby as an unprivileged user, as the unit does)"]),
+  ]);
+
+  /** The names of the system calls `SystemCallFilter=` lines allow: the allowed sets minus the `~` ones. */
+  const allowedByUnit = (unit: string): Set<string> => {
+    const expand = (sets: string[]) => {
+      const out = Bun.spawnSync([SYSTEMD_ANALYZE, "syscall-filter", "--no-pager", ...sets], { stdout: "pipe" }).stdout.toString();
+      const names = new Set<string>();
+      for (const m of out.matchAll(/^\s+([@a-z0-9_-]+)$/gm)) {
+        if (m[1]!.startsWith("@")) for (const n of expand([m[1]!])) names.add(n);
+        else names.add(m[1]!);
+      }
+      return names;
+    };
+    const lines = [...unit.matchAll(/^SystemCallFilter=(.*)$/gm)].map((m) => m[1]!);
+    const allowed = expand(lines.filter((l) => !l.startsWith("~")).flatMap((l) => l.split(/\s+/)));
+    for (const n of expand(lines.filter((l) => l.startsWith("~")).flatMap((l) => l.slice(1).split(/\s+/)))) allowed.delete(n);
+    return allowed;
+  };
+
+  filterTest(
+    "every call cubby makes as an unprivileged user (REST, tus, Connect, gRPC over h2c, the dashboard, keys create) is allowed",
+    async () => {
+      using dir = tempDir("cubby-syscalls-");
+      fs.chmodSync(dir.path, 0o755);
+      const exe = path.join(dir.path, "cubby");
+      await buildExecutable({ outfile: exe });
+      const data = path.join(dir.path, "data");
+      const traces = path.join(dir.path, "traces");
+      for (const d of [data, traces]) {
+        fs.mkdirSync(d);
+        fs.chownSync(d, 65534, 65534);
+      }
+      // One trace file per process of every run (server and CLI), as the user "nobody".
+      const wrapper = path.join(dir.path, "traced-cubby");
+      fs.writeFileSync(wrapper, `#!/bin/sh\nexec ${STRACE} -f -qq -u nobody -o ${traces}/trace.$$ ${exe} "$@"\n`, { mode: 0o755 });
+
+      const server = await startServer({ executable: wrapper, dataDir: data, cwd: dir.path });
+      try {
+        const key = await server.mintKey("trace@example.com");
+        const api = client(server, key);
+        const bytes = crypto.getRandomValues(new Uint8Array(300_000));
+        const file = await api.upload(bytes, "?name=t.bin");
+        expect((await api.fetch(`/${file.id}`)).status).toBe(200);
+        expect((await fetch(`${server.url}/`)).status).toBe(200);
+        const upload = await createUpload(server.url, key, 5);
+        expect((await patchChunk(upload, key, 0, "hello")).status).toBe(204);
+        const connect = await api.fetch("/cubby.v1.FileService/GetFile", { method: "POST", body: JSON.stringify({ id: file.id }), headers: { "content-type": "application/json" } });
+        expect(connect.status).toBe(200);
+        const grpc = Bun.spawnSync([BUF, "curl", "--http2-prior-knowledge", "--protocol", "grpc", "--list-services", server.url], { stdout: "pipe", stderr: "pipe" });
+        expect({ code: grpc.exitCode, err: grpc.stderr.toString() }).toEqual({ code: 0, err: "" });
+      } finally {
+        // SIGTERM to strace would only detach it and leave cubby running: stop cubby itself.
+        await stopPids(childrenOf(server.proc.pid));
+        await server[Symbol.asyncDispose]();
+      }
+
+      const used = new Set<string>();
+      for (const f of fs.readdirSync(traces)) {
+        for (const m of fs.readFileSync(path.join(traces, f), "utf8").matchAll(/^\d+\s+([a-z0-9_]+)\(/gm)) used.add(m[1]!);
+      }
+      const allowed = allowedByUnit(fs.readFileSync(path.join(DEPLOY, "cubby.service"), "utf8"));
+      expect(used.size).toBeGreaterThan(30);
+      expect([...used].filter((n) => !allowed.has(n)).sort()).toEqual([]);
+    },
+    60_000,
+  );
 });
 
 test("the Caddyfile sends the same paths over h2c as nginx.conf sends to grpc_pass", () => {
