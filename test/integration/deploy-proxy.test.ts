@@ -136,6 +136,41 @@ http {
     expect({ status: back.status, same: Buffer.compare(new Uint8Array(await back.arrayBuffer()), bytes) }).toEqual({ status: 200, same: 0 });
   });
 
+  proxyTest("uploads stream through: cubby writes the first bytes while the client still holds back the rest", async () => {
+    const tmp = path.join(server.dataDir, "tmp");
+    const head = crypto.getRandomValues(new Uint8Array(2 * 1024 * 1024));
+    const tail = crypto.getRandomValues(new Uint8Array(1024 * 1024));
+    /** Bytes of the upload cubby has on disk so far (its temporary file), waiting up to 5 s for at least `atLeast`. */
+    const onDisk = async (atLeast: number) => {
+      let bytes = 0;
+      for (const deadline = Date.now() + 5_000; bytes < atLeast && Date.now() < deadline; await Bun.sleep(20)) {
+        bytes = Math.max(0, ...fs.readdirSync(tmp).map((f) => fs.statSync(path.join(tmp, f), { throwIfNoEntry: false })?.size ?? 0));
+      }
+      return bytes;
+    };
+    let seenBeforeTail = -1;
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        if (seenBeforeTail === -1) {
+          controller.enqueue(head);
+          seenBeforeTail = 0;
+          return;
+        }
+        // A buffering proxy would pass nothing on before the body is complete.
+        seenBeforeTail = await onDisk(1024 * 1024);
+        controller.enqueue(tail);
+        controller.close();
+      },
+    });
+    const res = await fetch(`${base}/v1/files?name=streamed.bin`, { ...tls(), method: "POST", body, headers: { authorization: `Bearer ${key}` } });
+    const file = (await res.json()) as FileJson;
+    expect({ status: res.status, checksum: file.checksum, arrivedBeforeTheRestWasSent: seenBeforeTail >= 1024 * 1024 }).toEqual({
+      status: 200,
+      checksum: checksumOf(Buffer.concat([head, tail])),
+      arrivedBeforeTheRestWasSent: true,
+    });
+  }, 20_000);
+
   proxyTest("Connect: unary JSON over HTTP/1.1, and its error status", async () => {
     const made = await client(server, key).upload("connect", "?name=c.txt");
     const call = (id: string) =>
