@@ -255,6 +255,12 @@ http {
     expect(Buffer.compare(new Uint8Array(await back.arrayBuffer()), fs.readFileSync(source.path))).toBe(0);
   });
 
+  proxyTest("/metrics stays closed through the proxy (its X-Forwarded-For marks the request as relayed)", async () => {
+    const direct = await fetch(`${server.url}/metrics`);
+    const proxied = await fetch(`${base}/metrics`, tls());
+    expect({ direct: direct.status, proxied: proxied.status }).toEqual({ direct: 200, proxied: 404 });
+  });
+
   proxyTest("X-Forwarded-For reaches cubby (TRUSTED_PROXIES): failed authentications count per client behind nginx", async () => {
     const attempt = (client: string) => fetch(`${base}/v1/files`, { ...tls(), headers: { authorization: "Bearer wrong", "x-forwarded-for": client } }).then((r) => r.status);
     const first = [await attempt("198.51.100.7"), await attempt("198.51.100.7"), await attempt("198.51.100.7"), await attempt("198.51.100.7")];
