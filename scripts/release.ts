@@ -1,7 +1,9 @@
 // Builds the release executables, dist/release/cubby-<target> for each of Bun's cross-compilation
 // targets in scripts/build.ts, and dist/release/SHA256SUMS in sha256sum's format
 // (`cd dist/release && sha256sum -c SHA256SUMS`). Source maps go to dist/release-maps, outside
-// the published directory. Usage: bun scripts/release.ts [target …] (default: all of them)
+// the published directory. Usage: bun scripts/release.ts [target …] (default: all of them, into
+// an emptied dist/release; naming targets rebuilds only those, and SHA256SUMS then covers every
+// cubby-* the directory holds)
 import fs from "node:fs";
 import path from "node:path";
 import { buildExecutable, TARGETS, type Target } from "./build.ts";
