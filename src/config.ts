@@ -9,6 +9,7 @@ import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import type { S3Settings } from "./storage/s3-blobs.ts";
+import type { LogFormat } from "./log.ts";
 
 export interface Config {
   /** TCP port for every protocol; 0 lets the OS choose (tests). */
@@ -59,6 +60,15 @@ export interface Config {
   uploadExpirySeconds: number;
   /** QUOTA_BYTES: the storage quota of every user without one of their own (CONTRACT §9); null: none. */
   quotaBytes: number | null;
+  /**
+   * The bearer token that opens `GET /metrics` to clients other than loopback (METRICS_TOKEN,
+   * CONTRACT §9); undefined: only loopback clients may read it.
+   */
+  metricsToken: string | undefined;
+  /** Whether requests are counted and `/metrics` served (METRICS, default on; off only to measure its cost). */
+  metricsEnabled: boolean;
+  /** Access and error log lines as today's text, or one JSON object each (LOG_FORMAT, CONTRACT §9). */
+  logFormat: LogFormat;
 }
 
 /** A configuration problem: the message is the one line printed before exiting with status 2. */
@@ -155,7 +165,21 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     if (net.isIP(a) === 0) throw new ConfigError(`TRUSTED_PROXIES: "${a}" is not an IP address (expected e.g. 127.0.0.1,10.0.0.2)`);
   }
 
+  const metricsToken = emptyToUndefined(get("METRICS_TOKEN"));
+  if (metricsToken !== undefined && !/^[\x21-\x7e]{16,}$/.test(metricsToken)) {
+    throw new ConfigError("METRICS_TOKEN must be at least 16 printable ASCII characters without spaces (e.g. from `openssl rand -hex 32`)");
+  }
+  const metricsRaw = (get("METRICS") ?? "on").trim();
+  if (metricsRaw !== "on" && metricsRaw !== "off") throw new ConfigError(`METRICS must be on or off (got "${metricsRaw}")`);
+  const logFormatRaw = (get("LOG_FORMAT") ?? "text").trim();
+  if (logFormatRaw !== "text" && logFormatRaw !== "json") {
+    throw new ConfigError(`LOG_FORMAT must be text or json (got "${logFormatRaw}")`);
+  }
+
   return {
+    metricsToken,
+    metricsEnabled: metricsRaw === "on",
+    logFormat: logFormatRaw,
     databaseUrl: parseDatabaseUrl(get("DATABASE_URL")),
     s3: parseS3(get),
     port,

@@ -601,6 +601,26 @@ if (want(13) && has("curl")) {
   rows.push({ workload: `peak RSS over idle, ${size(LARGE)} tus upload`, how: "VmHWM after reset (clear_refs) minus idle VmRSS", value: peak, unit: "MiB", anchor: "", target: 64, lowerIsBetter: true });
 } else if (ONLY === undefined) skip("tus upload", ["curl"]);
 
+// 14. Metrics (CONTRACT §9): the small public GET of workload 1 with every request counted
+// (the default) against a second server with METRICS=off, on its own data directory holding the
+// same 4 KiB file.
+if (want(14) && has("wrk")) {
+  step("small public GET: metrics on vs METRICS=off");
+  const dir = path.join(work, "no-metrics");
+  const off = await spawnReady([cubby, "serve", "--port", "0", "--data-dir", dir], /listening on port (\d+)/, { ...cubbyEnv, METRICS: "off" });
+  const offBase = `http://127.0.0.1:${off.match[1]}`;
+  const offKey = (await run([cubby, "keys", "create", "--email", "bench@example.com", "--data-dir", dir])).out.trim();
+  const res = await fetch(`${offBase}/v1/files?visibility=public`, { method: "POST", body: small, headers: { authorization: `Bearer ${offKey}` } });
+  const offId = ((await res.json()) as { id: string }).id;
+  const [on, without] = await pair(
+    async () => (await wrk(`${base}/${publicId}`, { connections: 32 })).rps,
+    async () => (await wrk(`${offBase}/${offId}`, { connections: 32 })).rps,
+  );
+  off.proc.kill("SIGKILL");
+  children.delete(off.proc);
+  rows.push({ workload: "small public GET (4 KiB), metrics on", how: "wrk, HTTP/1.1, 32 connections", value: on, unit: "req/s", anchor: "the same, METRICS=off", anchorValue: without, target: 0.95 });
+} else if (ONLY === undefined) skip("small public GET, metrics on vs off", ["wrk"]);
+
 // --- report ---
 const node = has("node") ? (await run(["node", "--version"])).out.trim() : "no Node.js";
 const header = `${SMOKE ? "SMOKE run (1 round of 1 s, small sizes: not a measurement). " : ""}${ROUNDS} alternating round(s) of ${SECONDS} s per workload, medians; ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? "?"}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Bun ${Bun.version}, Node ${node}, ${new Date().toISOString().slice(0, 10)}`;

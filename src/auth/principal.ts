@@ -28,6 +28,8 @@ export interface RequestLike {
    * (context/client-address.ts): failed authentications are counted per address.
    */
   clientAddress: string;
+  /** The request's context: told the user's ID once a credential is verified (logs). */
+  context?: { userId?: string };
 }
 
 /** The outcome of looking at a request's credentials. */
@@ -75,11 +77,14 @@ export class Authenticator {
       const m = /^Bearer[ ]+([^ ]+)[ ]*$/i.exec(authorization!);
       if (!m) return failed();
       const principal = await this.keys.authenticate(m[1]!);
-      return principal === null ? failed() : { kind: "valid", principal };
+      if (principal === null) return failed();
+      if (request.context !== undefined) request.context.userId = principal.userId;
+      return { kind: "valid", principal };
     }
     if (!SAFE_METHODS.has(request.method) && !isSameOrigin(request.headers, this.baseUrl())) return { kind: "cross_origin" };
     const session = await this.sessions.validate(token);
     if (session === null) return failed();
+    if (request.context !== undefined) request.context.userId = session.principal.userId;
     return { kind: "valid", principal: session.principal, session: { ...session, token } };
   }
 

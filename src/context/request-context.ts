@@ -19,6 +19,14 @@ export interface RequestContext {
   readonly path: string;
   /** `performance.now()` when the request reached the dispatch, in milliseconds. */
   readonly startedAt: number;
+  /**
+   * The route template that served the request (`/v1/files/:id`, `/:id/:slug`, an RPC path),
+   * for logs and metrics: never a raw path, so its values are few. Set once routed; undefined
+   * for a request no route matched.
+   */
+  route?: string;
+  /** The authenticated user's ID, set once a credential is verified (logs). */
+  userId?: string;
 }
 
 /** What the listener knows of a request when it creates the context. */

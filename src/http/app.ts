@@ -20,6 +20,7 @@ import { guestRoutes } from "./guest-routes.ts";
 import { tusRoutes } from "./tus-routes.ts";
 import { uploadLinksRoutes } from "./upload-links-routes.ts";
 import { usageRoutes } from "./usage-routes.ts";
+import { mcpRoutes } from "../mcp/mcp-routes.ts";
 
 export interface AppDeps {
   services: Services;
@@ -73,6 +74,7 @@ export function createApp(deps: AppDeps) {
     )
     .use(filesRoutes({ files: services.files, auth, baseUrl, maxUploadBytes: deps.maxUploadBytes }))
     .use(sharesRoutes({ files: services.files, shares: services.shares, auth, baseUrl }))
+    .use(mcpRoutes({ files: services.files, shares: services.shares, auth, baseUrl, maxUploadBytes: deps.maxUploadBytes }))
     .use(tusRoutes({ uploads: services.uploads, links: services.uploadLinks, auth, baseUrl, maxUploadBytes: deps.maxUploadBytes }))
     .use(uploadLinksRoutes({ links: services.uploadLinks, auth, baseUrl, clockMicros: () => services.clock.nowMicros() }))
     .use(guestRoutes({ links: services.uploadLinks, baseUrl, maxUploadBytes: deps.maxUploadBytes }))

@@ -29,10 +29,14 @@ export function contextOf(request: Request): RequestContext {
   return context;
 }
 
-/** The Elysia plugin that derives `requestContext` for every route. */
-export const requestContext = new Elysia({ name: "request-context" }).derive({ as: "global" }, ({ request }) => ({ requestContext: contextOf(request) }));
+/** The Elysia plugin that derives `requestContext` for every route, and records the route's template in it. */
+export const requestContext = new Elysia({ name: "request-context" }).derive({ as: "global" }, ({ request, route }) => {
+  const context = contextOf(request);
+  context.route = route;
+  return { requestContext: context };
+});
 
 /** `request` as the Authenticator sees it: method, headers and the client address the listener decided. */
 export function authRequest(request: Request, context: RequestContext): RequestLike {
-  return { method: request.method, headers: request.headers, clientAddress: context.clientAddress };
+  return { method: request.method, headers: request.headers, clientAddress: context.clientAddress, context };
 }

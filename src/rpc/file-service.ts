@@ -36,8 +36,10 @@ export const CONTENT_CHUNK_BYTES = 1024 * 1024;
 /** The FileService implementation. */
 export function fileServiceImpl(deps: FileRpcDeps): ServiceImpl<typeof FileService> {
   const { files, auth } = deps;
-  const principal = (ctx: HandlerContext) =>
-    auth.require({ method: ctx.requestMethod, headers: ctx.requestHeader, clientAddress: ctx.values.get(requestContextKey)?.clientAddress ?? "unknown" });
+  const principal = (ctx: HandlerContext) => {
+    const context = ctx.values.get(requestContextKey);
+    return auth.require({ method: ctx.requestMethod, headers: ctx.requestHeader, clientAddress: context?.clientAddress ?? "unknown", context });
+  };
   const toProto = (record: FileRecord): File => fileMessage(deps.baseUrl(), record);
 
   return rpcErrors({

@@ -5,6 +5,8 @@
  * path serves it (RPC, content URLs, the HTTP app, a refused target).
  */
 import { createRequestContext, type RequestContext } from "../context/request-context.ts";
+import { jsonLine, type LogFormat } from "../log.ts";
+import { UNMATCHED_ROUTE, type Metrics } from "./metrics.ts";
 import { headerOf, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
 
 /** `method=GET path="/x" status=200 bytes=12 duration_ms=0.4 request_id=abc` */
@@ -23,10 +25,56 @@ export function accessLogLine(
 }
 
 /**
- * Opens each request's context (request ID, client address) and writes its access-log line when
- * the response closes: the one place both happen.
+ * The JSON form of an access-log line (LOG_FORMAT=json, CONTRACT §9): `time`, `level`,
+ * `request_id`, `method`, `route` (the template, null when none matched), `path`, `status`,
+ * `bytes` (the Content-Length answered, null when streamed), `duration_ms`, `client_address`
+ * and `user_id` (null when no credential was verified).
+ */
+export function accessLogJson(context: RequestContext, status: number, bytes: string | number | null | undefined): string {
+  return jsonLine("info", {
+    request_id: context.requestId,
+    method: context.method,
+    route: context.route ?? null,
+    path: context.path,
+    status,
+    bytes: bytes === undefined || bytes === null ? null : Number(bytes),
+    duration_ms: Math.round((performance.now() - context.startedAt) * 10) / 10,
+    client_address: context.clientAddress,
+    user_id: context.userId ?? null,
+  });
+}
+
+/** Counts what `res.write` and `res.end` are given into `add` (HTTP/2, whose socket counts nothing sent). */
+function countWrites(res: NodeResponse, add: (bytes: number) => void): void {
+  const size = (chunk: unknown) => (typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk instanceof Uint8Array ? chunk.byteLength : 0);
+  const writer = res as unknown as { write: (...args: unknown[]) => boolean; end: (...args: unknown[]) => unknown };
+  const write = writer.write;
+  const end = writer.end;
+  writer.write = function (this: unknown, chunk: unknown, ...rest: unknown[]) {
+    add(size(chunk));
+    return write.call(this, chunk, ...rest);
+  };
+  writer.end = function (this: unknown, chunk?: unknown, ...rest: unknown[]) {
+    add(size(chunk));
+    return end.call(this, chunk, ...rest);
+  };
+}
+
+export interface AccessLogOptions {
+  /** `text` (default) or `json` lines. */
+  format?: LogFormat;
+  /** Told of every finished request (route, status, duration). */
+  metrics?: Metrics;
+}
+
+/**
+ * Opens each request's context (request ID, client address) and, when the response closes,
+ * writes its access-log line and counts it in the metrics: the one place all of this happens.
  */
 export class AccessLog {
+  private readonly format: LogFormat;
+  private readonly metrics: Metrics | undefined;
+
   /**
    * @param log writes one line (see {@link batchedLog})
    * @param trustedProxies proxy addresses whose X-Forwarded-For is believed (TRUSTED_PROXIES)
@@ -34,7 +82,11 @@ export class AccessLog {
   constructor(
     private readonly log: (line: string) => void,
     private readonly trustedProxies: ReadonlySet<string>,
-  ) {}
+    opts: AccessLogOptions = {},
+  ) {
+    this.format = opts.format ?? "text";
+    this.metrics = opts.metrics;
+  }
 
   /**
    * Begins one request: its context, its `X-Request-Id` response header, and its log line,
@@ -54,9 +106,16 @@ export class AccessLog {
       this.trustedProxies,
     );
     res.setHeader("x-request-id", context.requestId);
+    const metrics = this.metrics;
+    if (metrics !== undefined && req.httpVersionMajor === 2) countWrites(res, (n) => metrics.countSent(n));
     res.once("close", () => {
       const bytes = res.getHeader("content-length") as string | number | undefined;
-      this.log(accessLogLine(context.method, context.path, res.statusCode, bytes, context.startedAt, context.requestId));
+      metrics?.observeRequest(context.method, context.route ?? UNMATCHED_ROUTE, res.statusCode, (performance.now() - context.startedAt) / 1000);
+      this.log(
+        this.format === "json"
+          ? accessLogJson(context, res.statusCode, bytes)
+          : accessLogLine(context.method, context.path, res.statusCode, bytes, context.startedAt, context.requestId),
+      );
     });
     return context;
   }

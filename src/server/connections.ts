@@ -15,6 +15,9 @@ import type { NodeRequest, NodeResponse } from "./node-bridge.ts";
 /** What the tracker needs of a TCP socket (a `net.Socket`; a fake in unit tests). */
 export interface TrackedSocket extends Duplex {
   remoteAddress?: string | undefined;
+  /** Bytes read from and written to the connection so far (node:net's Socket). */
+  readonly bytesRead?: number;
+  readonly bytesWritten?: number;
   readonly closed: boolean;
   setTimeout(ms: number, onTimeout?: () => void): this;
 }
@@ -47,6 +50,8 @@ export class Connections {
   private readonly http2Sockets = new WeakSet<Duplex>();
   private readonly sessions = new Set<http2.ServerHttp2Session>();
   private readonly limits: ConnectionLimits;
+  /** Bytes read from and written to connections that have closed. */
+  private readonly closedBytes = { received: 0, sent: 0 };
 
   constructor(private readonly opts: ConnectionsOptions) {
     this.limits = new ConnectionLimits(opts.limits);
@@ -55,6 +60,20 @@ export class Connections {
   /** Connections open now. */
   get size(): number {
     return this.sockets.size;
+  }
+
+  /**
+   * Bytes read from and written to every connection since start, open ones included (metrics).
+   * Bun counts nothing written on an HTTP/2 connection: those responses are counted by the
+   * access log instead (server/access-log.ts).
+   */
+  transferred(): { received: number; sent: number } {
+    let { received, sent } = this.closedBytes;
+    for (const socket of this.sockets) {
+      received += socket.bytesRead ?? 0;
+      sent += socket.bytesWritten ?? 0;
+    }
+    return { received, sent };
   }
 
   /**
@@ -72,6 +91,8 @@ export class Connections {
     this.sockets.add(socket);
     socket.on("close", () => {
       this.sockets.delete(socket);
+      this.closedBytes.received += socket.bytesRead ?? 0;
+      this.closedBytes.sent += socket.bytesWritten ?? 0;
       this.limits.release(peer);
       this.http1.get(socket)?.deadline.dispose();
       this.http1.delete(socket);

@@ -77,7 +77,7 @@ export function serveShare(opts: ContentOptions, req: NodeRequest, res: NodeResp
 
 function contentRequest(req: NodeRequest, pathname: string, search: string, context: RequestContext): ContentRequest {
   const headers: HeaderSource = { get: (name) => headerOf(req, name) };
-  return { method: req.method ?? "GET", headers, pathname, search, clientAddress: context.clientAddress };
+  return { method: req.method ?? "GET", headers, pathname, search, clientAddress: context.clientAddress, context };
 }
 
 /**

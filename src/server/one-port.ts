@@ -19,11 +19,13 @@ import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 import type { Duplex } from "node:stream";
+import type { LogFormat } from "../log.ts";
 import { AccessLog } from "./access-log.ts";
 import { Connections } from "./connections.ts";
 import { createDispatch } from "./dispatch.ts";
 import type { ContentOptions } from "./content.ts";
 import { refuseConnection } from "./lingering-close.ts";
+import type { Metrics } from "./metrics.ts";
 import type { FetchHandler } from "./node-bridge.ts";
 import { rpcHandler } from "./rpc-bridge.ts";
 import { sniffProtocol } from "./sniff.ts";
@@ -40,6 +42,10 @@ export interface OnePortOptions {
   content: ContentOptions;
   /** Writes one access-log line. */
   log: (line: string) => void;
+  /** Access-log lines as text (default) or JSON (LOG_FORMAT). */
+  logFormat?: LogFormat;
+  /** Observes every request and RPC call, and serves `/metrics` with METRICS_TOKEN; undefined: neither. */
+  metrics?: { metrics: Metrics; token: string | undefined };
   /** Proxy addresses whose X-Forwarded-For is believed (TRUSTED_PROXIES). */
   trustedProxies: ReadonlySet<string>;
   /** Seconds a request has to send its complete headers, from its first byte; 408 after. */
@@ -53,6 +59,8 @@ export interface OnePortOptions {
 export interface OnePortServer {
   /** The bound TCP port. */
   port: number;
+  /** Bytes read from and written to clients' connections since start (see Connections.transferred). */
+  transferred(): { received: number; sent: number };
   /**
    * Stops accepting connections, lets in-flight requests finish for up to `graceMs`, then
    * closes whatever is left.
@@ -86,10 +94,11 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
   const connections = new Connections({ limits: { ...opts.maxConnections, exempt: opts.trustedProxies }, headerTimeoutMs, idleTimeoutMs });
   const dispatch = createDispatch({
     rpcPaths: opts.rpcPaths,
-    rpc: rpcHandler(opts.routes),
+    rpc: rpcHandler(opts.routes, opts.metrics === undefined ? [] : [opts.metrics.metrics.interceptor()]),
     content: opts.content,
     app: opts.app,
-    accessLog: new AccessLog(opts.log, opts.trustedProxies),
+    accessLog: new AccessLog(opts.log, opts.trustedProxies, { format: opts.logFormat, metrics: opts.metrics?.metrics }),
+    metrics: opts.metrics,
     onHttp1Request: (req, res) => connections.onHttp1Request(req, res),
   });
 
@@ -128,6 +137,7 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
 
   return {
     port: (listener.address() as net.AddressInfo).port,
+    transferred: () => connections.transferred(),
     async stop(graceMs) {
       listener.close();
       await connections.stop(graceMs);

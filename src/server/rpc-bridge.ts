@@ -2,7 +2,7 @@
  * RPC requests (gRPC, gRPC-Web, Connect on HTTP/1.1 and h2c) to connect-node, each with its
  * request context under `requestContextKey` (connect-node's `contextValues` option).
  */
-import type { ConnectRouter } from "@connectrpc/connect";
+import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { RequestContext } from "../context/request-context.ts";
 import { RPC_OPTIONS } from "../rpc/index.ts";
@@ -12,11 +12,11 @@ import type { NodeRequest, NodeResponse } from "./node-bridge.ts";
 /** Serves one RPC request; `context` reaches the handlers as `ctx.values.get(requestContextKey)`. */
 export type RpcHandler = (req: NodeRequest, res: NodeResponse, context: RequestContext) => void;
 
-/** The RPC handler for `routes`. */
-export function rpcHandler(routes: (router: ConnectRouter) => void): RpcHandler {
+/** The RPC handler for `routes`, with `interceptors` (metrics) around every call. */
+export function rpcHandler(routes: (router: ConnectRouter) => void, interceptors: Interceptor[] = []): RpcHandler {
   // connect-node hands contextValues the Node request only: the context waits here for it.
   const contexts = new WeakMap<NodeRequest, RequestContext>();
-  const adapter = connectNodeAdapter({ ...RPC_OPTIONS, routes, contextValues: (req) => rpcContextValues(contexts.get(req)!) });
+  const adapter = connectNodeAdapter({ ...RPC_OPTIONS, interceptors, routes, contextValues: (req) => rpcContextValues(contexts.get(req)!) });
   return (req, res, context) => {
     contexts.set(req, context);
     // connect-node builds the request URL from the Host, which HTTP/1.0 may leave out.

@@ -11,8 +11,11 @@ import { createApp } from "../http/app.ts";
 import { rpcPaths, rpcRoutes } from "../rpc/index.ts";
 import { EXPIRY_SWEEP_MS } from "../service/files.ts";
 import { openServices, type Services } from "../service/index.ts";
-import { listenOnePort } from "./one-port.ts";
+import type { BlobStore } from "../storage/ports.ts";
+import { logError, logInfo, setLogFormat } from "../log.ts";
+import { listenOnePort, type OnePortServer } from "./one-port.ts";
 import { batchedLog } from "./access-log.ts";
+import { Metrics } from "./metrics.ts";
 
 /** How often a server on a shared blob store sweeps orphans (ms). */
 const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
@@ -22,11 +25,12 @@ export const SHUTDOWN_GRACE_MS = 10_000;
 
 /** Runs the server until SIGTERM or SIGINT; returns once it has stopped and the stores are closed. */
 export async function serve(config: Config): Promise<void> {
+  setLogFormat(config.logFormat);
   {
     await using services = await openServices(config);
     await serveUntilStopped(config, services);
   }
-  console.log("stopped");
+  logInfo("stopped");
 }
 
 async function serveUntilStopped(config: Config, services: Services): Promise<void> {
@@ -43,7 +47,7 @@ async function serveUntilStopped(config: Config, services: Services): Promise<vo
       ? new OidcSignIn({ issuer, clientId, clientSecret, redirectUri: () => `${baseUrl}/auth/idp/callback`, allowedDomains: config.allowedDomains })
       : undefined;
   const expired = await services.sessions.sweepExpired();
-  if (expired > 0) console.log(`removed ${expired} expired session(s)`);
+  if (expired > 0) logInfo(`removed ${expired} expired session(s)`);
   const app = createApp({
     services,
     auth,
@@ -55,6 +59,11 @@ async function serveUntilStopped(config: Config, services: Services): Promise<vo
   const routes = rpcRoutes({ files: services.files, auth, baseUrl: () => baseUrl });
   const { log, flush: flushLog } = batchedLog((chunk) => process.stdout.write(chunk));
   const trustedProxies = new Set(config.trustedProxies);
+  let listening: OnePortServer | undefined;
+  const metrics = config.metricsEnabled
+    ? new Metrics({ stored: () => services.store.files.totals(), transferred: () => listening?.transferred() ?? { received: 0, sent: 0 } })
+    : undefined;
+  if (metrics !== undefined) countUploads(services.blobs, metrics);
   const server = await listenOnePort({
     port: config.port,
     app: (request) => app.handle(request),
@@ -62,16 +71,19 @@ async function serveUntilStopped(config: Config, services: Services): Promise<vo
     rpcPaths: rpcPaths(routes),
     content: { deps: { files: services.files, shares: services.shares, auth, baseUrl: () => baseUrl } },
     log,
+    logFormat: config.logFormat,
+    metrics: metrics === undefined ? undefined : { metrics, token: config.metricsToken },
     trustedProxies,
     headerTimeoutSeconds: config.timeouts.headerSeconds,
     maxConnections: config.connections,
     idleTimeoutSeconds: config.timeouts.idleSeconds,
   });
+  listening = server;
   if (config.hostname === undefined) baseUrl = `http://localhost:${server.port}`;
-  console.log(`cubby ${pkg.version} listening on port ${server.port}; public URL ${baseUrl}; data in ${config.dataDir}`);
+  logInfo(`cubby ${pkg.version} listening on port ${server.port}; public URL ${baseUrl}; data in ${config.dataDir}`);
 
   const signal = await stopSignal();
-  console.log(`${signal}: stopping; in-flight requests have ${SHUTDOWN_GRACE_MS / 1000}s to finish`);
+  logInfo(`${signal}: stopping; in-flight requests have ${SHUTDOWN_GRACE_MS / 1000}s to finish`);
   for (const timer of timers) clearInterval(timer);
   await server.stop(SHUTDOWN_GRACE_MS);
   flushLog();
@@ -86,7 +98,7 @@ async function startSweeping(services: Services): Promise<ReturnType<typeof setI
   const sweep = async () => {
     const swept = await services.files.sweep();
     if (swept.unfinished + swept.orphans > 0) {
-      console.log(`swept ${swept.unfinished} temporary and ${swept.orphans} unreferenced blob file(s)`);
+      logInfo(`swept ${swept.unfinished} temporary and ${swept.orphans} unreferenced blob file(s)`);
     }
   };
   if (services.blobs.orphanGraceMs > 0) return repeat("sweep", SWEEP_INTERVAL_MS, sweep);
@@ -108,7 +120,7 @@ async function repeat(name: string, ms: number, job: () => Promise<void>): Promi
     try {
       await job();
     } catch (err) {
-      console.error(`${name} failed: ${err}`);
+      logError(`${name} failed: ${err}`);
     } finally {
       running = false;
     }
@@ -123,7 +135,7 @@ async function repeat(name: string, ms: number, job: () => Promise<void>): Promi
 async function deleteExpired(services: Services): Promise<void> {
   let total = 0;
   for (let n = -1; n !== 0; total += n) n = await services.files.deleteExpired(1000);
-  if (total > 0) console.log(`deleted ${total} expired file(s)`);
+  if (total > 0) logInfo(`deleted ${total} expired file(s)`);
 }
 
 /**
@@ -137,7 +149,18 @@ function uploadSweepMs(expirySeconds: number): number {
 /** Sweeps expired and orphaned resumable uploads once. */
 async function sweepUploads(services: Services): Promise<void> {
   const swept = await services.uploads.sweep();
-  if (swept.expired + swept.orphans > 0) console.log(`swept ${swept.expired} expired and ${swept.orphans} orphaned resumable upload(s)`);
+  if (swept.expired + swept.orphans > 0) logInfo(`swept ${swept.expired} expired and ${swept.orphans} orphaned resumable upload(s)`);
+}
+
+/**
+ * Counts the blob store's writes of uploaded bytes in `cubby_uploads_in_flight`: new blobs (REST
+ * and RPC uploads, content replacements, guest uploads) and resumable-upload chunks (tus PATCH).
+ */
+function countUploads(blobs: BlobStore, metrics: Metrics): void {
+  const write = blobs.write.bind(blobs);
+  blobs.write = (content, opts) => metrics.countUpload(() => write(content, opts));
+  const append = blobs.partials.append.bind(blobs.partials);
+  blobs.partials.append = (...args) => metrics.countUpload(() => append(...args));
 }
 
 /** Resolves with the name of the first SIGTERM or SIGINT. */

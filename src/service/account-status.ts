@@ -6,6 +6,7 @@
 import type { Clock } from "../domain/time.ts";
 import type { MetadataStore, UserAccount } from "../storage/ports.ts";
 import { ReadCache } from "./read-cache.ts";
+import { logError } from "../log.ts";
 
 /** `last_seen_at` is written at most this often per user, as a key's `last_used_at` is. */
 export const LAST_SEEN_RESOLUTION_MICROS = 60_000_000;
@@ -34,7 +35,7 @@ export class AccountStatus {
         await this.deps.store.users.touch(userId, now);
       } catch (err) {
         // Bookkeeping only: a busy database must not fail the request it belongs to.
-        console.error(`user ${userId}: could not record last seen: ${err}`);
+        logError(`user ${userId}: could not record last seen: ${err}`);
       }
     }
     return true;

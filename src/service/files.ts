@@ -324,14 +324,14 @@ export class FileService {
     });
   }
 
-  /** Makes a file public. */
-  async publish(principal: Principal, id: string): Promise<void> {
-    await this.update(principal, id, { visibility: "public" });
+  /** Makes a file public. @returns the file as it is now */
+  publish(principal: Principal, id: string): Promise<FileRecord> {
+    return this.update(principal, id, { visibility: "public" });
   }
 
-  /** Undoes publish: visibility becomes `internal`, the create default (CONTRACT §2). */
-  async unpublish(principal: Principal, id: string): Promise<void> {
-    await this.update(principal, id, { visibility: DEFAULT_VISIBILITY });
+  /** Undoes publish: visibility becomes `internal`, the create default (CONTRACT §2). @returns the file as it is now */
+  unpublish(principal: Principal, id: string): Promise<FileRecord> {
+    return this.update(principal, id, { visibility: DEFAULT_VISIBILITY });
   }
 
   /** Deletes a file (owner only); its blob is removed after the commit. */

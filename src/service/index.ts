@@ -22,6 +22,7 @@ import { UploadService } from "./uploads.ts";
 import { UserService } from "./users.ts";
 import { UserAdmin } from "./user-admin.ts";
 import { AccountStatus } from "./account-status.ts";
+import { logError } from "../log.ts";
 
 /** The services and the stores under them; disposing flushes delayed blob removals and closes the stores. */
 export interface Services extends AsyncDisposable {
@@ -70,7 +71,7 @@ export async function openServices(opts: OpenOptions): Promise<Services> {
   fs.mkdirSync(opts.dataDir, { recursive: true, mode: PRIVATE_DIR_MODE });
   // Before the database opens: SQLite gives a new -wal / -shm the database file's mode.
   const tightened = tightenDataDir(opts.dataDir);
-  if (tightened.length > 0) console.error(`tightened to owner-only access in ${opts.dataDir}: ${describeTightened(tightened)}`);
+  if (tightened.length > 0) logError(`tightened to owner-only access in ${opts.dataDir}: ${describeTightened(tightened)}`);
   const store = await openMetadata(opts);
   let blobs: BlobStore;
   try {

@@ -11,6 +11,7 @@ import type { Clock } from "../domain/time.ts";
 import type { ApiKeyRow, MetadataStore } from "../storage/ports.ts";
 import { ReadCache } from "./read-cache.ts";
 import type { AccountStatus } from "./account-status.ts";
+import { logError } from "../log.ts";
 
 /** A key as listed: never its secret. Times are Unix microseconds. */
 export interface ApiKeyInfo {
@@ -130,7 +131,7 @@ export class KeyService {
         await this.deps.store.keys.touch(row.id, now);
       } catch (err) {
         // Bookkeeping only: a busy database must not fail the request it belongs to.
-        console.error(`api key ${row.id}: could not record last use: ${err}`);
+        logError(`api key ${row.id}: could not record last use: ${err}`);
       }
     }
     return { userId: row.userId, via: "api_key", scopes: scopesOf(row.scopes) };

@@ -19,6 +19,7 @@ import type { UploadLinkRow, UploadRow } from "../storage/upload-ports.ts";
 import { DEFAULT_VISIBILITY, type Content, type FileService } from "./files.ts";
 import type { Quotas } from "./quota.ts";
 import type { UploadLinkService } from "./upload-links.ts";
+import { logError } from "../log.ts";
 
 /** Who is uploading: a signed-in user (with files.write), or anyone holding a guest link's token. */
 export type Uploader = { principal: Principal } | { link: UploadLinkRow };
@@ -243,7 +244,7 @@ export class UploadService {
         if (link !== undefined) await this.deps.links.consume(tx, link.id, record.size);
       },
     });
-    await blobs.partials.remove(row.id).catch((err: unknown) => console.error(`upload ${row.id}: removing its partial bytes failed (the sweep will): ${err}`));
+    await blobs.partials.remove(row.id).catch((err: unknown) => logError(`upload ${row.id}: removing its partial bytes failed (the sweep will): ${err}`));
     return stateOf({ ...row, offset: row.length, fileId: file.id });
   }
 

@@ -11,6 +11,7 @@ import { AppError } from "../errors.ts";
 import { NO_QUOTA, type BlobStore, type MetadataStore, type UserAccount, type UserHoldings } from "../storage/ports.ts";
 import type { Clock } from "../domain/time.ts";
 import type { Quotas } from "./quota.ts";
+import { logError } from "../log.ts";
 
 /** A user as `cubby users list` shows them. Bytes; times Unix microseconds. */
 export interface UserSummary extends UserHoldings {
@@ -101,7 +102,7 @@ export class UserAdmin {
     });
     // Now, not after a readers' grace: the command's process ends next, and a download of a
     // deleted user's file may as well stop. What cannot be removed now the sweep removes later.
-    const left = (what: string) => (err: unknown) => console.error(`${what}: removal failed (the sweep will remove it): ${err}`);
+    const left = (what: string) => (err: unknown) => logError(`${what}: removal failed (the sweep will remove it): ${err}`);
     for (const name of blobNames) await blobs.remove(name).catch(left(`blob ${name}`));
     for (const id of uploadIds) await blobs.partials.remove(id).catch(left(`upload ${id}`));
     return summary;

@@ -5,6 +5,7 @@
  */
 import fsp from "node:fs/promises";
 import type { ReadPlan } from "./ports.ts";
+import { logError } from "../log.ts";
 
 /** Blobs up to this size are served from memory once read: they are immutable, never stale. */
 export const SMALL_BLOB_BYTES = 64 * 1024;
@@ -107,7 +108,7 @@ export class DelayedRemovals {
     if (this.pending.has(name)) return;
     const timer = setTimeout(() => {
       this.pending.delete(name);
-      this.remove(name).catch((err) => console.error(`blob ${name}: removal failed (the sweep will remove it): ${err}`));
+      this.remove(name).catch((err) => logError(`blob ${name}: removal failed (the sweep will remove it): ${err}`));
     }, REMOVAL_GRACE_MS);
     timer.unref();
     this.pending.set(name, timer);

@@ -255,6 +255,11 @@ class PgFiles implements FileTable {
     return deleted.map((r) => r.blob);
   }
 
+  async totals(): Promise<{ files: number; bytes: number }> {
+    const [row] = await this.db.select({ files: sql<number>`count(*)`.mapWith(Number), bytes: sql<number>`coalesce(sum(${files.size}), 0)`.mapWith(Number) }).from(files);
+    return row!;
+  }
+
   async dueToExpire(now: number, limit: number): Promise<FileRecord[]> {
     return (await this.db.select().from(files).where(lte(files.expiresAt, now)).orderBy(asc(files.expiresAt)).limit(limit)) as FileRecord[];
   }

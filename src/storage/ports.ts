@@ -145,6 +145,8 @@ export interface FileTable {
   deleteByOwner(ownerId: string): Promise<string[]>;
   /** Every blob name a row refers to (the orphan sweep). */
   blobNames(): Promise<Set<string>>;
+  /** How many files there are and the sum of their sizes in bytes (metrics). */
+  totals(): Promise<{ files: number; bytes: number }>;
   /** Up to `limit` files whose expiry is at or before `now` (Unix microseconds), soonest first. */
   dueToExpire(now: number, limit: number): Promise<FileRecord[]>;
 }

@@ -175,6 +175,10 @@ class SqliteFiles implements FileTable {
     return this.write((db) => db.delete(files).where(eq(files.ownerId, ownerId)).returning({ blob: files.blob }).all().map((r) => r.blob));
   }
 
+  async totals(): Promise<{ files: number; bytes: number }> {
+    return this.db.select({ files: sql<number>`count(*)`.mapWith(Number), bytes: sql<number>`coalesce(sum(${files.size}), 0)`.mapWith(Number) }).from(files).get()!;
+  }
+
   async dueToExpire(now: number, limit: number): Promise<FileRecord[]> {
     return this.db.select().from(files).where(lte(files.expiresAt, now)).orderBy(asc(files.expiresAt)).limit(limit).all() as FileRecord[];
   }

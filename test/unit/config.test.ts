@@ -30,6 +30,9 @@ describe("loadConfig", () => {
       s3: undefined,
       uploadExpirySeconds: 86400,
       quotaBytes: null,
+      metricsToken: undefined,
+      metricsEnabled: true,
+      logFormat: "text",
     });
   });
 
@@ -60,6 +63,9 @@ describe("loadConfig", () => {
       S3_VIRTUAL_HOSTED_STYLE: "true",
       TUS_UPLOAD_EXPIRY_SECONDS: "3600",
       QUOTA_BYTES: "1073741824",
+      METRICS_TOKEN: "0123456789abcdef0123",
+      METRICS: "off",
+      LOG_FORMAT: "json",
     };
     expect(loadConfig(env, {}, "/")).toEqual({
       port: 9000,
@@ -84,6 +90,9 @@ describe("loadConfig", () => {
       },
       uploadExpirySeconds: 3600,
       quotaBytes: 1073741824,
+      metricsToken: "0123456789abcdef0123",
+      metricsEnabled: false,
+      logFormat: "json",
     });
   });
 
@@ -133,5 +142,9 @@ describe("loadConfig", () => {
     ["an S3 endpoint with a path", { S3_BUCKET: "b", S3_ENDPOINT: "http://x:9000/b" }, "S3_ENDPOINT must be an http(s) origin such as http://127.0.0.1:9000 (got \"http://x:9000/b\")"],
     ["an S3 key without its secret", { S3_BUCKET: "b", S3_ACCESS_KEY_ID: "k" }, "S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY must be set together"],
     ["an S3 prefix without a slash", { S3_BUCKET: "b", S3_PREFIX: "cubby" }, "S3_PREFIX must end with \"/\" and not start with one, e.g. cubby/ (got \"cubby\")"],
+    ["a metrics token too short to be secret", { METRICS_TOKEN: "hunter2" }, "METRICS_TOKEN must be at least 16 printable ASCII characters without spaces (e.g. from `openssl rand -hex 32`)"],
+    ["a metrics token with a space", { METRICS_TOKEN: "0123456789 abcdef" }, "METRICS_TOKEN must be at least 16 printable ASCII characters without spaces (e.g. from `openssl rand -hex 32`)"],
+    ["metrics neither on nor off", { METRICS: "yes" }, "METRICS must be on or off (got \"yes\")"],
+    ["a log format of another kind", { LOG_FORMAT: "logfmt" }, "LOG_FORMAT must be text or json (got \"logfmt\")"],
   ])("%s", (_, env, message) => expect(outcome(() => loadConfig(env))).toEqual({ error: message }));
 });

@@ -17,6 +17,9 @@ test.each([
   ["a share link's password form goes to the app", "POST", "/s/abc", { kind: "app", pathname: "/s/abc" }],
   ["REST", "GET", "/v1/files?page_size=2", { kind: "app", pathname: "/v1/files" }],
   ["the dashboard", "GET", "/", { kind: "app", pathname: "/" }],
+  ["the metrics", "GET", "/metrics", { kind: "metrics", pathname: "/metrics" }],
+  ["the metrics with a query", "HEAD", "/metrics?name[]=up", { kind: "metrics", pathname: "/metrics" }],
+  ["the metrics with another method go to the app", "POST", "/metrics", { kind: "app", pathname: "/metrics" }],
 ] as [string, string, string, Route][])("%s", (_, method, target, route) => {
   expect(routeOf(method, target, rpcPaths)).toEqual(route);
 });

@@ -1,0 +1,233 @@
+/**
+ * `GET /metrics` (CONTRACT §9): the Prometheus text exposition format, through prom-client.
+ *
+ * Series (every label value comes from a small fixed set — route templates, never raw paths,
+ * file names, e-mail addresses or key IDs):
+ * - `cubby_http_requests_total{method,route,status}` and
+ *   `cubby_http_request_duration_seconds{method,route}`: every request, whichever protocol
+ *   served it (RPC requests appear under their procedure path as the route);
+ * - `cubby_rpc_handled_total{method,code}`: RPC calls by procedure and gRPC status code name;
+ * - `cubby_received_bytes_total` / `cubby_sent_bytes_total`: bytes read from and written to
+ *   clients' connections (HTTP/1.1 headers included; HTTP/2 frames counted by their payload);
+ * - `cubby_uploads_in_flight`: uploads whose bytes are being stored now (REST, RPC, tus);
+ * - `cubby_files` / `cubby_stored_bytes`: files stored and the sum of their sizes;
+ * - prom-client's default process and runtime metrics (`process_*`, `nodejs_*`).
+ *
+ * Access: loopback clients that did not come through a proxy; others with
+ * `Authorization: Bearer <METRICS_TOKEN>` when it is set (401 with a wrong one), else 404.
+ */
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import crypto from "node:crypto";
+import type { ServerResponse } from "node:http";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { AppError } from "../errors.ts";
+import { headerOf, refuse, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
+
+/** What the store holds, for `cubby_files` and `cubby_stored_bytes`. */
+export interface StoredTotals {
+  files: number;
+  bytes: number;
+}
+
+/** Bytes read from and written to clients' connections since start. */
+export interface TransferTotals {
+  received: number;
+  sent: number;
+}
+
+export interface MetricsSources {
+  /** Counts the stored files (a database query per scrape). */
+  stored: () => Promise<StoredTotals>;
+  /** Bytes moved so far (server/connections.ts). */
+  transferred: () => TransferTotals;
+}
+
+/** Methods a label may name; any other token an HTTP client may send is `other`. */
+const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
+
+/** Request durations, seconds: from a cached small GET (~1 ms) to a long download. */
+const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+
+/** The route label of a request no route matched (a 404, or a target refused before routing). */
+export const UNMATCHED_ROUTE = "unmatched";
+
+/** The gRPC status code names (grpc/doc/statuscodes.md) by Connect code. */
+const GRPC_CODE_NAMES: Record<Code, string> = Object.fromEntries(
+  Object.entries(Code)
+    .filter(([, v]) => typeof v === "number")
+    .map(([name, v]) => [v, name.replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase()]),
+) as Record<Code, string>;
+
+/**
+ * The server's metrics: one registry per server, observed by the access log at the end of every
+ * request and by the RPC interceptor at the end of every call.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly requests: Counter<"method" | "route" | "status">;
+  private readonly durations: Histogram<"method" | "route">;
+  private readonly rpcCalls: Counter<"method" | "code">;
+  private readonly uploads: Gauge;
+  private readonly files: Gauge;
+  private readonly storedBytes: Gauge;
+  /** HTTP/2 response bytes (Bun's HTTP/2 sockets count none written), added to the sockets' count. */
+  private h2Sent = 0;
+
+  constructor(private readonly sources: MetricsSources) {
+    const registers = [this.registry];
+    this.requests = new Counter({ name: "cubby_http_requests_total", help: "Requests answered, by method, route template and HTTP status.", labelNames: ["method", "route", "status"], registers });
+    this.durations = new Histogram({
+      name: "cubby_http_request_duration_seconds",
+      help: "Time from a request's arrival to the end of its response, by method and route template.",
+      labelNames: ["method", "route"],
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
+    this.rpcCalls = new Counter({ name: "cubby_rpc_handled_total", help: "RPC calls completed, by procedure and gRPC status code.", labelNames: ["method", "code"], registers });
+    const transferred = sources.transferred;
+    const h2Sent = () => this.h2Sent;
+    new Counter({
+      name: "cubby_received_bytes_total",
+      help: "Bytes read from clients' connections.",
+      registers,
+      collect() {
+        this.reset();
+        this.inc(transferred().received);
+      },
+    });
+    new Counter({
+      name: "cubby_sent_bytes_total",
+      help: "Bytes written to clients' connections (HTTP/2: frame payloads).",
+      registers,
+      collect() {
+        this.reset();
+        this.inc(transferred().sent + h2Sent());
+      },
+    });
+    this.uploads = new Gauge({ name: "cubby_uploads_in_flight", help: "Uploads whose bytes are being stored now (REST, RPC and tus).", registers });
+    this.files = new Gauge({ name: "cubby_files", help: "Files stored.", registers });
+    this.storedBytes = new Gauge({ name: "cubby_stored_bytes", help: "Sum of the stored files' sizes, bytes.", registers });
+    collectDefaultMetrics({ register: this.registry });
+    // Gauges named like counters, which `promtool check metrics` refuses (prom-client's defaults):
+    // what they count is in nodejs_active_handles / _requests / _resources by type anyway.
+    for (const name of ["nodejs_active_handles_total", "nodejs_active_requests_total", "nodejs_active_resources_total"]) this.registry.removeSingleMetric(name);
+  }
+
+  /**
+   * Counts one finished request.
+   * @param route the route template ({@link UNMATCHED_ROUTE} when none matched)
+   * @param seconds from arrival to the end of the response
+   */
+  observeRequest(method: string, route: string, status: number, seconds: number): void {
+    const m = METHODS.has(method) ? method : "other";
+    this.requests.inc({ method: m, route, status: String(status) });
+    this.durations.observe({ method: m, route }, seconds);
+  }
+
+  /** Counts one finished RPC call. @param procedure its path, `/cubby.v1.FileService/GetFile` */
+  observeRpc(procedure: string, code: Code | undefined): void {
+    this.rpcCalls.inc({ method: procedure, code: code === undefined ? "OK" : GRPC_CODE_NAMES[code] });
+  }
+
+  /** Counts `bytes` written to an HTTP/2 response (server/access-log.ts). */
+  countSent(bytes: number): void {
+    this.h2Sent += bytes;
+  }
+
+  /** Runs `write` (an upload's bytes being stored) with `cubby_uploads_in_flight` one higher. */
+  async countUpload<T>(write: () => Promise<T>): Promise<T> {
+    this.uploads.inc();
+    try {
+      return await write();
+    } finally {
+      this.uploads.dec();
+    }
+  }
+
+  /**
+   * The exposition text, with the store's totals read now.
+   * @throws what reading the totals throws (the scrape fails rather than showing stale numbers)
+   */
+  async render(): Promise<string> {
+    const totals = await this.sources.stored();
+    this.files.set(totals.files);
+    this.storedBytes.set(totals.bytes);
+    return this.registry.metrics();
+  }
+
+  /**
+   * A Connect interceptor that counts every call once it ends: unary calls when they return or
+   * throw, streamed responses when their last message is sent or the stream fails.
+   */
+  interceptor(): Interceptor {
+    return (next) => async (req) => {
+      const procedure = req.url.slice(req.url.indexOf("/", req.url.indexOf("//") + 2));
+      const codeOf = (err: unknown) => (err instanceof ConnectError ? err.code : Code.Unknown);
+      let res;
+      try {
+        res = await next(req);
+      } catch (err) {
+        this.observeRpc(procedure, codeOf(err));
+        throw err;
+      }
+      if (!res.stream) {
+        this.observeRpc(procedure, undefined);
+        return res;
+      }
+      const messages = res.message;
+      const observe = (code: Code | undefined) => this.observeRpc(procedure, code);
+      return {
+        ...res,
+        message: (async function* () {
+          let code: Code | undefined = Code.Canceled;
+          try {
+            yield* messages;
+            code = undefined;
+          } catch (err) {
+            code = codeOf(err);
+            throw err;
+          } finally {
+            observe(code);
+          }
+        })(),
+      };
+    };
+  }
+}
+
+/**
+ * Whether `req` may read the metrics without a token: from a loopback address, and not relayed
+ * by a proxy on the same machine (a forwarded request speaks for a client elsewhere).
+ */
+export function isLocalRequest(req: NodeRequest): boolean {
+  const peer = req.socket?.remoteAddress ?? "";
+  const loopback = peer === "::1" || peer.startsWith("127.") || peer.startsWith("::ffff:127.");
+  return loopback && headerOf(req, "x-forwarded-for") === null && headerOf(req, "forwarded") === null;
+}
+
+/** Compares a presented bearer token with the configured one in constant time. */
+function tokenMatches(authorization: string | null, token: string): boolean {
+  const m = authorization === null ? null : /^Bearer[ ]+([^ ]+)[ ]*$/i.exec(authorization);
+  if (m === null) return false;
+  const digest = (s: string) => crypto.createHash("sha256").update(s).digest();
+  return crypto.timingSafeEqual(digest(m[1]!), digest(token));
+}
+
+/**
+ * Answers `GET` or `HEAD /metrics` under the access rule of the module comment.
+ * @param token METRICS_TOKEN, or undefined
+ */
+export async function serveMetrics(metrics: Metrics, token: string | undefined, req: NodeRequest, res: NodeResponse): Promise<void> {
+  if (!isLocalRequest(req)) {
+    if (token === undefined) return refuse(res, new AppError("not_found", "not found"));
+    if (!tokenMatches(headerOf(req, "authorization"), token)) {
+      res.setHeader("www-authenticate", 'Bearer realm="metrics"');
+      return refuse(res, new AppError("unauthenticated", "send Authorization: Bearer <METRICS_TOKEN>"));
+    }
+  }
+  const body = await metrics.render();
+  const writer = res as ServerResponse;
+  writer.writeHead(200, { "content-type": metrics.registry.contentType, "content-length": Buffer.byteLength(body), "cache-control": "no-store" });
+  if (req.method === "HEAD") writer.end();
+  else writer.end(body);
+}

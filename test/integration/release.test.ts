@@ -1,0 +1,172 @@
+// The release executables (issue 15, item 6): every target of scripts/release.ts builds through
+// scripts/build.ts's one build function into an executable of the right format and architecture,
+// SHA256SUMS checks with `sha256sum -c`, and the linux-arm64 executable runs `cubby version` and
+// serves /healthz and an upload (its own CRC32C addon) under qemu-aarch64-static. Without qemu,
+// Debian's aarch64 libraries or sha256sum, those tests skip with the reason, or fail when CI is set.
+import { afterAll, describe, expect, test } from "bun:test";
+import fs from "node:fs";
+import path from "node:path";
+import { TARGETS, type Target } from "../../scripts/build.ts";
+import { buildRelease, writeChecksums } from "../../scripts/release.ts";
+import { checksumOf } from "../../src/domain/checksum.ts";
+import { stopPids } from "../support/processes.ts";
+import { client, ROOT, tempDir } from "../support/server.ts";
+import { testNeeding } from "../support/tools.ts";
+
+const dir = tempDir("cubby-release-");
+afterAll(() => dir[Symbol.dispose]());
+const releaseDir = path.join(dir.path, "release");
+
+const QEMU = Bun.which("qemu-aarch64-static");
+const SYSROOT = "/usr/aarch64-linux-gnu";
+const qemuMissing = [
+  ...(QEMU === null ? ["qemu-aarch64-static (apt-get install qemu-user-static)"] : []),
+  ...["lib/ld-linux-aarch64.so.1", "lib/libc.so.6"].filter((f) => !fs.existsSync(path.join(SYSROOT, f))).map((f) => `${SYSROOT}/${f} (apt-get install libc6-arm64-cross)`),
+  // The CRC32C addon (Rust, napi-rs) links libgcc_s, which every glibc system has and the
+  // cross sysroot lacks unless this package is there.
+  ...(fs.existsSync(path.join(SYSROOT, "lib/libgcc_s.so.1")) ? [] : [`${SYSROOT}/lib/libgcc_s.so.1 (apt-get install libgcc-s1-arm64-cross)`]),
+];
+
+/** What each target's file must start with: ELF machine and dynamic loader, or Mach-O arm64 and signed. */
+const FORMAT: Record<Target, string> = {
+  "linux-x64": "ELF x86-64 /lib64/ld-linux-x86-64.so.2",
+  "linux-arm64": "ELF aarch64 /lib/ld-linux-aarch64.so.1",
+  "linux-x64-musl": "ELF x86-64 /lib/ld-musl-x86_64.so.1",
+  "linux-arm64-musl": "ELF aarch64 /lib/ld-musl-aarch64.so.1",
+  "darwin-arm64": "Mach-O arm64 signed",
+};
+
+/** The format of an executable, read from its header: ELF e_machine and PT_INTERP, or Mach-O CPU type and LC_CODE_SIGNATURE. */
+function formatOf(file: string): string {
+  const b = fs.readFileSync(file).subarray(0, 64 * 1024);
+  const v = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  if (b.subarray(0, 4).toString() === "\x7fELF") {
+    const machine = { 0x3e: "x86-64", 0xb7: "aarch64" }[v.getUint16(18, true)] ?? `machine ${v.getUint16(18, true)}`;
+    const phoff = Number(v.getBigUint64(32, true));
+    const [phentsize, phnum] = [v.getUint16(54, true), v.getUint16(56, true)];
+    for (let i = 0; i < phnum; i++) {
+      const ph = phoff + i * phentsize;
+      if (v.getUint32(ph, true) !== 3) continue; // PT_INTERP
+      const off = Number(v.getBigUint64(ph + 8, true));
+      const size = Number(v.getBigUint64(ph + 32, true));
+      return `ELF ${machine} ${b.subarray(off, off + size - 1).toString()}`;
+    }
+    return `ELF ${machine} static`;
+  }
+  if (v.getUint32(0, true) === 0xfeedfacf) {
+    const cpu = v.getInt32(4, true) === 0x0100000c ? "arm64" : `cpu ${v.getInt32(4, true)}`;
+    let signed = false;
+    for (let i = 0, off = 32; i < v.getUint32(16, true); i++, off += v.getUint32(off + 4, true)) {
+      if (v.getUint32(off, true) === 0x1d) signed = true; // LC_CODE_SIGNATURE
+    }
+    return `Mach-O ${cpu}${signed ? " signed" : " unsigned"}`;
+  }
+  return "unknown format";
+}
+
+describe("every release target builds", () => {
+  for (const target of Object.keys(TARGETS) as Target[]) {
+    test(
+      `cubby-${target}: ${FORMAT[target]}`,
+      async () => {
+        const { file, bytes } = await buildRelease(target, releaseDir);
+        console.log(`cubby-${target}: ${bytes} bytes (${(bytes / 1024 / 1024).toFixed(1)} MiB)`);
+        expect({ format: formatOf(file), map: fs.existsSync(`${file}.map`) }).toEqual({ format: FORMAT[target], map: false });
+        if (target !== "linux-arm64") fs.rmSync(file); // ~110 MB each; only linux-arm64 is run below
+      },
+      120_000, // the first build of a cross-target downloads its Bun runtime (~40 MB)
+    );
+  }
+});
+
+test(
+  "a second build of the same sources is byte-identical (so SHA256SUMS can be checked by rebuilding)",
+  async () => {
+    const sha = (f: string) => new Bun.CryptoHasher("sha256").update(fs.readFileSync(f)).digest("hex");
+    const first = path.join(releaseDir, "cubby-linux-arm64");
+    if (!fs.existsSync(first)) await buildRelease("linux-arm64", releaseDir);
+    const again = await buildRelease("linux-arm64", path.join(dir.path, "again"));
+    expect(sha(again.file)).toBe(sha(first));
+    fs.rmSync(again.file);
+  },
+  120_000,
+);
+
+describe("SHA256SUMS", () => {
+  const sha256sum = Bun.which("sha256sum");
+  testNeeding("the sha256sum check", sha256sum === null ? ["sha256sum (apt-get install coreutils)"] : [])("lists every executable; sha256sum -c checks it and catches a changed byte", async () => {
+    using sums = tempDir("cubby-sums-");
+    fs.writeFileSync(path.join(sums.path, "cubby-linux-x64"), "one");
+    fs.writeFileSync(path.join(sums.path, "cubby-darwin-arm64"), "two");
+    const text = writeChecksums(sums.path);
+    expect(text).toBe(
+      `${new Bun.CryptoHasher("sha256").update("two").digest("hex")}  cubby-darwin-arm64\n` +
+        `${new Bun.CryptoHasher("sha256").update("one").digest("hex")}  cubby-linux-x64\n`,
+    );
+    const check = () => Bun.spawnSync([sha256sum!, "-c", "SHA256SUMS"], { cwd: sums.path, stdout: "pipe", stderr: "pipe" });
+    expect({ code: check().exitCode, out: check().stdout.toString() }).toEqual({ code: 0, out: "cubby-darwin-arm64: OK\ncubby-linux-x64: OK\n" });
+    fs.writeFileSync(path.join(sums.path, "cubby-linux-x64"), "One");
+    expect({ code: check().exitCode, out: check().stdout.toString() }).toEqual({ code: 1, out: "cubby-darwin-arm64: OK\ncubby-linux-x64: FAILED\n" });
+  });
+});
+
+describe("cubby-linux-arm64 under qemu-aarch64-static", () => {
+  const qemuTest = testNeeding("the linux-arm64 tests under qemu", qemuMissing);
+  /** The command that runs the arm64 executable (built by the tests above, or here when run alone). */
+  const arm64 = async () => {
+    const file = path.join(releaseDir, "cubby-linux-arm64");
+    if (!fs.existsSync(file)) await buildRelease("linux-arm64", releaseDir);
+    return [QEMU!, "-L", SYSROOT, file];
+  };
+  const env = { PATH: "/usr/bin:/bin", HOME: dir.path };
+
+  qemuTest(
+    "cubby version",
+    async () => {
+      const proc = Bun.spawn([...(await arm64()), "version"], { cwd: dir.path, env, stdout: "pipe", stderr: "pipe" });
+      const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+      const { version } = (await Bun.file(path.join(ROOT, "package.json")).json()) as { version: string };
+      expect({ code, out, err }).toEqual({ code: 0, out: `cubby ${version}\n`, err: "" });
+    },
+    60_000,
+  );
+
+  qemuTest(
+    "serves /healthz, and an upload whose CRC32C the arm64 addon computes",
+    async () => {
+      const data = path.join(dir.path, "data");
+      const keys = Bun.spawn([...(await arm64()), "keys", "create", "--email", "arm@example.com", "--data-dir", data], { cwd: dir.path, env, stdout: "pipe", stderr: "pipe" });
+      const [key, keyErr] = await Promise.all([new Response(keys.stdout).text(), new Response(keys.stderr).text()]);
+      expect({ code: await keys.exited, keyErr }).toMatchObject({ code: 0 });
+
+      const proc = Bun.spawn([...(await arm64()), "serve", "--port", "0", "--data-dir", data], { cwd: dir.path, env, stdin: "ignore", stdout: "pipe", stderr: "inherit" });
+      try {
+        // Emulated, the runtime takes seconds to start (~10 s here against ~0.1 s natively).
+        // Read stdout to its end (the access log goes there: a closed pipe would end cubby).
+        let out = "";
+        const { promise: listening, resolve } = Promise.withResolvers<string | undefined>();
+        void (async () => {
+          const decoder = new TextDecoder();
+          for await (const chunk of proc.stdout) {
+            out += decoder.decode(chunk, { stream: true });
+            const m = /listening on port (\d+)/.exec(out);
+            if (m) resolve(m[1]);
+          }
+          resolve(undefined);
+        })();
+        const port = await listening;
+        if (port === undefined) throw new Error(`cubby under qemu exited (${await proc.exited}) without listening:\n${out}`);
+        const url = `http://127.0.0.1:${port}`;
+        const health = await fetch(`${url}/healthz`);
+        expect({ status: health.status, body: await health.json() }).toEqual({ status: 200, body: { status: "ok" } });
+
+        const bytes = crypto.getRandomValues(new Uint8Array(200_000));
+        const file = await client({ url }, key.trim()).upload(bytes, "?name=arm.bin");
+        expect({ checksum: file.checksum, size: file.size }).toEqual({ checksum: checksumOf(bytes), size: String(bytes.byteLength) });
+      } finally {
+        await stopPids([proc.pid]);
+      }
+    },
+    120_000,
+  );
+});
