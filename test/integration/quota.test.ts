@@ -1,12 +1,15 @@
 // Storage quotas (CONTRACT §9) against the real server on the configured stores: QUOTA_BYTES
 // for every user; what counts (files, a replaced file's new size, the Upload-Length of
 // unfinished tus uploads, files from guest upload links); 413 / code 8 "storage quota exceeded"
-// with nothing stored, on REST, tus, guest uploads and gRPC; parallel uploads that each fit but
+// with nothing stored, on REST, tus, guest uploads, gRPC and MCP; parallel uploads that each fit but
 // not together never both pass; GET /v1/usage.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { CreateFileRequestSchema, FileService } from "../../src/gen/cubby/v1/files_pb.ts";
 import type { UsageJson } from "../../src/http/usage-routes.ts";
 import { BACKEND, blobNames } from "../support/backend.ts";
@@ -142,6 +145,25 @@ test("gRPC: CreateFile past the quota fails with RESOURCE_EXHAUSTED and stores n
     (e: unknown) => ConnectError.from(e),
   );
   expect({ code: failure?.code, message: failure?.rawMessage }).toEqual({ code: Code.ResourceExhausted, message: "storage quota exceeded: 900 of 1000 bytes used" });
+  expect(await blobNames(server.dataDir)).toEqual(before);
+  expect(await usage(key)).toMatchObject({ files: 1, file_bytes: 900 });
+});
+
+test("MCP: upload_file past the quota is a tool error with the same message, and stores nothing", async () => {
+  const key = await newUser();
+  await client(server, key).upload(bytes(900));
+  const before = await blobNames(server.dataDir);
+  const mcp = new Client({ name: "cubby-quota-test", version: "1.0.0" });
+  await mcp.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${key}` } } }));
+  try {
+    const result = (await mcp.callTool({ name: "upload_file", arguments: { name: "big.txt", content: bytes(200) } })) as CallToolResult;
+    expect({ isError: result.isError, content: result.content }).toEqual({
+      isError: true,
+      content: [{ type: "text", text: "storage quota exceeded: 900 of 1000 bytes used" }],
+    });
+  } finally {
+    await mcp.close();
+  }
   expect(await blobNames(server.dataDir)).toEqual(before);
   expect(await usage(key)).toMatchObject({ files: 1, file_bytes: 900 });
 });
