@@ -57,6 +57,8 @@ export interface Config {
   s3: S3Settings | undefined;
   /** Seconds an unfinished resumable upload lives (TUS_UPLOAD_EXPIRY_SECONDS, default 24 h, CONTRACT §8). */
   uploadExpirySeconds: number;
+  /** Tests only: a file every response is recorded in (CUBBY_TEST_RESPONSE_LOG, server/response-tap.ts). */
+  testResponseLog?: string | undefined;
 }
 
 /** A configuration problem: the message is the one line printed before exiting with status 2. */
@@ -161,6 +163,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     connections,
     timeouts,
     uploadExpirySeconds,
+    testResponseLog: emptyToUndefined(get("CUBBY_TEST_RESPONSE_LOG")),
   };
 }
 

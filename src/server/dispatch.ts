@@ -9,6 +9,7 @@ import type { AccessLog } from "./access-log.ts";
 import { contentTarget, serveContent, serveShare, shareTarget, type ContentOptions } from "./content.ts";
 import { refuse, serveWithFetch, type FetchHandler, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
 import { originFormOf } from "./request-target.ts";
+import { responseTapFile, tapResponse } from "./response-tap.ts";
 import type { RpcHandler } from "./rpc-bridge.ts";
 
 /** Where a request goes: its path (no query) and, for content URLs, the file and the query. */
@@ -59,6 +60,7 @@ export function createDispatch(opts: DispatchOptions): (req: NodeRequest, res: N
     if (req.url !== checked.target) req.url = checked.target;
     const route = routeOf(req.method, checked.target, opts.rpcPaths);
     const context = opts.accessLog.open(req, res, route.pathname);
+    if (responseTapFile !== undefined && route.kind !== "rpc") tapResponse(req, res, route.pathname);
     if (route.kind === "rpc") opts.rpc(req, res, context);
     else if (route.kind === "content") void serveContent(opts.content, req, res, route, route.pathname, route.search, context);
     else if (route.kind === "share") void serveShare(opts.content, req, res, route.token, route.pathname, route.search, context);

@@ -13,6 +13,7 @@ import { EXPIRY_SWEEP_MS } from "../service/files.ts";
 import { openServices, type Services } from "../service/index.ts";
 import { listenOnePort } from "./one-port.ts";
 import { batchedLog } from "./access-log.ts";
+import { enableResponseTap } from "./response-tap.ts";
 
 /** How often a server on a shared blob store sweeps orphans (ms). */
 const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
@@ -42,6 +43,7 @@ async function serveUntilStopped(config: Config, services: Services): Promise<vo
     clientId !== undefined && clientSecret !== undefined
       ? new OidcSignIn({ issuer, clientId, clientSecret, redirectUri: () => `${baseUrl}/auth/idp/callback`, allowedDomains: config.allowedDomains })
       : undefined;
+  if (config.testResponseLog !== undefined) enableResponseTap(config.testResponseLog);
   const expired = await services.sessions.sweepExpired();
   if (expired > 0) console.log(`removed ${expired} expired session(s)`);
   const app = createApp({
