@@ -366,11 +366,11 @@ const contentAccess: Security = [{}, { apiKey: [] }, { session: [] }];
 const contentOp = (): Omit<Operation, "operationId" | "summary"> => ({
   tags: ["content"],
   description:
-    "Access follows visibility: `public` anyone, `internal` any signed-in user, `private` the owner. Not allowed and signed in: 404; not signed in: 401, or for a browser navigation (Accept: text/html) 302 to sign-in.",
+    "Access follows visibility: `public` anyone, `internal` any signed-in user, `private` the owner. Not allowed and signed in: 404; not signed in: 401, or for a browser navigation (Accept: text/html) 302 to sign-in; a key without `files.read`: 403.",
   security: contentAccess,
   parameters: [pathParam("id", { type: "string", pattern: PATTERNS.fileId }, "File ID"), ...contentParams],
   responses: {
-    ...contentResponses("To the canonical URL (a stale or absent slug), or to sign-in", []),
+    ...contentResponses("To the canonical URL (a stale or absent slug), or to sign-in", [403]),
     "401": { description: "Sign-in needed", headers: { "www-authenticate": header("`Bearer`") }, content: json(statusSchema(401)) },
   },
 });
@@ -422,7 +422,7 @@ const auth: typeof files = {
       tags: ["auth"],
       security: ANYONE,
       parameters: [query("next", { type: "string" }, "Same-origin path to return to")],
-      responses: { "302": { description: "To the provider", headers: LOCATION }, ...htmlErrors(404, 429, ...SERVER) },
+      responses: { "302": { description: "To the provider", headers: LOCATION }, ...htmlErrors(400, 404, 429, ...SERVER) },
     },
   },
   "/auth/idp/callback": {

@@ -52,12 +52,23 @@ export function tapResponse(req: NodeRequest, res: NodeResponse, path: string): 
   const writer = res as ServerResponse;
   const chunks: Buffer[] = [];
   let bodyBytes = 0;
+  // Bun's HTTP/2 response ends through its own write: a chunk is kept once.
+  let inside = false;
   let headers: Record<string, unknown> = {};
   const keep = (chunk: unknown) => {
-    if (chunk === undefined || chunk === null || typeof chunk === "function") return;
+    if (inside || chunk === undefined || chunk === null || typeof chunk === "function") return;
     const bytes = typeof chunk === "string" ? Buffer.from(chunk) : Buffer.from(chunk as Uint8Array);
     bodyBytes += bytes.byteLength;
     if (bodyBytes <= MAX_BODY_BYTES) chunks.push(bytes);
+  };
+  const within = <T>(call: () => T): T => {
+    const outer = inside;
+    inside = true;
+    try {
+      return call();
+    } finally {
+      inside = outer;
+    }
   };
   const writeHead = writer.writeHead.bind(writer);
   writer.writeHead = ((status: number, ...rest: unknown[]) => {
@@ -68,12 +79,12 @@ export function tapResponse(req: NodeRequest, res: NodeResponse, path: string): 
   const write = writer.write.bind(writer);
   writer.write = ((chunk: unknown, ...rest: unknown[]) => {
     keep(chunk);
-    return (write as (...a: unknown[]) => boolean)(chunk, ...rest);
+    return within(() => (write as (...a: unknown[]) => boolean)(chunk, ...rest));
   }) as typeof writer.write;
   const end = writer.end.bind(writer);
   writer.end = ((chunk?: unknown, ...rest: unknown[]) => {
     keep(chunk);
-    return (end as (...a: unknown[]) => ServerResponse)(chunk, ...rest);
+    return within(() => (end as (...a: unknown[]) => ServerResponse)(chunk, ...rest));
   }) as typeof writer.end;
 
   res.once("close", () => {
