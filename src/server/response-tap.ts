@@ -57,9 +57,9 @@ export function tapResponse(req: NodeRequest, res: NodeResponse, path: string): 
   let headers: Record<string, unknown> = {};
   const keep = (chunk: unknown) => {
     if (inside || chunk === undefined || chunk === null || typeof chunk === "function") return;
-    const bytes = typeof chunk === "string" ? Buffer.from(chunk) : Buffer.from(chunk as Uint8Array);
-    bodyBytes += bytes.byteLength;
-    if (bodyBytes <= MAX_BODY_BYTES) chunks.push(bytes);
+    bodyBytes += typeof chunk === "string" ? Buffer.byteLength(chunk) : (chunk as Uint8Array).byteLength;
+    // Copied (the writer may reuse its buffer once written), and only while the body is small.
+    if (bodyBytes <= MAX_BODY_BYTES) chunks.push(typeof chunk === "string" ? Buffer.from(chunk) : Buffer.from(chunk as Uint8Array));
   };
   const within = <T>(call: () => T): T => {
     const outer = inside;
