@@ -20,7 +20,7 @@ import { ERROR_STATUSES, PATTERNS, ref, schemas, statusSchema, type Schema } fro
 /** An OpenAPI 3.1 Response Object. */
 interface ResponseObject {
   description: string;
-  headers?: Record<string, { description: string; schema: Schema }>;
+  headers?: Record<string, { description: string; schema: Schema; required?: boolean }>;
   content?: Record<string, { schema?: Schema }>;
 }
 type Responses = Record<string, ResponseObject | { $ref: string }>;
@@ -50,7 +50,9 @@ type Method = "get" | "head" | "post" | "put" | "patch" | "delete" | "options";
 const json = (schema: Schema) => ({ "application/json": { schema } });
 const html = { "text/html": { schema: { type: "string" } } };
 const header = (description: string, schema: Schema = { type: "string" }) => ({ description, schema });
-const LOCATION = { location: header("Where to go", { type: "string", format: "uri-reference" }) };
+/** A header the response always carries (test/support/openapi-check.ts checks it is there). */
+const always = (description: string, schema: Schema = { type: "string" }) => ({ description, schema, required: true });
+const LOCATION = { location: always("Where to go", { type: "string", format: "uri-reference" }) };
 
 /** A 200 (or `status`) answer with a JSON body of component schema `name`. */
 const ok = (name: string, description = name, status = "200"): Responses => ({ [status]: { description, content: json(ref(name)) } });
@@ -250,8 +252,8 @@ const tusResumable = headerParam("tus-resumable", { const: TUS_VERSION }, "The t
 const uploadId = pathParam("id", { type: "string" }, "Upload ID (from the creation's Location)");
 const TUS: Security = [{ apiKey: [] }, { session: [] }, { uploadLinkToken: [] }];
 const tusHeaders = {
-  "tus-resumable": header("`1.0.0`"),
-  "upload-offset": header("Bytes received so far", { type: "string", pattern: "^[0-9]+$" }),
+  "tus-resumable": always("`1.0.0`"),
+  "upload-offset": always("Bytes received so far", { type: "string", pattern: "^[0-9]+$" }),
   "upload-expires": header("While unfinished: when the upload expires (HTTP-date)"),
   "cubby-file-id": header("Once finished: the File's ID", { type: "string", pattern: PATTERNS.fileId }),
 };
@@ -265,10 +267,11 @@ const tusOptions = (operationId: string): Operation => ({
     "204": {
       description: `tus ${TUS_VERSION}; extensions ${TUS_EXTENSIONS.join(", ")}; checksums ${TUS_CHECKSUM_ALGORITHMS.join(", ")}`,
       headers: {
-        "tus-version": header(TUS_VERSION),
-        "tus-extension": header(TUS_EXTENSIONS.join(",")),
-        "tus-max-size": header("MAX_UPLOAD_BYTES"),
-        "tus-checksum-algorithm": header(TUS_CHECKSUM_ALGORITHMS.join(",")),
+        "tus-resumable": always(TUS_VERSION),
+        "tus-version": always(TUS_VERSION),
+        "tus-extension": always(TUS_EXTENSIONS.join(",")),
+        "tus-max-size": always("MAX_UPLOAD_BYTES"),
+        "tus-checksum-algorithm": always(TUS_CHECKSUM_ALGORITHMS.join(",")),
       },
     },
     ...errors(...SERVER),
@@ -323,17 +326,18 @@ const uploads: typeof files = {
       tags: ["uploads"],
       security: TUS,
       parameters: [uploadId, tusResumable],
-      responses: { "204": { description: "Gone" }, ...TUS_ERRORS },
+      responses: { "204": { description: "Gone", headers: { "tus-resumable": always("`1.0.0`") } }, ...TUS_ERRORS },
     },
   },
 };
 
 const contentHeaders = {
-  etag: header("Strong; changes with the content"),
-  "last-modified": header("HTTP-date"),
-  "accept-ranges": header("`bytes`"),
-  "cache-control": header("`no-cache` plus `public` or `private`"),
-  "content-disposition": header("`inline` (or `attachment` with `?download=1`) with the file's name (RFC 6266)"),
+  etag: always("Strong; changes with the content"),
+  "last-modified": always("HTTP-date"),
+  "accept-ranges": always("`bytes`"),
+  "cache-control": always("`no-cache` plus `public` or `private`"),
+  "content-disposition": always("`inline` (or `attachment` with `?download=1`) with the file's name (RFC 6266)"),
+  "x-content-type-options": always("`nosniff`"),
   "content-security-policy": header("`sandbox; …` for active content (HTML, SVG, XML…)"),
 };
 const contentParams = [
@@ -347,10 +351,10 @@ const anyContent = { "*/*": {} };
 /** What a content GET answers; HEAD answers the same without a body. */
 const contentResponses = (redirect: string | undefined, extraErrors: number[]): Responses => ({
   "200": { description: "The content, with its stored Content-Type", headers: contentHeaders, content: anyContent },
-  "206": { description: "The requested range", headers: { ...contentHeaders, "content-range": header("`bytes start-end/size`") }, content: anyContent },
+  "206": { description: "The requested range", headers: { ...contentHeaders, "content-range": always("`bytes start-end/size`") }, content: anyContent },
   ...(redirect === undefined ? {} : { "302": { description: redirect, headers: LOCATION } }),
   "304": { description: "Not modified" },
-  "416": { description: "Range not satisfiable", headers: { "content-range": header("`bytes */size`") } },
+  "416": { description: "Range not satisfiable", headers: { "content-range": always("`bytes */size`") } },
   ...errors(400, 404, 429, ...extraErrors, ...SERVER),
 });
 
@@ -371,7 +375,7 @@ const contentOp = (): Omit<Operation, "operationId" | "summary"> => ({
   parameters: [pathParam("id", { type: "string", pattern: PATTERNS.fileId }, "File ID"), ...contentParams],
   responses: {
     ...contentResponses("To the canonical URL (a stale or absent slug), or to sign-in", [403]),
-    "401": { description: "Sign-in needed", headers: { "www-authenticate": header("`Bearer`") }, content: json(statusSchema(401)) },
+    "401": { description: "Sign-in needed", headers: { "www-authenticate": always("`Bearer`") }, content: json(statusSchema(401)) },
   },
 });
 const slugParam = pathParam("slug", { type: "string" }, "Any slug: not the file's current one redirects to the canonical URL");
@@ -535,8 +539,8 @@ export const openApiDocument = {
 
 /** Headers an error response with HTTP `status` carries (http/respond.ts errorHeaders). */
 function errorHeaders(status: number): Pick<ResponseObject, "headers"> {
-  if (status === 401) return { headers: { "www-authenticate": header("`Bearer realm=\"cubby\"`") } };
-  if (status === 429) return { headers: { "retry-after": header("Seconds to wait", { type: "string", pattern: "^[0-9]+$" }) } };
+  if (status === 401) return { headers: { "www-authenticate": always("`Bearer realm=\"cubby\"`") } };
+  if (status === 429) return { headers: { "retry-after": always("Seconds to wait", { type: "string", pattern: "^[0-9]+$" }) } };
   return {};
 }
 

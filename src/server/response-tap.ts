@@ -22,6 +22,8 @@ export interface TappedResponse {
   status: number;
   /** The Content-Type header sent, or null. */
   contentType: string | null;
+  /** The names of the headers sent, lower-case. */
+  headers: string[];
   /** Body bytes sent (counted whatever their size). */
   bodyBytes: number;
   /** The body as UTF-8, when it is JSON, at most {@link MAX_BODY_BYTES} and complete. */
@@ -94,6 +96,7 @@ export function tapResponse(req: NodeRequest, res: NodeResponse, path: string): 
       path,
       status: res.statusCode,
       contentType: type === null ? null : String(type),
+      headers: [...new Set([...Object.keys(headers), ...res.getHeaderNames()].map((n) => n.toLowerCase()))].sort(),
       bodyBytes,
       finished: writer.writableFinished !== false,
     };

@@ -170,5 +170,7 @@ describe("the response tap and its check", () => {
     expect(bad({ contentType: "text/html" })).toContain("Content-Type text/html is not one of application/json");
     expect(bad({ status: 404, body: JSON.stringify({ code: 3, message: "x", details: [] }) })).toContain("must be equal to constant");
     expect(bad({ path: "/v1/no/such/path" })).toContain("no such operation in the document");
+    expect(problemOf({ ...seen[3]!, headers: seen[3]!.headers.filter((h) => h !== "etag") })).toContain("without the required header(s) etag");
+    expect(seen[3]!.headers).toEqual(expect.arrayContaining(["etag", "last-modified", "accept-ranges", "cache-control", "content-disposition", "x-request-id"]));
   });
 });

@@ -2,7 +2,8 @@
  * Test support: checks HTTP responses against /openapi.json (src/http/openapi.ts), as the
  * server's response tap recorded them (src/server/response-tap.ts). A response is valid when
  * its method and path are an operation of the document, its status is declared for that
- * operation, its Content-Type is one the status declares, and its JSON body validates against
+ * operation, it has the headers the status requires, its Content-Type is one the status
+ * declares, and its JSON body validates against
  * the declared schema (ajv, JSON Schema 2020-12: OpenAPI 3.1's dialect). A request for a path
  * or method the document does not list must have been refused with a `google.rpc.Status` error;
  * the dashboard's static files are outside the document.
@@ -86,6 +87,9 @@ export function problemOf(r: TappedResponse): string | undefined {
     response = DOC.components.responses[key]!;
     pointer = `/components/responses/${key}`;
   }
+  const declaredHeaders = (response.headers ?? {}) as Record<string, { required?: boolean }>;
+  const missing = Object.keys(declaredHeaders).filter((h) => declaredHeaders[h]!.required === true && !(r.headers ?? []).includes(h));
+  if (missing.length > 0) return `${where}: without the required header(s) ${missing.join(", ")}`;
   const content = response.content as Record<string, { schema?: unknown }> | undefined;
   if (content === undefined) {
     if (r.bodyBytes > 0) return `${where}: ${r.bodyBytes} body bytes where ${op.method.toUpperCase()} ${op.template} declares no content`;
