@@ -16,6 +16,7 @@ import { MAX_NAME_QUERY, MAX_PAGE_SIZE } from "../domain/params.ts";
 import { VISIBILITIES } from "../domain/file.ts";
 import { SCOPES } from "../domain/principal.ts";
 import { ERROR_STATUSES, PATTERNS, ref, schemas, statusSchema, type Schema } from "./openapi-schemas.ts";
+import { staticAssets, vendoredAssets } from "./static.ts";
 
 /** An OpenAPI 3.1 Response Object. */
 interface ResponseObject {
@@ -486,9 +487,15 @@ const service: typeof files = {
 
 const DESCRIPTION = `The REST API of cubby (CONTRACT §2, §3, §5, §8): files, expiry, share links, guest upload links, resumable uploads (tus 1.0.0), content URLs, sign-in and API keys.
 
-Out of scope: the RPC API (gRPC, Connect, gRPC-Web: proto/cubby/v1/files.proto and server reflection) and the dashboard's static files (\`/\`, \`/app.js\`, \`/app.css\`, \`/assets/…\`). Any path or method not listed answers 404 (or 400 for a malformed request) with the error body below.
+Out of scope: the RPC API (gRPC, Connect, gRPC-Web: proto/cubby/v1/files.proto and server reflection), \`/metrics\` (Prometheus text exposition), \`/mcp\` (Model Context Protocol: its tools describe themselves) and the dashboard's static files (\`/\`, \`/app.js\`, \`/app.css\`, \`/assets/…\`). Any path or method not listed answers 404 (or 400 for a malformed request) with the error body below.
 
 Every failure is \`google.rpc.Status\` JSON, \`{"code": <gRPC code>, "message": "…", "details": []}\`; each error response below fixes its \`code\`.`;
+
+/**
+ * Paths the server answers that the document leaves out on purpose (its description says which
+ * and why): endpoints with a protocol of their own, and the dashboard's static files.
+ */
+export const OUT_OF_SCOPE_PATHS: ReadonlySet<string> = new Set(["/metrics", "/mcp", ...Object.keys(staticAssets), ...Object.keys(vendoredAssets)]);
 
 /** The OpenAPI 3.1 document served at /openapi.json. */
 export const openApiDocument = {

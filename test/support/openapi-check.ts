@@ -6,13 +6,13 @@
  * declares, and its JSON body validates against
  * the declared schema (ajv, JSON Schema 2020-12: OpenAPI 3.1's dialect). A request for a path
  * or method the document does not list must have been refused with a `google.rpc.Status` error;
- * the dashboard's static files are outside the document.
+ * what the document leaves out on purpose (OUT_OF_SCOPE_PATHS: the dashboard's static files,
+ * `/metrics`, `/mcp`) is not checked.
  */
 import fs from "node:fs";
 import Ajv2020, { type ValidateFunction } from "ajv/dist/2020";
 import addFormats from "ajv-formats";
-import { openApiDocument } from "../../src/http/openapi.ts";
-import { staticAssets, vendoredAssets } from "../../src/http/static.ts";
+import { openApiDocument, OUT_OF_SCOPE_PATHS } from "../../src/http/openapi.ts";
 import type { TappedResponse } from "../../src/server/response-tap.ts";
 
 type Json = { [k: string]: unknown };
@@ -35,9 +35,6 @@ function validatorAt(pointer: string): ValidateFunction {
 }
 
 const escapePointer = (s: string) => s.replaceAll("~", "~0").replaceAll("/", "~1");
-
-/** The dashboard's static files: outside the document, as its description says. */
-const STATIC_FILES = new Set([...Object.keys(staticAssets), ...Object.keys(vendoredAssets)]);
 
 /** The document's path templates as patterns, the most literal segments first (`/v1/files` before `/{id}/{slug}`). */
 const TEMPLATES = Object.keys(DOC.paths)
@@ -70,7 +67,7 @@ function mediaMatches(contentType: string, declared: string): boolean {
  */
 export function problemOf(r: TappedResponse): string | undefined {
   const where = `${r.method} ${r.path} → ${r.status}`;
-  if ((r.method === "GET" || r.method === "HEAD") && STATIC_FILES.has(r.path)) return undefined;
+  if (OUT_OF_SCOPE_PATHS.has(r.path)) return undefined;
   const op = operationOf(r.method, r.path);
   if (op === undefined) {
     // Not an operation: must be a refusal with the contract's error body.
