@@ -36,11 +36,30 @@ function validatorAt(pointer: string): ValidateFunction {
 
 const escapePointer = (s: string) => s.replaceAll("~", "~0").replaceAll("/", "~1");
 
-/** The document's path templates as patterns, the most literal segments first (`/v1/files` before `/{id}/{slug}`). */
+/**
+ * The pattern a path parameter's values have: its schema's `pattern` when an operation of the
+ * path declares one (`/{id}` is 21 ID characters, so `/v1/usage` is not a content URL), else one
+ * segment.
+ */
+function segmentPattern(template: string, name: string): string {
+  for (const op of Object.values(DOC.paths[template]!)) {
+    const param = ((op as { parameters?: { name: string; in: string; schema?: { pattern?: string } }[] }).parameters ?? []).find((p) => p.in === "path" && p.name === name);
+    const pattern = param?.schema?.pattern;
+    if (pattern !== undefined) return `(?:${pattern.replace(/^\^/, "").replace(/\$$/, "")})`;
+  }
+  return "[^/]+";
+}
+
+/**
+ * The document's path templates as patterns, the most literal segments first (`/v1/files` before
+ * `/{id}/{slug}`). A value that does not fit its parameter's pattern matches no operation: such a
+ * request must have been refused like any unknown path.
+ */
 const TEMPLATES = Object.keys(DOC.paths)
   .map((template) => {
     const segments = template.split("/").slice(1);
-    const pattern = new RegExp(`^/${segments.map((s) => (s.startsWith("{") ? "[^/]+" : s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))).join("/")}$`);
+    const part = (s: string) => (s.startsWith("{") ? segmentPattern(template, s.slice(1, -1)) : s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+    const pattern = new RegExp(`^/${segments.map(part).join("/")}$`);
     return { template, pattern, literals: segments.filter((s) => !s.startsWith("{")).length };
   })
   .sort((a, b) => b.literals - a.literals);
@@ -72,7 +91,9 @@ export function problemOf(r: TappedResponse): string | undefined {
   if (op === undefined) {
     // Not an operation: must be a refusal with the contract's error body.
     if (r.status < 400) return `${where}: no such operation in the document, yet answered ${r.status}`;
-    return bodyProblem(r, `/components/schemas/Status`, where);
+    const error = `Error${r.status}`;
+    if (DOC.components.responses[error] === undefined) return `${where}: no such operation in the document, and ${r.status} is no error status of errors.ts`;
+    return bodyProblem(r, `/components/responses/${error}/content/application~1json/schema`, where);
   }
   const responses = (DOC.paths[op.template]![op.method] as { responses: Record<string, Json> }).responses;
   let key = String(r.status);
