@@ -170,7 +170,7 @@ describe("the response tap and its check", () => {
     expect(bad({ contentType: "text/html" })).toContain("Content-Type text/html is not one of application/json");
     expect(bad({ status: 404, body: JSON.stringify({ code: 3, message: "x", details: [] }) })).toContain("must be equal to constant");
     expect(bad({ path: "/v1/no/such/path" })).toContain("no such operation in the document");
-    expect(bad({ path: "/v1/usage" })).toContain("no such operation in the document"); // not a content URL: "v1" is no file ID
+    expect(bad({ path: "/v1/nothing-here" })).toContain("no such operation in the document"); // not /{id}/{slug}: "v1" is no file ID
     const status = (code: number) => JSON.stringify({ code, message: "m", details: [] });
     expect(bad({ path: "/v1/files/short", status: 400, body: status(3) })).toBeUndefined(); // a malformed ID: refused, as documented
     expect(bad({ path: "/v1/files/short", status: 400, body: status(5) })).toContain("must be equal to constant");
