@@ -46,6 +46,8 @@ export const PATTERNS = {
   fileId: "^[A-Za-z0-9_-]{21}$",
   slug: "^[A-Za-z0-9._~-]*$",
   name: "^[^/\\x00-\\x1F\\x7F]*$",
+  /** domain/expiry.ts parseTtl: a whole number and one unit. */
+  ttl: "^[1-9][0-9]{0,9}[smhd]$",
 } as const;
 
 const fileProperties = {

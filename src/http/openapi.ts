@@ -12,7 +12,7 @@
  */
 import pkg from "../../package.json" with { type: "json" };
 import { TUS_CHECKSUM_ALGORITHMS, TUS_EXTENSIONS, TUS_VERSION } from "../domain/tus.ts";
-import { MAX_NAME_QUERY, MAX_PAGE_SIZE } from "../domain/params.ts";
+import { DEFAULT_PAGE_SIZE, MAX_NAME_QUERY, MAX_PAGE_SIZE } from "../domain/params.ts";
 import { VISIBILITIES } from "../domain/file.ts";
 import { SCOPES } from "../domain/principal.ts";
 import { ERROR_STATUSES, PATTERNS, ref, schemas, statusSchema, type Schema } from "./openapi-schemas.ts";
@@ -76,10 +76,10 @@ const headerParam = (name: string, schema: Schema, description: string, required
 
 const fileId = pathParam("id", { type: "string", pattern: PATTERNS.fileId }, "File ID (a malformed one answers 400)");
 const idOf = (what: string) => pathParam("id", { type: "string" }, `${what} ID`);
-const pageSize = query("page_size", { type: "integer", minimum: 1, maximum: MAX_PAGE_SIZE, default: 50 }, "Files per page");
+const pageSize = query("page_size", { type: "integer", minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE }, "Files per page");
 const pageToken = query("page_token", { type: "string" }, "`next_page_token` of the previous page; absent or \"\" for the first");
 const expireTime = query("expire_time", { type: "string", format: "date-time" }, "Delete the file at this time (RFC 3339)");
-const ttl = query("ttl", { type: "string", pattern: "^[0-9]+[smhd]$" }, "Delete the file after this long: `90s`, `15m`, `12h`, `7d`");
+const ttl = query("ttl", { type: "string", pattern: PATTERNS.ttl }, "Delete the file after this long: `90s`, `15m`, `12h`, `7d`");
 const checksums = [
   headerParam("x-goog-hash", { type: "string" }, "`crc32c=<base64>`: the upload is refused (400) and nothing stored unless the content matches"),
   headerParam("x-amz-checksum-crc32c", { type: "string" }, "`<base64>` CRC32C, as x-goog-hash"),
@@ -91,7 +91,7 @@ const jsonBody = (properties: Record<string, Schema>, description: string) => ({
 });
 const expiryFields = {
   expire_time: { type: "string", description: "RFC 3339; \"\" clears (where clearing is allowed)" },
-  ttl: { type: "string", pattern: "^[0-9]+[smhd]$", description: "`90s`, `15m`, `12h`, `7d`" },
+  ttl: { type: "string", pattern: PATTERNS.ttl, description: "`90s`, `15m`, `12h`, `7d`" },
 };
 
 /** An OpenAPI Security Requirement list: any one entry suffices; `{}` means anonymous. */
