@@ -213,7 +213,7 @@ const uploadLinks: typeof files = {
   "/v1/upload-links/{id}": {
     delete: {
       operationId: "deleteUploadLink",
-      summary: "Delete an upload link (its URL answers 404 from then on)",
+      summary: "Delete an upload link: it takes no more uploads",
       tags: ["upload-links"],
       parameters: [uploadLinkId],
       responses: { ...ok("Empty"), ...errors(400, 404, ...AUTH) },
