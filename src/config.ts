@@ -69,6 +69,8 @@ export interface Config {
   metricsEnabled: boolean;
   /** Access and error log lines as today's text, or one JSON object each (LOG_FORMAT, CONTRACT §9). */
   logFormat: LogFormat;
+  /** Tests only: a file every response is recorded in (CUBBY_TEST_RESPONSE_LOG, server/response-tap.ts). */
+  testResponseLog?: string | undefined;
 }
 
 /** A configuration problem: the message is the one line printed before exiting with status 2. */
@@ -194,6 +196,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     timeouts,
     uploadExpirySeconds,
     quotaBytes,
+    testResponseLog: emptyToUndefined(get("CUBBY_TEST_RESPONSE_LOG")),
   };
 }
 

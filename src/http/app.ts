@@ -17,6 +17,7 @@ import { errorResponse, json } from "./respond.ts";
 import { contextOf, requestContext } from "./request-context.ts";
 import { serveStatic } from "./static.ts";
 import { guestRoutes } from "./guest-routes.ts";
+import { openApiResponse } from "./openapi.ts";
 import { tusRoutes } from "./tus-routes.ts";
 import { uploadLinksRoutes } from "./upload-links-routes.ts";
 import { usageRoutes } from "./usage-routes.ts";
@@ -54,6 +55,7 @@ export function createApp(deps: AppDeps) {
       return errorResponse(report(error, contextOf(request)));
     })
     .get("/healthz", () => json({ status: "ok" }), raw)
+    .get("/openapi.json", openApiResponse, raw)
     .get("/", () => serveStatic("/")!, raw)
     .get("/app.js", () => serveStatic("/app.js")!, raw)
     .get("/app.css", () => serveStatic("/app.css")!, raw)

@@ -10,6 +10,7 @@ import { contentTarget, serveContent, serveShare, shareTarget, type ContentOptio
 import { serveMetrics, type Metrics } from "./metrics.ts";
 import { failed, refuse, serveWithFetch, type FetchHandler, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
 import { originFormOf } from "./request-target.ts";
+import { responseTapFile, tapResponse } from "./response-tap.ts";
 import type { RpcHandler } from "./rpc-bridge.ts";
 
 /** Where a request goes: its path (no query) and, for content URLs, the file and the query. */
@@ -83,6 +84,7 @@ export function createDispatch(opts: DispatchOptions): (req: NodeRequest, res: N
     const route = routeOf(req.method, checked.target, opts.rpcPaths);
     const context = opts.accessLog.open(req, res, route.pathname);
     context.route = templateOf(route);
+    if (responseTapFile !== undefined && route.kind !== "rpc") tapResponse(req, res, route.pathname);
     if (route.kind === "rpc") opts.rpc(req, res, context);
     else if (route.kind === "metrics" && opts.metrics !== undefined) void serveMetrics(opts.metrics.metrics, opts.metrics.token, req, res).catch((err) => failed(res, err, context));
     else if (route.kind === "content") void serveContent(opts.content, req, res, route, route.pathname, route.search, context);

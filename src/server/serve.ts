@@ -16,6 +16,7 @@ import { logError, logInfo, setLogFormat } from "../log.ts";
 import { listenOnePort, type OnePortServer } from "./one-port.ts";
 import { batchedLog } from "./access-log.ts";
 import { Metrics } from "./metrics.ts";
+import { enableResponseTap } from "./response-tap.ts";
 
 /** How often a server on a shared blob store sweeps orphans (ms). */
 const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
@@ -46,6 +47,7 @@ async function serveUntilStopped(config: Config, services: Services): Promise<vo
     clientId !== undefined && clientSecret !== undefined
       ? new OidcSignIn({ issuer, clientId, clientSecret, redirectUri: () => `${baseUrl}/auth/idp/callback`, allowedDomains: config.allowedDomains })
       : undefined;
+  if (config.testResponseLog !== undefined) enableResponseTap(config.testResponseLog);
   const expired = await services.sessions.sweepExpired();
   if (expired > 0) logInfo(`removed ${expired} expired session(s)`);
   const app = createApp({

@@ -8,6 +8,7 @@ import path from "node:path";
 import type { Subprocess } from "bun";
 import type { FileJson } from "../../src/domain/file.ts";
 import { backendEnv } from "./backend.ts";
+import { checkResponseLog } from "./openapi-check.ts";
 
 export const ROOT = path.resolve(import.meta.dir, "../..");
 const MAIN = path.join(ROOT, "src/main.ts");
@@ -22,6 +23,11 @@ export interface ServerOptions {
   /** Run this executable instead of `bun src/main.ts`. */
   executable?: string;
   cwd?: string;
+  /**
+   * Whether disposing the server checks every response it sent against /openapi.json
+   * (test/support/openapi-check.ts; CONTRACT §9); true unless a test says otherwise.
+   */
+  checkResponses?: boolean;
 }
 
 export interface RunningServer extends AsyncDisposable {
@@ -44,6 +50,11 @@ export interface RunningServer extends AsyncDisposable {
   stop(): Promise<number | null>;
   /** SIGKILL and wait for exit. */
   kill9(): Promise<void>;
+  /**
+   * Problems of the responses sent so far against /openapi.json (openapi-check.ts); disposing
+   * the server throws when there are any.
+   */
+  responseProblems(): string[];
 }
 
 /** A fresh temporary directory, removed by the returned disposer. */
@@ -92,11 +103,13 @@ function cleanEnv(): Record<string, string> {
 export async function startServer(opts: ServerOptions = {}): Promise<RunningServer> {
   const ownDir = opts.dataDir === undefined ? fs.mkdtempSync(path.join(os.tmpdir(), "cubby-data-")) : undefined;
   const dataDir = opts.dataDir ?? ownDir!;
+  // Outside the data directory: tests reuse and inspect that one.
+  const responseLog = opts.checkResponses === false ? undefined : path.join(fs.mkdtempSync(path.join(os.tmpdir(), "cubby-responses-")), "responses.jsonl");
   const proc = Bun.spawn(command(opts.executable, ["serve", "--port", String(opts.port ?? 0), "--data-dir", dataDir]), {
     cwd: opts.cwd ?? ROOT,
     // Tests fail authentication on purpose, many times, from one address: no limits unless a
     // test sets them.
-    env: { ...cleanEnv(), ...(await backendEnv(dataDir)), RATE_LIMIT_AUTH_FAILURES: "0", RATE_LIMIT_SIGN_INS: "0", ...opts.env },
+    env: { ...cleanEnv(), ...(await backendEnv(dataDir)), RATE_LIMIT_AUTH_FAILURES: "0", RATE_LIMIT_SIGN_INS: "0", ...(responseLog === undefined ? {} : { CUBBY_TEST_RESPONSE_LOG: responseLog }), ...opts.env },
     stdin: "ignore",
     stdout: "pipe",
     stderr: "pipe",
@@ -165,9 +178,15 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL");
       await proc.exited;
     },
+    responseProblems: () => (responseLog === undefined ? [] : checkResponseLog(responseLog)),
     async [Symbol.asyncDispose]() {
       await server.kill9();
       if (ownDir !== undefined) fs.rmSync(ownDir, { recursive: true, force: true });
+      const problems = server.responseProblems();
+      if (responseLog !== undefined) fs.rmSync(path.dirname(responseLog), { recursive: true, force: true });
+      if (problems.length > 0) {
+        throw new Error(`responses that do not follow /openapi.json (src/http/openapi.ts):\n${problems.slice(0, 30).join("\n")}`);
+      }
     },
   };
   return server;

@@ -1,0 +1,177 @@
+/**
+ * The resources of the REST API as JSON Schema 2020-12 (the dialect of OpenAPI 3.1), for
+ * `components` of /openapi.json (http/openapi.ts). Each object schema is closed
+ * (`additionalProperties: false`, every field required) and its property list is checked at
+ * compile time against the TypeScript type the routes answer with (`satisfies Record<keyof T,
+ * …>`: a field added to or removed from `FileJson`, the Share or the upload link breaks the build
+ * until the schema follows); the error bodies come from errors.ts's own table.
+ */
+import { VISIBILITIES, type FileJson } from "../domain/file.ts";
+import { SCOPES } from "../domain/principal.ts";
+import type { UploadLinkJson } from "../domain/upload-link.ts";
+import { grpcCodeOf, httpStatusOf, type ErrorCode } from "../errors.ts";
+import type { filePageJson } from "./files-routes.ts";
+import type { shareJson } from "./shares-routes.ts";
+import type { UsageJson } from "./usage-routes.ts";
+
+/** A JSON Schema 2020-12 object (OpenAPI 3.1 Schema Object). */
+export type Schema = { [keyword: string]: unknown };
+
+/** `{"$ref": "#/components/schemas/<name>"}`. */
+export const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
+
+/**
+ * A closed object schema: exactly `properties`, all required, nothing else
+ * (`additionalProperties: false`).
+ */
+export function closedObject(properties: Record<string, Schema>, description?: string): Schema {
+  return {
+    type: "object",
+    ...(description === undefined ? {} : { description }),
+    properties,
+    required: Object.keys(properties),
+    additionalProperties: false,
+  };
+}
+
+/** RFC 3339 in UTC with `Z`, up to nanoseconds: how every timestamp is sent. */
+const TIMESTAMP_PATTERN = "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?Z$";
+const timestamp: Schema = { type: "string", format: "date-time", pattern: TIMESTAMP_PATTERN };
+/** An expiry as sent: a timestamp, or "" for never (CONTRACT §8). */
+const expiry: Schema = { type: "string", pattern: `^$|${TIMESTAMP_PATTERN}`, description: "RFC 3339 (UTC, `Z`), or \"\" for never" };
+const limit = (description: string): Schema => ({ type: ["integer", "null"], minimum: 1, description });
+const count: Schema = { type: "integer", minimum: 0 };
+
+/** Path and body patterns shared with the parsers (domain/params.ts, the specification's Limits). */
+export const PATTERNS = {
+  fileId: "^[A-Za-z0-9_-]{21}$",
+  slug: "^[A-Za-z0-9._~-]*$",
+  name: "^[^/\\x00-\\x1F\\x7F]*$",
+  /** domain/expiry.ts parseTtl: a whole number and one unit. */
+  ttl: "^[1-9][0-9]{0,9}[smhd]$",
+} as const;
+
+const fileProperties = {
+  id: { type: "string", pattern: PATTERNS.fileId, description: "Unique file ID" },
+  slug: { type: "string", maxLength: 128, pattern: PATTERNS.slug, description: "Last URL segment; \"\" when not set" },
+  url: { type: "string", format: "uri", description: "Canonical URL: `{HOSTNAME}/{id}` or `{HOSTNAME}/{id}/{slug}`" },
+  name: { type: "string", maxLength: 255, pattern: PATTERNS.name, description: "Original file name; \"\" when not set" },
+  content_type: { type: "string", minLength: 1, description: "Media type of the upload, with its parameters" },
+  size: { type: "string", pattern: "^(0|[1-9][0-9]*)$", description: "Size in bytes (int64 as a decimal string)" },
+  checksum: { type: "string", pattern: "^([A-Za-z0-9+/]{6}==)?$", description: "CRC32C of the content, 4 bytes big-endian, base64" },
+  visibility: { type: "string", enum: [...VISIBILITIES], description: "Who can open the file by its URL" },
+  created_at: { ...timestamp, description: "Creation time" },
+  updated_at: { ...timestamp, description: "Last change (content or metadata)" },
+} satisfies Record<keyof FileJson, Schema>;
+
+const shareProperties = {
+  id: { type: "string", minLength: 1 },
+  file_id: { type: "string", pattern: PATTERNS.fileId },
+  url: { type: "string", format: "uri", description: "`{HOSTNAME}/s/{token}`: serves the file's content to whoever has it" },
+  expire_time: expiry,
+  max_downloads: limit("null: no limit"),
+  download_count: count,
+  has_password: { type: "boolean" },
+  created_at: timestamp,
+} satisfies Record<keyof ReturnType<typeof shareJson>, Schema>;
+
+const uploadLinkProperties = {
+  id: { type: "string", pattern: PATTERNS.fileId },
+  url: { type: "string", format: "uri", description: "`{HOSTNAME}/u/{token}`: the guest upload page" },
+  name: { type: "string", maxLength: 255 },
+  expire_time: expiry,
+  max_files: limit("null: no limit"),
+  max_bytes: limit("null: no limit"),
+  files_uploaded: count,
+  bytes_uploaded: count,
+  created_at: timestamp,
+} satisfies Record<keyof UploadLinkJson, Schema>;
+
+const filePageProperties = {
+  files: { type: "array", items: ref("File"), description: "Newest first" },
+  next_page_token: { type: "string", description: "Pass as `page_token` for the next page; \"\" on the last page" },
+} satisfies Record<keyof ReturnType<typeof filePageJson>, Schema>;
+
+const usageProperties = {
+  files: count,
+  file_bytes: { ...count, description: "Bytes of the caller's files" },
+  reserved_bytes: { ...count, description: "Bytes of unfinished resumable uploads" },
+  used_bytes: { ...count, description: "file_bytes + reserved_bytes: what the quota is checked against" },
+  quota_bytes: { type: ["integer", "null"], minimum: 0, description: "null: no quota" },
+} satisfies Record<keyof UsageJson, Schema>;
+
+const apiKeyProperties = {
+  id: { type: "string", minLength: 1, description: "The key's ID (for DELETE /auth/keys/{id}); not the secret" },
+  name: { type: "string" },
+  scopes: { type: "array", items: { type: "string", enum: [...SCOPES] }, uniqueItems: true },
+  expire_time: expiry,
+  created_at: timestamp,
+  last_used_at: { anyOf: [timestamp, { type: "null" }] },
+};
+
+/** The resources: `components.schemas`. */
+export const schemas: Record<string, Schema> = {
+  File: closedObject(fileProperties, "The File object of the specification: exactly these ten fields, always present."),
+  FilePage: closedObject(filePageProperties, "A page of a file listing."),
+  Share: closedObject(shareProperties, "A share link (CONTRACT §8)."),
+  ShareList: closedObject({ shares: { type: "array", items: ref("Share") } }),
+  UploadLink: closedObject(uploadLinkProperties, "A guest upload link (CONTRACT §8)."),
+  UploadLinkList: closedObject({ upload_links: { type: "array", items: ref("UploadLink") } }),
+  Usage: closedObject(usageProperties, "The caller's storage use and quota (QUOTA_BYTES)."),
+  Expiry: closedObject({ expire_time: expiry }, "When the file is deleted as by DELETE."),
+  ApiKey: closedObject(apiKeyProperties, "An API key as listed: never the secret."),
+  NewApiKey: closedObject(
+    { ...apiKeyProperties, key: { type: "string", pattern: "^cubby_", description: "The secret, shown this once" } },
+    "A key just minted, with its secret.",
+  ),
+  ApiKeyList: closedObject({ keys: { type: "array", items: ref("ApiKey") } }),
+  Session: closedObject(
+    {
+      sign_in_configured: { type: "boolean", description: "Whether an identity provider is configured" },
+      signed_in: { type: "boolean" },
+      email: { type: "string", description: "The signed-in user's address; \"\" when signed out" },
+    },
+    "Who the dashboard's session cookie belongs to.",
+  ),
+  Empty: { type: "object", maxProperties: 0, description: "`{}`" },
+  Health: closedObject({ status: { const: "ok" } }),
+  Status: closedObject(
+    {
+      code: { type: "integer", description: "gRPC status code" },
+      message: { type: "string", description: "For people; never a secret" },
+      details: { type: "array", maxItems: 0 },
+    },
+    "Every failure: `google.rpc.Status` JSON (CONTRACT §2).",
+  ),
+};
+
+/** Every error kind once (a new one in errors.ts does not compile until it is listed here). */
+const ERROR_CODES = Object.keys({
+  invalid_argument: 1,
+  unsupported_media_type: 1,
+  unauthenticated: 1,
+  permission_denied: 1,
+  not_found: 1,
+  gone: 1,
+  payload_too_large: 1,
+  resource_exhausted: 1,
+  aborted: 1,
+  failed_precondition: 1,
+  checksum_mismatch: 1,
+  unavailable: 1,
+  internal: 1,
+} satisfies Record<ErrorCode, 1>) as ErrorCode[];
+
+/** Every HTTP status an error can have, ascending (errors.ts's table). */
+export const ERROR_STATUSES: number[] = [...new Set(ERROR_CODES.map(httpStatusOf))].sort((a, b) => a - b);
+
+/** The gRPC codes the body of an error with HTTP `status` carries (e.g. 413 → [8]). */
+export function grpcCodesOf(status: number): number[] {
+  return [...new Set(ERROR_CODES.filter((c) => httpStatusOf(c) === status).map(grpcCodeOf))].sort((a, b) => a - b);
+}
+
+/** The `google.rpc.Status` schema of an error with HTTP `status`: its `code` is that status's gRPC code. */
+export function statusSchema(status: number): Schema {
+  const codes = grpcCodesOf(status);
+  return { allOf: [ref("Status"), { properties: { code: codes.length === 1 ? { const: codes[0] } : { enum: codes } } }] };
+}

@@ -1,0 +1,111 @@
+/**
+ * A record of every HTTP response the server sends, for the tests only: with
+ * `CUBBY_TEST_RESPONSE_LOG=<file>` (config.ts) each response to a request the dispatch routed
+ * (REST, content URLs, share links, pages; not RPC) is appended to the file as one JSON line,
+ * and test/support/server.ts validates them against /openapi.json when the server is disposed
+ * (CONTRACT §9: every REST response of the tests validates). Unset, as in production, the
+ * dispatch pays one `undefined` check per request and nothing else happens.
+ *
+ * What is recorded is what went on the wire: the status and headers given to `writeHead` and the
+ * bytes given to `write`/`end`, so every way of answering (the fetch bridge, content.ts,
+ * `refuse`) is covered by one hook.
+ */
+import fs from "node:fs";
+import type { ServerResponse } from "node:http";
+import type { NodeRequest, NodeResponse } from "./node-bridge.ts";
+
+/** One response as the tap records it (one JSON line). */
+export interface TappedResponse {
+  method: string;
+  /** The request path, no query. */
+  path: string;
+  status: number;
+  /** The Content-Type header sent, or null. */
+  contentType: string | null;
+  /** The names of the headers sent, lower-case. */
+  headers: string[];
+  /** Body bytes sent (counted whatever their size). */
+  bodyBytes: number;
+  /** The body as UTF-8, when it is JSON, at most {@link MAX_BODY_BYTES} and complete. */
+  body?: string;
+  /** Whether the response finished (false: the connection went away first). */
+  finished: boolean;
+}
+
+/** JSON bodies up to this size are recorded; larger ones only counted. */
+export const MAX_BODY_BYTES = 64 * 1024;
+
+/** The file the tap appends to; undefined when the tap is off (always, outside tests). */
+export let responseTapFile: string | undefined;
+
+/** Turns the tap on: every routed response from now on is appended to `file` (created if missing). */
+export function enableResponseTap(file: string): void {
+  fs.appendFileSync(file, "");
+  responseTapFile = file;
+}
+
+/**
+ * Watches `res` and appends its record when it closes. Only called when the tap is on.
+ * @param path the request path the dispatch routed on
+ */
+export function tapResponse(req: NodeRequest, res: NodeResponse, path: string): void {
+  const file = responseTapFile;
+  if (file === undefined) return;
+  const writer = res as ServerResponse;
+  const chunks: Buffer[] = [];
+  let bodyBytes = 0;
+  // Bun's HTTP/2 response ends through its own write: a chunk is kept once.
+  let inside = false;
+  let headers: Record<string, unknown> = {};
+  const keep = (chunk: unknown) => {
+    if (inside || chunk === undefined || chunk === null || typeof chunk === "function") return;
+    bodyBytes += typeof chunk === "string" ? Buffer.byteLength(chunk) : (chunk as Uint8Array).byteLength;
+    // Copied (the writer may reuse its buffer once written), and only while the body is small.
+    if (bodyBytes <= MAX_BODY_BYTES) chunks.push(typeof chunk === "string" ? Buffer.from(chunk) : Buffer.from(chunk as Uint8Array));
+  };
+  const within = <T>(call: () => T): T => {
+    const outer = inside;
+    inside = true;
+    try {
+      return call();
+    } finally {
+      inside = outer;
+    }
+  };
+  const writeHead = writer.writeHead.bind(writer);
+  writer.writeHead = ((status: number, ...rest: unknown[]) => {
+    const given = rest.find((r) => typeof r === "object" && r !== null && !Array.isArray(r));
+    if (given !== undefined) headers = given as Record<string, unknown>;
+    return (writeHead as (...a: unknown[]) => ServerResponse)(status, ...rest);
+  }) as typeof writer.writeHead;
+  const write = writer.write.bind(writer);
+  writer.write = ((chunk: unknown, ...rest: unknown[]) => {
+    keep(chunk);
+    return within(() => (write as (...a: unknown[]) => boolean)(chunk, ...rest));
+  }) as typeof writer.write;
+  const end = writer.end.bind(writer);
+  writer.end = ((chunk?: unknown, ...rest: unknown[]) => {
+    keep(chunk);
+    return within(() => (end as (...a: unknown[]) => ServerResponse)(chunk, ...rest));
+  }) as typeof writer.end;
+
+  res.once("close", () => {
+    const type = headerValue(headers, "content-type") ?? (res.getHeader("content-type") as string | undefined) ?? null;
+    const record: TappedResponse = {
+      method: req.method ?? "GET",
+      path,
+      status: res.statusCode,
+      contentType: type === null ? null : String(type),
+      headers: [...new Set([...Object.keys(headers), ...res.getHeaderNames()].map((n) => n.toLowerCase()))].sort(),
+      bodyBytes,
+      finished: writer.writableFinished !== false,
+    };
+    if (type !== null && /json/i.test(String(type)) && bodyBytes <= MAX_BODY_BYTES) record.body = Buffer.concat(chunks).toString("utf8");
+    fs.appendFileSync(file, `${JSON.stringify(record)}\n`);
+  });
+}
+
+function headerValue(headers: Record<string, unknown>, name: string): string | undefined {
+  for (const [k, v] of Object.entries(headers)) if (k.toLowerCase() === name) return String(v);
+  return undefined;
+}

@@ -1,0 +1,180 @@
+// GET /openapi.json (CONTRACT §9): a valid OpenAPI 3.1 document, static, with the File object
+// closed; its paths equal the routes the server has (both ways); and the response tap that lets
+// every integration suite validate its responses against it records what goes on the wire.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import SwaggerParser from "@apidevtools/swagger-parser";
+import fs from "node:fs";
+import path from "node:path";
+import { Authenticator } from "../../src/auth/principal.ts";
+import { WindowLimiter } from "../../src/auth/rate-limit.ts";
+import { grpcCodeOf, httpStatusOf } from "../../src/errors.ts";
+import { createApp } from "../../src/http/app.ts";
+import { openApiDocument, OUT_OF_SCOPE_PATHS } from "../../src/http/openapi.ts";
+import { routeOf } from "../../src/server/dispatch.ts";
+import type { TappedResponse } from "../../src/server/response-tap.ts";
+import { openServices } from "../../src/service/index.ts";
+import { operationOf, problemOf } from "../support/openapi-check.ts";
+import { client, startServer, tempDir, type RunningServer } from "../support/server.ts";
+
+type Doc = { paths: Record<string, Record<string, { responses: Record<string, unknown> }>>; components: { schemas: Record<string, Record<string, unknown>>; responses: Record<string, any> } };
+const doc = openApiDocument as unknown as Doc;
+const METHODS = ["get", "head", "post", "put", "patch", "delete", "options"];
+
+let server: RunningServer;
+let key: string;
+
+beforeAll(async () => {
+  server = await startServer();
+  key = await server.mintKey("someone@example.com");
+});
+afterAll(() => server[Symbol.asyncDispose]());
+
+describe("GET /openapi.json", () => {
+  test("serves the document as cacheable JSON, the same on every server and after any data", async () => {
+    await client(server, key).upload("secret", "?name=private-report.pdf&slug=quarterly");
+    const res = await fetch(`${server.url}/openapi.json`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("application/json");
+    expect(res.headers.get("cache-control")).toBe("public, max-age=3600");
+    const text = await res.text();
+    expect(JSON.parse(text)).toEqual(JSON.parse(JSON.stringify(openApiDocument)));
+    // Static: nothing of this server's files, users, keys or address.
+    for (const leak of ["private-report.pdf", "quarterly", "someone@example.com", key, key.slice(0, 16), String(server.port), "localhost"]) {
+      expect(text).not.toContain(leak);
+    }
+    expect(text).not.toMatch(/[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+\.[A-Za-z]{2,}/);
+    expect(text).not.toMatch(/cubby_[A-Za-z0-9_-]{20,}/);
+  });
+
+  test("is a valid OpenAPI 3.1 document (@apidevtools/swagger-parser)", async () => {
+    const served = (await (await fetch(`${server.url}/openapi.json`)).json()) as { openapi: string };
+    expect(served.openapi).toBe("3.1.0");
+    // validate dereferences in place: a copy.
+    const api = await SwaggerParser.validate(structuredClone(served) as never);
+    expect(Object.keys(api.paths ?? {}).length).toBe(Object.keys(doc.paths).length);
+  });
+
+  test("rejects what swagger-parser should reject (the check can fail)", async () => {
+    const broken = structuredClone(openApiDocument) as unknown as { paths: Record<string, Record<string, { responses: unknown }>> };
+    broken.paths["/healthz"]!.get!.responses = "none";
+    expect(SwaggerParser.validate(broken as never)).rejects.toThrow();
+  });
+});
+
+describe("components", () => {
+  test("File is closed: exactly the specification's ten fields, all required", () => {
+    const file = doc.components.schemas.File!;
+    const ten = ["id", "slug", "url", "name", "content_type", "size", "checksum", "visibility", "created_at", "updated_at"];
+    expect({ keys: Object.keys(file.properties as object), required: file.required, additionalProperties: file.additionalProperties, type: file.type }).toEqual({
+      keys: ten,
+      required: ten,
+      additionalProperties: false,
+      type: "object",
+    });
+  });
+
+  test("each error response fixes the gRPC code of its HTTP status (errors.ts)", () => {
+    const codes = Object.fromEntries(
+      Object.entries(doc.components.responses).map(([name, r]) => [name, r.content["application/json"].schema.allOf[1].properties.code]),
+    );
+    expect(codes).toMatchObject({
+      Error400: { const: grpcCodeOf("invalid_argument") },
+      Error401: { const: 16 },
+      Error404: { const: 5 },
+      Error410: { const: grpcCodeOf("gone") },
+      Error413: { const: 8 },
+      Error415: { const: 3 },
+      Error429: { const: 8 },
+      Error500: { const: 13 },
+      Error503: { const: 14 },
+    });
+    expect(Object.keys(codes)).toContain(`Error${httpStatusOf("checksum_mismatch")}`);
+  });
+});
+
+describe("the document's paths are the server's routes", () => {
+  /** `/v1/files/:id` → `/v1/files/{id}`. */
+  const template = (elysiaPath: string) => elysiaPath.replace(/:([A-Za-z]+)/g, "{$1}");
+  /** A path the template matches, with values of the right shape. */
+  const sample = (t: string) => t.replace("{id}", "AAAAAAAAAAAAAAAAAAAAA").replace("{slug}", "s").replace("{token}", "t0k3n");
+
+  let appRoutes: Set<string>;
+  beforeAll(async () => {
+    using dir = tempDir();
+    await using services = await openServices({ dataDir: path.join(dir.path, "data"), maxUploadBytes: 1024 });
+    const auth = new Authenticator(services.keys, services.sessions, () => "http://localhost");
+    const app = createApp({ services, auth, signIn: undefined, signInLimiter: new WindowLimiter(0), baseUrl: () => "http://localhost", maxUploadBytes: 1024 });
+    appRoutes = new Set(app.routes.map((r) => `${r.method.toLowerCase()} ${template(r.path)}`));
+  });
+
+  test("every route of the HTTP app is in the document (what it leaves out on purpose aside)", () => {
+    const missing = [...appRoutes].filter((r) => {
+      const [method, p] = r.split(" ") as [string, string];
+      return !OUT_OF_SCOPE_PATHS.has(p) && doc.paths[p]?.[method] === undefined;
+    });
+    expect(missing).toEqual([]);
+  });
+
+  test("every operation of the document is a route of the app or of the listener (content URLs, share links)", () => {
+    expect(Object.keys(doc.paths).filter((p) => OUT_OF_SCOPE_PATHS.has(p))).toEqual([]);
+    const operations = Object.entries(doc.paths).flatMap(([p, item]) => METHODS.filter((m) => item[m] !== undefined).map((m) => `${m} ${p}`));
+    const unserved = operations.filter((op) => {
+      if (appRoutes.has(op)) return false;
+      const [method, p] = op.split(" ") as [string, string];
+      // Or served by the listener itself (dispatch.ts): content URLs, share links.
+      const kind = routeOf(method.toUpperCase(), sample(p), new Set()).kind;
+      return kind === "app" || kind === "rpc";
+    });
+    expect(unserved).toEqual([]);
+    // And the listener's own routes are all documented.
+    for (const p of ["/{id}", "/{id}/{slug}", "/s/{token}"]) {
+      for (const m of ["GET", "HEAD"]) {
+        expect({ p, m, kind: routeOf(m, sample(p), new Set()).kind }).toEqual({ p, m, kind: p.startsWith("/s/") ? "share" : "content" });
+        expect(operationOf(m, sample(p))).toEqual({ template: p, method: m.toLowerCase() });
+      }
+    }
+  });
+});
+
+describe("the response tap and its check", () => {
+  test("records what the server sent, and the check flags what the document does not allow", async () => {
+    using dir = tempDir();
+    const log = path.join(dir.path, "responses.jsonl");
+    await using tapped = await startServer({ checkResponses: false, env: { CUBBY_TEST_RESPONSE_LOG: log } });
+    const api = client(tapped, await tapped.mintKey("tap@example.com"));
+    const file = await api.upload("hello", "?visibility=public", { "content-type": "text/plain" });
+    await (await api.fetch(`/v1/files/${file.id}`)).text();
+    await (await fetch(`${tapped.url}/${file.id}`)).text();
+    await (await fetch(`${tapped.url}/${file.id}`, { method: "HEAD" })).text();
+    await (await api.fetch("/v1/nothing-here")).text();
+    const records = () => fs.readFileSync(log, "utf8").trim().split("\n").map((l) => JSON.parse(l) as TappedResponse);
+    // Each record is appended when its response closes, which can follow the client's read.
+    for (const deadline = Date.now() + 5000; records().length < 5 && Date.now() < deadline; ) await Bun.sleep(5);
+    const seen = records();
+    expect(seen.map(({ method, path: p, status, contentType, bodyBytes }) => ({ method, p, status, contentType, bodyBytes }))).toEqual([
+      { method: "POST", p: "/v1/files", status: 200, contentType: "application/json", bodyBytes: expect.any(Number) },
+      { method: "GET", p: `/v1/files/${file.id}`, status: 200, contentType: "application/json", bodyBytes: expect.any(Number) },
+      { method: "GET", p: `/${file.id}`, status: 200, contentType: "text/plain", bodyBytes: 5 },
+      { method: "HEAD", p: `/${file.id}`, status: 200, contentType: "text/plain", bodyBytes: 0 },
+      { method: "GET", p: "/v1/nothing-here", status: 404, contentType: "application/json", bodyBytes: expect.any(Number) },
+    ]);
+    expect(JSON.parse(seen[1]!.body!)).toEqual(file);
+    expect(seen.map(problemOf)).toEqual([undefined, undefined, undefined, undefined, undefined]);
+
+    // What the check must refuse.
+    const get = seen[1]!;
+    const bad = (change: Partial<TappedResponse>) => problemOf({ ...get, ...change });
+    expect(bad({ body: JSON.stringify({ ...file, owner: "x" }) })).toContain("must NOT have additional properties");
+    expect(bad({ body: JSON.stringify({ ...file, size: 5 }) })).toContain("must be string");
+    expect(bad({ status: 418 })).toContain("status 418 is not declared for GET /v1/files/{id}");
+    expect(bad({ contentType: "text/html" })).toContain("Content-Type text/html is not one of application/json");
+    expect(bad({ status: 404, body: JSON.stringify({ code: 3, message: "x", details: [] }) })).toContain("must be equal to constant");
+    expect(bad({ path: "/v1/no/such/path" })).toContain("no such operation in the document");
+    expect(bad({ path: "/v1/nothing-here" })).toContain("no such operation in the document"); // not /{id}/{slug}: "v1" is no file ID
+    const status = (code: number) => JSON.stringify({ code, message: "m", details: [] });
+    expect(bad({ path: "/v1/files/short", status: 400, body: status(3) })).toBeUndefined(); // a malformed ID: refused, as documented
+    expect(bad({ path: "/v1/files/short", status: 400, body: status(5) })).toContain("must be equal to constant");
+    expect(problemOf({ ...seen[3]!, headers: seen[3]!.headers.filter((h) => h !== "etag") })).toContain("without the required header(s) etag");
+    expect(seen[3]!.headers).toEqual(expect.arrayContaining(["etag", "last-modified", "accept-ranges", "cache-control", "content-disposition", "x-request-id"]));
+  });
+});
