@@ -44,19 +44,28 @@ export function accessLogJson(context: RequestContext, status: number, bytes: st
   });
 }
 
-/** Counts what `res.write` and `res.end` are given into `add` (HTTP/2, whose socket counts nothing sent). */
+/**
+ * Counts what `res.write` and `res.end` are given into `add` (HTTP/2, whose socket counts nothing
+ * sent). Bun's HTTP/2 `end(chunk)` writes the chunk through `write`: counted once, by `end`.
+ */
 function countWrites(res: NodeResponse, add: (bytes: number) => void): void {
   const size = (chunk: unknown) => (typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk instanceof Uint8Array ? chunk.byteLength : 0);
   const writer = res as unknown as { write: (...args: unknown[]) => boolean; end: (...args: unknown[]) => unknown };
   const write = writer.write;
   const end = writer.end;
+  let ending = false;
   writer.write = function (this: unknown, chunk: unknown, ...rest: unknown[]) {
-    add(size(chunk));
+    if (!ending) add(size(chunk));
     return write.call(this, chunk, ...rest);
   };
   writer.end = function (this: unknown, chunk?: unknown, ...rest: unknown[]) {
     add(size(chunk));
-    return end.call(this, chunk, ...rest);
+    ending = true;
+    try {
+      return end.call(this, chunk, ...rest);
+    } finally {
+      ending = false;
+    }
   };
 }
 

@@ -90,6 +90,8 @@ export function tapResponse(req: NodeRequest, res: NodeResponse, path: string): 
   }) as typeof writer.end;
 
   res.once("close", () => {
+    // A stream the client reset or abandoned before the answer began was never answered.
+    if (!writer.headersSent) return;
     const type = headerValue(headers, "content-type") ?? (res.getHeader("content-type") as string | undefined) ?? null;
     const record: TappedResponse = {
       method: req.method ?? "GET",

@@ -108,6 +108,26 @@ describe("metrics", () => {
     }
     const after = samples((await scrape(server)).text);
     expect(after.get("cubby_sent_bytes_total")! - mid.get("cubby_sent_bytes_total")!).toBeGreaterThanOrEqual(3 * 1024 * 1024);
+
+    // 200 small downloads over h2c, each answered with one end(chunk): counted once each.
+    const h2 = http2.connect(server.url);
+    try {
+      for (let i = 0; i < 200; i++) {
+        await new Promise<void>((resolve, reject) => {
+          const stream = h2.request({ ":path": new URL(file.url).pathname });
+          stream.on("data", () => {});
+          stream.on("end", resolve);
+          stream.on("error", reject);
+        });
+      }
+    } finally {
+      h2.close();
+    }
+    const last = samples((await scrape(server)).text);
+    // 200 × 5000 body bytes, plus the one scrape answered in between (~20 KB).
+    const sent = last.get("cubby_sent_bytes_total")! - after.get("cubby_sent_bytes_total")!;
+    expect(sent).toBeGreaterThanOrEqual(200 * 5000);
+    expect(sent).toBeLessThan(200 * 5000 + 100_000);
   });
 
   test("files and bytes stored follow uploads and deletes; an upload in flight is counted while it lasts", async () => {
