@@ -11,7 +11,7 @@ import { SCOPES } from "../domain/principal.ts";
 import type { UploadLinkJson } from "../domain/upload-link.ts";
 import { grpcCodeOf, httpStatusOf, type ErrorCode } from "../errors.ts";
 import type { filePageJson } from "./files-routes.ts";
-import type { shareJson } from "./shares-routes.ts";
+import type { ShareJson } from "./shares-routes.ts";
 import type { UsageJson } from "./usage-routes.ts";
 
 /** A JSON Schema 2020-12 object (OpenAPI 3.1 Schema Object). */
@@ -73,7 +73,7 @@ const shareProperties = {
   download_count: count,
   has_password: { type: "boolean" },
   created_at: timestamp,
-} satisfies Record<keyof ReturnType<typeof shareJson>, Schema>;
+} satisfies Record<keyof ShareJson, Schema>;
 
 const uploadLinkProperties = {
   id: { type: "string", pattern: PATTERNS.fileId },

@@ -31,6 +31,9 @@ const SHARE_FIELDS = new Set(["expire_time", "ttl", "max_downloads", "password"]
 /** Largest body read for a new share or a password form, in bytes. */
 const MAX_BODY_BYTES = 16 * 1024;
 
+/** A share as REST and MCP answer it: {@link shareJson}'s result. */
+export type ShareJson = ReturnType<typeof shareJson>;
+
 /** The Share object of CONTRACT §8; never the token's hash or the password. */
 export function shareJson(baseUrl: string, s: ShareRow) {
   return {

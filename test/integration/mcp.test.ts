@@ -6,6 +6,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { checksumOf } from "../../src/domain/checksum.ts";
+import type { ShareJson } from "../../src/http/shares-routes.ts";
 import { blobNames } from "../support/backend.ts";
 import { client, runCli, startServer, type FileJson, type RunningServer } from "../support/server.ts";
 
@@ -67,16 +68,6 @@ async function toolError(mcp: Client, name: string, args: Record<string, unknown
 const rest = (key: string | undefined, path: string, init?: RequestInit) => client(server, key).fetch(path, init);
 const restFiles = async (key: string, query = "") => (await (await rest(key, `/v1/files${query}`)).json()) as { files: FileJson[]; next_page_token: string };
 
-interface ShareJson {
-  id: string;
-  file_id: string;
-  url: string;
-  expire_time: string;
-  max_downloads: number | null;
-  download_count: number;
-  has_password: boolean;
-  created_at: string;
-}
 
 describe("tools", () => {
   test("tools/list: the seven tools, with their input schemas", async () => {

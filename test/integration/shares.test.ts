@@ -3,18 +3,9 @@
 // rate limiting), deletion, and bad input.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { checksumOf } from "../../src/domain/checksum.ts";
+import type { ShareJson } from "../../src/http/shares-routes.ts";
 import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";
 
-interface ShareJson {
-  id: string;
-  file_id: string;
-  url: string;
-  expire_time: string;
-  max_downloads: number | null;
-  download_count: number;
-  has_password: boolean;
-  created_at: string;
-}
 
 let server: RunningServer;
 let owner: string;

@@ -2,24 +2,20 @@
 // (CONTRACT §5), over HTTP without a browser.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import path from "node:path";
-import { Browser, freePort, IDP_CLIENT, startIdp, type RunningIdp } from "../support/idp.ts";
+import { Browser, freePort, IDP_CLIENT, startSignInServer, type RunningIdp } from "../support/idp.ts";
 import { runSql } from "../support/backend.ts";
 import { client, runCli, startServer, type RunningServer } from "../support/server.ts";
 
+let stack: Awaited<ReturnType<typeof startSignInServer>>;
 let idp: RunningIdp;
 let server: RunningServer;
 let host: string;
 
 beforeAll(async () => {
-  const port = await freePort();
-  host = `localhost:${port}`;
-  idp = await startIdp([`http://localhost:${port}/auth/idp/callback`]);
-  server = await startServer({ port, env: { IDP_ISSUER: idp.issuer, ...IDP_CLIENT, ALLOWED_DOMAINS: "example.com" } });
+  stack = await startSignInServer({ ALLOWED_DOMAINS: "example.com" });
+  ({ idp, server, host } = stack);
 });
-afterAll(async () => {
-  await server[Symbol.asyncDispose]();
-  await idp[Symbol.asyncDispose]();
-});
+afterAll(() => stack[Symbol.asyncDispose]());
 
 const sameOrigin = () => ({ origin: server.url });
 const cookieHeader = (b: Browser) => `cubby_session=${b.cookie(host, "cubby_session")}`;

@@ -5,26 +5,21 @@
 // delete without --yes changing nothing, with --yes removing rows and blobs.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { blobNames } from "../support/backend.ts";
-import { Browser, freePort, IDP_CLIENT, startIdp, type RunningIdp } from "../support/idp.ts";
+import { Browser, startSignInServer } from "../support/idp.ts";
 import { client, runCli, startServer, type FileJson, type RunningServer } from "../support/server.ts";
 import { createUpload, patchChunk } from "../support/tus.ts";
 
 const QUOTA = 1000;
 const ENV = { QUOTA_BYTES: String(QUOTA) };
-let idp: RunningIdp;
+let stack: Awaited<ReturnType<typeof startSignInServer>>;
 let server: RunningServer;
 let host: string;
 
 beforeAll(async () => {
-  const port = await freePort();
-  host = `localhost:${port}`;
-  idp = await startIdp([`http://localhost:${port}/auth/idp/callback`]);
-  server = await startServer({ port, env: { IDP_ISSUER: idp.issuer, ...IDP_CLIENT, ...ENV } });
+  stack = await startSignInServer(ENV);
+  ({ server, host } = stack);
 });
-afterAll(async () => {
-  await server?.[Symbol.asyncDispose]();
-  await idp?.[Symbol.asyncDispose]();
-});
+afterAll(() => stack?.[Symbol.asyncDispose]());
 
 const users = (...args: string[]) => runCli(["users", ...args, "--data-dir", server.dataDir], { env: ENV });
 
