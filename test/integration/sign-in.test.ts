@@ -2,7 +2,8 @@
 // (CONTRACT §5), over HTTP without a browser.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import path from "node:path";
-import { Browser, IDP_CLIENT, startSignInServer, type RunningIdp } from "../support/idp.ts";
+import { Browser, IDP_CLIENT, type RunningIdp } from "../support/idp.ts";
+import { startSignInServer } from "../support/sign-in-server.ts";
 import { runSql } from "../support/backend.ts";
 import { client, runCli, startServer, type RunningServer } from "../support/server.ts";
 

@@ -5,7 +5,8 @@
 // delete without --yes changing nothing, with --yes removing rows and blobs.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { blobNames } from "../support/backend.ts";
-import { Browser, startSignInServer } from "../support/idp.ts";
+import { Browser } from "../support/idp.ts";
+import { startSignInServer } from "../support/sign-in-server.ts";
 import { client, runCli, startServer, type FileJson, type RunningServer } from "../support/server.ts";
 import { createUpload, patchChunk } from "../support/tus.ts";
 

@@ -5,7 +5,6 @@
 import net from "node:net";
 import path from "node:path";
 import type { Subprocess } from "bun";
-import { startServer, type RunningServer } from "./server.ts";
 
 export const IDP_CLIENT = { IDP_CLIENT_ID: "cubby", IDP_CLIENT_SECRET: "cubby-test-secret" };
 
@@ -45,31 +44,6 @@ export async function startIdp(redirectUris: string[]): Promise<RunningIdp> {
       await proc.exited;
     },
   };
-}
-
-/**
- * A cubby server that signs in through a provider of its own, on a port chosen before start
- * (the provider must know the redirect URI); disposing stops both.
- * @param env more of the server's environment
- */
-export async function startSignInServer(env: Record<string, string> = {}): Promise<{ idp: RunningIdp; server: RunningServer; host: string } & AsyncDisposable> {
-  const port = await freePort();
-  const idp = await startIdp([`http://localhost:${port}/auth/idp/callback`]);
-  try {
-    const server = await startServer({ port, env: { IDP_ISSUER: idp.issuer, ...IDP_CLIENT, ...env } });
-    return {
-      idp,
-      server,
-      host: `localhost:${port}`,
-      async [Symbol.asyncDispose]() {
-        await server[Symbol.asyncDispose]();
-        await idp[Symbol.asyncDispose]();
-      },
-    };
-  } catch (err) {
-    await idp[Symbol.asyncDispose]();
-    throw err;
-  }
 }
 
 /** A minimal browser: follows redirects by hand and keeps cookies per host. */
