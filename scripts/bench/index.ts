@@ -601,24 +601,32 @@ if (want(13) && has("curl")) {
   rows.push({ workload: `peak RSS over idle, ${size(LARGE)} tus upload`, how: "VmHWM after reset (clear_refs) minus idle VmRSS", value: peak, unit: "MiB", anchor: "", target: 64, lowerIsBetter: true });
 } else if (ONLY === undefined) skip("tus upload", ["curl"]);
 
-// 14. Metrics (CONTRACT §9): the small public GET of workload 1 with every request counted
-// (the default) against a second server with METRICS=off, on its own data directory holding the
-// same 4 KiB file.
+// 14. Metrics (CONTRACT §9): the small public GET of workload 1 on a server counting every
+// request (the default) against one with METRICS=off; both fresh, started alike, each with its own
+// data directory holding the same 4 KiB file (the main server has had large uploads: not alike).
+/** Starts a fresh server with `env` holding `small` as a public file. @returns its URL for that file */
+async function smallFileServer(name: string, env: Record<string, string>): Promise<{ url: string; proc: Subprocess }> {
+  const dir = path.join(work, name);
+  const started = await spawnReady([cubby, "serve", "--port", "0", "--data-dir", dir], /listening on port (\d+)/, { ...cubbyEnv, ...env });
+  const at = `http://127.0.0.1:${started.match[1]}`;
+  const bearer = (await run([cubby, "keys", "create", "--email", "bench@example.com", "--data-dir", dir])).out.trim();
+  const res = await fetch(`${at}/v1/files?visibility=public`, { method: "POST", body: small, headers: { authorization: `Bearer ${bearer}` } });
+  return { url: `${at}/${((await res.json()) as { id: string }).id}`, proc: started.proc };
+}
+
 if (want(14) && has("wrk")) {
   step("small public GET: metrics on vs METRICS=off");
-  const dir = path.join(work, "no-metrics");
-  const off = await spawnReady([cubby, "serve", "--port", "0", "--data-dir", dir], /listening on port (\d+)/, { ...cubbyEnv, METRICS: "off" });
-  const offBase = `http://127.0.0.1:${off.match[1]}`;
-  const offKey = (await run([cubby, "keys", "create", "--email", "bench@example.com", "--data-dir", dir])).out.trim();
-  const res = await fetch(`${offBase}/v1/files?visibility=public`, { method: "POST", body: small, headers: { authorization: `Bearer ${offKey}` } });
-  const offId = ((await res.json()) as { id: string }).id;
-  const [on, without] = await pair(
-    async () => (await wrk(`${base}/${publicId}`, { connections: 32 })).rps,
-    async () => (await wrk(`${offBase}/${offId}`, { connections: 32 })).rps,
+  const on = await smallFileServer("metrics-on", {});
+  const off = await smallFileServer("metrics-off", { METRICS: "off" });
+  const [withMetrics, without] = await pair(
+    async () => (await wrk(on.url, { connections: 32 })).rps,
+    async () => (await wrk(off.url, { connections: 32 })).rps,
   );
-  off.proc.kill("SIGKILL");
-  children.delete(off.proc);
-  rows.push({ workload: "small public GET (4 KiB), metrics on", how: "wrk, HTTP/1.1, 32 connections", value: on, unit: "req/s", anchor: "the same, METRICS=off", anchorValue: without, target: 0.95 });
+  for (const s of [on, off]) {
+    s.proc.kill("SIGKILL");
+    children.delete(s.proc);
+  }
+  rows.push({ workload: "small public GET (4 KiB), metrics on", how: "wrk, HTTP/1.1, 32 connections", value: withMetrics, unit: "req/s", anchor: "the same, METRICS=off", anchorValue: without, target: 0.95 });
 } else if (ONLY === undefined) skip("small public GET, metrics on vs off", ["wrk"]);
 
 // --- report ---
