@@ -149,10 +149,13 @@ function toRequest(req: NodeRequest): Request {
 function bodyStream(req: NodeRequest): ReadableStream<Uint8Array> {
   const chunks = (req as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
   // Bun's node:http reads a connection handed to it by the listener as fast as it arrives,
-  // whatever the request's consumer does: over HTTP/1.1 the connection itself is paused after
-  // each chunk until the consumer asks for the next, so an upload is held back by the disk
+  // whatever the request's consumer does: over HTTP/1.1 the connection itself is paused until
+  // the consumer asks for a chunk, and after each one, so an upload is held back by the disk
   // instead of piling up in memory (HTTP/2 has flow control per stream). writeResponse resumes it.
+  // Paused from the start too: the handler's queries before it reads (authentication, the
+  // quota's headroom on PostgreSQL) let a fast client fill ~50 MB of memory otherwise.
   const socket = req.httpVersionMajor === 1 ? (req.socket as Duplex | undefined) : undefined;
+  socket?.pause();
   let received = 0;
   return new ReadableStream<Uint8Array>(
     {
