@@ -238,7 +238,9 @@ export class UploadService {
     const { files, blobs } = this.deps;
     const staged = row.length === 0 ? await files.stageContent(row.ownerId, null, 0) : await blobs.partials.stage(row.id, row.length);
     const file: FileRecord = await files.commitNew(row.ownerId, staged, fields, {
-      reserved: true,
+      // The Upload-Length counts against the quota only until the upload expires: a last PATCH
+      // that began before its expiry and ends after it is charged like a new upload.
+      reserved: row.expiresAt > this.deps.clock.nowMicros(),
       alsoInTx: async (tx, record) => {
         if (!(await tx.uploads.complete(row.id, row.offset, record.id))) throw moved();
         if (link !== undefined) await this.deps.links.consume(tx, link.id, record.size);

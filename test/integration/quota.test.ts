@@ -119,6 +119,37 @@ test("tus: Upload-Length is reserved at creation, so a creation past the quota g
   expect(await usage(key)).toMatchObject({ reserved_bytes: 0, used_bytes: 600 });
 });
 
+test("tus: a last PATCH that began before the upload expired and ends after it is charged, not covered by the lapsed reservation", async () => {
+  await using short = await startServer({ env: { QUOTA_BYTES: String(QUOTA), TUS_UPLOAD_EXPIRY_SECONDS: "2" } });
+  const key = await short.mintKey("quota-expiry@example.com");
+  const api = client(short, key);
+  const usageOf = async () => (await (await api.fetch("/v1/usage")).json()) as UsageJson;
+  const url = await createUpload(short.url, key, 600);
+  let sendRest!: () => void;
+  const rest = new Promise<void>((r) => (sendRest = r));
+  const body = new ReadableStream<Uint8Array>({
+    async start(c) {
+      c.enqueue(new Uint8Array(100));
+      await rest;
+      c.enqueue(new Uint8Array(500));
+      c.close();
+    },
+  });
+  const patch = fetch(url, {
+    method: "PATCH",
+    body,
+    duplex: "half",
+    headers: { authorization: `Bearer ${key}`, "tus-resumable": "1.0.0", "upload-offset": "0", "content-type": "application/offset+octet-stream", "content-length": "600" },
+  } as RequestInit);
+  // The reservation lapses with the upload's expiry (2 s) while the PATCH is still sending.
+  while ((await usageOf()).reserved_bytes !== 0) await Bun.sleep(100);
+  expect((await api.fetch("/v1/files", { method: "POST", body: bytes(600) })).status).toBe(200);
+  sendRest();
+  const res = await patch;
+  expect({ status: res.status, body: await res.json() }).toEqual(exceeded(600, 600));
+  expect(await usageOf()).toMatchObject({ files: 1, file_bytes: 600, reserved_bytes: 0 });
+});
+
 test("files arriving through a guest upload link count against the link's owner", async () => {
   const key = await newUser();
   const res = await client(server, key).fetch("/v1/upload-links", { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
