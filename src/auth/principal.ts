@@ -48,6 +48,14 @@ export function sessionCookieName(baseUrl: string): string {
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /**
+ * The token of an `Authorization: Bearer <token>` header (RFC 6750 §2.1; the scheme in any case,
+ * spaces around the token tolerated), or undefined for no header or another form.
+ */
+export function bearerToken(authorization: string | null): string | undefined {
+  return authorization === null ? undefined : /^Bearer[ ]+([^ ]+)[ ]*$/i.exec(authorization)?.[1];
+}
+
+/**
  * Resolves the caller of a request (bearer key or session cookie, see the module comment),
  * counting failed authentications per client address and refusing a limited address with 429.
  */
@@ -74,9 +82,9 @@ export class Authenticator {
       return { kind: "invalid" };
     };
     if (token === undefined) {
-      const m = /^Bearer[ ]+([^ ]+)[ ]*$/i.exec(authorization!);
-      if (!m) return failed();
-      const principal = await this.keys.authenticate(m[1]!);
+      const bearer = bearerToken(authorization);
+      if (bearer === undefined) return failed();
+      const principal = await this.keys.authenticate(bearer);
       if (principal === null) return failed();
       if (request.context !== undefined) request.context.userId = principal.userId;
       return { kind: "valid", principal };

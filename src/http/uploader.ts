@@ -4,7 +4,7 @@
  * session cookie from the same origin).
  */
 import { isApiKeyShaped } from "../domain/api-key.ts";
-import type { Authenticator } from "../auth/principal.ts";
+import { bearerToken, type Authenticator } from "../auth/principal.ts";
 import type { RequestContext } from "../context/request-context.ts";
 import type { UploadLinkService } from "../service/upload-links.ts";
 import type { Uploader } from "../service/uploads.ts";
@@ -16,9 +16,9 @@ import { authRequest } from "./request-context.ts";
  * @throws AppError unauthenticated, permission_denied, resource_exhausted (as `/v1/*`)
  */
 export async function uploaderOf(request: Request, context: RequestContext, auth: Authenticator, links: UploadLinkService): Promise<Uploader> {
-  const m = /^Bearer[ ]+([^ ]+)[ ]*$/i.exec(request.headers.get("authorization") ?? "");
-  if (m !== null && !isApiKeyShaped(m[1]!)) {
-    const link = await links.byToken(m[1]!);
+  const bearer = bearerToken(request.headers.get("authorization"));
+  if (bearer !== undefined && !isApiKeyShaped(bearer)) {
+    const link = await links.byToken(bearer);
     if (link !== undefined) return { link };
   }
   return { principal: await auth.require(authRequest(request, context)) };

@@ -7,7 +7,7 @@
 import { createRequestContext, type RequestContext } from "../context/request-context.ts";
 import { jsonLine, type LogFormat } from "../log.ts";
 import { UNMATCHED_ROUTE, type Metrics } from "./metrics.ts";
-import { headerOf, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
+import { headerOf, observeWrites, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
 
 /** `method=GET path="/x" status=200 bytes=12 duration_ms=0.4 request_id=abc` */
 export function accessLogLine(
@@ -42,31 +42,6 @@ export function accessLogJson(context: RequestContext, status: number, bytes: st
     client_address: context.clientAddress,
     user_id: context.userId ?? null,
   });
-}
-
-/**
- * Counts what `res.write` and `res.end` are given into `add` (HTTP/2, whose socket counts nothing
- * sent). Bun's HTTP/2 `end(chunk)` writes the chunk through `write`: counted once, by `end`.
- */
-function countWrites(res: NodeResponse, add: (bytes: number) => void): void {
-  const size = (chunk: unknown) => (typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk instanceof Uint8Array ? chunk.byteLength : 0);
-  const writer = res as unknown as { write: (...args: unknown[]) => boolean; end: (...args: unknown[]) => unknown };
-  const write = writer.write;
-  const end = writer.end;
-  let ending = false;
-  writer.write = function (this: unknown, chunk: unknown, ...rest: unknown[]) {
-    if (!ending) add(size(chunk));
-    return write.call(this, chunk, ...rest);
-  };
-  writer.end = function (this: unknown, chunk?: unknown, ...rest: unknown[]) {
-    add(size(chunk));
-    ending = true;
-    try {
-      return end.call(this, chunk, ...rest);
-    } finally {
-      ending = false;
-    }
-  };
 }
 
 export interface AccessLogOptions {
@@ -116,7 +91,8 @@ export class AccessLog {
     );
     res.setHeader("x-request-id", context.requestId);
     const metrics = this.metrics;
-    if (metrics !== undefined && req.httpVersionMajor === 2) countWrites(res, (n) => metrics.countSent(n));
+    // Bun's HTTP/2 sockets count nothing written: those responses count their own bytes.
+    if (metrics !== undefined && req.httpVersionMajor === 2) observeWrites(res, (chunk) => metrics.countSent(typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.byteLength));
     res.once("close", () => {
       const bytes = res.getHeader("content-length") as string | number | undefined;
       metrics?.observeRequest(context.method, context.route ?? UNMATCHED_ROUTE, res.statusCode, (performance.now() - context.startedAt) / 1000);

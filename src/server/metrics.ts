@@ -20,6 +20,8 @@ import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import crypto from "node:crypto";
 import type { ServerResponse } from "node:http";
 import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from "prom-client";
+import { bearerToken } from "../auth/principal.ts";
+import { plainAddress } from "../context/client-address.ts";
 import { AppError } from "../errors.ts";
 import { headerOf, refuse, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
 
@@ -275,17 +277,17 @@ export class Metrics {
  * by a proxy on the same machine (a forwarded request speaks for a client elsewhere).
  */
 export function isLocalRequest(req: NodeRequest): boolean {
-  const peer = req.socket?.remoteAddress ?? "";
-  const loopback = peer === "::1" || peer.startsWith("127.") || peer.startsWith("::ffff:127.");
+  const peer = plainAddress(req.socket?.remoteAddress ?? "");
+  const loopback = peer === "::1" || peer.startsWith("127.");
   return loopback && headerOf(req, "x-forwarded-for") === null && headerOf(req, "forwarded") === null;
 }
 
 /** Compares a presented bearer token with the configured one in constant time. */
 function tokenMatches(authorization: string | null, token: string): boolean {
-  const m = authorization === null ? null : /^Bearer[ ]+([^ ]+)[ ]*$/i.exec(authorization);
-  if (m === null) return false;
+  const presented = bearerToken(authorization);
+  if (presented === undefined) return false;
   const digest = (s: string) => crypto.createHash("sha256").update(s).digest();
-  return crypto.timingSafeEqual(digest(m[1]!), digest(token));
+  return crypto.timingSafeEqual(digest(presented), digest(token));
 }
 
 /**

@@ -224,3 +224,27 @@ function drained(res: NodeResponse): Promise<void> {
     res.on("close", done);
   });
 }
+
+/**
+ * Calls `onChunk` with every chunk given to `res.write` and `res.end`, each once, for observers
+ * (metrics' HTTP/2 byte count, the tests' response tap); the calls themselves are unchanged.
+ * Bun's HTTP/2 `end(chunk)` writes its chunk through `write`: a call made inside another is not
+ * seen again.
+ */
+export function observeWrites(res: NodeResponse, onChunk: (chunk: string | Uint8Array) => void): void {
+  const writer = res as unknown as Record<"write" | "end", (...args: unknown[]) => unknown>;
+  let inside = false;
+  for (const method of ["write", "end"] as const) {
+    const original = writer[method];
+    writer[method] = function (this: unknown, chunk?: unknown, ...rest: unknown[]) {
+      if (inside) return original.call(this, chunk, ...rest);
+      if (typeof chunk === "string" || chunk instanceof Uint8Array) onChunk(chunk);
+      inside = true;
+      try {
+        return original.call(this, chunk, ...rest);
+      } finally {
+        inside = false;
+      }
+    };
+  }
+}

@@ -12,7 +12,7 @@
  */
 import fs from "node:fs";
 import type { ServerResponse } from "node:http";
-import type { NodeRequest, NodeResponse } from "./node-bridge.ts";
+import { observeWrites, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
 
 /** One response as the tap records it (one JSON line). */
 export interface TappedResponse {
@@ -54,40 +54,18 @@ export function tapResponse(req: NodeRequest, res: NodeResponse, path: string): 
   const writer = res as ServerResponse;
   const chunks: Buffer[] = [];
   let bodyBytes = 0;
-  // Bun's HTTP/2 response ends through its own write: a chunk is kept once.
-  let inside = false;
   let headers: Record<string, unknown> = {};
-  const keep = (chunk: unknown) => {
-    if (inside || chunk === undefined || chunk === null || typeof chunk === "function") return;
-    bodyBytes += typeof chunk === "string" ? Buffer.byteLength(chunk) : (chunk as Uint8Array).byteLength;
+  observeWrites(res, (chunk) => {
+    bodyBytes += typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.byteLength;
     // Copied (the writer may reuse its buffer once written), and only while the body is small.
-    if (bodyBytes <= MAX_BODY_BYTES) chunks.push(typeof chunk === "string" ? Buffer.from(chunk) : Buffer.from(chunk as Uint8Array));
-  };
-  const within = <T>(call: () => T): T => {
-    const outer = inside;
-    inside = true;
-    try {
-      return call();
-    } finally {
-      inside = outer;
-    }
-  };
+    if (bodyBytes <= MAX_BODY_BYTES) chunks.push(Buffer.from(chunk));
+  });
   const writeHead = writer.writeHead.bind(writer);
   writer.writeHead = ((status: number, ...rest: unknown[]) => {
     const given = rest.find((r) => typeof r === "object" && r !== null && !Array.isArray(r));
     if (given !== undefined) headers = given as Record<string, unknown>;
     return (writeHead as (...a: unknown[]) => ServerResponse)(status, ...rest);
   }) as typeof writer.writeHead;
-  const write = writer.write.bind(writer);
-  writer.write = ((chunk: unknown, ...rest: unknown[]) => {
-    keep(chunk);
-    return within(() => (write as (...a: unknown[]) => boolean)(chunk, ...rest));
-  }) as typeof writer.write;
-  const end = writer.end.bind(writer);
-  writer.end = ((chunk?: unknown, ...rest: unknown[]) => {
-    keep(chunk);
-    return within(() => (end as (...a: unknown[]) => ServerResponse)(chunk, ...rest));
-  }) as typeof writer.end;
 
   res.once("close", () => {
     // A stream the client reset or abandoned before the answer began was never answered.
