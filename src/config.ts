@@ -7,6 +7,7 @@
  */
 import fs from "node:fs";
 import net from "node:net";
+import os from "node:os";
 import path from "node:path";
 import type { S3Settings } from "./storage/s3-blobs.ts";
 import type { LogFormat } from "./log.ts";
@@ -69,8 +70,26 @@ export interface Config {
   metricsEnabled: boolean;
   /** Access and error log lines as today's text, or one JSON object each (LOG_FORMAT, CONTRACT §9). */
   logFormat: LogFormat;
+  /**
+   * Serving processes sharing the port (WORKERS, default: the cores this process may use; 1:
+   * one process serves, as before issue 16). Above 1 a supervisor runs them (server/workers.ts).
+   */
+  workers: number;
+  /**
+   * Set in a serving process the supervisor started (CUBBY_WORKER, internal): its number, from
+   * 1; undefined in the supervisor and when WORKERS is 1.
+   */
+  workerId: number | undefined;
   /** Tests only: a file every response is recorded in (CUBBY_TEST_RESPONSE_LOG, server/response-tap.ts). */
   testResponseLog?: string | undefined;
+}
+
+/** The most serving processes WORKERS may ask for. */
+const MAX_WORKERS = 64;
+
+/** WORKERS' default: the cores this process may run on (os.availableParallelism), at most {@link MAX_WORKERS}. */
+function defaultWorkers(): number {
+  return Math.min(MAX_WORKERS, Math.max(1, os.availableParallelism()));
 }
 
 /** A configuration problem: the message is the one line printed before exiting with status 2. */
@@ -178,7 +197,16 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     throw new ConfigError(`LOG_FORMAT must be text or json (got "${logFormatRaw}")`);
   }
 
+  const workersRaw = (get("WORKERS") ?? String(defaultWorkers())).trim();
+  if (!/^\d{1,3}$/.test(workersRaw) || Number(workersRaw) < 1 || Number(workersRaw) > MAX_WORKERS) {
+    throw new ConfigError(`WORKERS must be a whole number of serving processes from 1 to ${MAX_WORKERS} (got "${workersRaw}"); 1 serves from this process alone`);
+  }
+  const workerRaw = get("CUBBY_WORKER");
+  const workerId = workerRaw !== undefined && /^\d{1,3}$/.test(workerRaw) ? Number(workerRaw) : undefined;
+
   return {
+    workers: Number(workersRaw),
+    workerId,
     metricsToken,
     metricsEnabled: metricsRaw === "on",
     logFormat: logFormatRaw,

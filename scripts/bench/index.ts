@@ -64,8 +64,20 @@ const has = (...tools: string[]) => tools.every((t) => !missing.includes(t));
 // --- processes and files ---
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "cubby-bench-"));
 const children = new Set<Subprocess>();
+/**
+ * SIGKILLs `proc`'s whole process group: every long-running child is spawned detached (a group
+ * of its own), so nginx's workers and cubby's (WORKERS > 1) go with their master.
+ */
+const killGroup = (proc: Subprocess) => {
+  try {
+    process.kill(-proc.pid, "SIGKILL");
+  } catch {
+    proc.kill("SIGKILL");
+  }
+  children.delete(proc);
+};
 const cleanup = () => {
-  for (const c of children) c.kill("SIGKILL");
+  for (const c of [...children]) killGroup(c);
   fs.rmSync(work, { recursive: true, force: true });
 };
 process.on("exit", cleanup);
@@ -73,7 +85,7 @@ process.on("SIGINT", () => process.exit(130));
 
 /** Spawns a long-running process; resolves with the first stdout match of `ready`. */
 async function spawnReady(cmd: string[], ready: RegExp, env: Record<string, string> = {}): Promise<{ proc: Subprocess; match: RegExpExecArray }> {
-  const proc = Bun.spawn(cmd, { cwd: root, stdout: "pipe", stderr: "inherit", env: { ...process.env, ...env } });
+  const proc = Bun.spawn(cmd, { cwd: root, stdout: "pipe", stderr: "inherit", env: { ...process.env, ...env }, detached: true });
   children.add(proc);
   const reader = proc.stdout.getReader();
   const decoder = new TextDecoder();
@@ -119,8 +131,8 @@ function writeRandomFile(file: string, size: number): void {
 
 // --- load generators ---
 /** wrk at `connections`: requests/s, p50 and p99 in ms. @throws on any non-2xx answer or socket error */
-async function wrk(url: string, opts: { connections: number; headers?: string[]; script?: string }): Promise<{ rps: number; p50: number; p99: number }> {
-  const args = ["wrk", "-t", "1", "-c", String(opts.connections), "-d", `${SECONDS}s`, "--latency"];
+async function wrk(url: string, opts: { connections: number; threads?: number; headers?: string[]; script?: string }): Promise<{ rps: number; p50: number; p99: number }> {
+  const args = ["wrk", "-t", String(opts.threads ?? 1), "-c", String(opts.connections), "-d", `${SECONDS}s`, "--latency"];
   for (const h of opts.headers ?? []) args.push("-H", h);
   if (opts.script) args.push("-s", opts.script);
   const { out } = await run([...args, url]);
@@ -184,7 +196,9 @@ fs.writeFileSync(path.join(www, "small.bin"), small);
 writeRandomFile(path.join(www, "large.bin"), LARGE);
 
 const dataDir = path.join(work, "data");
-const cubbyEnv = { RATE_LIMIT_AUTH_FAILURES: "0", RATE_LIMIT_SIGN_INS: "0" };
+// One serving process, like the one-worker nginx and the bare Bun.serve it is compared with;
+// workload 15 runs WORKERS=2 against nginx with two workers.
+const cubbyEnv = { RATE_LIMIT_AUTH_FAILURES: "0", RATE_LIMIT_SIGN_INS: "0", WORKERS: "1" };
 const server = await spawnReady([cubby, "serve", "--port", "0", "--data-dir", dataDir], /listening on port (\d+)/, cubbyEnv);
 const base = `http://127.0.0.1:${server.match[1]}`;
 const mintKey = async (email: string) => (await run([cubby, "keys", "create", "--email", email, "--data-dir", dataDir])).out.trim();
@@ -200,18 +214,18 @@ const internalId = await upload(small, "?visibility=internal");
 const largeId = await upload(Bun.file(path.join(www, "large.bin")), "?visibility=public");
 
 /**
- * Starts one nginx process (no master and worker: stopping it by its PID stops all of nginx)
- * with `servers` in its http block, in `dir`, and waits until `probe` answers 200.
+ * Starts nginx with `servers` in its http block, in `dir`, and waits until `probe` answers 200:
+ * one process (no master) by default, else a master and `workers` workers, in a process group
+ * of their own that {@link killGroup} stops whole.
  */
-async function startNginx(dir: string, servers: string, probe: string): Promise<void> {
+async function startNginx(dir: string, servers: string, probe: string, workers = 0): Promise<Subprocess> {
   fs.mkdirSync(dir, { recursive: true });
   const conf = path.join(dir, "nginx.conf");
   const user = process.getuid?.() === 0 ? "user root root;" : "";
   fs.writeFileSync(
     conf,
     `${user}
-master_process off;
-worker_processes 1;
+${workers === 0 ? "master_process off;\nworker_processes 1;" : `worker_processes ${workers};`}
 pid ${dir}/nginx.pid;
 error_log ${dir}/nginx-error.log;
 events { worker_connections 4096; }
@@ -230,10 +244,10 @@ ${servers}
 }
 `,
   );
-  const proc = Bun.spawn([which("nginx")!, "-c", conf, "-p", dir, "-g", "daemon off;"], { stderr: "inherit" });
+  const proc = Bun.spawn([which("nginx")!, "-c", conf, "-p", dir, "-g", "daemon off;"], { stderr: "inherit", detached: true });
   children.add(proc);
   for (let i = 0; ; i++) {
-    if ((await fetch(probe).then((r) => r.status).catch(() => 0)) === 200) return;
+    if ((await fetch(probe).then((r) => r.status).catch(() => 0)) === 200) return proc;
     if (i === 500 || proc.exitCode !== null) throw new Error(`nginx did not come up: ${fs.readFileSync(path.join(dir, "nginx-error.log"), "utf8")}`);
     await Bun.sleep(10); // nginx has no readiness signal on stdout; poll its port
   }
@@ -378,24 +392,30 @@ if (want(8) && has("h2load", "wrk")) {
 // 9. Start: spawn → first /healthz 200 on an empty data directory; and the binary's size.
 if (want(9)) {
   step("start");
-  const times: number[] = [];
-  for (let i = 0; i < (SMOKE ? 2 : 7); i++) {
-    const port = await freePort();
-    const dir = path.join(work, `start-${i}`);
-    const started = performance.now();
-    const proc = Bun.spawn([cubby, "serve", "--port", String(port), "--data-dir", dir], { stdout: "ignore", stderr: "inherit" });
-    children.add(proc);
-    for (;;) {
-      const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status === 200, () => false);
-      if (ok) break;
-      if (proc.exitCode !== null) throw new Error("cubby exited during the start measurement");
+  /** Median ms from spawn to the first /healthz 200 over fresh data directories, with `workers` serving processes. */
+  const startTime = async (workers: string) => {
+    const times: number[] = [];
+    for (let i = 0; i < (SMOKE ? 2 : 7); i++) {
+      const port = await freePort();
+      const dir = path.join(work, `start-${workers}-${i}`);
+      const started = performance.now();
+      const proc = Bun.spawn([cubby, "serve", "--port", String(port), "--data-dir", dir], { stdout: "ignore", stderr: "inherit", env: { ...process.env, ...cubbyEnv, WORKERS: workers }, detached: true });
+      children.add(proc);
+      for (;;) {
+        const ok = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status === 200, () => false);
+        if (ok) break;
+        if (proc.exitCode !== null) throw new Error("cubby exited during the start measurement");
+      }
+      times.push(performance.now() - started);
+      killGroup(proc);
+      await proc.exited;
     }
-    times.push(performance.now() - started);
-    proc.kill("SIGKILL");
-    await proc.exited;
-    children.delete(proc);
-  }
-  rows.push({ workload: "start to first /healthz 200", how: `median of ${times.length}, empty data dir`, value: median(times), unit: "ms", anchor: "", target: 60, lowerIsBetter: true });
+    return { value: median(times), how: `median of ${times.length}, empty data dir` };
+  };
+  const one = await startTime("1");
+  rows.push({ workload: "start to first /healthz 200", how: one.how, value: one.value, unit: "ms", anchor: "", target: 60, lowerIsBetter: true });
+  const two = await startTime("2");
+  rows.push({ workload: "start to first /healthz 200, WORKERS=2", how: `${two.how}; the first worker to listen answers`, value: two.value, unit: "ms", anchor: "", lowerIsBetter: true });
   rows.push({ workload: "binary size", how: "dist/cubby", value: fs.statSync(cubby).size / 2 ** 20, unit: "MiB", anchor: "" });
 }
 
@@ -433,7 +453,7 @@ if (want(10) && has("curl")) {
     target: 128,
     lowerIsBetter: true,
   });
-  mem.proc.kill("SIGKILL");
+  killGroup(mem.proc);
   fs.rmSync(hugeFile);
 } else if (ONLY === undefined) skip("memory", ["curl"]);
 
@@ -517,7 +537,7 @@ if ((want(11) || want(12)) && has("wrk", "curl", "nginx") && storesInstalled()) 
       largeOnS3 = (JSON.parse(out) as { id: string }).id;
     });
     const down = await overIdle(() => curlSpeed([`${memBase}/${largeOnS3}`], "speed_download"));
-    mem.proc.kill("SIGKILL");
+    killGroup(mem.proc);
     const how = "VmHWM after reset (clear_refs) minus idle VmRSS";
     rows.push({ workload: `peak RSS over idle, ${size(LARGE)} upload, PostgreSQL + S3`, how, value: up, unit: "MiB", anchor: "", target: 64, lowerIsBetter: true });
     rows.push({ workload: `peak RSS over idle, ${size(LARGE)} download, PostgreSQL + S3`, how, value: down, unit: "MiB", anchor: "", target: 64, lowerIsBetter: true });
@@ -542,7 +562,7 @@ if ((want(11) || want(12)) && has("wrk", "curl", "nginx") && storesInstalled()) 
     );
     rows.push({ workload: "small public GET (4 KiB), 3 instances on PostgreSQL + S3", how, value: t, unit: "req/s", anchor: "1 instance behind the same nginx", anchorValue: o });
   }
-  for (const i of instances) i.proc.kill("SIGKILL");
+  for (const i of instances) killGroup(i.proc);
 } else if (ONLY === undefined) {
   const absent = [...["wrk", "curl", "nginx"].filter((t) => missing.includes(t)), ...(storesInstalled() ? [] : ["postgresql or swift (apt-get install postgresql swift-proxy swift-object swift-container swift-account memcached)"])];
   rows.push({ workload: "PostgreSQL + S3", how: "", value: NaN, unit: "", anchor: `skipped: ${absent.join(", ")} missing` });
@@ -596,7 +616,7 @@ if (want(13) && has("curl")) {
   fs.writeFileSync(`/proc/${mem.proc.pid}/clear_refs`, "5");
   await tusSpeed(`http://127.0.0.1:${mem.match[1]}`, memKey, src, LARGE);
   const peak = (Number(/VmHWM:\s+(\d+) kB/.exec(status())![1]) * 1024 - idle) / 2 ** 20;
-  mem.proc.kill("SIGKILL");
+  killGroup(mem.proc);
   children.delete(mem.proc);
   rows.push({ workload: `peak RSS over idle, ${size(LARGE)} tus upload`, how: "VmHWM after reset (clear_refs) minus idle VmRSS", value: peak, unit: "MiB", anchor: "", target: 64, lowerIsBetter: true });
 } else if (ONLY === undefined) skip("tus upload", ["curl"]);
@@ -622,12 +642,25 @@ if (want(14) && has("wrk")) {
     async () => (await wrk(on.url, { connections: 32 })).rps,
     async () => (await wrk(off.url, { connections: 32 })).rps,
   );
-  for (const s of [on, off]) {
-    s.proc.kill("SIGKILL");
-    children.delete(s.proc);
-  }
+  for (const s of [on, off]) killGroup(s.proc);
   rows.push({ workload: "small public GET (4 KiB), metrics on", how: "wrk, HTTP/1.1, 32 connections", value: withMetrics, unit: "req/s", anchor: "the same, METRICS=off", anchorValue: without, target: 0.95 });
 } else if (ONLY === undefined) skip("small public GET, metrics on vs off", ["wrk"]);
+
+// 15. Every core (issue 16): the small public GET of workload 1 on a fresh cubby with WORKERS=2
+// against nginx with worker_processes 2, wrk with two threads on both.
+if (want(15) && has("wrk", "nginx")) {
+  step("small public GET: WORKERS=2 vs nginx with 2 workers");
+  const two = await smallFileServer("workers-2", { WORKERS: "2" });
+  const nginx2Port = await freePort();
+  const nginx2 = await startNginx(path.join(work, "nginx-2"), `  server { listen 127.0.0.1:${nginx2Port}; root ${www}; }`, `http://127.0.0.1:${nginx2Port}/small.bin`, 2);
+  const [c, n] = await pair(
+    async () => (await wrk(two.url, { connections: 64, threads: 2 })).rps,
+    async () => (await wrk(`http://127.0.0.1:${nginx2Port}/small.bin`, { connections: 64, threads: 2 })).rps,
+  );
+  killGroup(two.proc);
+  killGroup(nginx2);
+  rows.push({ workload: "small public GET (4 KiB), 2 processes each", how: "wrk -t2, HTTP/1.1, 64 connections", value: c, unit: "req/s", anchor: "nginx, worker_processes 2", anchorValue: n, target: 0.9 });
+} else if (ONLY === undefined) skip("small public GET, WORKERS=2 vs nginx with 2 workers", ["wrk", "nginx"]);
 
 // --- report ---
 const node = has("node") ? (await run(["node", "--version"])).out.trim() : "no Node.js";

@@ -42,6 +42,11 @@ export interface MetricsSources {
   stored: () => Promise<StoredTotals>;
   /** Bytes moved so far (server/connections.ts). */
   transferred: () => TransferTotals;
+  /**
+   * In a worker (WORKERS > 1): every worker's metrics aggregated, as the exposition text
+   * (server/workers.ts); undefined: this process's own.
+   */
+  aggregate?: (() => Promise<string>) | undefined;
 }
 
 /** Methods a label may name; any other token an HTTP client may send is `other`. */
@@ -151,6 +156,8 @@ class RequestCounts {
  */
 export class Metrics {
   readonly registry = new Registry();
+  /** The exposition format's media type (Prometheus text 0.0.4). */
+  readonly contentType = Registry.PROMETHEUS_CONTENT_TYPE;
   private readonly requests = new RequestCounts();
   private readonly rpcCalls: Counter<"method" | "code">;
   private readonly uploads: Gauge;
@@ -184,8 +191,9 @@ export class Metrics {
       },
     });
     this.uploads = new Gauge({ name: "cubby_uploads_in_flight", help: "Uploads whose bytes are being stored now (REST, RPC and tus).", registers });
-    this.files = new Gauge({ name: "cubby_files", help: "Files stored.", registers });
-    this.storedBytes = new Gauge({ name: "cubby_stored_bytes", help: "Sum of the stored files' sizes, bytes.", registers });
+    // Every worker reads the same store: aggregated over workers, one's figure stands for all.
+    this.files = new Gauge({ name: "cubby_files", help: "Files stored.", registers, aggregator: "first" });
+    this.storedBytes = new Gauge({ name: "cubby_stored_bytes", help: "Sum of the stored files' sizes, bytes.", registers, aggregator: "first" });
     collectDefaultMetrics({ register: this.registry });
     // Gauges named like counters, which `promtool check metrics` refuses (prom-client's defaults):
     // what they count is in nodejs_active_handles / _requests / _resources by type anyway.
@@ -226,10 +234,24 @@ export class Metrics {
    * @throws what reading the totals throws (the scrape fails rather than showing stale numbers)
    */
   async render(): Promise<string> {
+    if (this.sources.aggregate !== undefined) return this.sources.aggregate();
+    await this.readTotals();
+    return this.registry.metrics();
+  }
+
+  /**
+   * This process's metrics as prom-client JSON, with the store's totals read now: what a worker
+   * contributes to an aggregated scrape (server/workers.ts).
+   */
+  async snapshot(): Promise<Awaited<ReturnType<Registry["getMetricsAsJSON"]>>> {
+    await this.readTotals();
+    return this.registry.getMetricsAsJSON();
+  }
+
+  private async readTotals(): Promise<void> {
     const totals = await this.sources.stored();
     this.files.set(totals.files);
     this.storedBytes.set(totals.bytes);
-    return this.registry.metrics();
   }
 
   /**
@@ -304,7 +326,7 @@ export async function serveMetrics(metrics: Metrics, token: string | undefined, 
   }
   const body = await metrics.render();
   const writer = res as ServerResponse;
-  writer.writeHead(200, { "content-type": metrics.registry.contentType, "content-length": Buffer.byteLength(body), "cache-control": "no-store" });
+  writer.writeHead(200, { "content-type": metrics.contentType, "content-length": Buffer.byteLength(body), "cache-control": "no-store" });
   if (req.method === "HEAD") writer.end();
   else writer.end(body);
 }

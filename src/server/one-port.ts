@@ -32,6 +32,8 @@ import { sniffProtocol } from "./sniff.ts";
 
 export interface OnePortOptions {
   port: number;
+  /** Listen with SO_REUSEPORT, beside the other workers' sockets (server/workers.ts). */
+  reusePort?: boolean;
   /** The HTTP app (`app.handle`): REST, dashboard, sign-in, static files. */
   app: FetchHandler;
   /** RPC routes, served by connect-node on both HTTP versions. */
@@ -132,7 +134,7 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
   });
   await new Promise<void>((resolve, reject) => {
     listener.once("error", reject);
-    listener.listen(opts.port, () => resolve());
+    listener.listen({ port: opts.port, reusePort: opts.reusePort === true }, () => resolve());
   });
 
   return {

@@ -14,9 +14,10 @@ import { openServices, type Services } from "../service/index.ts";
 import type { BlobStore } from "../storage/ports.ts";
 import { logError, logInfo, setLogFormat } from "../log.ts";
 import { listenOnePort, type OnePortServer } from "./one-port.ts";
-import { batchedLog } from "./access-log.ts";
+import { batchedLog, PIPE_ATOMIC_BYTES } from "./access-log.ts";
 import { Metrics } from "./metrics.ts";
 import { enableResponseTap } from "./response-tap.ts";
+import { SupervisorLink, WorkerPool } from "./workers.ts";
 
 /** How often a server on a shared blob store sweeps orphans (ms). */
 const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
@@ -24,22 +25,84 @@ const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
 /** In-flight requests get this long to finish after a stop signal, then connections are cut. */
 export const SHUTDOWN_GRACE_MS = 10_000;
 
-/** Runs the server until SIGTERM or SIGINT; returns once it has stopped and the stores are closed. */
+/**
+ * Runs the server until SIGTERM or SIGINT; returns once it has stopped and the stores are closed.
+ * With WORKERS = 1 this process serves; above 1 it supervises that many serving processes
+ * (server/workers.ts), and in one of those (CUBBY_WORKER) it serves without the sweeps.
+ */
 export async function serve(config: Config): Promise<void> {
   setLogFormat(config.logFormat);
+  const worker = config.workerId !== undefined;
   {
     await using services = await openServices(config);
-    await serveUntilStopped(config, services);
+    if (worker) await serveAsWorker(config, services);
+    else if (config.workers > 1) await supervise(config, services);
+    else await serveAlone(config, services);
   }
-  logInfo("stopped");
+  if (!worker) logInfo("stopped");
 }
 
-async function serveUntilStopped(config: Config, services: Services): Promise<void> {
+/** WORKERS = 1: sweeps and serves in this process. */
+async function serveAlone(config: Config, services: Services): Promise<void> {
+  const timers = await startMaintenance(services, config);
+  const server = await startServing(config, services, { reusePort: false });
+  logInfo(`cubby ${pkg.version} listening on port ${server.port}; public URL ${server.baseUrl}; data in ${config.dataDir}`);
+  const signal = await stopSignal();
+  logInfo(`${signal}: stopping; in-flight requests have ${SHUTDOWN_GRACE_MS / 1000}s to finish`);
+  for (const timer of timers) clearInterval(timer);
+  await server.stop();
+}
+
+/** WORKERS > 1, the supervisor: sweeps, and runs the serving processes (server/workers.ts). */
+async function supervise(config: Config, services: Services): Promise<void> {
+  const timers = await startMaintenance(services, config);
+  const pool = new WorkerPool({ count: config.workers, port: config.port, dataDir: config.dataDir, graceMs: SHUTDOWN_GRACE_MS });
+  try {
+    const port = await pool.start();
+    const baseUrl = config.hostname ?? `http://localhost:${port}`;
+    logInfo(`cubby ${pkg.version} listening on port ${port}; public URL ${baseUrl}; data in ${config.dataDir}; ${config.workers} worker processes (pids ${pool.pids().join(", ")})`);
+    const signal = await stopSignal();
+    logInfo(`${signal}: stopping; in-flight requests have ${SHUTDOWN_GRACE_MS / 1000}s to finish`);
+  } finally {
+    for (const timer of timers) clearInterval(timer);
+    await pool.stop();
+  }
+}
+
+/** A serving process under a supervisor: serves until told to stop or its supervisor is gone. */
+async function serveAsWorker(config: Config, services: Services): Promise<void> {
+  let metrics: Metrics | undefined;
+  const link = new SupervisorLink(async () => (metrics === undefined ? [] : metrics.snapshot()));
+  const server = await startServing(config, services, { reusePort: true, aggregate: () => link.scrapeAll(), onMetrics: (m) => (metrics = m) });
+  link.listening(server.port);
+  await Promise.race([stopSignal(), link.gone()]);
+  await server.stop();
+}
+
+/** Sweeps now and starts the periodic sweeps (one process does these: the supervisor, or the only one). @returns their timers */
+async function startMaintenance(services: Services, config: Config): Promise<ReturnType<typeof setInterval>[]> {
   const timers = [
     await startSweeping(services),
     await repeat("expiry sweep", EXPIRY_SWEEP_MS, () => deleteExpired(services)),
     await repeat("upload sweep", uploadSweepMs(config.uploadExpirySeconds), () => sweepUploads(services)),
   ];
+  const expired = await services.sessions.sweepExpired();
+  if (expired > 0) logInfo(`removed ${expired} expired session(s)`);
+  return timers.filter((t) => t !== undefined);
+}
+
+/**
+ * Builds the app and the RPC routes and listens on the port.
+ * @param opts.reusePort listen with SO_REUSEPORT (workers)
+ * @param opts.aggregate renders every worker's metrics (workers); undefined: this process's
+ * @param opts.onMetrics told of the metrics when METRICS is on
+ * @returns the bound port, the public base URL, and a stop that drains and flushes the log
+ */
+async function startServing(
+  config: Config,
+  services: Services,
+  opts: { reusePort: boolean; aggregate?: () => Promise<string>; onMetrics?: (metrics: Metrics) => void },
+): Promise<{ port: number; baseUrl: string; stop: () => Promise<void> }> {
   let baseUrl = config.hostname ?? "";
   const auth = new Authenticator(services.keys, services.sessions, () => baseUrl, new WindowLimiter(config.rateLimits.authFailures));
   const { issuer, clientId, clientSecret } = config.idp;
@@ -48,8 +111,6 @@ async function serveUntilStopped(config: Config, services: Services): Promise<vo
       ? new OidcSignIn({ issuer, clientId, clientSecret, redirectUri: () => `${baseUrl}/auth/idp/callback`, allowedDomains: config.allowedDomains })
       : undefined;
   if (config.testResponseLog !== undefined) enableResponseTap(config.testResponseLog);
-  const expired = await services.sessions.sweepExpired();
-  if (expired > 0) logInfo(`removed ${expired} expired session(s)`);
   const app = createApp({
     services,
     auth,
@@ -59,15 +120,20 @@ async function serveUntilStopped(config: Config, services: Services): Promise<vo
     maxUploadBytes: config.maxUploadBytes,
   });
   const routes = rpcRoutes({ files: services.files, auth, baseUrl: () => baseUrl });
-  const { log, flush: flushLog } = batchedLog((chunk) => process.stdout.write(chunk));
+  // A worker shares the supervisor's stdout with the other workers: no write may mix their lines.
+  const { log, flush: flushLog } = batchedLog((chunk) => process.stdout.write(chunk), config.workerId === undefined ? undefined : PIPE_ATOMIC_BYTES);
   const trustedProxies = new Set(config.trustedProxies);
   let listening: OnePortServer | undefined;
   const metrics = config.metricsEnabled
-    ? new Metrics({ stored: () => services.store.files.totals(), transferred: () => listening?.transferred() ?? { received: 0, sent: 0 } })
+    ? new Metrics({ stored: () => services.store.files.totals(), transferred: () => listening?.transferred() ?? { received: 0, sent: 0 }, aggregate: opts.aggregate })
     : undefined;
-  if (metrics !== undefined) countUploads(services.blobs, metrics);
+  if (metrics !== undefined) {
+    countUploads(services.blobs, metrics);
+    opts.onMetrics?.(metrics);
+  }
   const server = await listenOnePort({
     port: config.port,
+    reusePort: opts.reusePort,
     app: (request) => app.handle(request),
     routes,
     rpcPaths: rpcPaths(routes),
@@ -82,13 +148,14 @@ async function serveUntilStopped(config: Config, services: Services): Promise<vo
   });
   listening = server;
   if (config.hostname === undefined) baseUrl = `http://localhost:${server.port}`;
-  logInfo(`cubby ${pkg.version} listening on port ${server.port}; public URL ${baseUrl}; data in ${config.dataDir}`);
-
-  const signal = await stopSignal();
-  logInfo(`${signal}: stopping; in-flight requests have ${SHUTDOWN_GRACE_MS / 1000}s to finish`);
-  for (const timer of timers) clearInterval(timer);
-  await server.stop(SHUTDOWN_GRACE_MS);
-  flushLog();
+  return {
+    port: server.port,
+    baseUrl,
+    async stop() {
+      await server.stop(SHUTDOWN_GRACE_MS);
+      flushLog();
+    },
+  };
 }
 
 /**

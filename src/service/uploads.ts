@@ -252,10 +252,18 @@ export class UploadService {
 
   /** Runs `work` as the only writer of upload `id` in this process. @throws aborted when another is */
   private async locked<T>(id: string, work: () => Promise<T>): Promise<T> {
-    if (this.writing.has(id)) throw new AppError("aborted", "another request is writing this upload; retry once it is done");
+    const busy = () => new AppError("aborted", "another request is writing this upload; retry once it is done");
+    if (this.writing.has(id)) throw busy();
     this.writing.add(id);
     try {
-      return await work();
+      // Another worker process (WORKERS > 1) may be writing it in the same data directory.
+      const release = this.deps.blobs.partials.lock === undefined ? undefined : await this.deps.blobs.partials.lock(id);
+      if (this.deps.blobs.partials.lock !== undefined && release === undefined) throw busy();
+      try {
+        return await work();
+      } finally {
+        await release?.().catch(() => {});
+      }
     } finally {
       this.writing.delete(id);
     }

@@ -22,7 +22,8 @@ export function buildBinary(): string {
 
 /** Spawns a process and waits for a line matching `ready` on stdout. */
 function spawnReady(cmd: string, args: string[], env: Record<string, string>, ready: RegExp): Promise<{ proc: ChildProcess; match: RegExpExecArray }> {
-  const proc = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  // Its own process group (detached): stopping the stack kills cubby's worker processes with it.
+  const proc = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"], detached: true });
   let out = "";
   let err = "";
   proc.stderr!.on("data", (c) => (err += c));
@@ -34,6 +35,16 @@ function spawnReady(cmd: string, args: string[], env: Record<string, string>, re
     });
     proc.on("exit", (code) => reject(new Error(`${cmd} exited (${code}): ${out}\n${err}`)));
   });
+}
+
+/** SIGKILLs `proc` and, when it leads a process group of its own (spawnReady), everything in it. */
+function killGroup(proc: ChildProcess): void {
+  if (proc.pid === undefined || proc.exitCode !== null || proc.signalCode !== null) return;
+  try {
+    process.kill(-proc.pid, "SIGKILL");
+  } catch {
+    proc.kill("SIGKILL");
+  }
 }
 
 export interface Stack {
@@ -55,7 +66,7 @@ export async function startStack(binary: string, withIdp: boolean, opts: { nginx
   const work = fs.mkdtempSync(path.join(os.tmpdir(), "cubby-e2e-"));
   const dataDir = path.join(work, "data");
   const stop = () => {
-    for (const p of procs) p.kill("SIGKILL");
+    for (const p of procs) killGroup(p);
     fs.rmSync(work, { recursive: true, force: true });
   };
   try {

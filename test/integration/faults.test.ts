@@ -63,7 +63,8 @@ const ioFaults = [
 describe.skipIf(!canStrace())("I/O errors", () => {
   for (const fault of ioFaults) {
     test(`${fault.name}: ${fault.status}, no metadata row, no temporary, and uploads work once it is gone`, async () => {
-      await using server = await startServer();
+      // One serving process: strace injects the fault into the process it attaches to.
+      await using server = await startServer({ env: { WORKERS: "1" } });
       const api = client(server, await server.mintKey("io@example.com"));
       const kept = await api.upload(crypto.getRandomValues(new Uint8Array(100_000)), "?visibility=public");
       const body = crypto.getRandomValues(new Uint8Array(300_000));

@@ -11,6 +11,12 @@ import { CreateFileRequestSchema, FileService, UpdateFileContentRequestSchema } 
 import { FrameType, H2Error, processUsage, RawH2 } from "../support/h2-raw.ts";
 import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";
 
+/** Descriptors and resident memory of the server's serving processes together (one, or its workers). */
+function usage(server: RunningServer): { fds: number; rssMiB: number } {
+  const each = server.servingPids().map(processUsage);
+  return { fds: each.reduce((n, u) => n + u.fds, 0), rssMiB: each.reduce((n, u) => n + u.rssMiB, 0) };
+}
+
 /** Polls `done` every 20 ms until it holds; throws after 5 s. */
 async function waitFor(done: () => boolean, what: string): Promise<void> {
   const deadline = Date.now() + 5000;
@@ -47,14 +53,14 @@ describe("abandoned HTTP/2 downloads", () => {
     const api = client(server, await server.mintKey("h2@example.com"));
     // Large enough that a download left running would still be reading long after the test.
     file = await api.upload(new Uint8Array(64 * 1024 * 1024), "?visibility=public");
-    idleFds = processUsage(server.proc.pid).fds;
+    idleFds = usage(server).fds;
   });
   afterAll(() => server[Symbol.asyncDispose]());
 
   /** Waits until the server holds no more descriptors than `limit`, for up to 5 s. */
   async function descriptorsBackTo(limit: number): Promise<number> {
-    await waitFor(() => processUsage(server.proc.pid).fds <= limit, "descriptors released").catch(() => {});
-    return processUsage(server.proc.pid).fds;
+    await waitFor(() => usage(server).fds <= limit, "descriptors released").catch(() => {});
+    return usage(server).fds;
   }
 
   test("the server advertises SETTINGS_MAX_CONCURRENT_STREAMS = 100", async () => {
@@ -72,7 +78,7 @@ describe("abandoned HTTP/2 downloads", () => {
     test(`1000 downloads abandoned by ${how} release their descriptors and memory`, async () => {
       // Each test starts once the server has let go of the previous test's connections.
       await descriptorsBackTo(idleFds);
-      const before = processUsage(server.proc.pid);
+      const before = usage(server);
       const path = new URL(file.url).pathname;
       const connections = await Promise.all(Array.from({ length: 10 }, () => RawH2.connect(server.port)));
       try {
@@ -81,11 +87,11 @@ describe("abandoned HTTP/2 downloads", () => {
           // Which connections are short, and what the server sent instead (RST_STREAM codes).
           const ok = connections.map((c) => [...c.streams.values()].filter((s) => s.headers[":status"] === "200").length);
           const resets = connections.map((c) => [...c.streams.values()].flatMap((s) => (s.resetCode === undefined ? [] : [s.resetCode])).join("/"));
-          throw new Error(`${e}; 200s per connection ${ok}; resets ${resets}; server ${JSON.stringify(processUsage(server.proc.pid))}`);
+          throw new Error(`${e}; 200s per connection ${ok}; resets ${resets}; server ${JSON.stringify(usage(server))}`);
         });
         // Every download has its blob open.
-        await waitFor(() => processUsage(server.proc.pid).fds >= before.fds + 1000, "1000 open blobs");
-        const held = processUsage(server.proc.pid);
+        await waitFor(() => usage(server).fds >= before.fds + 1000, "1000 open blobs");
+        const held = usage(server);
         for (const c of connections) {
           c.socket.pause(); // the client never reads another byte
           if (how === "RST_STREAM") for (let i = 0; i < 100; i++) c.reset(1 + 2 * i, H2Error.CANCEL);
@@ -98,7 +104,7 @@ describe("abandoned HTTP/2 downloads", () => {
         // Reset streams leave their 10 connections open; the other ways close them too.
         const limit = before.fds + (how === "RST_STREAM" ? 10 : 0) + 2;
         const fds = await descriptorsBackTo(limit);
-        const after = processUsage(server.proc.pid);
+        const after = usage(server);
         console.log(`${how}: before ${JSON.stringify(before)}, 1000 streams open ${JSON.stringify(held)}, after ${JSON.stringify(after)}`);
         expect(fds).toBeLessThanOrEqual(limit);
         // Without the fix every stream went on reading its 64 MiB into the void: the descriptors
@@ -116,12 +122,12 @@ describe("abandoned HTTP/2 downloads", () => {
     // node:http2's default session memory budget (10 MB) is less than 99 streams' queued chunks:
     // the 100th stream was refused with RST_STREAM ENHANCE_YOUR_CALM (4 times in 5 here).
     await descriptorsBackTo(idleFds);
-    const before = processUsage(server.proc.pid).fds;
+    const before = usage(server).fds;
     const path = new URL(file.url).pathname;
     await using c = await RawH2.connect(server.port);
     for (let i = 0; i < 99; i++) c.headers(1 + 2 * i, requestHeaders("GET", path), true);
     await c.until(() => [...c.streams.values()].filter((s) => s.headers[":status"] === "200").length === 99, 10_000, "99 responses");
-    await waitFor(() => processUsage(server.proc.pid).fds >= before + 1 + 99, "99 open blobs");
+    await waitFor(() => usage(server).fds >= before + 1 + 99, "99 open blobs");
     c.headers(199, requestHeaders("GET", path), true);
     const last = () => c.streams.get(199)!;
     await c.until(() => last().headers[":status"] !== undefined || last().resetCode !== undefined, 10_000, "the 100th response");

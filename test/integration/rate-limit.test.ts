@@ -1,5 +1,7 @@
 // Rate limiting of failed authentication and of sign-in callbacks, per client address, through
-// the real listener (HTTP/1.1 and h2c both carry the client's address).
+// the real listener (HTTP/1.1 and h2c both carry the client's address). The windows are counted
+// per serving process, so these servers run one (WORKERS=1); what WORKERS=2 does with them is in
+// workers.test.ts.
 import { expect, test } from "bun:test";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
@@ -21,7 +23,7 @@ test("WindowLimiter counts per key and window", () => {
 });
 
 test("repeated failed bearer authentication gets 429 with Retry-After; other addresses are unaffected", async () => {
-  await using server = await startServer({ env: { RATE_LIMIT_AUTH_FAILURES: "5" } });
+  await using server = await startServer({ env: { WORKERS: "1", RATE_LIMIT_AUTH_FAILURES: "5" } });
   const key = await server.mintKey("limit@example.com");
   const bad = { authorization: "Bearer cubby_wrongwrongwrongwrongwrongwrongwrongwrongwro" };
   const statuses: number[] = [];
@@ -42,7 +44,7 @@ test("repeated failed bearer authentication gets 429 with Retry-After; other add
 });
 
 test("h2c requests are limited by their client address too", async () => {
-  await using server = await startServer({ env: { RATE_LIMIT_AUTH_FAILURES: "2" } });
+  await using server = await startServer({ env: { WORKERS: "1", RATE_LIMIT_AUTH_FAILURES: "2" } });
   const codes: string[] = [];
   for (let i = 0; i < 3; i++) {
     const proc = Bun.spawn(["curl", "-s", "--http2-prior-knowledge", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Authorization: Bearer nope", `${server.url}/v1/files`], { stdout: "pipe" });
@@ -52,7 +54,7 @@ test("h2c requests are limited by their client address too", async () => {
 });
 
 test("a spoofed client-address header is ignored", async () => {
-  await using server = await startServer({ env: { RATE_LIMIT_AUTH_FAILURES: "2" } });
+  await using server = await startServer({ env: { WORKERS: "1", RATE_LIMIT_AUTH_FAILURES: "2" } });
   const statuses: number[] = [];
   for (let i = 0; i < 3; i++) {
     const res = await fetch(`${server.url}/v1/files`, { headers: { authorization: "Bearer nope", "x-cubby-client-address": `10.0.0.${i}` } });
@@ -62,7 +64,7 @@ test("a spoofed client-address header is ignored", async () => {
 });
 
 test("behind a trusted proxy, X-Forwarded-For names the client; from anyone else it is ignored", async () => {
-  await using server = await startServer({ env: { RATE_LIMIT_AUTH_FAILURES: "2", TRUSTED_PROXIES: "127.0.0.1" } });
+  await using server = await startServer({ env: { WORKERS: "1", RATE_LIMIT_AUTH_FAILURES: "2", TRUSTED_PROXIES: "127.0.0.1" } });
   const fail = async (base: string, forwardedFor: string) =>
     (await fetch(`${base}/v1/files`, { headers: { authorization: "Bearer nope", "x-forwarded-for": forwardedFor } })).status;
   const viaProxy = `http://127.0.0.1:${server.port}`;
@@ -75,7 +77,7 @@ test("behind a trusted proxy, X-Forwarded-For names the client; from anyone else
 });
 
 test("a public file is served without looking at credentials: bad keys there count as no failure", async () => {
-  await using server = await startServer({ env: { RATE_LIMIT_AUTH_FAILURES: "2" } });
+  await using server = await startServer({ env: { WORKERS: "1", RATE_LIMIT_AUTH_FAILURES: "2" } });
   const key = await server.mintKey("public@example.com");
   const upload = await fetch(`${server.url}/v1/files?visibility=public`, { method: "POST", body: "hello", headers: { authorization: `Bearer ${key}` } });
   const file = (await upload.json()) as { url: string };
@@ -128,7 +130,7 @@ async function h2c(url: string, headers: Record<string, string>): Promise<{ stat
 }
 
 test("a valid key from a limited address gets REST's 429 on content URLs too, on every path; anonymous requests are answered as before", async () => {
-  await using server = await startServer({ env: { RATE_LIMIT_AUTH_FAILURES: "2" } });
+  await using server = await startServer({ env: { WORKERS: "1", RATE_LIMIT_AUTH_FAILURES: "2" } });
   const key = await server.mintKey("content-limit@example.com");
   const internal = await client(server, key).upload("internal", "?visibility=internal&slug=notes");
   const pub = await client(server, key).upload("public", "?visibility=public");
@@ -171,7 +173,7 @@ test("a valid key from a limited address gets REST's 429 on content URLs too, on
 });
 
 test("RPC from a limited address gets RESOURCE_EXHAUSTED over gRPC and Connect", async () => {
-  await using server = await startServer({ env: { RATE_LIMIT_AUTH_FAILURES: "2" } });
+  await using server = await startServer({ env: { WORKERS: "1", RATE_LIMIT_AUTH_FAILURES: "2" } });
   const key = await server.mintKey("rpc-limit@example.com");
   const v4 = `http://127.0.0.1:${server.port}`;
   await exhaust(v4, 2);
@@ -192,7 +194,7 @@ test("RPC from a limited address gets RESOURCE_EXHAUSTED over gRPC and Connect",
 test("/auth/session with a session cookie from a limited address answers 429, not signed out", async () => {
   const port = await freePort();
   await using idp = await startIdp([`http://localhost:${port}/auth/idp/callback`]);
-  await using server = await startServer({ port, env: { IDP_ISSUER: idp.issuer, ...IDP_CLIENT, RATE_LIMIT_AUTH_FAILURES: "2" } });
+  await using server = await startServer({ port, env: { WORKERS: "1", IDP_ISSUER: idp.issuer, ...IDP_CLIENT, RATE_LIMIT_AUTH_FAILURES: "2" } });
   const browser = new Browser();
   expect((await browser.signIn(server.url, "carol")).status).toBe(302);
   const cookie = { cookie: `cubby_session=${browser.cookie(`localhost:${port}`, "cubby_session")}` };

@@ -9,6 +9,7 @@ import type { Subprocess } from "bun";
 import type { FileJson } from "../../src/domain/file.ts";
 import { backendEnv } from "./backend.ts";
 import { checkResponseLog } from "./openapi-check.ts";
+import { childrenOf } from "./processes.ts";
 
 export const ROOT = path.resolve(import.meta.dir, "../..");
 const MAIN = path.join(ROOT, "src/main.ts");
@@ -46,6 +47,11 @@ export interface RunningServer extends AsyncDisposable {
   /** Mints an API key for `email` through `cubby keys create`. */
   /** A new key for `email` (`cubby keys create`), with `args` such as ["--scope", "files.read", "--ttl", "1h"]. */
   mintKey(email: string, ...args: string[]): Promise<string>;
+  /**
+   * The processes that serve connections: the workers when the server runs several (WORKERS > 1,
+   * children of the supervisor), else the server's own process.
+   */
+  servingPids(): number[];
   /** SIGTERM and wait for exit. @returns the exit code */
   stop(): Promise<number | null>;
   /** SIGKILL and wait for exit. */
@@ -113,6 +119,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     stdin: "ignore",
     stdout: "pipe",
     stderr: "pipe",
+    // Its own process group: kill9 takes the worker processes (WORKERS > 1) down at the same instant.
+    detached: true,
   });
   let out = "";
   let err = "";
@@ -148,7 +156,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   };
   const waitForOutput = (text: string | RegExp, timeoutMs?: number) => waitFor(() => out, text, timeoutMs);
   const waitForErrors = (text: string | RegExp, timeoutMs?: number) => waitFor(() => err, text, timeoutMs);
-  await waitForOutput(/listening on port \d+/);
+  // A supervisor starts its workers before it says so (WORKERS > 1): slower on a busy machine.
+  await waitForOutput(/listening on port \d+/, 30_000);
   const port = Number(/listening on port (\d+)/.exec(out)![1]);
   const url = `http://localhost:${port}`;
 
@@ -170,13 +179,19 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       if (r.code !== 0) throw new Error(`keys create failed: ${r.stderr}`);
       return r.stdout.trim();
     },
+    servingPids() {
+      const workers = childrenOf(proc.pid);
+      return workers.length > 0 ? workers : [proc.pid];
+    },
     async stop() {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGTERM");
       return await proc.exited;
     },
     async kill9() {
-      if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL");
+      if (proc.exitCode === null && proc.signalCode === null) killGroup(proc.pid);
       await proc.exited;
+      // The workers exit as the supervisor does (their IPC channel closes), but not in the same instant.
+      killGroup(proc.pid);
     },
     responseProblems: () => (responseLog === undefined ? [] : checkResponseLog(responseLog)),
     async [Symbol.asyncDispose]() {
@@ -190,6 +205,15 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     },
   };
   return server;
+}
+
+/** SIGKILLs process group `pgid` (a server started detached), if anything of it still runs. */
+function killGroup(pgid: number): void {
+  try {
+    process.kill(-pgid, "SIGKILL");
+  } catch {
+    // Nothing left in the group.
+  }
 }
 
 /** A client bound to one server and one API key. */

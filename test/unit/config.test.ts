@@ -17,6 +17,8 @@ describe("loadConfig", () => {
   test("defaults (CONTRACT §1)", () => {
     expect(loadConfig({}, {}, "/srv")).toEqual({
       port: 8080,
+      workers: os.availableParallelism(),
+      workerId: undefined,
       dataDir: "/srv/data",
       hostname: undefined,
       idp: { issuer: "https://accounts.google.com", clientId: undefined, clientSecret: undefined },
@@ -66,9 +68,12 @@ describe("loadConfig", () => {
       METRICS_TOKEN: "0123456789abcdef0123",
       METRICS: "off",
       LOG_FORMAT: "json",
+      WORKERS: "3",
     };
     expect(loadConfig(env, {}, "/")).toEqual({
       port: 9000,
+      workers: 3,
+      workerId: undefined,
       dataDir: "/var/lib/cubby",
       hostname: "https://files.example.com",
       idp: { issuer: "https://auth.example.com/application/o/cubby", clientId: "cid", clientSecret: "secret" },
@@ -146,5 +151,8 @@ describe("loadConfig", () => {
     ["a metrics token with a space", { METRICS_TOKEN: "0123456789 abcdef" }, "METRICS_TOKEN must be at least 16 printable ASCII characters without spaces (e.g. from `openssl rand -hex 32`)"],
     ["metrics neither on nor off", { METRICS: "yes" }, "METRICS must be on or off (got \"yes\")"],
     ["a log format of another kind", { LOG_FORMAT: "logfmt" }, "LOG_FORMAT must be text or json (got \"logfmt\")"],
+    ["no workers", { WORKERS: "0" }, "WORKERS must be a whole number of serving processes from 1 to 64 (got \"0\"); 1 serves from this process alone"],
+    ["workers not a number", { WORKERS: "auto" }, "WORKERS must be a whole number of serving processes from 1 to 64 (got \"auto\"); 1 serves from this process alone"],
+    ["too many workers", { WORKERS: "65" }, "WORKERS must be a whole number of serving processes from 1 to 64 (got \"65\"); 1 serves from this process alone"],
   ])("%s", (_, env, message) => expect(outcome(() => loadConfig(env))).toEqual({ error: message }));
 });

@@ -1,0 +1,286 @@
+/**
+ * Several serving processes on one port (WORKERS > 1, issue 16), the way nginx runs a master and
+ * its workers.
+ *
+ * The **supervisor** (the process `cubby serve` started) opens the store first (migrations run
+ * once), sweeps what a crash left and runs the periodic sweeps (server/serve.ts), then starts
+ * the **workers**: the same executable with `serve` and CUBBY_WORKER=n. Each worker opens the
+ * store itself and listens on the port with SO_REUSEPORT, so the kernel spreads new connections
+ * over them (Linux: by a hash of the connection's addresses and ports; a connection stays with
+ * the worker that accepted it). What they must share they already do across processes: SQLite
+ * in WAL mode, whose committed changes every process sees through the change watch
+ * (storage/change-watch.ts), or PostgreSQL; blobs on disk or in S3. What stays per worker:
+ * caches (validated against the shared store on every read), rate-limit windows, connection
+ * limits (docs/scale-out.md lists them).
+ *
+ * The supervisor restarts a worker that dies (after a pause that grows while it keeps dying at
+ * start), answers a worker's request for the metrics of all of them (`/metrics` shows one
+ * process's view otherwise), and on SIGTERM / SIGINT stops them all gracefully: each drains its
+ * own connections (SHUTDOWN_GRACE_MS). A worker whose supervisor is gone (its IPC channel
+ * closes, as after `kill -9` of the supervisor) stops the same way.
+ */
+import type { Subprocess } from "bun";
+import net from "node:net";
+import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } from "prom-client";
+import { logError, logInfo } from "../log.ts";
+
+/** What a worker tells the supervisor. */
+export type WorkerMessage =
+  | { type: "listening"; port: number }
+  | { type: "scrape"; id: number }
+  | { type: "collected"; id: number; metrics: string };
+
+/** What the supervisor tells a worker. */
+export type SupervisorMessage = { type: "collect"; id: number } | { type: "scraped"; id: number; metrics: string[] };
+
+type Metrics = MetricObjectWithValues<MetricValue<string>>[];
+
+/** How long a scrape waits for every worker's metrics; a worker that does not answer in time is left out (ms). */
+const COLLECT_TIMEOUT_MS = 2000;
+/** A worker that dies sooner than this after starting is restarted after a growing pause (ms). */
+const STEADY_MS = 10_000;
+/** The longest pause before restarting a worker that keeps dying at start (ms). */
+const MAX_RESTART_PAUSE_MS = 5000;
+/** After the graceful stop's grace, a worker still running is killed this much later (ms). */
+const STOP_SLACK_MS = 5000;
+
+interface WorkerProcess {
+  id: number;
+  proc: Subprocess<"ignore", "inherit", "inherit">;
+  startedAt: number;
+  /** Restarts in a row of workers that died before {@link STEADY_MS}. */
+  quickDeaths: number;
+}
+
+export interface PoolOptions {
+  /** How many workers (WORKERS). */
+  count: number;
+  /** The configured port; 0: the first worker's choice, which the others then share. */
+  port: number;
+  /** The data directory (absolute), passed to every worker. */
+  dataDir: string;
+  /** Milliseconds each worker has to drain on stop (SHUTDOWN_GRACE_MS). */
+  graceMs: number;
+}
+
+/**
+ * The supervisor's workers: started, watched, restarted, asked for metrics and stopped.
+ * Linux only in practice (SO_REUSEPORT spreading connections); elsewhere one worker may get them all.
+ */
+export class WorkerPool {
+  private readonly workers = new Map<number, WorkerProcess>();
+  private stopping = false;
+  /** Whether every worker has listened once: from then on one that dies is started again. */
+  private started = false;
+  private boundPort = 0;
+  private nextScrape = 0;
+  /** Scrapes waiting for workers' metrics, by scrape ID. */
+  private readonly scrapes = new Map<number, { metrics: string[]; waiting: Set<number>; done: () => void }>();
+  /** Workers that have not said "listening" yet, by worker ID. */
+  private readonly starting = new Map<number, { resolve: (port: number) => void; reject: (err: Error) => void }>();
+
+  constructor(private readonly opts: PoolOptions) {}
+
+  /**
+   * Starts every worker, all at once on a configured port; on port 0 the first alone (it lets
+   * the system choose), then the others on the port it bound.
+   * @returns the port
+   * @throws when the port is taken by another program, or a worker exits before it listens
+   */
+  async start(): Promise<number> {
+    const rest = (port: number) => Array.from({ length: this.opts.count - 1 }, (_, i) => this.spawn(i + 2, port));
+    if (this.opts.port === 0) {
+      this.boundPort = await this.spawn(1, 0);
+      await Promise.all(rest(this.boundPort));
+    } else {
+      await refuseSharedPort(this.opts.port);
+      [this.boundPort] = await Promise.all([this.spawn(1, this.opts.port), ...rest(this.opts.port)]);
+    }
+    this.started = true;
+    return this.boundPort;
+  }
+
+  /** The PIDs of the running workers (tests, logs). */
+  pids(): number[] {
+    return [...this.workers.values()].map((w) => w.proc.pid);
+  }
+
+  /**
+   * Stops every worker with SIGTERM (each drains for up to `graceMs`) and waits for them; one
+   * still running {@link STOP_SLACK_MS} after that is killed.
+   */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    const running = [...this.workers.values()];
+    for (const w of running) w.proc.kill("SIGTERM");
+    const kill = setTimeout(() => {
+      for (const w of running) w.proc.kill("SIGKILL");
+    }, this.opts.graceMs + STOP_SLACK_MS);
+    await Promise.all(running.map((w) => w.proc.exited));
+    clearTimeout(kill);
+  }
+
+  /** Starts worker `id` on `port`. @returns the port it bound, once it listens */
+  private spawn(id: number, port: number, quickDeaths = 0): Promise<number> {
+    const proc = Bun.spawn(workerCommand(), {
+      // The supervisor's environment (as loadConfig read it) with the port and data directory
+      // fixed: command-line flags are not passed on.
+      env: { ...process.env, PORT: String(port), DATA_DIR: this.opts.dataDir, CUBBY_WORKER: String(id) },
+      stdio: ["ignore", "inherit", "inherit"],
+      ipc: (message: WorkerMessage) => this.onMessage(id, message),
+      onExit: (exited, code, signal) => this.onExit(id, exited.pid, code, signal),
+    });
+    this.workers.set(id, { id, proc, startedAt: Date.now(), quickDeaths });
+    return new Promise<number>((resolve, reject) => this.starting.set(id, { resolve, reject }));
+  }
+
+  private onMessage(id: number, message: WorkerMessage): void {
+    switch (message.type) {
+      case "listening":
+        this.starting.get(id)?.resolve(message.port);
+        this.starting.delete(id);
+        return;
+      case "scrape":
+        void this.gather().then((metrics) => this.send(id, { type: "scraped", id: message.id, metrics }));
+        return;
+      case "collected": {
+        const scrape = this.scrapes.get(message.id);
+        if (scrape === undefined || !scrape.waiting.delete(id)) return;
+        scrape.metrics.push(message.metrics);
+        if (scrape.waiting.size === 0) scrape.done();
+      }
+    }
+  }
+
+  private send(id: number, message: SupervisorMessage): void {
+    try {
+      this.workers.get(id)?.proc.send(message);
+    } catch {
+      // The worker exited meanwhile.
+    }
+  }
+
+  /** Every running worker's metrics, as prom-client JSON text each; those that do not answer in time are left out. */
+  private gather(): Promise<string[]> {
+    const id = this.nextScrape++;
+    const ids = [...this.workers.keys()].filter((w) => !this.starting.has(w));
+    return new Promise<string[]>((resolve) => {
+      const scrape = {
+        metrics: [] as string[],
+        waiting: new Set(ids),
+        done: () => {
+          clearTimeout(timer);
+          this.scrapes.delete(id);
+          resolve(scrape.metrics);
+        },
+      };
+      const timer = setTimeout(scrape.done, COLLECT_TIMEOUT_MS);
+      this.scrapes.set(id, scrape);
+      for (const w of ids) this.send(w, { type: "collect", id });
+      if (ids.length === 0) scrape.done();
+    });
+  }
+
+  private onExit(id: number, pid: number, code: number | null, signal: number | null | string): void {
+    const w = this.workers.get(id);
+    if (w === undefined || w.proc.pid !== pid) return;
+    this.workers.delete(id);
+    for (const scrape of this.scrapes.values()) if (scrape.waiting.delete(id) && scrape.waiting.size === 0) scrape.done();
+    const how = signal !== null ? `signal ${signal}` : `code ${code}`;
+    const starting = this.starting.get(id);
+    this.starting.delete(id);
+    starting?.reject(new Error(`worker ${id} exited with ${how} before it listened`));
+    // At start-up a worker that cannot listen fails the start (a taken port, a bad store).
+    if (!this.started) return;
+    if (this.stopping) return;
+    const quick = Date.now() - w.startedAt < STEADY_MS;
+    const quickDeaths = quick ? w.quickDeaths + 1 : 0;
+    const pause = quick ? Math.min(MAX_RESTART_PAUSE_MS, 100 * 2 ** (quickDeaths - 1)) : 0;
+    logError(`worker ${id} (pid ${pid}) exited with ${how}; starting it again${pause > 0 ? ` in ${pause} ms` : ""}`);
+    const restart = () => {
+      if (this.stopping) return;
+      this.spawn(id, this.boundPort, quickDeaths).then(
+        () => logInfo(`worker ${id} listening again (pid ${this.workers.get(id)?.proc.pid})`),
+        () => {}, // its exit is logged, and it is started again, by onExit
+      );
+    };
+    if (pause === 0) restart();
+    else setTimeout(restart, pause).unref();
+  }
+}
+
+/**
+ * Fails when a program already listens on `port`: with SO_REUSEPORT the workers would otherwise
+ * join another cubby's sockets on it and share its connections. Binds without SO_REUSEPORT for
+ * a moment, which fails on any socket bound to the port.
+ * @throws an Error naming the port when it is taken
+ */
+async function refuseSharedPort(port: number): Promise<void> {
+  const probe = net.createServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once("error", (err: NodeJS.ErrnoException) => reject(err.code === "EADDRINUSE" ? new Error(`port ${port} is already in use by another program`) : err));
+    probe.listen(port, () => resolve());
+  });
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+}
+
+/**
+ * The command that runs this program's `serve` again: the executable alone when compiled
+ * (`bun build --compile`, whose script lives under `/$bunfs/`), else the runtime and the script.
+ */
+function workerCommand(): string[] {
+  const script = process.argv[1];
+  return script === undefined || script.startsWith("/$bunfs/") ? [process.execPath, "serve"] : [process.execPath, script, "serve"];
+}
+
+/**
+ * In a worker: the link to the supervisor. Tells it the bound port, asks it for every worker's
+ * metrics, answers its requests for this worker's, and reports the supervisor's departure.
+ */
+export class SupervisorLink {
+  private nextScrape = 0;
+  private readonly scrapes = new Map<number, (metrics: string[]) => void>();
+
+  /** @param collect this worker's metrics as prom-client JSON (Metrics.snapshot) */
+  constructor(private readonly collect: () => Promise<Metrics>) {
+    process.on("message", (message: SupervisorMessage) => {
+      if (message.type === "collect") {
+        void this.collect().then(
+          // As text: prom-client's objects carry functions, which IPC cannot clone.
+          (metrics) => this.send({ type: "collected", id: message.id, metrics: JSON.stringify(metrics) }),
+          (err: unknown) => logError(`metrics: collecting failed: ${err}`),
+        );
+      } else if (message.type === "scraped") {
+        this.scrapes.get(message.id)?.(message.metrics);
+        this.scrapes.delete(message.id);
+      }
+    });
+  }
+
+  /** Tells the supervisor this worker listens on `port`. */
+  listening(port: number): void {
+    this.send({ type: "listening", port });
+  }
+
+  /** Resolves when the supervisor is gone (the IPC channel closed). */
+  gone(): Promise<string> {
+    return new Promise((resolve) => process.once("disconnect", () => resolve("supervisor gone")));
+  }
+
+  /**
+   * Every worker's metrics aggregated (prom-client's cluster rules: counters and histograms
+   * summed, gauges by their `aggregator`), as the exposition text.
+   */
+  async scrapeAll(): Promise<string> {
+    const id = this.nextScrape++;
+    const all = await new Promise<string[]>((resolve) => {
+      this.scrapes.set(id, resolve);
+      this.send({ type: "scrape", id });
+    });
+    return AggregatorRegistry.aggregate(all.map((text) => JSON.parse(text) as Metrics)).metrics();
+  }
+
+  private send(message: WorkerMessage): void {
+    process.send?.(message);
+  }
+}

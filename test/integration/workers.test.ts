@@ -1,0 +1,213 @@
+// WORKERS > 1 (issue 16, server/workers.ts): a supervisor and serving processes sharing the port
+// with SO_REUSEPORT. Which worker a connection reaches is read from the kernel (`ss -tnp`), so
+// the tests know when they have one connection on each worker instead of hoping for it.
+import { expect, test } from "bun:test";
+import net from "node:net";
+import { childrenOf, isRunning, waitGone } from "../support/processes.ts";
+import { client, runCli, startServer, tempDir, type RunningServer } from "../support/server.ts";
+import { createUpload, headOffset, TUS } from "../support/tus.ts";
+
+const WORKERS = { WORKERS: "2" };
+
+/** The PID of the process whose socket serves the connection from local port `clientPort` to `serverPort`. */
+async function servingPid(serverPort: number, clientPort: number): Promise<number | undefined> {
+  const proc = Bun.spawn(["ss", "-tnpH", "state", "established", `( sport = :${serverPort} and dport = :${clientPort} )`], { stdout: "pipe" });
+  const out = await new Response(proc.stdout).text();
+  await proc.exited;
+  const m = /pid=(\d+)/.exec(out);
+  return m === null ? undefined : Number(m[1]);
+}
+
+/** An open TCP connection to `port` and the worker serving it. */
+async function connect(port: number): Promise<{ socket: net.Socket; pid: number }> {
+  const socket = net.connect(port, "127.0.0.1");
+  await new Promise<void>((resolve, reject) => socket.once("connect", () => resolve()).once("error", reject));
+  // The kernel lists the accepted side once the worker's accept() took it; one request makes sure.
+  socket.write("GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n");
+  await new Promise<void>((resolve) => socket.once("data", () => resolve()));
+  const pid = await servingPid(port, socket.localPort!);
+  if (pid === undefined) throw new Error("no serving process found for the connection");
+  return { socket, pid };
+}
+
+/** Opens connections until one is served by each of `pids`; the others are closed. */
+async function oneConnectionPerWorker(port: number, pids: number[]): Promise<Map<number, net.Socket>> {
+  const found = new Map<number, net.Socket>();
+  for (let i = 0; i < 200 && found.size < pids.length; i++) {
+    const c = await connect(port);
+    if (found.has(c.pid)) c.socket.destroy();
+    else found.set(c.pid, c.socket);
+  }
+  if (found.size < pids.length) throw new Error(`connections reached only ${found.size} of ${pids.length} workers`);
+  return found;
+}
+
+function workersOf(server: RunningServer): number[] {
+  return childrenOf(server.proc.pid);
+}
+
+test("WORKERS=2: two serving processes, both taking connections, one aggregated /metrics", async () => {
+  await using server = await startServer({ env: WORKERS });
+  const pids = workersOf(server);
+  expect(pids).toHaveLength(2);
+  expect(server.output()).toContain(`2 worker processes (pids ${pids.join(", ")})`);
+  const sockets = await oneConnectionPerWorker(server.port, pids);
+  for (const s of sockets.values()) s.destroy();
+
+  // Files counted once (each worker reads the same store), requests summed over the workers.
+  const key = await server.mintKey("alice@example.com");
+  for (let i = 0; i < 3; i++) await client(server, key).upload("x");
+  const before = await healthzCount(server);
+  for (let i = 0; i < 30; i++) {
+    const res = await fetch(`${server.url}/healthz`, { headers: { connection: "close" } });
+    expect(res.status).toBe(200);
+  }
+  const text = await (await fetch(`${server.url}/metrics`)).text();
+  expect(text).toContain("cubby_files 3\n");
+  expect(metricValue(text, 'cubby_http_requests_total{method="GET",route="/healthz",status="200"}')).toBe(before + 30);
+});
+
+async function healthzCount(server: RunningServer): Promise<number> {
+  return metricValue(await (await fetch(`${server.url}/metrics`)).text(), 'cubby_http_requests_total{method="GET",route="/healthz",status="200"}');
+}
+
+function metricValue(text: string, series: string): number {
+  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
+  return line === undefined ? 0 : Number(line.slice(series.length + 1));
+}
+
+test("a worker that dies is started again; the others serve meanwhile", async () => {
+  await using server = await startServer({ env: WORKERS });
+  const [victim, survivor] = workersOf(server) as [number, number];
+  process.kill(victim, "SIGKILL");
+  // The survivor serves while the victim is down: every request of a new connection answers.
+  for (let i = 0; i < 10; i++) expect((await fetch(`${server.url}/healthz`, { headers: { connection: "close" } })).status).toBe(200);
+  await server.waitForErrors(`(pid ${victim}) exited with signal SIGKILL; starting it again`);
+  await server.waitForOutput(/worker \d listening again \(pid (\d+)\)/);
+  const now = workersOf(server);
+  expect(now).toHaveLength(2);
+  expect(now).toContain(survivor);
+  expect(now).not.toContain(victim);
+  const sockets = await oneConnectionPerWorker(server.port, now);
+  for (const s of sockets.values()) s.destroy();
+});
+
+test("SIGTERM drains every worker: downloads in flight on each finish, then all exit 0", async () => {
+  await using server = await startServer({ env: WORKERS });
+  const key = await server.mintKey("alice@example.com");
+  const size = 16 * 1024 * 1024;
+  const file = await client(server, key).upload(new Uint8Array(size).fill(7), "?visibility=public");
+  const sockets = await oneConnectionPerWorker(server.port, workersOf(server));
+  // Each client reads the first bytes of its download, then stops reading: the response is
+  // under way on both workers, held back by TCP flow control, when the stop comes.
+  const downloads = [...sockets.values()].map((socket) => {
+    let bytes = 0;
+    let started: () => void = () => {};
+    const underway = new Promise<void>((resolve) => (started = resolve));
+    socket.on("data", (c: Buffer) => {
+      bytes += c.length;
+      if (bytes === c.length) {
+        socket.pause();
+        started();
+      }
+    });
+    const done = new Promise<number>((resolve) => socket.on("close", () => resolve(bytes)));
+    socket.write(`GET /${file.id} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n`);
+    return { underway, done };
+  });
+  await Promise.all(downloads.map((d) => d.underway));
+  const pids = workersOf(server);
+  server.proc.kill("SIGTERM");
+  await server.waitForOutput("SIGTERM: stopping");
+  for (const s of sockets.values()) s.resume();
+  for (const bytes of await Promise.all(downloads.map((d) => d.done))) expect(bytes).toBeGreaterThan(size);
+  expect(await server.proc.exited).toBe(0);
+  expect(await waitGone(pids, 5000)).toBe(true);
+});
+
+test("workers stop by themselves when the supervisor is killed", async () => {
+  await using server = await startServer({ env: WORKERS });
+  const pids = workersOf(server);
+  process.kill(server.proc.pid, "SIGKILL");
+  await server.proc.exited;
+  expect(await waitGone(pids, 15_000)).toBe(true);
+});
+
+test("a port another program holds is refused, not shared", async () => {
+  const holder = net.createServer();
+  await new Promise<void>((resolve) => holder.listen(0, () => resolve()));
+  try {
+    const port = (holder.address() as net.AddressInfo).port;
+    using data = tempDir();
+    const r = await runCli(["serve", "--port", String(port), "--data-dir", data.path], { env: WORKERS });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain(`port ${port} is already in use by another program`);
+  } finally {
+    holder.close();
+  }
+});
+
+test("one resumable upload written from two workers at once: one writer, the other 409, the bytes intact", async () => {
+  await using server = await startServer({ env: WORKERS });
+  const key = await server.mintKey("alice@example.com");
+  const url = await createUpload(server.url, key, 8);
+  const sockets = [...(await oneConnectionPerWorker(server.port, workersOf(server))).values()] as [net.Socket, net.Socket];
+  const answer = (s: net.Socket) => new Promise<string>((resolve) => s.once("data", (c: Buffer) => resolve(c.toString("latin1"))));
+  const patch = (body: string) =>
+    `PATCH ${new URL(url).pathname} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${key}\r\ntus-resumable: ${TUS["tus-resumable"]}\r\nupload-offset: 0\r\ncontent-type: application/offset+octet-stream\r\ncontent-length: 8\r\n\r\n${body}`;
+  // The first writer sends half its chunk and holds; the second, on the other worker, is refused.
+  const first = answer(sockets[0]);
+  sockets[0].write(patch("AAAA"));
+  await waitForLock(server, new URL(url).pathname.split("/").pop()!);
+  const second = answer(sockets[1]);
+  sockets[1].write(patch("BBBBBBBB"));
+  expect(await second).toStartWith("HTTP/1.1 409");
+  sockets[0].write("AAAA");
+  expect(await first).toStartWith("HTTP/1.1 204");
+  for (const s of sockets) s.destroy();
+  expect(await headOffset(url, key)).toBe(8);
+});
+
+/** Waits until upload `id`'s lock file exists (its first writer holds it). */
+async function waitForLock(server: RunningServer, id: string): Promise<void> {
+  const file = `${server.dataDir}/uploads/${id}.lock`;
+  for (let i = 0; !(await Bun.file(file).exists()); i++) {
+    if (i > 500) throw new Error(`${file} never appeared`);
+    await Bun.sleep(10);
+  }
+  expect(isRunning(Number(await Bun.file(file).text()))).toBe(true);
+}
+
+test("rate-limit windows are each worker's own: an address gets the budget once per worker", async () => {
+  await using server = await startServer({ env: { ...WORKERS, RATE_LIMIT_AUTH_FAILURES: "2" } });
+  const sockets = await oneConnectionPerWorker(server.port, workersOf(server));
+  for (const socket of sockets.values()) {
+    const statuses: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const answer = responseStatus(socket);
+      socket.write("GET /v1/files HTTP/1.1\r\nhost: x\r\nauthorization: Bearer cubby_wrong\r\n\r\n");
+      statuses.push(await answer);
+    }
+    // Two failures allowed in this worker's window, then 429, whatever the other worker counted.
+    expect(statuses).toEqual(["401", "401", "429"]);
+    socket.destroy();
+  }
+});
+
+/** The status of the next whole response on `socket` (headers, then Content-Length bytes of body). */
+function responseStatus(socket: net.Socket): Promise<string> {
+  return new Promise((resolve) => {
+    let seen = Buffer.alloc(0);
+    const onData = (chunk: Buffer) => {
+      seen = Buffer.concat([seen, chunk]);
+      const end = seen.indexOf("\r\n\r\n");
+      if (end === -1) return;
+      const head = seen.subarray(0, end).toString("latin1");
+      const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
+      if (seen.length < end + 4 + length) return;
+      socket.off("data", onData);
+      resolve(head.slice(9, 12));
+    };
+    socket.on("data", onData);
+  });
+}
