@@ -31,6 +31,9 @@ import { checksumOf } from "../src/domain/checksum.ts";
 import { startServer, type RunningServer } from "../test/support/server.ts";
 import { attach, canStrace } from "../test/support/strace.ts";
 
+/** strace follows and kills the process it attaches to: the server must serve from that one. */
+const ONE_PROCESS = { WORKERS: "1" };
+
 const { values: flags } = parseArgs({ options: { short: { type: "boolean", default: false } } });
 const SYSCALLS = ["write", "pwrite64", "fsync", "fdatasync", "rename", "renameat", "renameat2", "unlink", "unlinkat"];
 const OPERATIONS = ["create", "replace", "delete"] as const;
@@ -107,7 +110,7 @@ process.exit(trials.some((t) => t.problems.length > 0) ? 1 : 0);
 /** A stopped server's data directory with a key, and for replace/delete one file holding V1. */
 async function makeTemplate(op: Operation): Promise<Template> {
   const dir = path.join(work, `template-${op}`);
-  await using server = await startServer({ dataDir: dir });
+  await using server = await startServer({ dataDir: dir, env: ONE_PROCESS });
   const key = await server.mintKey("walker@example.com");
   let fileId: string | undefined;
   // Use the key once, so its first-use write is not part of the operation under test.
@@ -125,7 +128,7 @@ async function makeTemplate(op: Operation): Promise<Template> {
 async function dryRun(op: Operation, template: Template): Promise<Map<string, number>> {
   const dir = copyOf(template);
   const traceFile = `${dir}.trace`;
-  await using server = await startServer({ dataDir: dir });
+  await using server = await startServer({ dataDir: dir, env: ONE_PROCESS });
   const tracer = await attach(server.proc.pid, ["-e", `trace=${SYSCALLS.join(",")}`], traceFile);
   const { failure } = await runOperation(op, server, template);
   if (failure !== undefined) throw new Error(`the dry run failed: ${failure}`);
@@ -183,7 +186,7 @@ async function trial(op: Operation, template: Template, syscall: string, n: numb
   const traceFile = `${dir}.trace`;
   const result: Trial = { op, syscall, n, killed: false, acked: false, problems: [] };
   {
-    await using server = await startServer({ dataDir: dir });
+    await using server = await startServer({ dataDir: dir, env: ONE_PROCESS });
     const tracer = await attach(
       server.proc.pid,
       ["-y", "-e", `trace=${syscall}`, "-e", `inject=${syscall}:signal=SIGKILL:when=${n}`],
@@ -197,7 +200,7 @@ async function trial(op: Operation, template: Template, syscall: string, n: numb
     if (result.killed) result.site = siteOf(fs.readFileSync(traceFile, "utf8"), syscall, dir);
   }
   {
-    await using server = await startServer({ dataDir: dir });
+    await using server = await startServer({ dataDir: dir, env: ONE_PROCESS });
     result.problems.push(...(await check(op, server, template, result.acked)));
   }
   result.problems.push(...checkDisk(dir));

@@ -59,11 +59,15 @@ const damage = (what: string) => {
 };
 const count = (op: string) => counts.set(op, (counts.get(op) ?? 0) + 1);
 
-// Memory: the server's VmRSS once a second.
+// Memory: the server's VmRSS once a second, summed over its serving processes (WORKERS).
 const rss: number[] = [];
 const sampler = setInterval(() => {
-  const status = fs.readFileSync(`/proc/${server.proc.pid}/status`, "utf8");
-  rss.push(Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) * 1024);
+  let bytes = 0;
+  for (const pid of server.servingPids()) {
+    const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
+    bytes += Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) * 1024;
+  }
+  rss.push(bytes);
 }, 1000);
 
 const deadline = Date.now() + SECONDS * 1000;

@@ -87,8 +87,14 @@ export interface Config {
 /** The most serving processes WORKERS may ask for. */
 const MAX_WORKERS = 64;
 
-/** WORKERS' default: the cores this process may run on (os.availableParallelism), at most {@link MAX_WORKERS}. */
+/**
+ * WORKERS' default: on Linux the cores this process may run on (os.availableParallelism), at
+ * most {@link MAX_WORKERS}; elsewhere 1, since workers share the port through SO_REUSEPORT's
+ * load balancing, which is Linux's (BSD and macOS let several sockets bind without spreading
+ * connections over them).
+ */
 function defaultWorkers(): number {
+  if (process.platform !== "linux") return 1;
   return Math.min(MAX_WORKERS, Math.max(1, os.availableParallelism()));
 }
 

@@ -4,19 +4,10 @@
  */
 import pkg from "../../package.json" with { type: "json" };
 import type { Config } from "../config.ts";
-import { OidcSignIn } from "../auth/oidc.ts";
-import { Authenticator } from "../auth/principal.ts";
-import { WindowLimiter } from "../auth/rate-limit.ts";
-import { createApp } from "../http/app.ts";
-import { rpcPaths, rpcRoutes } from "../rpc/index.ts";
 import { EXPIRY_SWEEP_MS } from "../service/files.ts";
 import { openServices, type Services } from "../service/index.ts";
-import type { BlobStore } from "../storage/ports.ts";
 import { logError, logInfo, setLogFormat } from "../log.ts";
-import { listenOnePort, type OnePortServer } from "./one-port.ts";
-import { batchedLog, PIPE_ATOMIC_BYTES } from "./access-log.ts";
-import { Metrics } from "./metrics.ts";
-import { enableResponseTap } from "./response-tap.ts";
+import type { Metrics } from "./metrics.ts";
 import { SupervisorLink, WorkerPool } from "./workers.ts";
 
 /** How often a server on a shared blob store sweeps orphans (ms). */
@@ -24,6 +15,12 @@ const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
 
 /** In-flight requests get this long to finish after a stop signal, then connections are cut. */
 export const SHUTDOWN_GRACE_MS = 10_000;
+
+/**
+ * The serving half (server/serving.ts: the app, RPC, the listener), loaded only by a process
+ * that serves: a supervisor never does, and stays lighter by what it does not load.
+ */
+const serving = () => import("./serving.ts");
 
 /**
  * Runs the server until SIGTERM or SIGINT; returns once it has stopped and the stores are closed.
@@ -45,7 +42,7 @@ export async function serve(config: Config): Promise<void> {
 /** WORKERS = 1: sweeps and serves in this process. */
 async function serveAlone(config: Config, services: Services): Promise<void> {
   const timers = await startMaintenance(services, config);
-  const server = await startServing(config, services, { reusePort: false });
+  const server = await (await serving()).startServing(config, services, { reusePort: false, graceMs: SHUTDOWN_GRACE_MS });
   logInfo(`cubby ${pkg.version} listening on port ${server.port}; public URL ${server.baseUrl}; data in ${config.dataDir}`);
   const signal = await stopSignal();
   logInfo(`${signal}: stopping; in-flight requests have ${SHUTDOWN_GRACE_MS / 1000}s to finish`);
@@ -73,7 +70,7 @@ async function supervise(config: Config, services: Services): Promise<void> {
 async function serveAsWorker(config: Config, services: Services): Promise<void> {
   let metrics: Metrics | undefined;
   const link = new SupervisorLink(async () => (metrics === undefined ? [] : metrics.snapshot()));
-  const server = await startServing(config, services, { reusePort: true, aggregate: () => link.scrapeAll(), onMetrics: (m) => (metrics = m) });
+  const server = await (await serving()).startServing(config, services, { reusePort: true, graceMs: SHUTDOWN_GRACE_MS, aggregate: () => link.scrapeAll(), onMetrics: (m) => (metrics = m) });
   link.listening(server.port);
   await Promise.race([stopSignal(), link.gone()]);
   await server.stop();
@@ -89,73 +86,6 @@ async function startMaintenance(services: Services, config: Config): Promise<Ret
   const expired = await services.sessions.sweepExpired();
   if (expired > 0) logInfo(`removed ${expired} expired session(s)`);
   return timers.filter((t) => t !== undefined);
-}
-
-/**
- * Builds the app and the RPC routes and listens on the port.
- * @param opts.reusePort listen with SO_REUSEPORT (workers)
- * @param opts.aggregate renders every worker's metrics (workers); undefined: this process's
- * @param opts.onMetrics told of the metrics when METRICS is on
- * @returns the bound port, the public base URL, and a stop that drains and flushes the log
- */
-async function startServing(
-  config: Config,
-  services: Services,
-  opts: { reusePort: boolean; aggregate?: () => Promise<string>; onMetrics?: (metrics: Metrics) => void },
-): Promise<{ port: number; baseUrl: string; stop: () => Promise<void> }> {
-  let baseUrl = config.hostname ?? "";
-  const auth = new Authenticator(services.keys, services.sessions, () => baseUrl, new WindowLimiter(config.rateLimits.authFailures));
-  const { issuer, clientId, clientSecret } = config.idp;
-  const signIn =
-    clientId !== undefined && clientSecret !== undefined
-      ? new OidcSignIn({ issuer, clientId, clientSecret, redirectUri: () => `${baseUrl}/auth/idp/callback`, allowedDomains: config.allowedDomains })
-      : undefined;
-  if (config.testResponseLog !== undefined) enableResponseTap(config.testResponseLog);
-  const app = createApp({
-    services,
-    auth,
-    signIn,
-    signInLimiter: new WindowLimiter(config.rateLimits.signIns),
-    baseUrl: () => baseUrl,
-    maxUploadBytes: config.maxUploadBytes,
-  });
-  const routes = rpcRoutes({ files: services.files, auth, baseUrl: () => baseUrl });
-  // A worker shares the supervisor's stdout with the other workers: no write may mix their lines.
-  const { log, flush: flushLog } = batchedLog((chunk) => process.stdout.write(chunk), config.workerId === undefined ? undefined : PIPE_ATOMIC_BYTES);
-  const trustedProxies = new Set(config.trustedProxies);
-  let listening: OnePortServer | undefined;
-  const metrics = config.metricsEnabled
-    ? new Metrics({ stored: () => services.store.files.totals(), transferred: () => listening?.transferred() ?? { received: 0, sent: 0 }, aggregate: opts.aggregate })
-    : undefined;
-  if (metrics !== undefined) {
-    countUploads(services.blobs, metrics);
-    opts.onMetrics?.(metrics);
-  }
-  const server = await listenOnePort({
-    port: config.port,
-    reusePort: opts.reusePort,
-    app: (request) => app.handle(request),
-    routes,
-    rpcPaths: rpcPaths(routes),
-    content: { deps: { files: services.files, shares: services.shares, auth, baseUrl: () => baseUrl } },
-    log,
-    logFormat: config.logFormat,
-    metrics: metrics === undefined ? undefined : { metrics, token: config.metricsToken },
-    trustedProxies,
-    headerTimeoutSeconds: config.timeouts.headerSeconds,
-    maxConnections: config.connections,
-    idleTimeoutSeconds: config.timeouts.idleSeconds,
-  });
-  listening = server;
-  if (config.hostname === undefined) baseUrl = `http://localhost:${server.port}`;
-  return {
-    port: server.port,
-    baseUrl,
-    async stop() {
-      await server.stop(SHUTDOWN_GRACE_MS);
-      flushLog();
-    },
-  };
 }
 
 /**
@@ -219,17 +149,6 @@ function uploadSweepMs(expirySeconds: number): number {
 async function sweepUploads(services: Services): Promise<void> {
   const swept = await services.uploads.sweep();
   if (swept.expired + swept.orphans > 0) logInfo(`swept ${swept.expired} expired and ${swept.orphans} orphaned resumable upload(s)`);
-}
-
-/**
- * Counts the blob store's writes of uploaded bytes in `cubby_uploads_in_flight`: new blobs (REST
- * and RPC uploads, content replacements, guest uploads) and resumable-upload chunks (tus PATCH).
- */
-function countUploads(blobs: BlobStore, metrics: Metrics): void {
-  const write = blobs.write.bind(blobs);
-  blobs.write = (content, opts) => metrics.countUpload(() => write(content, opts));
-  const append = blobs.partials.append.bind(blobs.partials);
-  blobs.partials.append = (...args) => metrics.countUpload(() => append(...args));
 }
 
 /** Resolves with the name of the first SIGTERM or SIGINT. */

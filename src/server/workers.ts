@@ -21,7 +21,7 @@
  */
 import type { Subprocess } from "bun";
 import net from "node:net";
-import { AggregatorRegistry, type MetricObjectWithValues, type MetricValue } from "prom-client";
+import type { MetricObjectWithValues, MetricValue } from "prom-client";
 import { logError, logInfo } from "../log.ts";
 
 /** What a worker tells the supervisor. */
@@ -277,6 +277,8 @@ export class SupervisorLink {
       this.scrapes.set(id, resolve);
       this.send({ type: "scrape", id });
     });
+    // Loaded here, by a worker (which has prom-client loaded already), never by the supervisor.
+    const { AggregatorRegistry } = await import("prom-client");
     return AggregatorRegistry.aggregate(all.map((text) => JSON.parse(text) as Metrics)).metrics();
   }
 

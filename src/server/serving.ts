@@ -1,0 +1,95 @@
+/**
+ * The serving half of `cubby serve` (server/serve.ts loads it on demand): the HTTP app, the RPC
+ * routes, metrics and the one-port listener over opened services.
+ */
+import type { Config } from "../config.ts";
+import { OidcSignIn } from "../auth/oidc.ts";
+import { Authenticator } from "../auth/principal.ts";
+import { WindowLimiter } from "../auth/rate-limit.ts";
+import { createApp } from "../http/app.ts";
+import { rpcPaths, rpcRoutes } from "../rpc/index.ts";
+import type { Services } from "../service/index.ts";
+import type { BlobStore } from "../storage/ports.ts";
+import { batchedLog, PIPE_ATOMIC_BYTES } from "./access-log.ts";
+import { Metrics } from "./metrics.ts";
+import { listenOnePort, type OnePortServer } from "./one-port.ts";
+import { enableResponseTap } from "./response-tap.ts";
+
+/**
+ * Builds the app and the RPC routes and listens on the port.
+ * @param opts.reusePort listen with SO_REUSEPORT (workers)
+ * @param opts.graceMs how long a stop lets in-flight requests finish
+ * @param opts.aggregate renders every worker's metrics (workers); undefined: this process's
+ * @param opts.onMetrics told of the metrics when METRICS is on
+ * @returns the bound port, the public base URL, and a stop that drains and flushes the log
+ */
+export async function startServing(
+  config: Config,
+  services: Services,
+  opts: { reusePort: boolean; graceMs: number; aggregate?: () => Promise<string>; onMetrics?: (metrics: Metrics) => void },
+): Promise<{ port: number; baseUrl: string; stop: () => Promise<void> }> {
+  let baseUrl = config.hostname ?? "";
+  const auth = new Authenticator(services.keys, services.sessions, () => baseUrl, new WindowLimiter(config.rateLimits.authFailures));
+  const { issuer, clientId, clientSecret } = config.idp;
+  const signIn =
+    clientId !== undefined && clientSecret !== undefined
+      ? new OidcSignIn({ issuer, clientId, clientSecret, redirectUri: () => `${baseUrl}/auth/idp/callback`, allowedDomains: config.allowedDomains })
+      : undefined;
+  if (config.testResponseLog !== undefined) enableResponseTap(config.testResponseLog);
+  const app = createApp({
+    services,
+    auth,
+    signIn,
+    signInLimiter: new WindowLimiter(config.rateLimits.signIns),
+    baseUrl: () => baseUrl,
+    maxUploadBytes: config.maxUploadBytes,
+  });
+  const routes = rpcRoutes({ files: services.files, auth, baseUrl: () => baseUrl });
+  // A worker shares the supervisor's stdout with the other workers: no write may mix their lines.
+  const { log, flush: flushLog } = batchedLog((chunk) => process.stdout.write(chunk), config.workerId === undefined ? undefined : PIPE_ATOMIC_BYTES);
+  const trustedProxies = new Set(config.trustedProxies);
+  let listening: OnePortServer | undefined;
+  const metrics = config.metricsEnabled
+    ? new Metrics({ stored: () => services.store.files.totals(), transferred: () => listening?.transferred() ?? { received: 0, sent: 0 }, aggregate: opts.aggregate })
+    : undefined;
+  if (metrics !== undefined) {
+    countUploads(services.blobs, metrics);
+    opts.onMetrics?.(metrics);
+  }
+  const server = await listenOnePort({
+    port: config.port,
+    reusePort: opts.reusePort,
+    app: (request) => app.handle(request),
+    routes,
+    rpcPaths: rpcPaths(routes),
+    content: { deps: { files: services.files, shares: services.shares, auth, baseUrl: () => baseUrl } },
+    log,
+    logFormat: config.logFormat,
+    metrics: metrics === undefined ? undefined : { metrics, token: config.metricsToken },
+    trustedProxies,
+    headerTimeoutSeconds: config.timeouts.headerSeconds,
+    maxConnections: config.connections,
+    idleTimeoutSeconds: config.timeouts.idleSeconds,
+  });
+  listening = server;
+  if (config.hostname === undefined) baseUrl = `http://localhost:${server.port}`;
+  return {
+    port: server.port,
+    baseUrl,
+    async stop() {
+      await server.stop(opts.graceMs);
+      flushLog();
+    },
+  };
+}
+
+/**
+ * Counts the blob store's writes of uploaded bytes in `cubby_uploads_in_flight`: new blobs (REST
+ * and RPC uploads, content replacements, guest uploads) and resumable-upload chunks (tus PATCH).
+ */
+function countUploads(blobs: BlobStore, metrics: Metrics): void {
+  const write = blobs.write.bind(blobs);
+  blobs.write = (content, opts) => metrics.countUpload(() => write(content, opts));
+  const append = blobs.partials.append.bind(blobs.partials);
+  blobs.partials.append = (...args) => metrics.countUpload(() => append(...args));
+}
