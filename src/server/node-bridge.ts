@@ -67,10 +67,12 @@ export async function writeResponse(req: NodeRequest, res: NodeResponse, respons
     // client, still sending, reads the answer instead of a reset (lingering-close.ts).
     out.connection = "close";
     writer.shouldKeepAlive = false;
-    const socket = req.socket as Duplex & { destroySoon?: () => void };
+    // Bun's IncomingMessage sometimes no longer has its socket here (seen when a disk-full
+    // upload failed part-way): the response's is the same connection.
+    const socket = (req.socket ?? (res as ServerResponse).socket) as (Duplex & { destroySoon?: () => void }) | null;
     // Bun's node:http closes such a connection with destroySoon() once the response is
     // written, which resets it while the client is still sending the body.
-    socket.destroySoon = () => lingeringClose(socket);
+    if (socket !== null) socket.destroySoon = () => lingeringClose(socket);
   }
   if (response.body === null || req.method === "HEAD") {
     // A bodiless answer says so, rather than being sent as an empty chunked body.

@@ -29,7 +29,8 @@ const serving = () => import("./serving.ts");
  */
 export async function serve(config: Config): Promise<void> {
   setLogFormat(config.logFormat);
-  const worker = config.workerId !== undefined;
+  // CUBBY_WORKER counts only in a process a supervisor started (with an IPC channel to it).
+  const worker = config.workerId !== undefined && process.send !== undefined;
   {
     await using services = await openServices(config);
     if (worker) await serveAsWorker(config, services);

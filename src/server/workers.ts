@@ -124,8 +124,8 @@ export class WorkerPool {
   private spawn(id: number, port: number, quickDeaths = 0): Promise<number> {
     const proc = Bun.spawn(workerCommand(), {
       // The supervisor's environment (as loadConfig read it) with the port and data directory
-      // fixed: command-line flags are not passed on.
-      env: { ...process.env, PORT: String(port), DATA_DIR: this.opts.dataDir, CUBBY_WORKER: String(id) },
+      // fixed (their _FILE variants emptied, which counts as unset): flags are not passed on.
+      env: { ...process.env, PORT: String(port), PORT_FILE: "", DATA_DIR: this.opts.dataDir, DATA_DIR_FILE: "", CUBBY_WORKER: String(id) },
       stdio: ["ignore", "inherit", "inherit"],
       ipc: (message: WorkerMessage) => this.onMessage(id, message),
       onExit: (exited, code, signal) => this.onExit(id, exited.pid, code, signal),
