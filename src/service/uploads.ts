@@ -183,23 +183,45 @@ export class UploadService {
     let expired = 0;
     for (;;) {
       const rows = await store.uploads.expired(now, SWEEP_BATCH);
+      let skipped = 0;
       for (const row of rows) {
-        if (this.writing.has(row.id)) continue;
-        if (await store.uploads.delete(row.id)) expired++;
-        await blobs.partials.remove(row.id);
+        const swept = await this.unlessWritten(row.id, async () => {
+          if (await store.uploads.delete(row.id)) expired++;
+          await blobs.partials.remove(row.id);
+        });
+        if (!swept) skipped++;
       }
-      if (rows.length < SWEEP_BATCH) break;
+      // A batch of uploads all being written is left for the next sweep.
+      if (rows.length < SWEEP_BATCH || skipped === rows.length) break;
     }
     const listed: string[] = [];
     for await (const p of blobs.partials.list()) listed.push(p.id);
     const live = await store.uploads.unfinishedIds();
     let orphans = 0;
     for (const id of listed) {
-      if (live.has(id) || this.writing.has(id)) continue;
-      await blobs.partials.remove(id);
-      orphans++;
+      if (live.has(id)) continue;
+      if (await this.unlessWritten(id, () => blobs.partials.remove(id))) orphans++;
     }
     return { expired, orphans };
+  }
+
+  /**
+   * Runs `work` on upload `id` unless a request is writing it, in this process or (through the
+   * partial store's lock) another worker process: a PATCH that began before the upload expired
+   * finishes, and is charged, rather than losing its bytes to the sweep.
+   * @returns whether `work` ran
+   */
+  private async unlessWritten(id: string, work: () => Promise<void>): Promise<boolean> {
+    if (this.writing.has(id)) return false;
+    const lock = this.deps.blobs.partials.lock;
+    const release = lock === undefined ? undefined : await lock.call(this.deps.blobs.partials, id);
+    if (lock !== undefined && release === undefined) return false;
+    try {
+      await work();
+      return true;
+    } finally {
+      await release?.().catch(() => {});
+    }
   }
 
   /** The owner files land with, and the link, of an uploader allowed to upload. */
@@ -257,8 +279,9 @@ export class UploadService {
     this.writing.add(id);
     try {
       // Another worker process (WORKERS > 1) may be writing it in the same data directory.
-      const release = this.deps.blobs.partials.lock === undefined ? undefined : await this.deps.blobs.partials.lock(id);
-      if (this.deps.blobs.partials.lock !== undefined && release === undefined) throw busy();
+      const lock = this.deps.blobs.partials.lock;
+      const release = lock === undefined ? undefined : await lock.call(this.deps.blobs.partials, id);
+      if (lock !== undefined && release === undefined) throw busy();
       try {
         return await work();
       } finally {
