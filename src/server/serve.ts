@@ -8,6 +8,7 @@ import { OidcSignIn } from "../auth/oidc.ts";
 import { Authenticator } from "../auth/principal.ts";
 import { WindowLimiter } from "../auth/rate-limit.ts";
 import { createApp } from "../http/app.ts";
+import { fileUnaryMethods } from "../rpc/file-service.ts";
 import { rpcPaths, rpcRoutes } from "../rpc/index.ts";
 import { EXPIRY_SWEEP_MS } from "../service/files.ts";
 import { openServices, type Services } from "../service/index.ts";
@@ -58,7 +59,10 @@ async function serveUntilStopped(config: Config, services: Services): Promise<vo
     baseUrl: () => baseUrl,
     maxUploadBytes: config.maxUploadBytes,
   });
-  const routes = rpcRoutes({ files: services.files, auth, baseUrl: () => baseUrl });
+  const rpcDeps = { files: services.files, auth, baseUrl: () => baseUrl };
+  // One implementation of the unary methods, for connect-node and the unary fast path alike.
+  const unary = fileUnaryMethods(rpcDeps);
+  const routes = rpcRoutes(rpcDeps, unary);
   const { log, flush: flushLog } = batchedLog((chunk) => process.stdout.write(chunk));
   const trustedProxies = new Set(config.trustedProxies);
   let listening: OnePortServer | undefined;
@@ -71,6 +75,7 @@ async function serveUntilStopped(config: Config, services: Services): Promise<vo
     app: (request) => app.handle(request),
     routes,
     rpcPaths: rpcPaths(routes),
+    unary,
     content: { deps: { files: services.files, shares: services.shares, auth, baseUrl: () => baseUrl } },
     log,
     logFormat: config.logFormat,
