@@ -5,8 +5,8 @@
  *
  * Taken here ({@link unaryFormOf}):
  * - Connect unary (https://connectrpc.com/docs/protocol#unary-request): `POST` with
- *   `application/json` or `application/proto`, no Content-Encoding (or `identity`); over
- *   HTTP/1.1 only with a Content-Length of at most {@link MAX_MESSAGE_BYTES};
+ *   `application/json` or `application/proto`, no Content-Encoding (or `identity`), and no
+ *   Content-Length over {@link MAX_MESSAGE_BYTES};
  * - gRPC over HTTP/2 (grpc/doc/PROTOCOL-HTTP2.md): `application/grpc` or `application/grpc+proto`
  *   with no `grpc-encoding` (or `identity`).
  *
@@ -74,11 +74,18 @@ interface Route {
   call: (req: never, caller: RpcCaller) => Promise<Record<string, unknown>>;
 }
 
-/**
- * The fast path for `methods` (fileUnaryMethods).
- * @param observe told of every call the implementation answered (cubby_rpc_handled_total)
- */
-export function unaryFastPath(methods: FileUnaryMethods, observe?: CallObserver): UnaryFastPath {
+export interface UnaryFastPathOptions {
+  /** Told of every call the implementation answered (cubby_rpc_handled_total). */
+  observe?: CallObserver;
+  /**
+   * Prepares an HTTP/1.1 response sent before its request body was read to the end (a body
+   * over the limit): the connection must close after it rather than parse the rest as a request.
+   */
+  closeAfter?: (req: NodeRequest, res: NodeResponse) => void;
+}
+
+/** The fast path for `methods` (fileUnaryMethods). */
+export function unaryFastPath(methods: FileUnaryMethods, opts: UnaryFastPathOptions = {}): UnaryFastPath {
   const routes = new Map<string, Route>();
   for (const name of UNARY_METHODS) {
     const method = FileService.method[name] as DescMethodUnary;
@@ -94,15 +101,14 @@ export function unaryFastPath(methods: FileUnaryMethods, observe?: CallObserver)
     if (route === undefined) return false;
     const form = unaryFormOf(req);
     if (form === undefined) return false;
-    void serve(route, form, req, res, context, observe);
+    void serve(route, form, req, res, context, opts);
     return true;
   };
 }
 
 /**
  * The form of a unary request this path takes, from its headers; undefined for any other (for
- * connect-node). HTTP/1.1 Connect requests need a Content-Length within the message limit: a
- * body read only in part would leave the rest on the connection.
+ * connect-node).
  */
 export function unaryFormOf(req: NodeRequest): UnaryForm | undefined {
   const h = req.headers;
@@ -112,7 +118,7 @@ export function unaryFormOf(req: NodeRequest): UnaryForm | undefined {
   const connect = CONNECT_UNARY_TYPE.exec(type);
   if (connect === null || !identity(h["content-encoding"]) || !identity(h["connect-content-encoding"])) return undefined;
   const length = h["content-length"];
-  if (length !== undefined ? !/^\d{1,10}$/.test(length) || Number(length) > MAX_MESSAGE_BYTES : req.httpVersionMajor === 1) return undefined;
+  if (length !== undefined && (!/^\d{1,10}$/.test(length) || Number(length) > MAX_MESSAGE_BYTES)) return undefined;
   return connect[1] === undefined ? "connect+json" : "connect+proto";
 }
 
@@ -127,7 +133,8 @@ function headerOf(req: NodeRequest, name: string): string | null {
   return Array.isArray(v) ? v.join(name === "cookie" ? "; " : ", ") : v;
 }
 
-async function serve(route: Route, form: UnaryForm, req: NodeRequest, res: NodeResponse, context: RequestContext, observe: CallObserver | undefined): Promise<void> {
+async function serve(route: Route, form: UnaryForm, req: NodeRequest, res: NodeResponse, context: RequestContext, opts: UnaryFastPathOptions): Promise<void> {
+  const { observe } = opts;
   const grpc = form === "grpc";
   const binary = form !== "connect+json";
   // Negotiated before anything can fail: an error is compressed (and labelled) like an answer.
@@ -164,10 +171,13 @@ async function serve(route: Route, form: UnaryForm, req: NodeRequest, res: NodeR
   } catch (err) {
     if (answered || responseGone(res)) return;
     const error = err instanceof ConnectError ? err : new ConnectError("internal error", Code.Internal, undefined, undefined, err);
+    // A body the error left unread is not waited for (an HTTP/2 stream is reset once answered).
+    if (!req.complete) {
+      if (req.httpVersionMajor === 1) opts.closeAfter?.(req, res);
+      else req.resume();
+    }
     if (grpc) failGrpc(res, error, compression);
     else await failConnect(res, error, compression);
-    // A body the error left unread is not waited for (an HTTP/2 stream is reset once answered).
-    if (!req.complete) req.resume();
   }
 }
 

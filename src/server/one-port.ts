@@ -21,7 +21,6 @@ import net from "node:net";
 import type { Duplex } from "node:stream";
 import type { LogFormat } from "../log.ts";
 import type { FileUnaryMethods } from "../rpc/file-service.ts";
-import { unaryFastPath } from "../rpc/unary.ts";
 import { AccessLog } from "./access-log.ts";
 import { Connections } from "./connections.ts";
 import { createDispatch } from "./dispatch.ts";
@@ -102,7 +101,7 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
     rpc: rpcHandler(
       opts.routes,
       metrics === undefined ? [] : [metrics.interceptor()],
-      opts.unary === undefined ? undefined : unaryFastPath(opts.unary, metrics === undefined ? undefined : (procedure, code) => metrics.observeRpc(procedure, code)),
+      opts.unary === undefined ? undefined : { methods: opts.unary, observe: metrics === undefined ? undefined : (procedure, code) => metrics.observeRpc(procedure, code) },
     ),
     content: opts.content,
     app: opts.app,
