@@ -166,8 +166,8 @@ async function serve(route: Route, form: UnaryForm, req: NodeRequest, res: NodeR
     observe?.(route.procedure, undefined);
     const message = route.serialization.getO(binary).serialize(create(route.method.output, output));
     answered = true;
-    if (grpc) await answerGrpc(res, message, compression);
-    else await answerConnect(res, 200, binary ? "application/proto" : "application/json", message, compression);
+    if (grpc) await answerGrpc(req, res, message, compression);
+    else await answerConnect(req, res, 200, binary ? "application/proto" : "application/json", message, compression);
   } catch (err) {
     if (answered || responseGone(res)) return;
     const error = err instanceof ConnectError ? err : new ConnectError("internal error", Code.Internal, undefined, undefined, err);
@@ -176,8 +176,8 @@ async function serve(route: Route, form: UnaryForm, req: NodeRequest, res: NodeR
       if (req.httpVersionMajor === 1) opts.closeAfter?.(req, res);
       else req.resume();
     }
-    if (grpc) failGrpc(res, error, compression);
-    else await failConnect(res, error, compression);
+    if (grpc) failGrpc(req, res, error, compression);
+    else await failConnect(req, res, error, compression);
   }
 }
 
@@ -186,10 +186,25 @@ function responseGone(res: NodeResponse): boolean {
 }
 
 /**
+ * Runs `write` with the connection corked, so that what it writes leaves in one write to the
+ * socket: Bun's node:http writes a response's head and body separately, node:http2 each frame.
+ */
+function corked(req: NodeRequest, write: () => void): void {
+  const socket = req.socket;
+  if (socket === null || socket === undefined) return write();
+  socket.cork();
+  try {
+    write();
+  } finally {
+    socket.uncork();
+  }
+}
+
+/**
  * A Connect unary response (status, Content-Type, Content-Length, the body compressed when the
  * client accepts gzip or br and it has 1 KiB or more) in one write.
  */
-async function answerConnect(res: NodeResponse, status: number, contentType: string, body: Uint8Array, compression: Compression | null, extra?: Record<string, string>): Promise<void> {
+async function answerConnect(req: NodeRequest, res: NodeResponse, status: number, contentType: string, body: Uint8Array, compression: Compression | null, extra?: Record<string, string>): Promise<void> {
   const headers: Record<string, string> = { ...extra, "content-type": contentType };
   if (compression !== null && body.byteLength >= COMPRESS_MIN_BYTES) {
     body = await compression.compress(body);
@@ -197,17 +212,19 @@ async function answerConnect(res: NodeResponse, status: number, contentType: str
   }
   headers["content-length"] = String(body.byteLength);
   if (responseGone(res)) return;
-  (res as ServerResponse).writeHead(status, headers);
-  (res as ServerResponse).end(body);
+  corked(req, () => {
+    (res as ServerResponse).writeHead(status, headers);
+    (res as ServerResponse).end(body);
+  });
 }
 
 /** A Connect unary error: `{code, message, details}` JSON with the code's HTTP status (Connect protocol, "Error Codes"). */
-function failConnect(res: NodeResponse, error: ConnectError, compression: Compression | null): Promise<void> {
+function failConnect(req: NodeRequest, res: NodeResponse, error: ConnectError, compression: Compression | null): Promise<void> {
   const extra: Record<string, string> = {};
   error.metadata.forEach((value, key) => {
     extra[key] = value;
   });
-  return answerConnect(res, codeToHttpStatus(error.code), "application/json", errorToJsonBytes(error, RPC_OPTIONS.jsonOptions), compression, extra);
+  return answerConnect(req, res, codeToHttpStatus(error.code), "application/json", errorToJsonBytes(error, RPC_OPTIONS.jsonOptions), compression, extra);
 }
 
 /** Response headers of a gRPC answer: the content type connect-node answers with, and the negotiated encoding. */
@@ -216,7 +233,7 @@ function grpcHeaders(compression: Compression | null): Record<string, string> {
 }
 
 /** A gRPC answer: headers, one length-prefixed message, trailers `grpc-status: 0`. */
-async function answerGrpc(res: NodeResponse, message: Uint8Array, compression: Compression | null): Promise<void> {
+async function answerGrpc(req: NodeRequest, res: NodeResponse, message: Uint8Array, compression: Compression | null): Promise<void> {
   let flags = 0;
   if (compression !== null && message.byteLength >= COMPRESS_MIN_BYTES) {
     message = await compression.compress(message);
@@ -228,21 +245,25 @@ async function answerGrpc(res: NodeResponse, message: Uint8Array, compression: C
   frame.set(message, PREFIX_BYTES);
   if (responseGone(res)) return;
   const writer = res as Http2ServerResponse;
-  writer.writeHead(200, grpcHeaders(compression));
-  writer.addTrailers({ "grpc-status": "0" });
-  writer.end(frame);
+  corked(req, () => {
+    writer.writeHead(200, grpcHeaders(compression));
+    writer.addTrailers({ "grpc-status": "0" });
+    writer.end(frame);
+  });
 }
 
 /** A gRPC error: headers, no message, the status in the trailers (`grpc-status`, percent-encoded `grpc-message`, details). */
-function failGrpc(res: NodeResponse, error: ConnectError, compression: Compression | null): void {
+function failGrpc(req: NodeRequest, res: NodeResponse, error: ConnectError, compression: Compression | null): void {
   const trailers: Record<string, string> = {};
   setTrailerStatus(new Headers(), error).forEach((value, key) => {
     trailers[key] = value;
   });
   const writer = res as Http2ServerResponse;
-  writer.writeHead(200, grpcHeaders(compression));
-  writer.addTrailers(trailers);
-  writer.end();
+  corked(req, () => {
+    writer.writeHead(200, grpcHeaders(compression));
+    writer.addTrailers(trailers);
+    writer.end();
+  });
 }
 
 /**
