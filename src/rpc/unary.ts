@@ -30,6 +30,7 @@ import { parseTimeout as parseGrpcTimeout, setTrailerStatus } from "@connectrpc/
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import { report } from "../context/report.ts";
 import type { RequestContext } from "../context/request-context.ts";
 import { FileService } from "../gen/cubby/v1/files_pb.ts";
 import { toConnectError } from "./errors.ts";
@@ -101,7 +102,12 @@ export function unaryFastPath(methods: FileUnaryMethods, opts: UnaryFastPathOpti
     if (route === undefined) return false;
     const form = unaryFormOf(req);
     if (form === undefined) return false;
-    void serve(route, form, req, res, context, opts);
+    serve(route, form, req, res, context, opts).catch((err: unknown) => {
+      // Only writing the answer itself can fail here (compression, a closed stream): the
+      // connection is the one left to tell.
+      report(err, context);
+      res.destroy();
+    });
     return true;
   };
 }
