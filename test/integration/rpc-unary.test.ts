@@ -333,8 +333,33 @@ describe("the forms real clients send are the ones the fast path takes", () => {
 
 describe("the same call gives the same answer through the fast path and through connect-node", () => {
   let file: FileJson;
+  let lister: string;
   beforeAll(async () => {
     file = await client(server, key).upload("parity", "?visibility=private");
+    // Enough files that a ListFiles answer passes 1 KiB, where connect-node starts compressing.
+    lister = await server.mintKey("unary-lister@example.com");
+    for (let i = 0; i < 12; i++) await client(server, lister).upload(`listed ${i}`, `?name=listed-${i}.txt`);
+  });
+
+  test("answers of 1 KiB and more are compressed as connect-node compresses them (Connect gzip, gRPC gzip)", async () => {
+    const raw = (headers: Record<string, string>, body: Buffer) =>
+      new Promise<{ status: number; encoding: string | undefined; body: Buffer }>((resolve, reject) => {
+        const req = http.request(`${server.url}${SERVICE}/ListFiles`, { method: "POST", headers: { "content-type": "application/json", "accept-encoding": "br;q=0.5, gzip", ...bearer(lister), ...headers } }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (c: Buffer) => chunks.push(c));
+          res.on("end", () => resolve({ status: res.statusCode!, encoding: res.headers["content-encoding"], body: Buffer.concat(chunks) }));
+        });
+        req.on("error", reject);
+        req.end(body);
+      });
+    const json = Buffer.from('{"page_size":100}');
+    const fast = await raw({}, json);
+    const slow = await raw({ "content-encoding": "gzip" }, zlib.gzipSync(json));
+    expect(fast).toEqual(slow);
+    expect({ encoding: fast.encoding, files: (JSON.parse(zlib.gunzipSync(fast.body).toString()) as { files: unknown[] }).files.length }).toEqual({ encoding: "gzip", files: 12 });
+    const { fast: g, slow: gs } = await grpcBoth("ListFiles", frame(new Uint8Array(0)), bearer(lister));
+    expect(g).toEqual(gs);
+    expect({ encoding: g.encoding, status: g.grpcStatus, compressedFlag: Buffer.from(g.body, "base64")[0] }).toEqual({ encoding: "gzip", status: "0", compressedFlag: 1 });
   });
 
   const connectCases: [string, string, () => string, () => Record<string, string>][] = [
