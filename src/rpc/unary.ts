@@ -146,7 +146,8 @@ async function serve(route: Route, form: UnaryForm, req: NodeRequest, res: NodeR
   // Negotiated before anything can fail: an error is compressed (and labelled) like an answer.
   const compression = compressionNegotiate(COMPRESSIONS, null, headerOf(req, grpc ? "grpc-accept-encoding" : "accept-encoding"), "").response;
   const timeout = grpc ? parseGrpcTimeout(headerOf(req, "grpc-timeout"), MAX_TIMEOUT_MS) : parseConnectTimeout(headerOf(req, "connect-timeout-ms"), MAX_TIMEOUT_MS);
-  const deadline = timeout.timeoutMs === undefined ? undefined : Date.now() + timeout.timeoutMs;
+  // Whole milliseconds, as connect-es's HandlerContext keeps it (a Date): a deadline under 1 ms has passed.
+  const deadline = timeout.timeoutMs === undefined ? undefined : Math.trunc(Date.now() + timeout.timeoutMs);
   let answered = false;
   try {
     // connect-node refuses a malformed gRPC deadline before it reads; a Connect body (bounded by
