@@ -5,13 +5,17 @@
  */
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import { report } from "../context/report.ts";
+import type { RequestContext } from "../context/request-context.ts";
 import { grpcCodeOf } from "../errors.ts";
 import { requestContextKey } from "./request-context.ts";
 
-/** Converts anything thrown by a handler into the ConnectError a client sees. */
-export function toConnectError(err: unknown, ctx: HandlerContext | undefined): ConnectError {
+/**
+ * Converts anything thrown by a handler into the ConnectError a client sees, reporting internal
+ * errors with the request's context.
+ */
+export function toConnectError(err: unknown, context: RequestContext | undefined): ConnectError {
   if (err instanceof ConnectError) return err;
-  const appError = report(err, ctx?.values.get(requestContextKey));
+  const appError = report(err, context);
   return new ConnectError(appError.message, grpcCodeOf(appError.code) as Code, undefined, undefined, appError);
 }
 
@@ -32,11 +36,11 @@ export function rpcErrors<T extends Record<string, AnyFn>>(impl: T): T {
       try {
         result = call(...args);
       } catch (err) {
-        return Promise.reject(toConnectError(err, ctx));
+        return Promise.reject(toConnectError(err, ctx.values.get(requestContextKey)));
       }
       if (isAsyncIterable(result)) return rethrowing(result, ctx);
       return Promise.resolve(result).catch((err: unknown) => {
-        throw toConnectError(err, ctx);
+        throw toConnectError(err, ctx.values.get(requestContextKey));
       });
     }) as AnyFn;
   }
@@ -51,6 +55,6 @@ async function* rethrowing(stream: AsyncIterable<unknown>, ctx: HandlerContext):
   try {
     yield* stream;
   } catch (err) {
-    throw toConnectError(err, ctx);
+    throw toConnectError(err, ctx.values.get(requestContextKey));
   }
 }

@@ -5,7 +5,8 @@
 import { formatExpiry } from "../domain/expiry.ts";
 import { create } from "@bufbuild/protobuf";
 import { TimestampSchema, type Timestamp } from "@bufbuild/protobuf/wkt";
-import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import type { RequestContext } from "../context/request-context.ts";
 import { canonicalUrl, type FileRecord } from "../domain/file.ts";
 import {
   encodePageToken,
@@ -18,7 +19,8 @@ import {
   parseVisibility,
 } from "../domain/params.ts";
 import { toSecondsNanos } from "../domain/time.ts";
-import type { Authenticator } from "../auth/principal.ts";
+import type { Authenticator, HeaderSource } from "../auth/principal.ts";
+import type { Principal } from "../domain/principal.ts";
 import type { FileService as Files } from "../service/files.ts";
 import { FileSchema, FileService, type File } from "../gen/cubby/v1/files_pb.ts";
 import { rpcErrors } from "./errors.ts";
@@ -33,13 +35,113 @@ export interface FileRpcDeps {
 /** Largest content chunk in a GetFileContent message (CONTRACT §4). */
 export const CONTENT_CHUNK_BYTES = 1024 * 1024;
 
-/** The FileService implementation. */
-export function fileServiceImpl(deps: FileRpcDeps): ServiceImpl<typeof FileService> {
+/**
+ * Who is calling a unary method, as the authenticator needs it, and the call's deadline: what
+ * connect-node's HandlerContext carries (fileServiceImpl) or what the unary fast path read from
+ * the request itself (rpc/unary.ts).
+ */
+export interface RpcCaller {
+  /** The HTTP method (`POST`). */
+  method: string;
+  headers: HeaderSource;
+  /** The request's context; undefined for a call that did not come through the listener. */
+  context: RequestContext | undefined;
+  /** Milliseconds left before the call's deadline (`grpc-timeout`, `connect-timeout-ms`); undefined: none. */
+  timeLeftMs(): number | undefined;
+}
+
+type Impl = ServiceImpl<typeof FileService>;
+
+/** The unary methods of FileService (CONTRACT §4), by their local names. */
+export type UnaryMethodName = "getFile" | "listFiles" | "updateFile" | "publishFile" | "unpublishFile" | "deleteFile" | "updateFileExpiry";
+
+/**
+ * The unary methods as plain functions of (request message, caller), which connect-node's
+ * service implementation and the unary fast path both call. They throw AppErrors (and anything
+ * else) unconverted: each edge turns them into ConnectErrors with rpc/errors.ts.
+ */
+export type FileUnaryMethods = { [K in UnaryMethodName]: (req: Parameters<Impl[K]>[0], caller: RpcCaller) => Promise<Awaited<ReturnType<Impl[K]>>> };
+
+/** The error of a call whose deadline passed (connect-es's own deadline signal says the same). */
+function deadlineExceeded(): ConnectError {
+  return new ConnectError("the operation timed out", Code.DeadlineExceeded);
+}
+
+/**
+ * The unary methods (see {@link FileUnaryMethods}). A call whose deadline has passed before it
+ * starts or by the time it is answered fails with DEADLINE_EXCEEDED (gRPC's deadline semantics;
+ * a write done meanwhile stays done, as with any call the client gave up on).
+ */
+export function fileUnaryMethods(deps: FileRpcDeps): FileUnaryMethods {
   const { files, auth } = deps;
-  const principal = (ctx: HandlerContext) => {
-    const context = ctx.values.get(requestContextKey);
-    return auth.require({ method: ctx.requestMethod, headers: ctx.requestHeader, clientAddress: context?.clientAddress ?? "unknown", context });
+  const principal = (caller: RpcCaller) => authenticate(auth, caller);
+  const toProto = (record: FileRecord): File => fileMessage(deps.baseUrl(), record);
+  const timed =
+    <Req, Res>(fn: (req: Req, caller: RpcCaller) => Promise<Res>) =>
+    async (req: Req, caller: RpcCaller): Promise<Res> => {
+      if ((caller.timeLeftMs() ?? 1) <= 0) throw deadlineExceeded();
+      const res = await fn(req, caller);
+      if ((caller.timeLeftMs() ?? 1) <= 0) throw deadlineExceeded();
+      return res;
+    };
+
+  return {
+    updateFileExpiry: timed(async (req, caller) => {
+      const who = await principal(caller);
+      const id = parseFileId(req.id);
+      const asked = files.expiryFrom({ expire_time: emptyToUndefined(req.expireTime), ttl: emptyToUndefined(req.ttl) });
+      return { expireTime: formatExpiry(await files.setExpiry(who, id, asked ?? null)) };
+    }),
+
+    getFile: timed(async (req, caller) => ({ file: toProto(await files.get(await principal(caller), parseFileId(req.id))) })),
+
+    listFiles: timed(async (req, caller) => {
+      const who = await principal(caller);
+      const page = await files.list(who, parseRpcPageSize(req.pageSize), parsePageToken(req.pageToken));
+      return { files: page.files.map(toProto), nextPageToken: page.next === undefined ? "" : encodePageToken(page.next) };
+    }),
+
+    updateFile: timed(async (req, caller) => {
+      const who = await principal(caller);
+      const file = await files.update(who, parseFileId(req.id), {
+        slug: req.slug === undefined ? undefined : parseSlug(req.slug),
+        name: req.name === undefined ? undefined : parseName(req.name),
+        visibility: req.visibility === undefined ? undefined : parseVisibility(req.visibility),
+      });
+      return { file: toProto(file) };
+    }),
+
+    publishFile: timed(async (req, caller) => {
+      await files.publish(await principal(caller), parseFileId(req.id));
+      return {};
+    }),
+
+    unpublishFile: timed(async (req, caller) => {
+      await files.unpublish(await principal(caller), parseFileId(req.id));
+      return {};
+    }),
+
+    deleteFile: timed(async (req, caller) => {
+      await files.delete(await principal(caller), parseFileId(req.id));
+      return {};
+    }),
   };
+}
+
+/** The caller's principal (every FileService method needs one, CONTRACT §4). @throws AppError as Authenticator.require */
+function authenticate(auth: Authenticator, caller: RpcCaller): Promise<Principal> {
+  return auth.require({ method: caller.method, headers: caller.headers, clientAddress: caller.context?.clientAddress ?? "unknown", context: caller.context });
+}
+
+/** The caller of a call connect-node serves. */
+function callerOf(ctx: HandlerContext): RpcCaller {
+  return { method: ctx.requestMethod, headers: ctx.requestHeader, context: ctx.values.get(requestContextKey), timeLeftMs: () => ctx.timeoutMs() };
+}
+
+/** The FileService implementation for connect-node: the unary methods above, and the streams. */
+export function fileServiceImpl(deps: FileRpcDeps, unary: FileUnaryMethods = fileUnaryMethods(deps)): ServiceImpl<typeof FileService> {
+  const { files, auth } = deps;
+  const principal = (ctx: HandlerContext) => authenticate(auth, callerOf(ctx));
   const toProto = (record: FileRecord): File => fileMessage(deps.baseUrl(), record);
 
   return rpcErrors({
@@ -58,13 +160,6 @@ export function fileServiceImpl(deps: FileRpcDeps): ServiceImpl<typeof FileServi
       return { file: toProto(file) };
     },
 
-    async updateFileExpiry(req, ctx) {
-      const who = await principal(ctx);
-      const id = parseFileId(req.id);
-      const asked = files.expiryFrom({ expire_time: emptyToUndefined(req.expireTime), ttl: emptyToUndefined(req.ttl) });
-      return { expireTime: formatExpiry(await files.setExpiry(who, id, asked ?? null)) };
-    },
-
     async updateFileContent(requests, ctx) {
       const who = await principal(ctx);
       const { first, content } = await splitFirst(requests, ctx.signal);
@@ -73,40 +168,13 @@ export function fileServiceImpl(deps: FileRpcDeps): ServiceImpl<typeof FileServi
       return { file: toProto(file) };
     },
 
-    async getFile(req, ctx) {
-      return { file: toProto(await files.get(await principal(ctx), parseFileId(req.id))) };
-    },
-
-    async listFiles(req, ctx) {
-      const who = await principal(ctx);
-      const page = await files.list(who, parseRpcPageSize(req.pageSize), parsePageToken(req.pageToken));
-      return { files: page.files.map(toProto), nextPageToken: page.next === undefined ? "" : encodePageToken(page.next) };
-    },
-
-    async updateFile(req, ctx) {
-      const who = await principal(ctx);
-      const file = await files.update(who, parseFileId(req.id), {
-        slug: req.slug === undefined ? undefined : parseSlug(req.slug),
-        name: req.name === undefined ? undefined : parseName(req.name),
-        visibility: req.visibility === undefined ? undefined : parseVisibility(req.visibility),
-      });
-      return { file: toProto(file) };
-    },
-
-    async publishFile(req, ctx) {
-      await files.publish(await principal(ctx), parseFileId(req.id));
-      return {};
-    },
-
-    async unpublishFile(req, ctx) {
-      await files.unpublish(await principal(ctx), parseFileId(req.id));
-      return {};
-    },
-
-    async deleteFile(req, ctx) {
-      await files.delete(await principal(ctx), parseFileId(req.id));
-      return {};
-    },
+    getFile: (req, ctx) => unary.getFile(req, callerOf(ctx)),
+    listFiles: (req, ctx) => unary.listFiles(req, callerOf(ctx)),
+    updateFile: (req, ctx) => unary.updateFile(req, callerOf(ctx)),
+    publishFile: (req, ctx) => unary.publishFile(req, callerOf(ctx)),
+    unpublishFile: (req, ctx) => unary.unpublishFile(req, callerOf(ctx)),
+    deleteFile: (req, ctx) => unary.deleteFile(req, callerOf(ctx)),
+    updateFileExpiry: (req, ctx) => unary.updateFileExpiry(req, callerOf(ctx)),
 
     async *getFileContent(req, ctx) {
       const who = await principal(ctx);

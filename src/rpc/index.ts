@@ -5,7 +5,7 @@
 import type { ConnectRouter, ConnectRouterOptions } from "@connectrpc/connect";
 import { createConnectRouter } from "@connectrpc/connect";
 import { file_cubby_v1_files, FileService } from "../gen/cubby/v1/files_pb.ts";
-import { fileServiceImpl, type FileRpcDeps } from "./file-service.ts";
+import { fileServiceImpl, type FileRpcDeps, type FileUnaryMethods } from "./file-service.ts";
 import { registerReflection } from "./reflection.ts";
 
 /** Messages up to 4 MiB either way (CONTRACT §4). */
@@ -18,10 +18,13 @@ export const RPC_OPTIONS: ConnectRouterOptions = {
   jsonOptions: { alwaysEmitImplicit: true, useProtoFieldName: true, ignoreUnknownFields: false },
 };
 
-/** Registers every RPC service on a router. */
-export function rpcRoutes(deps: FileRpcDeps): (router: ConnectRouter) => void {
+/**
+ * Registers every RPC service on a router.
+ * @param unary FileService's unary methods, when the unary fast path calls the same ones
+ */
+export function rpcRoutes(deps: FileRpcDeps, unary?: FileUnaryMethods): (router: ConnectRouter) => void {
   return (router) => {
-    router.service(FileService, fileServiceImpl(deps));
+    router.service(FileService, fileServiceImpl(deps, unary));
     registerReflection(router, [file_cubby_v1_files]);
   };
 }

@@ -20,6 +20,7 @@ import http2 from "node:http2";
 import net from "node:net";
 import type { Duplex } from "node:stream";
 import type { LogFormat } from "../log.ts";
+import type { FileUnaryMethods } from "../rpc/file-service.ts";
 import { AccessLog } from "./access-log.ts";
 import { Connections } from "./connections.ts";
 import { createDispatch } from "./dispatch.ts";
@@ -40,6 +41,8 @@ export interface OnePortOptions {
   routes: (router: ConnectRouter) => void;
   /** RPC request paths: these go to connect-node. */
   rpcPaths: ReadonlySet<string>;
+  /** FileService's unary methods, for the unary fast path (rpc/unary.ts); undefined: connect-node serves every call. */
+  unary?: FileUnaryMethods;
   /** Content URLs (GET/HEAD of `/{id}` and `/{id}/{slug}`). */
   content: ContentOptions;
   /** Writes one access-log line. */
@@ -93,10 +96,15 @@ const H2_SESSION_MEMORY_MB = 128;
 export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer> {
   const headerTimeoutMs = opts.headerTimeoutSeconds * 1000;
   const idleTimeoutMs = opts.idleTimeoutSeconds * 1000;
+  const metrics = opts.metrics?.metrics;
   const connections = new Connections({ limits: { ...opts.maxConnections, exempt: opts.trustedProxies }, headerTimeoutMs, idleTimeoutMs });
   const dispatch = createDispatch({
     rpcPaths: opts.rpcPaths,
-    rpc: rpcHandler(opts.routes, opts.metrics === undefined ? [] : [opts.metrics.metrics.interceptor()]),
+    rpc: rpcHandler(
+      opts.routes,
+      metrics === undefined ? [] : [metrics.interceptor()],
+      opts.unary === undefined ? undefined : { methods: opts.unary, observe: metrics === undefined ? undefined : (procedure, code) => metrics.observeRpc(procedure, code) },
+    ),
     content: opts.content,
     app: opts.app,
     accessLog: new AccessLog(opts.log, opts.trustedProxies, { format: opts.logFormat, metrics: opts.metrics?.metrics }),

@@ -7,6 +7,7 @@ import { OidcSignIn } from "../auth/oidc.ts";
 import { Authenticator } from "../auth/principal.ts";
 import { WindowLimiter } from "../auth/rate-limit.ts";
 import { createApp } from "../http/app.ts";
+import { fileUnaryMethods } from "../rpc/file-service.ts";
 import { rpcPaths, rpcRoutes } from "../rpc/index.ts";
 import type { Services } from "../service/index.ts";
 import type { BlobStore } from "../storage/ports.ts";
@@ -44,7 +45,10 @@ export async function startServing(
     baseUrl: () => baseUrl,
     maxUploadBytes: config.maxUploadBytes,
   });
-  const routes = rpcRoutes({ files: services.files, auth, baseUrl: () => baseUrl });
+  const rpcDeps = { files: services.files, auth, baseUrl: () => baseUrl };
+  // One implementation of the unary methods, for connect-node and the unary fast path alike.
+  const unary = fileUnaryMethods(rpcDeps);
+  const routes = rpcRoutes(rpcDeps, unary);
   // A worker shares the supervisor's stdout with the other workers: no write may mix their lines.
   const { log, flush: flushLog } = batchedLog((chunk) => process.stdout.write(chunk), config.workerId === undefined ? undefined : PIPE_ATOMIC_BYTES);
   const trustedProxies = new Set(config.trustedProxies);
@@ -62,6 +66,7 @@ export async function startServing(
     app: (request) => app.handle(request),
     routes,
     rpcPaths: rpcPaths(routes),
+    unary,
     content: { deps: { files: services.files, shares: services.shares, auth, baseUrl: () => baseUrl } },
     log,
     logFormat: config.logFormat,
