@@ -79,30 +79,46 @@ export class AccessLog {
    * @param path what the log shows as the path (no query)
    */
   open(req: NodeRequest, res: NodeResponse, path: string): RequestContext {
-    const context = createRequestContext(
-      {
-        method: req.method ?? "GET",
-        path,
-        peer: req.socket?.remoteAddress ?? "unknown",
-        forwardedFor: headerOf(req, "x-forwarded-for"),
-        requestId: headerOf(req, "x-request-id"),
-      },
-      this.trustedProxies,
-    );
+    const context = this.begin(req.method ?? "GET", path, req.socket?.remoteAddress, headerOf(req, "x-forwarded-for"), headerOf(req, "x-request-id"));
     res.setHeader("x-request-id", context.requestId);
     const metrics = this.metrics;
     // Bun's HTTP/2 sockets count nothing written: those responses count their own bytes.
     if (metrics !== undefined && req.httpVersionMajor === 2) observeWrites(res, (chunk) => metrics.countSent(typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.byteLength));
-    res.once("close", () => {
-      const bytes = res.getHeader("content-length") as string | number | undefined;
-      metrics?.observeRequest(context.method, context.route ?? UNMATCHED_ROUTE, res.statusCode, (performance.now() - context.startedAt) / 1000);
-      this.log(
-        this.format === "json"
-          ? accessLogJson(context, res.statusCode, bytes)
-          : accessLogLine(context.method, context.path, res.statusCode, bytes, context.startedAt, context.requestId),
-      );
-    });
+    res.once("close", () => this.close(context, res.statusCode, res.getHeader("content-length") as string | number | undefined));
     return context;
+  }
+
+  /**
+   * Begins one request served without a Node response object (HTTP/2 content answered on the
+   * stream, h2-content.ts): its context only. The caller sends `X-Request-Id` and calls
+   * {@link close} when the stream closes.
+   * @param peer the TCP peer's address
+   */
+  begin(method: string, path: string, peer: string | undefined, forwardedFor: string | null, requestId: string | null): RequestContext {
+    return createRequestContext({ method, path, peer: peer ?? "unknown", forwardedFor, requestId }, this.trustedProxies);
+  }
+
+  /**
+   * Ends one request: its access-log line and its count in the metrics.
+   * @param bytes the Content-Length answered (undefined when streamed)
+   */
+  close(context: RequestContext, status: number, bytes: string | number | undefined): void {
+    this.metrics?.observeRequest(context.method, context.route ?? UNMATCHED_ROUTE, status, (performance.now() - context.startedAt) / 1000);
+    this.log(
+      this.format === "json"
+        ? accessLogJson(context, status, bytes)
+        : accessLogLine(context.method, context.path, status, bytes, context.startedAt, context.requestId),
+    );
+  }
+
+  /** Whether HTTP/2 body bytes are counted ({@link countH2Sent}): the metrics are on. */
+  get countsH2Bytes(): boolean {
+    return this.metrics !== undefined;
+  }
+
+  /** Counts `bytes` of an HTTP/2 response body written outside a Node response object (the metrics' sent bytes). */
+  countH2Sent(bytes: number): void {
+    this.metrics?.countSent(bytes);
   }
 }
 

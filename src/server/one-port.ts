@@ -23,6 +23,7 @@ import type { LogFormat } from "../log.ts";
 import { AccessLog } from "./access-log.ts";
 import { Connections } from "./connections.ts";
 import { createDispatch } from "./dispatch.ts";
+import { h2StreamListener } from "./h2-content.ts";
 import type { ContentOptions } from "./content.ts";
 import { refuseConnection } from "./lingering-close.ts";
 import type { Metrics } from "./metrics.ts";
@@ -92,17 +93,21 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
   const headerTimeoutMs = opts.headerTimeoutSeconds * 1000;
   const idleTimeoutMs = opts.idleTimeoutSeconds * 1000;
   const connections = new Connections({ limits: { ...opts.maxConnections, exempt: opts.trustedProxies }, headerTimeoutMs, idleTimeoutMs });
+  const accessLog = new AccessLog(opts.log, opts.trustedProxies, { format: opts.logFormat, metrics: opts.metrics?.metrics });
   const dispatch = createDispatch({
     rpcPaths: opts.rpcPaths,
     rpc: rpcHandler(opts.routes, opts.metrics === undefined ? [] : [opts.metrics.metrics.interceptor()]),
     content: opts.content,
     app: opts.app,
-    accessLog: new AccessLog(opts.log, opts.trustedProxies, { format: opts.logFormat, metrics: opts.metrics?.metrics }),
+    accessLog,
     metrics: opts.metrics,
     onHttp1Request: (req, res) => connections.onHttp1Request(req, res),
   });
 
-  const h2 = http2.createServer({ maxSessionMemory: H2_SESSION_MEMORY_MB, settings: { initialWindowSize: H2_WINDOW_BYTES, maxConcurrentStreams: H2_MAX_CONCURRENT_STREAMS } }, dispatch);
+  // No `request` listener: h2-content.ts answers content GETs on the stream and builds the
+  // compat request and response for the rest.
+  const h2 = http2.createServer({ maxSessionMemory: H2_SESSION_MEMORY_MB, settings: { initialWindowSize: H2_WINDOW_BYTES, maxConcurrentStreams: H2_MAX_CONCURRENT_STREAMS } });
+  h2.on("stream", h2StreamListener({ dispatch, rpcPaths: opts.rpcPaths, content: opts.content, accessLog }));
   h2.on("session", (session) => {
     connections.watchSession(session);
     session.setLocalWindowSize(H2_WINDOW_BYTES);
