@@ -21,12 +21,13 @@
  */
 import http2 from "node:http2";
 import net from "node:net";
+import { Duplex } from "node:stream";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 
-const LAYERS = ["anchor", "compat", "core", "compat-net", "core-net", "mixed-net", "core-net-headers", "core-net-headers-array"] as const;
+const LAYERS = ["anchor", "compat", "core", "compat-net", "core-net", "mixed-net", "core-net-headers", "core-net-headers-array", "core-batch-headers"] as const;
 type Layer = (typeof LAYERS)[number];
 
 /** The headers cubby answers a public 4 KiB file with (besides `date`). */
@@ -79,11 +80,56 @@ function serve(layer: Layer, file: string): void {
     });
   }
   const ready = (port: number) => console.log(`listening on port ${port}`);
-  if (layer.includes("-net")) {
+  if (layer.includes("-batch")) {
+    const listener = net.createServer({ noDelay: true }, (socket) => h2.emit("connection", new BatchingSocket(socket)));
+    listener.listen(0, "127.0.0.1", () => ready((listener.address() as net.AddressInfo).port));
+  } else if (layer.includes("-net")) {
     const listener = net.createServer({ noDelay: true }, (socket) => h2.emit("connection", socket));
     listener.listen(0, "127.0.0.1", () => ready((listener.address() as net.AddressInfo).port));
   } else {
     h2.listen(0, "127.0.0.1", () => ready((h2.address() as net.AddressInfo).port));
+  }
+}
+
+/**
+ * A TCP socket behind a plain JS Duplex: node:http2 then writes through `write` instead of the
+ * native handle, and the writes of one tick (the answers to one read's requests) are corked
+ * into one.
+ */
+class BatchingSocket extends Duplex {
+  private corked = false;
+  constructor(private readonly socket: net.Socket) {
+    super();
+    socket.on("data", (d) => {
+      if (!this.push(d)) socket.pause();
+    });
+    socket.on("end", () => this.push(null));
+    socket.on("close", () => this.destroy());
+    socket.on("error", (e) => this.destroy(e));
+  }
+  get remoteAddress() {
+    return this.socket.remoteAddress;
+  }
+  override _read(): void {
+    this.socket.resume();
+  }
+  override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
+    if (!this.corked) {
+      this.corked = true;
+      this.socket.cork();
+      setImmediate(() => {
+        this.corked = false;
+        this.socket.uncork();
+      });
+    }
+    this.socket.write(chunk, cb);
+  }
+  override _final(cb: (err?: Error | null) => void): void {
+    this.socket.end(cb);
+  }
+  override _destroy(err: Error | null, cb: (err?: Error | null) => void): void {
+    this.socket.destroy(err ?? undefined);
+    cb(err);
   }
 }
 

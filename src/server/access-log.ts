@@ -7,7 +7,7 @@
 import { createRequestContext, type RequestContext } from "../context/request-context.ts";
 import { jsonLine, type LogFormat } from "../log.ts";
 import { UNMATCHED_ROUTE, type Metrics } from "./metrics.ts";
-import { headerOf, observeWrites, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
+import { headerOf, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
 
 /** `method=GET path="/x" status=200 bytes=12 duration_ms=0.4 request_id=abc` */
 export function accessLogLine(
@@ -81,9 +81,6 @@ export class AccessLog {
   open(req: NodeRequest, res: NodeResponse, path: string): RequestContext {
     const context = this.begin(req.method ?? "GET", path, req.socket?.remoteAddress, headerOf(req, "x-forwarded-for"), headerOf(req, "x-request-id"));
     res.setHeader("x-request-id", context.requestId);
-    const metrics = this.metrics;
-    // Bun's HTTP/2 sockets count nothing written: those responses count their own bytes.
-    if (metrics !== undefined && req.httpVersionMajor === 2) observeWrites(res, (chunk) => metrics.countSent(typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.byteLength));
     res.once("close", () => this.close(context, res.statusCode, res.getHeader("content-length") as string | number | undefined));
     return context;
   }
@@ -111,15 +108,6 @@ export class AccessLog {
     );
   }
 
-  /** Whether HTTP/2 body bytes are counted ({@link countH2Sent}): the metrics are on. */
-  get countsH2Bytes(): boolean {
-    return this.metrics !== undefined;
-  }
-
-  /** Counts `bytes` of an HTTP/2 response body written outside a Node response object (the metrics' sent bytes). */
-  countH2Sent(bytes: number): void {
-    this.metrics?.countSent(bytes);
-  }
 }
 
 /** Lines kept back at most before a write, whatever the event loop is doing. */

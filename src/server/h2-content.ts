@@ -7,8 +7,8 @@
  *
  * What the dispatch does for every request is done here too: the target and authority checked
  * (anything unusual goes to the dispatch, which refuses it), the request's context and
- * `X-Request-Id`, the access-log line and metrics when the stream closes, the tests' response
- * tap, and the HTTP/2 body bytes counted for the metrics.
+ * `X-Request-Id`, the access-log line and metrics when the stream closes, and the tests'
+ * response tap. Bytes sent are counted by the connection's socket (h2-socket.ts).
  */
 import http2, { type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 import type { RequestContext } from "../context/request-context.ts";
@@ -108,8 +108,7 @@ async function answerOnStream(
     tap?.close(stream.writableFinished);
     accessLog.close(context, status, length);
   });
-  const onChunk = chunkObserver(accessLog, tap);
-  const writer: ContentWriter = onChunk === undefined ? stream : observedWriter(stream, onChunk);
+  const writer: ContentWriter = tap === undefined ? stream : tappedWriter(stream, tap);
   const begin = (answer: number, headers: Record<string, string>) => {
     status = answer;
     length = headers["content-length"];
@@ -119,7 +118,7 @@ async function answerOnStream(
   const send = (answer: number, headers: Record<string, string>, body?: Uint8Array | string) => {
     begin(answer, headers);
     if (body === undefined || head) return respondWhole(stream, answer, headers);
-    onChunk?.(body);
+    tap?.chunk(body);
     respondWhole(stream, answer, headers, body);
   };
   try {
@@ -149,27 +148,15 @@ async function answerOnStream(
   }
 }
 
-/**
- * What is told of each body chunk written on an HTTP/2 stream: the metrics' sent bytes (Bun's
- * HTTP/2 sockets count nothing written) and the response tap; undefined when neither is on.
- */
-function chunkObserver(accessLog: AccessLog, tap: StreamTap | undefined): ((chunk: Uint8Array | string) => void) | undefined {
-  if (tap === undefined && !accessLog.countsH2Bytes) return undefined;
-  return (chunk) => {
-    accessLog.countH2Sent(typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.byteLength);
-    tap?.chunk(chunk);
-  };
-}
-
-/** `stream` as a {@link ContentWriter} that tells `onChunk` of every chunk it writes. */
-function observedWriter(stream: ServerHttp2Stream, onChunk: (chunk: Uint8Array) => void): ContentWriter {
+/** `stream` as a {@link ContentWriter} that gives every chunk it writes to the response tap. */
+function tappedWriter(stream: ServerHttp2Stream, tap: StreamTap): ContentWriter {
   return {
     write(chunk, callback) {
-      onChunk(chunk);
+      tap.chunk(chunk);
       return stream.write(chunk, callback);
     },
     end(chunk) {
-      if (chunk !== undefined) onChunk(chunk);
+      if (chunk !== undefined) tap.chunk(chunk);
       return stream.end(chunk);
     },
   };

@@ -24,6 +24,7 @@ import { AccessLog } from "./access-log.ts";
 import { Connections } from "./connections.ts";
 import { createDispatch } from "./dispatch.ts";
 import { h2StreamListener } from "./h2-content.ts";
+import { CorkedSocket } from "./h2-socket.ts";
 import type { ContentOptions } from "./content.ts";
 import { refuseConnection } from "./lingering-close.ts";
 import type { Metrics } from "./metrics.ts";
@@ -127,7 +128,7 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
       maxHeadBytes: MAX_HEAD_BYTES,
       onHttp2: () => {
         connections.watchHttp2(socket);
-        h2.emit("connection", socket);
+        h2.emit("connection", new CorkedSocket(socket));
       },
       onHttp1: () => {
         connections.watchHttp1(socket);

@@ -169,3 +169,38 @@ describe("what the dispatch does for every request is done on the stream too", (
     expect(upload).toBe(200);
   });
 });
+
+test("a graceful stop sends GOAWAY over h2c and lets a download in flight finish", async () => {
+  await using own = await startServer();
+  const owner = await own.mintKey("owner@example.com");
+  const big = crypto.getRandomValues(new Uint8Array(16 * 1024 * 1024));
+  const file = await client(own, owner).upload(big, "?visibility=public");
+  const h2c = http2.connect(own.url);
+  try {
+    const goaway = new Promise<number>((resolve) => h2c.once("goaway", (code) => resolve(code)));
+    const chunks: Buffer[] = [];
+    const stream = h2c.request({ ":path": `/${file.id}` });
+    const done = new Promise<void>((resolve, reject) => {
+      stream.on("end", resolve);
+      stream.on("error", reject);
+    });
+    // The client reads one chunk and stops: the server is held by flow control mid-download.
+    await new Promise<void>((resolve) =>
+      stream.once("data", (c: Buffer) => {
+        chunks.push(c);
+        stream.pause();
+        resolve();
+      }),
+    );
+    const exited = own.stop();
+    expect(await goaway).toBe(http2.constants.NGHTTP2_NO_ERROR);
+    stream.on("data", (c: Buffer) => chunks.push(c));
+    stream.resume();
+    await done;
+    expect({ length: Buffer.concat(chunks).length, same: Buffer.concat(chunks).equals(big) }).toEqual({ length: big.length, same: true });
+    expect(await exited).toBe(0);
+    await own.waitForOutput(`method=GET path="/${file.id}" status=200 bytes=${big.length} `);
+  } finally {
+    h2c.destroy();
+  }
+}, 30_000);
