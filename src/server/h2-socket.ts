@@ -4,8 +4,10 @@
  * of one per answer. Given a `node:net` socket, Bun's frame writer writes each answer's frames
  * to the native handle with one `sendto` (strace: 16 000 sends for 16 000 small answers, 16 per
  * read of h2load's 16 requests); through `write()` on this wrapper, the socket is corked from
- * the first write of a turn until `setImmediate`, and Bun's socket coalesces up to 16 KiB per
- * send (4 000 sends). Back-pressure is the socket's: a write's callback comes from the socket,
+ * the first write of a turn until the next tick, once the answers finished by the turn's
+ * promise jobs are written, and Bun's socket coalesces up to 16 KiB per send (4 016 sends).
+ * `setImmediate` batches no more (same count) and makes the client wait for the loop's check
+ * phase. Back-pressure is the socket's: a write's callback comes from the socket,
  * so a client that stops reading fills the socket's buffer, then this stream's, and the session
  * stops writing (its own `drain` listener resumes it).
  */
@@ -55,7 +57,7 @@ export class CorkedSocket extends Duplex {
     if (!this.corked) {
       this.corked = true;
       this.socket.cork();
-      setImmediate(() => this.flush());
+      process.nextTick(() => this.flush());
     }
     this.socket.write(chunk, callback);
   }
