@@ -103,6 +103,9 @@ async function answerOnStream(
   let status = 200;
   let length: string | undefined;
   let gone: AbortController | undefined;
+  // A stream's errors (its connection reset while an answer is written: EPIPE, ECONNRESET) end
+  // in its close; unheard, an `error` event would stop the process.
+  stream.on("error", ignoreStreamError);
   stream.once("close", () => {
     gone?.abort();
     tap?.close(stream.writableFinished);
@@ -147,6 +150,9 @@ async function answerOnStream(
     send(error.status, headers, body);
   }
 }
+
+/** What a stream's `error` event needs no more than: its `close` follows (answerOnStream). */
+function ignoreStreamError(): void {}
 
 /** `stream` as a {@link ContentWriter} that gives every chunk it writes to the response tap. */
 function tappedWriter(stream: ServerHttp2Stream, tap: StreamTap): ContentWriter {

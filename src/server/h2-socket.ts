@@ -49,6 +49,15 @@ export class CorkedSocket extends Duplex {
     return this.socket.localPort;
   }
 
+  /** Bytes written to the connection so far: node:http2's idle timer looks for progress here. */
+  get bytesWritten(): number {
+    return this.socket.bytesWritten;
+  }
+
+  get bytesRead(): number {
+    return this.socket.bytesRead;
+  }
+
   override _read(): void {
     this.socket.resume();
   }

@@ -3,6 +3,7 @@
 // errors, share links, large downloads, and the dispatch still taking everything else.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import http2 from "node:http2";
+import { RawH2 } from "../support/h2-raw.ts";
 import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";
 
 let server: RunningServer;
@@ -153,6 +154,21 @@ describe("what the dispatch does for every request is done on the stream too", (
     // Its line is written when the reset stream closes: the second whole download of the file.
     await server.waitForOutput(new RegExp(`(method=GET path="/${large.id}" status=200 bytes=${LARGE.length} [^\\n]*\\n[^]*){2}`));
     expect((await h2(`/${text.id}`)).body.toString()).toBe(TEXT);
+  });
+
+  test("connections reset by their clients while answers are being written leave the server serving", async () => {
+    // Each client asks for 99 answers at once and resets its connection (RST) as the first
+    // arrives: the server then writes into a connection the kernel has reset (EPIPE, ECONNRESET).
+    for (let round = 0; round < 30; round++) {
+      const c = await RawH2.connect(server.port);
+      for (let i = 0; i < 99; i++) {
+        c.headers(1 + 2 * i, [[":method", "GET"], [":scheme", "http"], [":authority", "localhost"], [":path", `/${i % 3 === 0 ? large.id : text.id}`]], true);
+      }
+      await c.until(() => c.frames.some((f) => f.type === 0 /* DATA */), 10_000, "a first answer");
+      c.socket.resetAndDestroy();
+    }
+    expect((await h2(`/${text.id}`)).body.toString()).toBe(TEXT);
+    expect({ alive: server.proc.exitCode === null, errors: server.errors().match(/^error: .*$/gm) ?? [] }).toEqual({ alive: true, errors: [] });
   });
 
   test("everything else still goes through the dispatch: REST, a bad :authority, an upload", async () => {
