@@ -19,7 +19,7 @@ import { shareReply } from "../http/share-content.ts";
 import type { AccessLog } from "./access-log.ts";
 import { decideContent, H2_PLAN, writeContent, type ContentDecision, type ContentOptions, type ContentWriter } from "./content.ts";
 import { routeOf, templateOf } from "./dispatch.ts";
-import { isAnswerable, resetStream, respondHead, respondWhole } from "./h2-respond.ts";
+import { isAnswerable, listenForErrors, resetStream, respondHead, respondWhole } from "./h2-respond.ts";
 import { headerValue, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
 import { isValidAuthority } from "./request-target.ts";
 import { responseTapFile, StreamTap } from "./response-tap.ts";
@@ -103,9 +103,7 @@ async function answerOnStream(
   let status = 200;
   let length: string | undefined;
   let gone: AbortController | undefined;
-  // A stream's errors (its connection reset while an answer is written: EPIPE, ECONNRESET) end
-  // in its close; unheard, an `error` event would stop the process.
-  stream.on("error", ignoreStreamError);
+  listenForErrors(stream);
   stream.once("close", () => {
     gone?.abort();
     tap?.close(stream.writableFinished);
@@ -150,9 +148,6 @@ async function answerOnStream(
     send(error.status, headers, body);
   }
 }
-
-/** What a stream's `error` event needs no more than: its `close` follows (answerOnStream). */
-function ignoreStreamError(): void {}
 
 /** `stream` as a {@link ContentWriter} that gives every chunk it writes to the response tap. */
 function tappedWriter(stream: ServerHttp2Stream, tap: StreamTap): ContentWriter {

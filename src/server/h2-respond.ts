@@ -44,6 +44,18 @@ export function isAnswerable(stream: ServerHttp2Stream): boolean {
   return !stream.destroyed && !stream.closed && stream.session !== undefined && !stream.session.destroyed;
 }
 
+/**
+ * Listens for `stream`'s errors, which an answer written with the core API must do: a stream
+ * whose connection is reset while it is written (EPIPE, ECONNRESET) emits `error`, and unheard
+ * that stops the process (the compat request listens for it itself). Its `close` follows, which
+ * is where the caller learns the answer ended.
+ */
+export function listenForErrors(stream: ServerHttp2Stream): void {
+  stream.on("error", ignoreError);
+}
+
+function ignoreError(): void {}
+
 /** Resets `stream` with INTERNAL_ERROR (RFC 9113 §7): an answer that failed after its headers went out. */
 export function resetStream(stream: ServerHttp2Stream): void {
   if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
