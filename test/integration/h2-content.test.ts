@@ -12,6 +12,8 @@ let session: http2.ClientHttp2Session;
 let text: FileJson;
 let large: FileJson;
 let secret: FileJson;
+/** Served from memory (up to 64 KiB), but more than a client's default flow-control window. */
+let mid: FileJson;
 const TEXT = "0123456789abcdefghij"; // 20 bytes
 /** Larger than the blob store's in-memory limit (64 KiB): read from disk in chunks. */
 const LARGE = crypto.getRandomValues(new Uint8Array(3 * 1024 * 1024 + 17));
@@ -23,6 +25,7 @@ beforeAll(async () => {
   text = await api.upload(TEXT, "?visibility=public&slug=notes.txt&name=notes.txt", { "content-type": "text/plain; charset=utf-8" });
   large = await api.upload(LARGE, "?visibility=public");
   secret = await api.upload("private bytes", "?visibility=private");
+  mid = await api.upload(new Uint8Array(60 * 1024), "?visibility=public");
   session = http2.connect(server.url);
 }, 60_000);
 afterAll(async () => {
@@ -159,10 +162,12 @@ describe("what the dispatch does for every request is done on the stream too", (
   test("connections reset by their clients while answers are being written leave the server serving", async () => {
     // Each client asks for 99 answers at once and resets its connection (RST) as the first
     // arrives: the server then writes into a connection the kernel has reset (EPIPE, ECONNRESET).
+    // Answers from memory, held back by flow control (the client's windows are 64 KiB);
+    // abandoned large downloads from S3 are another matter (issue 16).
     for (let round = 0; round < 30; round++) {
       const c = await RawH2.connect(server.port);
       for (let i = 0; i < 99; i++) {
-        c.headers(1 + 2 * i, [[":method", "GET"], [":scheme", "http"], [":authority", "localhost"], [":path", `/${i % 3 === 0 ? large.id : text.id}`]], true);
+        c.headers(1 + 2 * i, [[":method", "GET"], [":scheme", "http"], [":authority", "localhost"], [":path", `/${mid.id}`]], true);
       }
       await c.until(() => c.frames.some((f) => f.type === 0 /* DATA */), 10_000, "a first answer");
       c.socket.resetAndDestroy();
