@@ -7,7 +7,7 @@
 import { createRequestContext, type RequestContext } from "../context/request-context.ts";
 import { jsonLine, type LogFormat } from "../log.ts";
 import { UNMATCHED_ROUTE, type Metrics } from "./metrics.ts";
-import { headerOf, observeWrites, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
+import { headerOf, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
 
 /** `method=GET path="/x" status=200 bytes=12 duration_ms=0.4 request_id=abc` */
 export function accessLogLine(
@@ -79,31 +79,35 @@ export class AccessLog {
    * @param path what the log shows as the path (no query)
    */
   open(req: NodeRequest, res: NodeResponse, path: string): RequestContext {
-    const context = createRequestContext(
-      {
-        method: req.method ?? "GET",
-        path,
-        peer: req.socket?.remoteAddress ?? "unknown",
-        forwardedFor: headerOf(req, "x-forwarded-for"),
-        requestId: headerOf(req, "x-request-id"),
-      },
-      this.trustedProxies,
-    );
+    const context = this.begin(req.method ?? "GET", path, req.socket?.remoteAddress, headerOf(req, "x-forwarded-for"), headerOf(req, "x-request-id"));
     res.setHeader("x-request-id", context.requestId);
-    const metrics = this.metrics;
-    // Bun's HTTP/2 sockets count nothing written: those responses count their own bytes.
-    if (metrics !== undefined && req.httpVersionMajor === 2) observeWrites(res, (chunk) => metrics.countSent(typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.byteLength));
-    res.once("close", () => {
-      const bytes = res.getHeader("content-length") as string | number | undefined;
-      metrics?.observeRequest(context.method, context.route ?? UNMATCHED_ROUTE, res.statusCode, (performance.now() - context.startedAt) / 1000);
-      this.log(
-        this.format === "json"
-          ? accessLogJson(context, res.statusCode, bytes)
-          : accessLogLine(context.method, context.path, res.statusCode, bytes, context.startedAt, context.requestId),
-      );
-    });
+    res.once("close", () => this.close(context, res.statusCode, res.getHeader("content-length") as string | number | undefined));
     return context;
   }
+
+  /**
+   * Begins one request served without a Node response object (HTTP/2 content answered on the
+   * stream, h2-content.ts): its context only. The caller sends `X-Request-Id` and calls
+   * {@link close} when the stream closes.
+   * @param peer the TCP peer's address
+   */
+  begin(method: string, path: string, peer: string | undefined, forwardedFor: string | null, requestId: string | null): RequestContext {
+    return createRequestContext({ method, path, peer: peer ?? "unknown", forwardedFor, requestId }, this.trustedProxies);
+  }
+
+  /**
+   * Ends one request: its access-log line and its count in the metrics.
+   * @param bytes the Content-Length answered (undefined when streamed)
+   */
+  close(context: RequestContext, status: number, bytes: string | number | undefined): void {
+    this.metrics?.observeRequest(context.method, context.route ?? UNMATCHED_ROUTE, status, (performance.now() - context.startedAt) / 1000);
+    this.log(
+      this.format === "json"
+        ? accessLogJson(context, status, bytes)
+        : accessLogLine(context.method, context.path, status, bytes, context.startedAt, context.requestId),
+    );
+  }
+
 }
 
 /** Lines kept back at most before a write, whatever the event loop is doing. */

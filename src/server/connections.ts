@@ -64,8 +64,7 @@ export class Connections {
 
   /**
    * Bytes read from and written to every connection since start, open ones included (metrics).
-   * Bun counts nothing written on an HTTP/2 connection: those responses are counted by the
-   * access log instead (server/access-log.ts).
+   * HTTP/2 sessions write through the socket's `write` (h2-socket.ts), so their bytes count too.
    */
   transferred(): { received: number; sent: number } {
     let { received, sent } = this.closedBytes;

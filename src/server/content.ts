@@ -62,11 +62,23 @@ export function serveContent(
   context: RequestContext,
 ): Promise<void> {
   const request = contentRequest(req, pathname, search, context);
-  return answer(req, res, context, async () => {
-    const opened = await openContent(opts.deps, request, target.id);
-    if ("redirect" in opened) return { reply: opened.redirect };
-    return { reply: contentReply(opened.file, request, target.slug, opts.deps.baseUrl()), content: opened };
-  });
+  return answer(req, res, context, () => decideContent(opts, request, target));
+}
+
+/** What a content answer is: the reply, and the file's content when the reply sends some of it. */
+export interface ContentDecision {
+  reply: ContentReply;
+  content?: FileContent | undefined;
+}
+
+/**
+ * Decides the answer to a content URL (http/content.ts: access, then `contentReply`).
+ * @throws AppError (not_found, permission_denied, …) as the lookup does
+ */
+export async function decideContent(opts: ContentOptions, request: ContentRequest, target: { id: string; slug: string | undefined }): Promise<ContentDecision> {
+  const opened = await openContent(opts.deps, request, target.id);
+  if ("redirect" in opened) return { reply: opened.redirect };
+  return { reply: contentReply(opened.file, request, target.slug, opts.deps.baseUrl()), content: opened };
 }
 
 /** Answers GET or HEAD of a share link, `/s/{token}` (http/share-content.ts decides). */
@@ -89,7 +101,7 @@ async function answer(
   req: NodeRequest,
   res: NodeResponse,
   context: RequestContext,
-  decide: () => Promise<{ reply: ContentReply; content?: FileContent | undefined }>,
+  decide: () => Promise<ContentDecision>,
 ): Promise<void> {
   // Watched from the start: a stream reset while the file is looked up (a database round trip)
   // has already closed when the content would be written.
@@ -104,7 +116,7 @@ async function answer(
     if (req.method === "HEAD") res.end();
     else if (reply.body !== undefined) (res as ServerResponse).end(reply.body);
     else if (reply.range === undefined || content === undefined) res.end();
-    else await writeContent(res, content, reply.range, gone);
+    else await writeContent(res as ServerResponse, content, reply.range, gone, (res as Http2ServerResponse).stream === undefined ? H1_PLAN : H2_PLAN);
   } catch (err) {
     if (res.headersSent) failed(res, err, context);
     else await writeResponse(req, res, errorResponse(report(err, context))).catch((e: unknown) => failed(res, e, context));
@@ -122,25 +134,37 @@ async function answer(
  * ~25 MiB instead of ~200.
  */
 const H1_PLAN = { chunkBytes: 256 * 1024, buffers: 4 };
-const H2_PLAN = { chunkBytes: 128 * 1024, buffers: 2 };
+export const H2_PLAN = { chunkBytes: 128 * 1024, buffers: 2 };
+
+/** Where {@link writeContent} writes: a Node response, or an HTTP/2 stream (h2-content.ts). */
+export interface ContentWriter {
+  write(chunk: Uint8Array, callback: (err?: Error | null) => void): unknown;
+  end(chunk?: Uint8Array): unknown;
+}
 
 /**
- * Sends `range` of a file's content and ends `res`: from memory when the blob store keeps the
+ * Sends `range` of a file's content and ends `writer`: from memory when the blob store keeps the
  * content, else chunk by chunk from the store, each chunk released (and its buffer refilled)
  * only in the write's callback. Stops, releasing the blob and its buffers, as soon as the
  * response closes or a write fails (client gone, stream reset, GOAWAY, session closed or timed
  * out; `gone` aborts then, the caller watches the response's `close`): Bun's
  * `Http2ServerResponse` has no `destroyed` and delivers no callback for a reset stream, so
  * waiting for callbacks alone would never stop.
+ * @param buffering the chunk size and count of buffers held at once ({@link H2_PLAN} on HTTP/2)
  * @throws what reading the blob throws (the caller resets the response)
  */
-export async function writeContent(res: NodeResponse, content: FileContent, range: ByteRange, gone: AbortController): Promise<void> {
-  const writer = res as ServerResponse;
+export async function writeContent(
+  writer: ContentWriter,
+  content: FileContent,
+  range: ByteRange,
+  gone: AbortController,
+  buffering: Omit<ReadPlan, "signal">,
+): Promise<void> {
   if (content.cached !== undefined) {
     writer.end(content.cached.subarray(range.start, range.start + range.length));
     return;
   }
-  const plan: ReadPlan = { ...((res as Http2ServerResponse).stream === undefined ? H1_PLAN : H2_PLAN), signal: gone.signal };
+  const plan: ReadPlan = { ...buffering, signal: gone.signal };
   for await (const chunk of content.read(range, plan)) {
     writer.write(chunk.bytes, (err) => {
       if (err) gone.abort();

@@ -44,7 +44,7 @@ export function routeOf(method: string | undefined, target: string, rpcPaths: Re
 export const METRICS_PATH = "/metrics";
 
 /** The route template of a route served outside the HTTP app (whose templates Elysia knows). */
-function templateOf(route: Route): string | undefined {
+export function templateOf(route: Route): string | undefined {
   switch (route.kind) {
     case "rpc":
     case "metrics":

@@ -8,7 +8,7 @@
  *   served it (RPC requests appear under their procedure path as the route);
  * - `cubby_rpc_handled_total{method,code}`: RPC calls by procedure and gRPC status code name;
  * - `cubby_received_bytes_total` / `cubby_sent_bytes_total`: bytes read from and written to
- *   clients' connections (HTTP/1.1 headers included; HTTP/2 frames counted by their payload);
+ *   clients' connections, as the TCP sockets count them (headers and HTTP/2 framing included);
  * - `cubby_uploads_in_flight`: uploads whose bytes are being stored now (REST, RPC, tus);
  * - `cubby_files` / `cubby_stored_bytes`: files stored and the sum of their sizes;
  * - prom-client's default process and runtime metrics (`process_*`, `nodejs_*`).
@@ -163,15 +163,12 @@ export class Metrics {
   private readonly uploads: Gauge;
   private readonly files: Gauge;
   private readonly storedBytes: Gauge;
-  /** HTTP/2 response bytes (Bun's HTTP/2 sockets count none written), added to the sockets' count. */
-  private h2Sent = 0;
 
   constructor(private readonly sources: MetricsSources) {
     const registers = [this.registry];
     this.requests.register(this.registry);
     this.rpcCalls = new Counter({ name: "cubby_rpc_handled_total", help: "RPC calls completed, by procedure and gRPC status code.", labelNames: ["method", "code"], registers });
     const transferred = sources.transferred;
-    const h2Sent = () => this.h2Sent;
     new Counter({
       name: "cubby_received_bytes_total",
       help: "Bytes read from clients' connections.",
@@ -183,11 +180,11 @@ export class Metrics {
     });
     new Counter({
       name: "cubby_sent_bytes_total",
-      help: "Bytes written to clients' connections (HTTP/2: frame payloads).",
+      help: "Bytes written to clients' connections.",
       registers,
       collect() {
         this.reset();
-        this.inc(transferred().sent + h2Sent());
+        this.inc(transferred().sent);
       },
     });
     this.uploads = new Gauge({ name: "cubby_uploads_in_flight", help: "Uploads whose bytes are being stored now (REST, RPC and tus).", registers });
@@ -212,11 +209,6 @@ export class Metrics {
   /** Counts one finished RPC call. @param procedure its path, `/cubby.v1.FileService/GetFile` */
   observeRpc(procedure: string, code: Code | undefined): void {
     this.rpcCalls.inc({ method: procedure, code: code === undefined ? "OK" : GRPC_CODE_NAMES[code] });
-  }
-
-  /** Counts `bytes` written to an HTTP/2 response (server/access-log.ts). */
-  countSent(bytes: number): void {
-    this.h2Sent += bytes;
   }
 
   /** Runs `write` (an upload's bytes being stored) with `cubby_uploads_in_flight` one higher. */

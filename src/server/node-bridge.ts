@@ -27,7 +27,12 @@ const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "se
 
 /** One request header as a single string (RFC 9110 §5.3 list join; `; ` for Cookie, RFC 9113 §8.2.3). */
 export function headerOf(req: NodeRequest, name: string): string | null {
-  const v = req.headers[name];
+  return headerValue(req.headers, name);
+}
+
+/** {@link headerOf} on a headers object (`node:http2`'s stream headers). */
+export function headerValue(headers: Record<string, string | string[] | undefined>, name: string): string | null {
+  const v = headers[name];
   if (v === undefined) return null;
   return Array.isArray(v) ? v.join(name === "cookie" ? "; " : ", ") : v;
 }

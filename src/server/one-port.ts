@@ -24,6 +24,8 @@ import type { FileUnaryMethods } from "../rpc/file-service.ts";
 import { AccessLog } from "./access-log.ts";
 import { Connections } from "./connections.ts";
 import { createDispatch } from "./dispatch.ts";
+import { h2StreamListener } from "./h2-content.ts";
+import { CorkedSocket } from "./h2-socket.ts";
 import type { ContentOptions } from "./content.ts";
 import { refuseConnection } from "./lingering-close.ts";
 import type { Metrics } from "./metrics.ts";
@@ -98,6 +100,7 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
   const idleTimeoutMs = opts.idleTimeoutSeconds * 1000;
   const metrics = opts.metrics?.metrics;
   const connections = new Connections({ limits: { ...opts.maxConnections, exempt: opts.trustedProxies }, headerTimeoutMs, idleTimeoutMs });
+  const accessLog = new AccessLog(opts.log, opts.trustedProxies, { format: opts.logFormat, metrics: opts.metrics?.metrics });
   const dispatch = createDispatch({
     rpcPaths: opts.rpcPaths,
     rpc: rpcHandler(
@@ -107,12 +110,15 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
     ),
     content: opts.content,
     app: opts.app,
-    accessLog: new AccessLog(opts.log, opts.trustedProxies, { format: opts.logFormat, metrics: opts.metrics?.metrics }),
+    accessLog,
     metrics: opts.metrics,
     onHttp1Request: (req, res) => connections.onHttp1Request(req, res),
   });
 
-  const h2 = http2.createServer({ maxSessionMemory: H2_SESSION_MEMORY_MB, settings: { initialWindowSize: H2_WINDOW_BYTES, maxConcurrentStreams: H2_MAX_CONCURRENT_STREAMS } }, dispatch);
+  // No `request` listener: h2-content.ts answers content GETs on the stream and builds the
+  // compat request and response for the rest.
+  const h2 = http2.createServer({ maxSessionMemory: H2_SESSION_MEMORY_MB, settings: { initialWindowSize: H2_WINDOW_BYTES, maxConcurrentStreams: H2_MAX_CONCURRENT_STREAMS } });
+  h2.on("stream", h2StreamListener({ dispatch, rpcPaths: opts.rpcPaths, content: opts.content, accessLog }));
   h2.on("session", (session) => {
     connections.watchSession(session);
     session.setLocalWindowSize(H2_WINDOW_BYTES);
@@ -132,7 +138,7 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
       maxHeadBytes: MAX_HEAD_BYTES,
       onHttp2: () => {
         connections.watchHttp2(socket);
-        h2.emit("connection", socket);
+        h2.emit("connection", new CorkedSocket(socket));
       },
       onHttp1: () => {
         connections.watchHttp1(socket);

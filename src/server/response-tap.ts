@@ -70,19 +70,65 @@ export function tapResponse(req: NodeRequest, res: NodeResponse, path: string): 
   res.once("close", () => {
     // A stream the client reset or abandoned before the answer began was never answered.
     if (!writer.headersSent) return;
+    const names = [...Object.keys(headers), ...res.getHeaderNames()];
     const type = headerValue(headers, "content-type") ?? (res.getHeader("content-type") as string | undefined) ?? null;
-    const record: TappedResponse = {
-      method: req.method ?? "GET",
-      path,
-      status: res.statusCode,
-      contentType: type === null ? null : String(type),
-      headers: [...new Set([...Object.keys(headers), ...res.getHeaderNames()].map((n) => n.toLowerCase()))].sort(),
-      bodyBytes,
-      finished: writer.writableFinished !== false,
-    };
-    if (type !== null && /json/i.test(String(type)) && bodyBytes <= MAX_BODY_BYTES) record.body = Buffer.concat(chunks).toString("utf8");
-    fs.appendFileSync(file, `${JSON.stringify(record)}\n`);
+    append(file, { method: req.method ?? "GET", path, status: res.statusCode, type, names, bodyBytes, chunks, finished: writer.writableFinished !== false });
   });
+}
+
+/**
+ * The tap of one response written on an HTTP/2 stream without a Node response
+ * (server/h2-content.ts): its writer reports the head, the body chunks and the close. Only
+ * created when the tap is on.
+ */
+export class StreamTap {
+  private status: number | undefined;
+  private headers: Record<string, unknown> = {};
+  private readonly chunks: Buffer[] = [];
+  private bodyBytes = 0;
+
+  /** @param path the request path the dispatch routed on */
+  constructor(
+    private readonly method: string,
+    private readonly path: string,
+  ) {}
+
+  /** The status and headers sent. */
+  head(status: number, headers: Record<string, unknown>): void {
+    this.status = status;
+    this.headers = headers;
+  }
+
+  /** A body chunk sent. */
+  chunk(chunk: string | Uint8Array): void {
+    this.bodyBytes += typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.byteLength;
+    if (this.bodyBytes <= MAX_BODY_BYTES) this.chunks.push(Buffer.from(chunk));
+  }
+
+  /** The stream closed; `finished`: the whole answer was sent. Appends the record if a head was sent. */
+  close(finished: boolean): void {
+    const file = responseTapFile;
+    if (file === undefined || this.status === undefined) return;
+    const type = headerValue(this.headers, "content-type") ?? null;
+    append(file, { method: this.method, path: this.path, status: this.status, type, names: Object.keys(this.headers), bodyBytes: this.bodyBytes, chunks: this.chunks, finished });
+  }
+}
+
+function append(
+  file: string,
+  r: { method: string; path: string; status: number; type: string | null; names: string[]; bodyBytes: number; chunks: Buffer[]; finished: boolean },
+): void {
+  const record: TappedResponse = {
+    method: r.method,
+    path: r.path,
+    status: r.status,
+    contentType: r.type === null ? null : String(r.type),
+    headers: [...new Set(r.names.map((n) => n.toLowerCase()))].sort(),
+    bodyBytes: r.bodyBytes,
+    finished: r.finished,
+  };
+  if (r.type !== null && /json/i.test(String(r.type)) && r.bodyBytes <= MAX_BODY_BYTES) record.body = Buffer.concat(r.chunks).toString("utf8");
+  fs.appendFileSync(file, `${JSON.stringify(record)}\n`);
 }
 
 function headerValue(headers: Record<string, unknown>, name: string): string | undefined {

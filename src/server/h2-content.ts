@@ -1,0 +1,164 @@
+/**
+ * The HTTP/2 server's `stream` listener. GET and HEAD of content URLs and share links, the
+ * requests a file sharing service answers most, are answered on the stream itself with the core
+ * API (h2-respond.ts): no compat request and response are built, which in Bun cost more than the
+ * answer (docs/benchmarks.md, issue 16). Every other stream gets the compat objects, as
+ * node:http2's own `request` event would give them, and the shared dispatch.
+ *
+ * What the dispatch does for every request is done here too: the target and authority checked
+ * (anything unusual goes to the dispatch, which refuses it), the request's context and
+ * `X-Request-Id`, the access-log line and metrics when the stream closes, and the tests'
+ * response tap. Bytes sent are counted by the connection's socket (h2-socket.ts).
+ */
+import http2, { type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
+import type { RequestContext } from "../context/request-context.ts";
+import { report } from "../context/report.ts";
+import type { ContentRequest } from "../http/content.ts";
+import { errorResponse } from "../http/respond.ts";
+import { shareReply } from "../http/share-content.ts";
+import type { AccessLog } from "./access-log.ts";
+import { decideContent, H2_PLAN, writeContent, type ContentDecision, type ContentOptions, type ContentWriter } from "./content.ts";
+import { routeOf, templateOf } from "./dispatch.ts";
+import { isAnswerable, listenForErrors, resetStream, respondHead, respondWhole } from "./h2-respond.ts";
+import { headerValue, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
+import { isValidAuthority } from "./request-target.ts";
+import { responseTapFile, StreamTap } from "./response-tap.ts";
+
+export interface H2StreamOptions {
+  /** The dispatch every stream not answered here goes to, with compat request and response. */
+  dispatch: (req: NodeRequest, res: NodeResponse) => void;
+  rpcPaths: ReadonlySet<string>;
+  content: ContentOptions;
+  accessLog: AccessLog;
+}
+
+/** The listener for the HTTP/2 server's `stream` event (the server is given no `request` listener). */
+export function h2StreamListener(opts: H2StreamOptions): (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number, rawHeaders: string[]) => void {
+  return (stream, headers, _flags, rawHeaders) => {
+    if (serveOnStream(opts, stream, headers)) return;
+    // What node:http2 does for its `request` event (Node's lib/internal/http2/compat.js).
+    const req = new http2.Http2ServerRequest(stream, headers, {}, rawHeaders);
+    const res = new http2.Http2ServerResponse(stream);
+    if (headers[":method"] === "CONNECT") {
+      res.statusCode = 405;
+      res.end();
+      return;
+    }
+    const expect = headers.expect;
+    if (expect !== undefined) {
+      if (expect !== "100-continue") {
+        res.statusCode = 417;
+        res.end();
+        return;
+      }
+      res.writeContinue();
+    }
+    opts.dispatch(req, res);
+  };
+}
+
+/**
+ * Answers `stream` here when it is a GET or HEAD of a content URL or share link with a plain
+ * target and a valid `:authority`; false (nothing done) for anything else.
+ */
+function serveOnStream(opts: H2StreamOptions, stream: ServerHttp2Stream, headers: IncomingHttpHeaders): boolean {
+  const method = headers[":method"];
+  if (method !== "GET" && method !== "HEAD") return false;
+  const target = headers[":path"];
+  const authority = headers[":authority"];
+  if (target === undefined || target.charCodeAt(0) !== 47 /* "/" */ || authority === undefined || !isValidAuthority(authority) || headers.expect !== undefined) return false;
+  const route = routeOf(method, target, opts.rpcPaths);
+  if (route.kind !== "content" && route.kind !== "share") return false;
+
+  const context = opts.accessLog.begin(method, route.pathname, stream.session?.socket?.remoteAddress, headerValue(headers, "x-forwarded-for"), headerValue(headers, "x-request-id"));
+  context.route = templateOf(route);
+  const request: ContentRequest = {
+    method,
+    headers: { get: (name) => headerValue(headers, name) },
+    pathname: route.pathname,
+    search: route.search,
+    clientAddress: context.clientAddress,
+    context,
+  };
+  const decide = route.kind === "content" ? () => decideContent(opts.content, request, route) : () => shareReply(opts.content.deps, request, route.token);
+  void answerOnStream(opts.accessLog, stream, method === "HEAD", context, decide, responseTapFile === undefined ? undefined : new StreamTap(method, route.pathname));
+  return true;
+}
+
+/**
+ * Writes what `decide` answers on `stream`, as server/content.ts's `answer` does on a Node
+ * response: the reply's head, then its own body or the content's range (nothing for HEAD).
+ * Errors are reported and become the usual `google.rpc.Status` JSON; a failure after the
+ * headers went out resets the stream. The access-log line is written when the stream closes.
+ */
+async function answerOnStream(
+  accessLog: AccessLog,
+  stream: ServerHttp2Stream,
+  head: boolean,
+  context: RequestContext,
+  decide: () => Promise<ContentDecision>,
+  tap: StreamTap | undefined,
+): Promise<void> {
+  // As Node's response says when nothing was answered (the client reset the stream first).
+  let status = 200;
+  let length: string | undefined;
+  let gone: AbortController | undefined;
+  listenForErrors(stream);
+  stream.once("close", () => {
+    gone?.abort();
+    tap?.close(stream.writableFinished);
+    accessLog.close(context, status, length);
+  });
+  const writer: ContentWriter = tap === undefined ? stream : tappedWriter(stream, tap);
+  const begin = (answer: number, headers: Record<string, string>) => {
+    status = answer;
+    length = headers["content-length"];
+    headers["x-request-id"] = context.requestId;
+    tap?.head(answer, headers);
+  };
+  const send = (answer: number, headers: Record<string, string>, body?: Uint8Array | string) => {
+    begin(answer, headers);
+    if (body === undefined || head) return respondWhole(stream, answer, headers);
+    tap?.chunk(body);
+    respondWhole(stream, answer, headers, body);
+  };
+  try {
+    const { reply, content } = await decide();
+    if (!isAnswerable(stream)) return;
+    const headers = { ...reply.headers };
+    if (head || reply.body !== undefined || reply.range === undefined || content === undefined) send(reply.status, headers, reply.body);
+    else if (content.cached !== undefined) send(reply.status, headers, content.cached.subarray(reply.range.start, reply.range.start + reply.range.length));
+    else {
+      begin(reply.status, headers);
+      respondHead(stream, reply.status, headers);
+      gone = new AbortController();
+      await writeContent(writer, content, reply.range, gone, H2_PLAN);
+    }
+  } catch (err) {
+    if (stream.headersSent) {
+      report(err, context);
+      resetStream(stream);
+      return;
+    }
+    const error = errorResponse(report(err, context));
+    const body = await error.bytes();
+    if (!isAnswerable(stream)) return;
+    const headers: Record<string, string> = {};
+    error.headers.forEach((value, name) => (headers[name] = value));
+    send(error.status, headers, body);
+  }
+}
+
+/** `stream` as a {@link ContentWriter} that gives every chunk it writes to the response tap. */
+function tappedWriter(stream: ServerHttp2Stream, tap: StreamTap): ContentWriter {
+  return {
+    write(chunk, callback) {
+      tap.chunk(chunk);
+      return stream.write(chunk, callback);
+    },
+    end(chunk) {
+      if (chunk !== undefined) tap.chunk(chunk);
+      return stream.end(chunk);
+    },
+  };
+}
