@@ -22,11 +22,12 @@ import type { Duplex } from "node:stream";
 import type { LogFormat } from "../log.ts";
 import { AccessLog } from "./access-log.ts";
 import { Connections } from "./connections.ts";
-import { createDispatch } from "./dispatch.ts";
+import { createDispatch, routeOf } from "./dispatch.ts";
 import type { ContentOptions } from "./content.ts";
 import { refuseConnection } from "./lingering-close.ts";
 import type { Metrics } from "./metrics.ts";
-import type { FetchHandler } from "./node-bridge.ts";
+import { serveHttp1Fast } from "./http1-fast.ts";
+import type { FetchHandler, NodeRequest, NodeResponse } from "./node-bridge.ts";
 import { rpcHandler } from "./rpc-bridge.ts";
 import { sniffProtocol } from "./sniff.ts";
 
@@ -126,7 +127,18 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
       },
       onHttp1: () => {
         connections.watchHttp1(socket);
-        h1.emit("connection", socket);
+        // GET/HEAD of content URLs and share links are answered by the fast path until a
+        // request that is not ours hands the connection to node:http (http1-fast.ts).
+        serveHttp1Fast(socket, {
+          maxHeadBytes: MAX_HEAD_BYTES,
+          keepAliveSeconds: opts.idleTimeoutSeconds,
+          serves: (method, target) => {
+            const kind = routeOf(method, target, opts.rpcPaths).kind;
+            return kind === "content" || kind === "share";
+          },
+          dispatch: (req, res) => dispatch(req as unknown as NodeRequest, res as unknown as NodeResponse),
+          onHandOver: (s) => h1.emit("connection", s),
+        });
       },
     });
   });
