@@ -4,7 +4,6 @@
  * refuse, access-log.ts, connections.ts, metrics.ts, response-tap.ts), written straight to the
  * socket. The status line, the headers and a small body go out in one `socket.write`.
  */
-import { EventEmitter } from "node:events";
 import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 
@@ -18,6 +17,14 @@ type HeaderValue = string | number | readonly string[];
 
 /** A body chunk up to this size is copied into the head's buffer: one write instead of two. */
 const COALESCE_BYTES = 64 * 1024;
+/**
+ * Whole responses (head and body) up to this size are written from a reused buffer, taken back
+ * once the socket's write callback says the bytes were handed over: no allocation per small GET.
+ */
+const POOLED_BYTES = 16 * 1024;
+/** Buffers kept for reuse at most (one per response being written at once). */
+const POOL_SIZE = 64;
+const pool: Buffer[] = [];
 /** RFC 9110 §5.1 token: a valid header name. */
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** What Node refuses in a header value (ERR_INVALID_CHAR): controls other than HTAB, DEL, beyond Latin-1. */
@@ -50,7 +57,7 @@ function invalidHeader(kind: "name" | "value", name: string): never {
  * chunked (HTTP/1.1) or delimited by the connection's close (HTTP/1.0); HEAD, 204, 304 and 1xx
  * answers never carry one (RFC 9112 §6.3).
  */
-export class FastResponse extends EventEmitter {
+export class FastResponse {
   statusCode = 200;
   statusMessage: string | undefined;
   /** Whether the connection may carry another request after this one (Node's ServerResponse field). */
@@ -68,6 +75,8 @@ export class FastResponse extends EventEmitter {
   private waitingForDrain = false;
   /** Write callbacks not yet called: called with an error if the connection closes first. */
   private pending: ((err?: Error | null) => void)[] | undefined;
+  /** Event listeners (`close`, `finish`, `drain`): [listener, once]. */
+  private listeners: Record<string, [(...args: unknown[]) => void, boolean][]> | undefined;
 
   constructor(
     readonly socket: Socket,
@@ -77,8 +86,51 @@ export class FastResponse extends EventEmitter {
     keepAlive: boolean,
     private readonly keepAliveSeconds: number,
   ) {
-    super();
     this.shouldKeepAlive = keepAlive;
+  }
+
+  // The EventEmitter methods the server's code calls, without EventEmitter's cost per response.
+  on(event: string, listener: (...args: unknown[]) => void): this {
+    ((this.listeners ??= {})[event] ??= []).push([listener, false]);
+    return this;
+  }
+
+  addListener(event: string, listener: (...args: unknown[]) => void): this {
+    return this.on(event, listener);
+  }
+
+  once(event: string, listener: (...args: unknown[]) => void): this {
+    ((this.listeners ??= {})[event] ??= []).push([listener, true]);
+    return this;
+  }
+
+  off(event: string, listener: (...args: unknown[]) => void): this {
+    const list = this.listeners?.[event];
+    const i = list === undefined ? -1 : list.findIndex((l) => l[0] === listener);
+    if (i !== -1) list!.splice(i, 1);
+    return this;
+  }
+
+  removeListener(event: string, listener: (...args: unknown[]) => void): this {
+    return this.off(event, listener);
+  }
+
+  listenerCount(event: string): number {
+    return this.listeners?.[event]?.length ?? 0;
+  }
+
+  emit(event: string, ...args: unknown[]): boolean {
+    const list = this.listeners?.[event];
+    if (list === undefined || list.length === 0) return false;
+    for (const entry of list.slice()) {
+      if (entry[1]) {
+        const i = list.indexOf(entry);
+        if (i === -1) continue; // removed by an earlier listener
+        list.splice(i, 1);
+      }
+      entry[0].apply(this, args);
+    }
+    return true;
   }
 
   get connection(): Socket {
@@ -203,27 +255,40 @@ export class FastResponse extends EventEmitter {
     this.emit("close");
   }
 
-  /** Writes `body` (or nothing), preceded by the head if it has not gone out yet. */
+  /**
+   * Writes `body` (or nothing), preceded by the head if it has not gone out yet. `callback`
+   * runs once the bytes are handed to the kernel; for a `write` (not `last`) it is also called,
+   * with an error, if the connection closes first (`end`'s is not needed then: `close` says it).
+   */
   private send(body: Uint8Array | undefined, last: boolean, callback: ((err?: Error | null) => void) | undefined): boolean {
     const head = this.serializeHead(last ? body : undefined, !last);
     let data: Uint8Array | string | undefined = body !== undefined && body.byteLength > 0 && !this.bodiless ? body : undefined;
     if (data !== undefined && this.chunked) data = Buffer.concat([Buffer.from(`${data.byteLength.toString(16)}\r\n`, "latin1"), data, CRLF]);
     if (last && this.chunked) data = data === undefined ? LAST_CHUNK : Buffer.concat([data, LAST_CHUNK]);
+    let pooled: Buffer | undefined;
     if (head !== undefined) {
       if (data === undefined) data = head;
-      else if (data.byteLength <= COALESCE_BYTES) {
-        const headBytes = Buffer.byteLength(head, "latin1");
-        const out = Buffer.allocUnsafe(headBytes + data.byteLength);
-        out.write(head, 0, "latin1");
+      else if (head.length + data.byteLength <= COALESCE_BYTES) {
+        // One write for head and body; a whole small response from a reused buffer.
+        const size = head.length + data.byteLength;
+        const out = last && size <= POOLED_BYTES ? (pooled = pool.pop() ?? Buffer.allocUnsafeSlow(POOLED_BYTES)) : Buffer.allocUnsafe(size);
+        const headBytes = out.write(head, 0, "latin1");
         out.set(data as Uint8Array, headBytes);
-        data = out;
+        data = pooled === undefined ? out : out.subarray(0, size);
       } else this.socket.write(head, "latin1");
     }
     if (data === undefined) {
       if (callback !== undefined) process.nextTick(callback);
       return true;
     }
-    if (callback === undefined) return this.socket.write(data, typeof data === "string" ? "latin1" : undefined);
+    const encoding = typeof data === "string" ? "latin1" : undefined;
+    if (callback === undefined) return this.socket.write(data, encoding);
+    if (last) {
+      return this.socket.write(data, encoding, (err?: Error | null) => {
+        if (pooled !== undefined && (err === undefined || err === null) && pool.length < POOL_SIZE) pool.push(pooled);
+        callback(err);
+      });
+    }
     const pending = (this.pending ??= []);
     let called = false;
     const once = (err?: Error | null) => {
@@ -234,7 +299,7 @@ export class FastResponse extends EventEmitter {
       callback(err);
     };
     pending.push(once);
-    return this.socket.write(data, typeof data === "string" ? "latin1" : undefined, once);
+    return this.socket.write(data, encoding, once);
   }
 
   /**

@@ -5,8 +5,10 @@
  *
  * - the HTTP/2 connection preface (`PRI * HTTP/2.0`, RFC 9113 §3.4, h2c with prior knowledge)
  *   → an in-process `node:http2` server;
- * - anything else (HTTP/1.x), once the first request's headers are complete → an in-process
- *   `node:http` server (Bun's), handed the socket with `emit("connection")`.
+ * - anything else (HTTP/1.x), once the first request's headers are complete → the fast path
+ *   (http1-fast.ts) for GET/HEAD of content URLs and share links, and from the first other
+ *   request on an in-process `node:http` server (Bun's), handed the socket with
+ *   `emit("connection")`.
  *
  * Both servers share one dispatch (dispatch.ts); connections are counted, watched and stopped
  * by connections.ts. Tried and dropped (docs/design.md): relaying HTTP/1.1 over loopback to
