@@ -27,6 +27,9 @@ const POOL_SIZE = 64;
 const pool: Buffer[] = [];
 /** RFC 9110 §5.1 token: a valid header name. */
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** Header names seen valid, with their lower-case form; at most {@link CHECKED_NAMES}. */
+const checkedNames = new Map<string, string>();
+const CHECKED_NAMES = 256;
 /** What Node refuses in a header value (ERR_INVALID_CHAR): controls other than HTAB, DEL, beyond Latin-1. */
 const INVALID_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
 
@@ -143,8 +146,15 @@ export class FastResponse {
 
   setHeader(name: string, value: HeaderValue): this {
     if (this.headersSent) throw Object.assign(new Error("Cannot set headers after they are sent to the client"), { code: "ERR_HTTP_HEADERS_SENT" });
-    if (!TOKEN.test(name)) invalidHeader("name", name);
-    this.headers[name.toLowerCase()] = value;
+    if (value === undefined) throw Object.assign(new TypeError(`Invalid value "undefined" for header "${name}"`), { code: "ERR_HTTP_INVALID_HEADER_VALUE" });
+    // Names come from the server's code, a handful of them: each is checked and lower-cased once.
+    let lower = checkedNames.get(name);
+    if (lower === undefined) {
+      if (!TOKEN.test(name)) invalidHeader("name", name);
+      lower = name.toLowerCase();
+      if (checkedNames.size < CHECKED_NAMES) checkedNames.set(name, lower);
+    }
+    this.headers[lower] = value;
     return this;
   }
 
@@ -170,15 +180,18 @@ export class FastResponse {
   }
 
   /** `writeHead(status[, reason][, headers])`; headers as an object or `[name, value]` pairs, merged over setHeader's. */
-  writeHead(status: number, reasonOrHeaders?: string | Record<string, HeaderValue> | [string, HeaderValue][], maybeHeaders?: Record<string, HeaderValue> | [string, HeaderValue][]): this {
+  writeHead(status: number, reasonOrHeaders?: string | Record<string, HeaderValue> | [string, HeaderValue][] | string[], maybeHeaders?: Record<string, HeaderValue> | [string, HeaderValue][] | string[]): this {
     if (this.headersSent) throw Object.assign(new Error("Cannot write headers after they are sent to the client"), { code: "ERR_HTTP_HEADERS_SENT" });
     if (!Number.isInteger(status) || status < 100 || status > 999) throw Object.assign(new RangeError(`Invalid status code: ${status}`), { code: "ERR_HTTP_INVALID_STATUS_CODE" });
     let given = maybeHeaders;
     if (typeof reasonOrHeaders === "string") this.statusMessage = reasonOrHeaders;
     else given = reasonOrHeaders;
     this.statusCode = status;
-    if (Array.isArray(given)) for (const [name, value] of given) this.setHeader(name, value);
-    else if (given !== undefined) for (const name in given) this.setHeader(name, given[name]!);
+    if (Array.isArray(given)) {
+      // [[name, value], …] or Node's flat [name, value, name, value, …]
+      if (typeof given[0] === "string") for (let i = 0; i < given.length; i += 2) this.setHeader(given[i] as unknown as string, given[i + 1] as unknown as HeaderValue);
+      else for (const [name, value] of given as [string, HeaderValue][]) this.setHeader(name, value);
+    } else if (given !== undefined) for (const name in given) this.setHeader(name, given[name]!);
     this.headersSent = true;
     return this;
   }

@@ -168,3 +168,15 @@ test("write returns false when the socket is full, and drain follows once it emp
   p.client.resume();
   await drained;
 });
+
+test("writeHead takes headers as an object, as [name, value] pairs or as Node's flat list, over setHeader's", async () => {
+  for (const given of [{ "x-a": "1", "X-B": "2" }, [["x-a", "1"], ["X-B", "2"]], ["x-a", "1", "X-B", "2"]]) {
+    const p = await pair();
+    const { res, finished } = response(p);
+    res.setHeader("x-a", "0");
+    res.writeHead(200, "Fine", given as Record<string, string>);
+    res.end();
+    await finished;
+    expect(withoutDate(await receivedMatching(p, /\r\n\r\n$/))).toBe("HTTP/1.1 200 Fine\r\nx-a: 1\r\nx-b: 2\r\ncontent-length: 0\r\nConnection: keep-alive\r\nKeep-Alive: timeout=60\r\n\r\n");
+  }
+});
