@@ -11,8 +11,10 @@
  * `onHandOver` (`h1.emit("connection")`) gives node:http the socket, which then answers as
  * before (400, 431, 413, bodies, upgrades…). A hand-over waits for the response in flight.
  *
- * Requests are served one at a time, in order (pipelining, RFC 9112 §9.3.2); while one is, at
- * most about `maxHeadBytes` of what follows is read before the socket is paused.
+ * Requests are served one at a time, in order (pipelining, RFC 9112 §9.3.2). While one is
+ * answered, what follows is read until a whole head (or `maxHeadBytes`) is there; then the
+ * socket is paused and that request's header clock stopped: it waits on the server, not the
+ * client (HeaderDeadline.onHeadReceived).
  */
 import type { Socket } from "node:net";
 import { lingeringClose } from "./lingering-close.ts";
@@ -62,6 +64,8 @@ export interface FastPathOptions {
   dispatch: (req: FastRequest, res: FastResponse) => void;
   /** Gives the connection to node:http, paused, with its unread bytes put back. */
   onHandOver: (socket: Socket) => void;
+  /** A request's head has arrived whole while the one before it is being answered (its header clock stops). */
+  onPipelinedHead: (socket: Socket) => void;
 }
 
 /**
@@ -73,6 +77,8 @@ export function serveHttp1Fast(socket: Socket, opts: FastPathOptions): void {
   new FastConnection(socket, opts).start();
 }
 
+const HEAD_END = Buffer.from("\r\n\r\n");
+
 class FastConnection implements ResponseOwner {
   /** Bytes read and not yet consumed: `buf[0, len)`; `buf` may be a chunk as read, or a growing copy. */
   private buf: Buffer | undefined;
@@ -83,6 +89,8 @@ class FastConnection implements ResponseOwner {
   private current: FastResponse | undefined;
   private currentRequest: FastRequest | undefined;
   private pausedByUs = false;
+  /** Whether a pipelined head (or more than a head may take) waits for the response in flight. */
+  private headWaiting = false;
   private looping = false;
   private done = false;
   private readonly onData = (chunk: Buffer) => this.received(chunk);
@@ -102,10 +110,17 @@ class FastConnection implements ResponseOwner {
     if (this.done) return;
     this.append(chunk);
     if (this.current !== undefined) {
-      // A request pipelined behind the one being answered: read on only as far as a head may go.
-      if (this.len > this.opts.maxHeadBytes && !this.pausedByUs) {
+      // A request pipelined behind the one being answered: once its head is whole (or it is
+      // past the limit) it waits for the response, so its header clock stops and reading
+      // pauses; until then read on only as far as a head may go.
+      // (Paused again if something resumed it: node-bridge's writeResponse resumes the socket.)
+      if (this.headWaiting || this.len > this.opts.maxHeadBytes || this.buf!.subarray(0, this.len).indexOf(HEAD_END) !== -1) {
         this.pausedByUs = true;
         this.socket.pause();
+        if (!this.headWaiting) {
+          this.headWaiting = true;
+          this.opts.onPipelinedHead(this.socket);
+        }
       }
       return;
     }
@@ -190,6 +205,7 @@ class FastConnection implements ResponseOwner {
       lingeringClose(this.socket);
       return;
     }
+    this.headWaiting = false;
     if (this.pausedByUs) {
       this.pausedByUs = false;
       this.socket.resume();

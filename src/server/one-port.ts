@@ -140,6 +140,7 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
           },
           dispatch: (req, res) => dispatch(req as unknown as NodeRequest, res as unknown as NodeResponse),
           onHandOver: (s) => h1.emit("connection", s),
+          onPipelinedHead: (s) => connections.onHttp1HeadReceived(s),
         });
       },
     });

@@ -286,9 +286,12 @@ describe("large downloads", () => {
 describe("timeouts on fast-path connections", () => {
   let server: RunningServer;
   let file: FileJson;
+  let large: FileJson;
   beforeAll(async () => {
     server = await startServer({ env: { HEADER_TIMEOUT_SECONDS: "1", IDLE_TIMEOUT_SECONDS: "2" } });
-    file = await client(server, await server.mintKey("slow@example.com")).upload(new Uint8Array(100), "?visibility=public");
+    const api = client(server, await server.mintKey("slow@example.com"));
+    file = await api.upload(new Uint8Array(100), "?visibility=public");
+    large = await api.upload(new Uint8Array(16 * 1024 * 1024).fill(3), "?visibility=public");
   });
   afterAll(() => server[Symbol.asyncDispose]());
 
@@ -304,6 +307,20 @@ describe("timeouts on fast-path connections", () => {
     const statuses = c.received.toString("latin1").match(/HTTP\/1\.1 \d{3} [^\r]*/g);
     expect(statuses).toEqual(["HTTP/1.1 200 OK", "HTTP/1.1 408 Request Timeout"]);
     expect(Date.now() - started).toBeLessThan(5000);
+  });
+
+  test("a request pipelined behind a download that outlasts the header timeout is answered, not refused", async () => {
+    const c = await Raw.connect(server.port);
+    c.socket.write(`GET /${large.id} HTTP/1.1\r\n\r\n`);
+    await c.until(() => c.length > 0, "the first bytes");
+    // Sent while the download is under way, which then takes longer than the 1 s header timeout.
+    c.socket.write(`GET /${file.id} HTTP/1.1\r\nConnection: close\r\n\r\n`);
+    c.socket.pause();
+    await Bun.sleep(1500);
+    c.socket.resume();
+    await c.whenClosed();
+    const [download, next] = parseResponses(c.received, ["GET", "GET"])!;
+    expect([download!.status, download!.body.length, next!.status, next!.body.length]).toEqual([200, 16 * 1024 * 1024, 200, 100]);
   });
 
   test("a silent kept-alive fast-path connection is closed after the idle timeout", async () => {
