@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import net from "node:net";
 import { checksumOf } from "../../src/domain/checksum.ts";
+import { BACKEND } from "../support/backend.ts";
 import { processUsage } from "../support/h2-raw.ts";
 import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";
 
@@ -257,7 +258,8 @@ describe("large downloads", () => {
     expect([res!.status, res!.body.length, checksumOf(res!.body)]).toEqual([200, SIZE, big.checksum]);
   });
 
-  test("a client that leaves mid-download releases the blob's descriptor", async () => {
+  // Knows the blob is open from its descriptor (an S3 download reads over pooled connections).
+  test.skipIf(BACKEND !== "sqlite-disk")("a client that leaves mid-download releases the blob's descriptor", async () => {
     const idle = processUsage(server.proc.pid).fds;
     const c = await Raw.connect(server.port);
     c.socket.write(`GET /${big.id} HTTP/1.1\r\n\r\n`);
