@@ -114,7 +114,13 @@ class FastConnection implements ResponseOwner {
       // past the limit) it waits for the response, so its header clock stops and reading
       // pauses; until then read on only as far as a head may go.
       // (Paused again if something resumed it: node-bridge's writeResponse resumes the socket.)
-      if (this.headWaiting || this.len > this.opts.maxHeadBytes || this.buf!.subarray(0, this.len).indexOf(HEAD_END) !== -1) {
+      let whole = this.headWaiting || this.len > this.opts.maxHeadBytes;
+      if (!whole) {
+        // Scanned from where the last look stopped; left there when found, for next() to find.
+        whole = this.buf!.subarray(0, this.len).indexOf(HEAD_END, this.scanFrom) !== -1;
+        if (!whole) this.scanFrom = Math.max(0, this.len - 3);
+      }
+      if (whole) {
         this.pausedByUs = true;
         this.socket.pause();
         if (!this.headWaiting) {

@@ -270,6 +270,30 @@ describe("large downloads", () => {
     await waitFor(() => processUsage(server.proc.pid).fds <= idle, "descriptors released", 5000);
   });
 
+  test("requests pipelined in pieces while a download is under way are answered after it, in order", async () => {
+    const c = await Raw.connect(server.port);
+    c.socket.write(`GET /${big.id} HTTP/1.1\r\n\r\n`);
+    await c.until(() => c.length > 0, "the first bytes");
+    c.socket.pause();
+    const write = (s: string) => new Promise<void>((resolve) => c.socket.write(s, () => resolve()));
+    await write(`HEAD /${big.id} HTTP/1.1\r\nX-A: 1\r\n`);
+    await Bun.sleep(50); // separate segments
+    await write(`\r\nHEAD /${big.id}?download=1 HTTP/1.1\r\nConn`);
+    await Bun.sleep(50);
+    await write("ection: close\r\n\r\n");
+    c.socket.resume();
+    await c.whenClosed();
+    const [download, head, last] = parseResponses(c.received, ["GET", "HEAD", "HEAD"])!;
+    expect([download!.status, download!.body.length, head!.status, head!.headers["content-length"], last!.status, last!.headers["content-disposition"]]).toEqual([
+      200,
+      SIZE,
+      200,
+      String(SIZE),
+      200,
+      "attachment",
+    ]);
+  });
+
   test("a stop during a download lets it finish, then closes the connection and exits", async () => {
     const c = await Raw.connect(server.port);
     c.socket.write(`GET /${big.id} HTTP/1.1\r\n\r\n`);
