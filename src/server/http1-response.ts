@@ -154,6 +154,12 @@ export class FastResponse {
       lower = name.toLowerCase();
       if (checkedNames.size < CHECKED_NAMES) checkedNames.set(name, lower);
     }
+    // Checked here, as Node does, so a bad value throws before anything counts as sent.
+    if (typeof value === "string") {
+      if (INVALID_VALUE.test(value)) invalidHeader("value", name);
+    } else if (typeof value === "object") {
+      for (const v of value) if (INVALID_VALUE.test(v)) invalidHeader("value", name);
+    }
     this.headers[lower] = value;
     return this;
   }
@@ -355,7 +361,6 @@ export class FastResponse {
 }
 
 function headerLine(name: string, value: string): string {
-  if (INVALID_VALUE.test(value)) invalidHeader("value", name);
   return `${name}: ${value}\r\n`;
 }
 
