@@ -297,8 +297,10 @@ export class FastResponse {
       } else this.socket.write(head, "latin1");
     }
     if (data === undefined) {
-      if (callback !== undefined) process.nextTick(callback);
-      return true;
+      if (callback === undefined) return true;
+      // Nothing to send, but the callback (for `end`: finish) must wait for what was written
+      // before: the socket runs writes in order, so an empty one completes after them.
+      data = EMPTY;
     }
     const encoding = typeof data === "string" ? "latin1" : undefined;
     if (callback === undefined) return this.socket.write(data, encoding);
@@ -366,3 +368,4 @@ function headerLine(name: string, value: string): string {
 
 const CRLF = Buffer.from("\r\n");
 const LAST_CHUNK = Buffer.from("0\r\n\r\n");
+const EMPTY = Buffer.alloc(0);

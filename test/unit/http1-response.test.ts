@@ -183,3 +183,18 @@ test("writeHead takes headers as an object, as [name, value] pairs or as Node's 
     expect(withoutDate(await receivedMatching(p, /\r\n\r\n$/))).toBe("HTTP/1.1 200 Fine\r\nx-a: 1\r\nx-b: 2\r\ncontent-length: 0\r\nConnection: keep-alive\r\nKeep-Alive: timeout=60\r\n\r\n");
   }
 });
+
+test("end() after streamed writes finishes only once they have reached the kernel (a stop may then close the connection)", async () => {
+  const p = await pair();
+  const { res, events, finished } = response(p);
+  res.writeHead(200, { "content-length": String(8 * 1024 * 1024) });
+  p.client.pause();
+  res.write(Buffer.alloc(8 * 1024 * 1024, 1));
+  res.end();
+  // Negative check: nothing may say "finished" while 8 MiB wait on a client that reads nothing.
+  await new Promise((r) => setTimeout(r, 200));
+  expect(events).toEqual([]);
+  p.client.resume();
+  await finished;
+  expect(events).toEqual(["finish", "close"]);
+});
