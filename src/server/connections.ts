@@ -138,6 +138,14 @@ export class Connections {
     res.once("close", () => state.deadline.onResponseDone());
   }
 
+  /**
+   * A request pipelined on `socket` behind one still being answered has arrived whole (the
+   * HTTP/1.1 fast path reads ahead): its header clock stops (HeaderDeadline.onHeadReceived).
+   */
+  onHttp1HeadReceived(socket: Duplex): void {
+    this.http1.get(socket)?.deadline.onHeadReceived();
+  }
+
   /** Runs `fn` once no request is in flight on `socket` (now, for a connection not known as HTTP/1.1). */
   whenIdle(socket: Duplex, fn: () => void): void {
     const state = this.http1.get(socket);

@@ -23,6 +23,8 @@ export class HeaderDeadline {
   private timer: unknown;
   private inFlight = 0;
   private expired = false;
+  /** A pipelined request's headers are complete and wait for the response in flight: no clock until it is dispatched. */
+  private waiting = false;
   private idleWaiters: (() => void)[] = [];
   private readonly setTimer: (fn: () => void, ms: number) => unknown;
   private readonly clearTimer: (timer: unknown) => void;
@@ -37,7 +39,7 @@ export class HeaderDeadline {
    * @param requestComplete whether the request in flight, if any, has been read whole
    */
   onBytes(requestComplete: boolean): void {
-    if (this.timer !== undefined || this.expired) return;
+    if (this.timer !== undefined || this.expired || this.waiting) return;
     if (this.inFlight > 0 && !requestComplete) return; // body bytes of the request in flight
     this.timer = this.setTimer(() => {
       this.timer = undefined;
@@ -46,11 +48,25 @@ export class HeaderDeadline {
     }, this.opts.timeoutMs);
   }
 
+  /**
+   * A pipelined request's headers have arrived whole while the request before it is still
+   * being answered (a parser that reads ahead, http1-fast.ts, says so): its clock stops, and
+   * bytes that follow it start none until it is dispatched ({@link onRequest}). It waits on the
+   * server now, not on the client: a long download must not turn it into a 408.
+   */
+  onHeadReceived(): void {
+    if (this.expired) return;
+    if (this.timer !== undefined) this.clearTimer(this.timer);
+    this.timer = undefined;
+    this.waiting = true;
+  }
+
   /** A request's headers are complete and it is being handled. */
   onRequest(): void {
     if (this.timer !== undefined) this.clearTimer(this.timer);
     this.timer = undefined;
     this.expired = false;
+    this.waiting = false;
     this.inFlight++;
   }
 

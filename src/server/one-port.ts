@@ -5,8 +5,10 @@
  *
  * - the HTTP/2 connection preface (`PRI * HTTP/2.0`, RFC 9113 §3.4, h2c with prior knowledge)
  *   → an in-process `node:http2` server;
- * - anything else (HTTP/1.x), once the first request's headers are complete → an in-process
- *   `node:http` server (Bun's), handed the socket with `emit("connection")`.
+ * - anything else (HTTP/1.x), once the first request's headers are complete → the fast path
+ *   (http1-fast.ts) for GET/HEAD of content URLs and share links, and from the first other
+ *   request on an in-process `node:http` server (Bun's), handed the socket with
+ *   `emit("connection")`.
  *
  * Both servers share one dispatch (dispatch.ts); connections are counted, watched and stopped
  * by connections.ts. Tried and dropped (docs/design.md): relaying HTTP/1.1 over loopback to
@@ -23,13 +25,14 @@ import type { LogFormat } from "../log.ts";
 import type { FileUnaryMethods } from "../rpc/file-service.ts";
 import { AccessLog } from "./access-log.ts";
 import { Connections } from "./connections.ts";
-import { createDispatch } from "./dispatch.ts";
+import { createDispatch, routeOf } from "./dispatch.ts";
 import { h2StreamListener } from "./h2-content.ts";
 import { CorkedSocket } from "./h2-socket.ts";
 import type { ContentOptions } from "./content.ts";
 import { refuseConnection } from "./lingering-close.ts";
 import type { Metrics } from "./metrics.ts";
-import type { FetchHandler } from "./node-bridge.ts";
+import { serveHttp1Fast } from "./http1-fast.ts";
+import type { FetchHandler, NodeRequest, NodeResponse } from "./node-bridge.ts";
 import { rpcHandler } from "./rpc-bridge.ts";
 import { sniffProtocol } from "./sniff.ts";
 
@@ -142,7 +145,19 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
       },
       onHttp1: () => {
         connections.watchHttp1(socket);
-        h1.emit("connection", socket);
+        // GET/HEAD of content URLs and share links are answered by the fast path until a
+        // request that is not ours hands the connection to node:http (http1-fast.ts).
+        serveHttp1Fast(socket, {
+          maxHeadBytes: MAX_HEAD_BYTES,
+          keepAliveSeconds: opts.idleTimeoutSeconds,
+          serves: (method, target) => {
+            const kind = routeOf(method, target, opts.rpcPaths).kind;
+            return kind === "content" || kind === "share";
+          },
+          dispatch: (req, res) => dispatch(req as unknown as NodeRequest, res as unknown as NodeResponse),
+          onHandOver: (s) => h1.emit("connection", s),
+          onPipelinedHead: (s) => connections.onHttp1HeadReceived(s),
+        });
       },
     });
   });

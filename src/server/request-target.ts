@@ -18,7 +18,17 @@ export const REQUEST_ORIGIN = "http://localhost";
  */
 export function isValidAuthority(value: string): boolean {
   // An empty Host is what a client sends for a target without authority (RFC 9110 §7.2).
-  if (value === "") return true;
+  if (value === "" || value === lastValidAuthority) return true;
+  if (!checkAuthority(value)) return false;
+  // Nearly every request of a server names the same host: it is checked once.
+  lastValidAuthority = value;
+  return true;
+}
+
+/** The authority {@link isValidAuthority} last found valid. */
+let lastValidAuthority = "";
+
+function checkAuthority(value: string): boolean {
   let host = value;
   let port: string | undefined;
   if (value.startsWith("[")) {

@@ -87,6 +87,34 @@ describe("HeaderDeadline", () => {
     expect(refusals).toEqual([7000]);
   });
 
+  test("a pipelined request whose headers arrived whole waits for the response without a clock", () => {
+    const { deadline, advance, refusals } = fakeDeadline();
+    deadline.onRequest(); // a long download
+    deadline.onBytes(true); // the next request's first bytes
+    advance(500);
+    deadline.onHeadReceived(); // its headers are complete: it waits on the server
+    advance(5000);
+    deadline.onBytes(true); // what follows it (a body, more requests) starts no clock either
+    advance(5000);
+    deadline.onResponseDone();
+    expect(refusals).toEqual([]);
+    deadline.onRequest(); // dispatched; then the clock works as before
+    deadline.onResponseDone();
+    deadline.onBytes(true);
+    advance(1000);
+    expect(refusals).toEqual([11_500]);
+  });
+
+  test("a pipelined request whose headers took too long is still refused once the response is done", () => {
+    const { deadline, advance, refusals } = fakeDeadline();
+    deadline.onRequest();
+    deadline.onBytes(true);
+    advance(1500); // expired while the response was being written
+    deadline.onHeadReceived();
+    deadline.onResponseDone();
+    expect(refusals).toEqual([1500]);
+  });
+
   test("whenIdle runs after the response in flight", () => {
     const { deadline } = fakeDeadline();
     const ran: string[] = [];
