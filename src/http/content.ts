@@ -87,6 +87,39 @@ export async function openContent(deps: ContentDeps, request: ContentRequest, id
   }
 }
 
+/** A file version's headers that no request changes, and its attachment disposition. */
+interface FixedHeaders {
+  /** With the inline Content-Disposition. */
+  headers: Readonly<Record<string, string>>;
+  attachment: string;
+}
+
+/**
+ * The headers of a file version that every request for it gets (etag, last-modified, type,
+ * dispositions, CSP, vary), worked out once per FileRecord: the read cache hands out the same
+ * record until the row changes, so a small GET served from it formats no date or file name.
+ */
+const fixedHeaders = new WeakMap<FileRecord, FixedHeaders>();
+
+function fixedHeadersOf(file: FileRecord): FixedHeaders {
+  let fixed = fixedHeaders.get(file);
+  if (fixed !== undefined) return fixed;
+  const headers: Record<string, string> = {
+    "content-type": file.contentType,
+    "accept-ranges": "bytes",
+    etag: `"${file.blob}"`,
+    "last-modified": toHttpDate(file.updatedAt),
+    "cache-control": file.visibility === "public" ? "no-cache, public" : "no-cache, private",
+    "x-content-type-options": "nosniff",
+    "content-disposition": contentDisposition("inline", file.name),
+  };
+  if (!isPassive(essenceOf(file.contentType))) headers["content-security-policy"] = SANDBOX_CSP;
+  if (file.visibility !== "public") headers.vary = "Authorization, Cookie";
+  fixed = { headers, attachment: contentDisposition("attachment", file.name) };
+  fixedHeaders.set(file, fixed);
+  return fixed;
+}
+
 /**
  * The answer to GET or HEAD of `/{id}` or `/{id}/{slug}` (`slug` undefined for the ID-only
  * form) for a file the caller may open: a pure function of the file and the request. A wrong
@@ -99,20 +132,11 @@ export function contentReply(file: FileRecord, request: ContentRequest, slug: st
     return { status: 302, headers: { location: canonicalUrl(baseUrl, file) + request.search, "content-length": "0" } };
   }
 
-  const etag = `"${file.blob}"`;
-  const lastModified = toHttpDate(file.updatedAt);
-  const attachment = parseQuery(request.search, ["download"]).get("download") === "1";
-  const headers: Record<string, string> = {
-    "content-type": file.contentType,
-    "accept-ranges": "bytes",
-    etag,
-    "last-modified": lastModified,
-    "cache-control": file.visibility === "public" ? "no-cache, public" : "no-cache, private",
-    "x-content-type-options": "nosniff",
-    "content-disposition": contentDisposition(attachment ? "attachment" : "inline", file.name),
-  };
-  if (!isPassive(essenceOf(file.contentType))) headers["content-security-policy"] = SANDBOX_CSP;
-  if (file.visibility !== "public") headers.vary = "Authorization, Cookie";
+  const fixed = fixedHeadersOf(file);
+  const headers: Record<string, string> = { ...fixed.headers };
+  const etag = headers.etag!;
+  const lastModified = headers["last-modified"]!;
+  if (request.search !== "" && parseQuery(request.search, ["download"]).get("download") === "1") headers["content-disposition"] = fixed.attachment;
 
   if (notModified(request, etag, file.updatedAt)) {
     return { status: 304, headers: pick(headers, ["etag", "last-modified", "cache-control", "vary"]) };

@@ -116,17 +116,24 @@ function parseResponses(buf: Buffer, methods: string[]): Parsed[] | undefined {
   return out;
 }
 
-/** How many descriptors process `pid` holds open on blob files (disk backend: `DATA_DIR/blobs/…`). */
-function blobDescriptors(pid: number): number {
+/** How many descriptors the server's serving processes hold open on blob files (disk backend: `DATA_DIR/blobs/…`). */
+function blobDescriptors(server: RunningServer): number {
   let n = 0;
-  for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
-    try {
-      if (fs.readlinkSync(`/proc/${pid}/fd/${fd}`).includes("/blobs/")) n++;
-    } catch {
-      // closed meanwhile
+  for (const pid of server.servingPids()) {
+    for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
+      try {
+        if (fs.readlinkSync(`/proc/${pid}/fd/${fd}`).includes("/blobs/")) n++;
+      } catch {
+        // closed meanwhile
+      }
     }
   }
   return n;
+}
+
+/** Resident memory of the server's serving processes together (one, or its workers), MiB. */
+function servingRss(server: RunningServer): { rssMiB: number } {
+  return { rssMiB: server.servingPids().reduce((sum, pid) => sum + processUsage(pid).rssMiB, 0) };
 }
 
 /** Request IDs of the access-log lines for `path` so far. */
@@ -248,7 +255,7 @@ describe("large downloads", () => {
   afterAll(() => server[Symbol.asyncDispose]());
 
   test("a client that stops reading a 64 MiB download holds the server to a few buffers; it resumes intact", async () => {
-    const before = processUsage(server.proc.pid);
+    const before = servingRss(server);
     const c = await Raw.connect(server.port);
     c.socket.write(`GET /${big.id} HTTP/1.1\r\nConnection: close\r\n\r\n`);
     await c.until(() => c.length > 0, "the first bytes");
@@ -256,14 +263,14 @@ describe("large downloads", () => {
     // Wait until nothing more moves: the server has stopped writing.
     let last = -1;
     await waitFor(() => {
-      const usage = processUsage(server.proc.pid);
+      const usage = servingRss(server);
       const now = usage.rssMiB;
       const still = now === last;
       last = now;
       return still;
     }, "the server's memory to settle");
     await Bun.sleep(500); // and stays so: a server that buffered the file would have read it all by now
-    const held = processUsage(server.proc.pid);
+    const held = servingRss(server);
     console.log(`client not reading: server RSS ${before.rssMiB} → ${held.rssMiB} MiB`);
     expect(held.rssMiB - before.rssMiB).toBeLessThan(40);
     c.socket.resume();
@@ -278,9 +285,9 @@ describe("large downloads", () => {
     c.socket.write(`GET /${big.id} HTTP/1.1\r\n\r\n`);
     await c.until(() => c.length > 1024 * 1024, "a megabyte");
     c.socket.pause();
-    await waitFor(() => blobDescriptors(server.proc.pid) === 1, "the blob open");
+    await waitFor(() => blobDescriptors(server) === 1, "the blob open");
     c.socket.destroy();
-    await waitFor(() => blobDescriptors(server.proc.pid) === 0, "the blob closed", 5000);
+    await waitFor(() => blobDescriptors(server) === 0, "the blob closed", 5000);
   });
 
   test("requests pipelined in pieces while a download is under way are answered after it, in order", async () => {
