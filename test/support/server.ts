@@ -9,7 +9,7 @@ import type { Subprocess } from "bun";
 import type { FileJson } from "../../src/domain/file.ts";
 import { backendEnv } from "./backend.ts";
 import { checkResponseLog } from "./openapi-check.ts";
-import { childrenOf } from "./processes.ts";
+import { childrenOf, waitGone } from "./processes.ts";
 
 export const ROOT = path.resolve(import.meta.dir, "../..");
 const MAIN = path.join(ROOT, "src/main.ts");
@@ -119,8 +119,6 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     stdin: "ignore",
     stdout: "pipe",
     stderr: "pipe",
-    // Its own process group: kill9 takes the worker processes (WORKERS > 1) down at the same instant.
-    detached: true,
   });
   let out = "";
   let err = "";
@@ -157,7 +155,14 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   const waitForOutput = (text: string | RegExp, timeoutMs?: number) => waitFor(() => out, text, timeoutMs);
   const waitForErrors = (text: string | RegExp, timeoutMs?: number) => waitFor(() => err, text, timeoutMs);
   // A supervisor starts its workers before it says so (WORKERS > 1): slower on a busy machine.
-  await waitForOutput(/listening on port \d+/, 30_000);
+  // A server that does not come up is stopped, workers and all, before the error goes on.
+  await waitForOutput(/listening on port \d+/, 25_000).catch(async (err: unknown) => {
+    const workers = childrenOf(proc.pid);
+    proc.kill("SIGKILL");
+    for (const pid of workers) killPid(pid);
+    await proc.exited;
+    throw err;
+  });
   const port = Number(/listening on port (\d+)/.exec(out)![1]);
   const url = `http://localhost:${port}`;
 
@@ -188,10 +193,15 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       return await proc.exited;
     },
     async kill9() {
-      if (proc.exitCode === null && proc.signalCode === null) killGroup(proc.pid);
+      // The supervisor first (it would start killed workers again), then its workers (WORKERS >
+      // 1), known from before. Not a process group of its own: bun test stops the processes a
+      // timed-out test spawned, and one in a session of its own escaped it (a worker left alone
+      // also stops by itself once its supervisor's IPC channel closes).
+      const workers = childrenOf(proc.pid);
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL");
+      for (const pid of workers) killPid(pid);
       await proc.exited;
-      // The workers exit as the supervisor does (their IPC channel closes), but not in the same instant.
-      killGroup(proc.pid);
+      await waitGone(workers, 5000);
     },
     responseProblems: () => (responseLog === undefined ? [] : checkResponseLog(responseLog)),
     async [Symbol.asyncDispose]() {
@@ -207,12 +217,12 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   return server;
 }
 
-/** SIGKILLs process group `pgid` (a server started detached), if anything of it still runs. */
-function killGroup(pgid: number): void {
+/** SIGKILLs `pid`, if it still runs. */
+function killPid(pid: number): void {
   try {
-    process.kill(-pgid, "SIGKILL");
+    process.kill(pid, "SIGKILL");
   } catch {
-    // Nothing left in the group.
+    // Gone already.
   }
 }
 
