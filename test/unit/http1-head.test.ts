@@ -228,6 +228,7 @@ test("property: a head the fast path serves reads the same through Bun's node:ht
     }),
     { numRuns: 1000 },
   );
-  // The generator must reach the accepting side often enough for the property to mean something.
-  expect(served).toBeGreaterThan(50);
+  // The generator must reach the accepting side often enough for the property to mean something:
+  // about 6 % of heads do (46–70 of 1000 seen), so 25 is far below what chance gives.
+  expect(served).toBeGreaterThan(25);
 });
