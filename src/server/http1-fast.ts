@@ -17,6 +17,7 @@
  * client (HeaderDeadline.onHeadReceived).
  */
 import type { Socket } from "node:net";
+import { logError } from "../log.ts";
 import { lingeringClose } from "./lingering-close.ts";
 import { parseRequestHead, type FastHead } from "./http1-head.ts";
 import { FastResponse, type ResponseOwner } from "./http1-response.ts";
@@ -195,7 +196,7 @@ class FastConnection implements ResponseOwner {
       this.opts.dispatch(req, res);
     } catch (err) {
       // The dispatch catches what its handlers throw; this is a bug in it: the connection goes.
-      console.error("http1-fast: dispatch threw:", err);
+      logError(`http1-fast: the dispatch threw: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
       this.socket.destroy();
     }
   }
