@@ -8,7 +8,10 @@ import { migrations } from "../../drizzle/index.ts";
 import type { Db } from "./db.ts";
 
 /**
- * Runs every pending migration of `list` (all embedded migrations by default).
+ * Runs every pending migration of `list` (all embedded migrations by default). Which are pending
+ * is read inside the write transaction (BEGIN IMMEDIATE), so two processes opening a new
+ * database at once (a server and a CLI command, or two instances) apply each migration once: the
+ * second waits for the first's lock, then finds nothing left to do.
  * @returns how many were applied
  */
 export function migrate(db: Db, list = migrations): number {
@@ -16,20 +19,21 @@ export function migrate(db: Db, list = migrations): number {
   client.exec(
     `CREATE TABLE IF NOT EXISTS "__drizzle_migrations" (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at numeric)`,
   );
-  const last = client
-    .query<{ created_at: number }, []>(`SELECT created_at FROM "__drizzle_migrations" ORDER BY created_at DESC LIMIT 1`)
-    .get();
-  const pending = list.filter((m) => last === null || Number(last.created_at) < m.when);
-  if (pending.length === 0) return 0;
-  client.transaction(() => {
-    for (const m of pending) {
-      for (const stmt of m.sql.split("--> statement-breakpoint")) {
-        if (stmt.trim() !== "") client.exec(stmt);
+  return client
+    .transaction(() => {
+      const last = client
+        .query<{ created_at: number }, []>(`SELECT created_at FROM "__drizzle_migrations" ORDER BY created_at DESC LIMIT 1`)
+        .get();
+      const pending = list.filter((m) => last === null || Number(last.created_at) < m.when);
+      for (const m of pending) {
+        for (const stmt of m.sql.split("--> statement-breakpoint")) {
+          if (stmt.trim() !== "") client.exec(stmt);
+        }
+        client
+          .query(`INSERT INTO "__drizzle_migrations" ("hash", "created_at") VALUES (?, ?)`)
+          .run(createHash("sha256").update(m.sql).digest("hex"), m.when);
       }
-      client
-        .query(`INSERT INTO "__drizzle_migrations" ("hash", "created_at") VALUES (?, ?)`)
-        .run(createHash("sha256").update(m.sql).digest("hex"), m.when);
-    }
-  }).immediate();
-  return pending.length;
+      return pending.length;
+    })
+    .immediate();
 }

@@ -58,3 +58,21 @@ test("a database made by an older release is upgraded in place, its data kept", 
   expect(db.$client.query("SELECT email FROM users").all()).toEqual([{ email: "old@example.com" }]);
   db.$client.close();
 });
+
+test("processes migrating one new database at once apply each migration once", async () => {
+  // As a server and `cubby keys create` started together on an empty data directory: one waits
+  // for the other's write lock, then finds nothing pending (each used to decide what was
+  // pending before taking the lock, and the second failed with "table already exists").
+  using dir = tempDir();
+  const script = `
+    const { openDb } = await import(${JSON.stringify(path.join(root, "src/storage/db.ts"))});
+    const { migrate } = await import(${JSON.stringify(path.join(root, "src/storage/migrate.ts"))});
+    const db = openDb(${JSON.stringify(dir.path)});
+    await Bun.sleep(Number(process.argv[1]) - Date.now());
+    console.log(migrate(db));`;
+  const startAt = Date.now() + 1500;
+  const procs = Array.from({ length: 4 }, () => Bun.spawn([process.execPath, "-e", script, String(startAt)], { stdout: "pipe", stderr: "pipe" }));
+  const results = await Promise.all(procs.map(async (p) => ({ code: await p.exited, out: (await new Response(p.stdout).text()).trim(), err: await new Response(p.stderr).text() })));
+  expect(results.map((r) => [r.code, r.err])).toEqual(results.map(() => [0, ""]));
+  expect(results.map((r) => Number(r.out)).sort()).toEqual([0, 0, 0, migrations.length]);
+});
