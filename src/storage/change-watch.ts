@@ -11,6 +11,14 @@
  *
  * `PRAGMA data_version` answers the same question but is itself a statement with the same read
  * lock, so it saves little over the lookup it would guard.
+ *
+ * Not mapped into memory, though SQLite itself maps `-shm` and a mapped header would cost no
+ * system call: `Bun.mmap` opens the file and closes it again, and closing any descriptor of a
+ * file drops every POSIX lock the process holds on it (fcntl(2)). SQLite's lock on `-shm` went
+ * with it; the next process to close the database, believing itself the last user, deleted
+ * `-shm` and `-wal` under the server, whose mapping then watched a deleted file and never saw
+ * a commit again (issue 16; test/integration/authz.test.ts caught it). The descriptor opened
+ * here stays open until {@link ChangeWatch.close}, once the database's connections have closed.
  */
 import fs from "node:fs";
 
@@ -55,7 +63,7 @@ export class ChangeWatch {
     return this.current;
   }
 
-  /** Closes the `-shm` descriptor (before the database closes). */
+  /** Closes the `-shm` descriptor, after the database's connections (see the module comment). */
   close(): void {
     if (this.fd !== undefined) fs.closeSync(this.fd);
     this.fd = undefined;

@@ -111,9 +111,11 @@ export class SqliteMetadataStore implements MetadataStore {
 
   async [Symbol.asyncDispose](): Promise<void> {
     await this.queue.catch(() => {});
-    this.changes.close();
     this.reader.$client.close();
     this.writer.$client.close();
+    // Last: closing its descriptor of `-shm` drops the process's POSIX locks on the file
+    // (change-watch.ts), which SQLite holds while a connection is open.
+    this.changes.close();
   }
 
   /** Runs `job` once every write queued before it has finished. */
