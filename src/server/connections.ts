@@ -8,7 +8,7 @@ import type http2 from "node:http2";
 import type { Duplex } from "node:stream";
 import { plainAddress } from "../context/client-address.ts";
 import { ConnectionLimits, type ConnectionLimitsOptions } from "./connection-limits.ts";
-import { HeaderDeadline } from "./header-deadline.ts";
+import { HeaderDeadline, headerCheckIntervalMs } from "./header-deadline.ts";
 import { refuseConnection } from "./lingering-close.ts";
 import type { NodeRequest, NodeResponse } from "./node-bridge.ts";
 
@@ -52,6 +52,8 @@ export class Connections {
   private readonly limits: ConnectionLimits;
   /** Bytes read from and written to connections that have closed. */
   private readonly closedBytes = { received: 0, sent: 0 };
+  /** Checks the header clocks of the HTTP/1.1 connections while there are any. */
+  private headerCheck: ReturnType<typeof setInterval> | undefined;
 
   constructor(private readonly opts: ConnectionsOptions) {
     this.limits = new ConnectionLimits(opts.limits);
@@ -93,8 +95,12 @@ export class Connections {
       this.closedBytes.received += socket.bytesRead ?? 0;
       this.closedBytes.sent += socket.bytesWritten ?? 0;
       this.limits.release(peer);
-      this.http1.get(socket)?.deadline.dispose();
-      this.http1.delete(socket);
+      const state = this.http1.get(socket);
+      if (state !== undefined) {
+        state.deadline.dispose();
+        this.http1.delete(socket);
+        if (this.http1.size === 0) this.stopHeaderCheck();
+      }
     });
     socket.on("error", () => socket.destroy());
     socket.setTimeout(this.opts.idleTimeoutMs, () => socket.destroy());
@@ -108,8 +114,16 @@ export class Connections {
       latest: undefined,
     };
     this.http1.set(socket, state);
+    this.headerCheck ??= setInterval(() => {
+      for (const watched of this.http1.values()) watched.deadline.check();
+    }, headerCheckIntervalMs(this.opts.headerTimeoutMs));
     // Registered before the HTTP parser's own listener, so it sees each chunk first.
     socket.on("data", () => state.deadline.onBytes(state.latest?.complete ?? true));
+  }
+
+  private stopHeaderCheck(): void {
+    clearInterval(this.headerCheck);
+    this.headerCheck = undefined;
   }
 
   /**
@@ -136,6 +150,20 @@ export class Connections {
     state.latest = req;
     state.deadline.onRequest();
     res.once("close", () => state.deadline.onResponseDone());
+  }
+
+  /**
+   * An HTTP/1.1 request on `socket` has been answered the moment its headers were complete
+   * (content-now.ts): its header clock stops, as for {@link onHttp1Request} and the response's end.
+   * @returns whether the connection may carry another request: false once the server stops
+   */
+  answeredAtOnce(socket: Duplex): boolean {
+    const deadline = this.http1.get(socket)?.deadline;
+    if (deadline !== undefined) {
+      deadline.onRequest();
+      deadline.onResponseDone();
+    }
+    return !this.stopping;
   }
 
   /**
@@ -173,5 +201,6 @@ export class Connections {
     await Promise.all([...this.sockets].map((s) => new Promise<void>((resolve) => (s.closed ? resolve() : s.once("close", () => resolve())))));
     clearInterval(sweeper);
     clearTimeout(cut);
+    this.stopHeaderCheck();
   }
 }

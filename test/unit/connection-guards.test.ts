@@ -1,7 +1,7 @@
 // The listener's guards, without a socket: connection caps and the per-request header deadline.
 import { describe, expect, test } from "bun:test";
 import { ConnectionLimits } from "../../src/server/connection-limits.ts";
-import { HeaderDeadline } from "../../src/server/header-deadline.ts";
+import { HeaderDeadline, headerCheckIntervalMs } from "../../src/server/header-deadline.ts";
 
 describe("ConnectionLimits", () => {
   test("per client, in total, exempt proxies, and release", () => {
@@ -21,29 +21,14 @@ describe("ConnectionLimits", () => {
   });
 });
 
-/** A deadline on a fake clock: `advance` runs timers that are due. */
+/** A deadline on a fake clock: `advance` moves it and checks the deadline, as the listener's sweep does. */
 function fakeDeadline() {
   let now = 0;
-  const timers = new Map<number, { at: number; fn: () => void }>();
-  let nextId = 1;
   const refusals: number[] = [];
-  const deadline = new HeaderDeadline({
-    timeoutMs: 1000,
-    refuse: () => refusals.push(now),
-    setTimer: (fn, ms) => {
-      timers.set(nextId, { at: now + ms, fn });
-      return nextId++;
-    },
-    clearTimer: (id) => timers.delete(id as number),
-  });
+  const deadline = new HeaderDeadline({ timeoutMs: 1000, refuse: () => refusals.push(now), now: () => now });
   const advance = (ms: number) => {
     now += ms;
-    for (const [id, t] of [...timers]) {
-      if (t.at <= now) {
-        timers.delete(id);
-        t.fn();
-      }
-    }
+    deadline.check();
   };
   return { deadline, advance, refusals };
 }
@@ -124,5 +109,9 @@ describe("HeaderDeadline", () => {
     expect(ran).toEqual(["now"]);
     deadline.onResponseDone();
     expect(ran).toEqual(["now", "later"]);
+  });
+
+  test("is checked every quarter of the timeout, at most every second", () => {
+    expect([headerCheckIntervalMs(1000), headerCheckIntervalMs(10_000), headerCheckIntervalMs(3_600_000)]).toEqual([250, 1000, 1000]);
   });
 });
