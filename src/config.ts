@@ -82,6 +82,12 @@ export interface Config {
   workerId: number | undefined;
   /** Tests only: a file every response is recorded in (CUBBY_TEST_RESPONSE_LOG, server/response-tap.ts). */
   testResponseLog?: string | undefined;
+  /**
+   * Tests only: false when content is never answered at once (CUBBY_TEST_AT_ONCE=off,
+   * server/content-now.ts), so that a test can compare those answers with the usual path's;
+   * undefined otherwise.
+   */
+  testAtOnce?: false | undefined;
 }
 
 /** The most serving processes WORKERS may ask for. */
@@ -231,6 +237,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     uploadExpirySeconds,
     quotaBytes,
     testResponseLog: emptyToUndefined(get("CUBBY_TEST_RESPONSE_LOG")),
+    testAtOnce: get("CUBBY_TEST_AT_ONCE") === "off" ? false : undefined,
   };
 }
 

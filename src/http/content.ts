@@ -56,7 +56,11 @@ export interface ContentRequest extends RequestLike {
 /** A content answer: status and headers, and which bytes of the content to send, if any. */
 export interface ContentReply {
   status: number;
-  headers: Record<string, string>;
+  /**
+   * Lower-case names. Read-only: the plain 200 answer's object is shared by every reply for
+   * the same file version (frozen), so writers may keep its encoding by identity.
+   */
+  headers: Readonly<Record<string, string>>;
   /** The bytes to send (absent for HEAD-like answers: redirects, 304, 416, empty content). */
   range?: ByteRange;
   /** A small body of the reply's own instead of content (a share's password form). */
@@ -92,6 +96,8 @@ interface FixedHeaders {
   /** With the inline Content-Disposition. */
   headers: Readonly<Record<string, string>>;
   attachment: string;
+  /** The headers of the plain answer, 200 with the whole content inline: `headers` and Content-Length (frozen, shared by every such reply). */
+  whole: Readonly<Record<string, string>>;
 }
 
 /**
@@ -115,7 +121,7 @@ function fixedHeadersOf(file: FileRecord): FixedHeaders {
   };
   if (!isPassive(essenceOf(file.contentType))) headers["content-security-policy"] = SANDBOX_CSP;
   if (file.visibility !== "public") headers.vary = "Authorization, Cookie";
-  fixed = { headers, attachment: contentDisposition("attachment", file.name) };
+  fixed = { headers, attachment: contentDisposition("attachment", file.name), whole: Object.freeze({ ...headers, "content-length": String(file.size) }) };
   fixedHeaders.set(file, fixed);
   return fixed;
 }
@@ -133,13 +139,12 @@ export function contentReply(file: FileRecord, request: ContentRequest, slug: st
   }
 
   const fixed = fixedHeadersOf(file);
-  const headers: Record<string, string> = { ...fixed.headers };
-  const etag = headers.etag!;
-  const lastModified = headers["last-modified"]!;
-  if (request.search !== "" && parseQuery(request.search, ["download"]).get("download") === "1") headers["content-disposition"] = fixed.attachment;
+  const etag = fixed.headers.etag!;
+  const lastModified = fixed.headers["last-modified"]!;
+  const attachment = request.search !== "" && parseQuery(request.search, ["download"]).get("download") === "1";
 
   if (notModified(request, etag, file.updatedAt)) {
-    return { status: 304, headers: pick(headers, ["etag", "last-modified", "cache-control", "vary"]) };
+    return { status: 304, headers: pick(fixed.headers, ["etag", "last-modified", "cache-control", "vary"]) };
   }
 
   const rangeHeader = ifRangeHolds(request, etag, lastModified) ? request.headers.get("range") : null;
@@ -147,9 +152,15 @@ export function contentReply(file: FileRecord, request: ContentRequest, slug: st
   if (range.kind === "unsatisfiable") {
     return {
       status: 416,
-      headers: { ...pick(headers, ["etag", "last-modified", "cache-control", "accept-ranges"]), "content-range": `bytes */${file.size}`, "content-length": "0" },
+      headers: { ...pick(fixed.headers, ["etag", "last-modified", "cache-control", "accept-ranges"]), "content-range": `bytes */${file.size}`, "content-length": "0" },
     };
   }
+  if (range.kind !== "range" && !attachment) {
+    // The answer most requests get: its headers are the same object every time.
+    return file.size === 0 ? { status: 200, headers: fixed.whole } : { status: 200, headers: fixed.whole, range: { start: 0, length: file.size } };
+  }
+  const headers: Record<string, string> = { ...fixed.headers };
+  if (attachment) headers["content-disposition"] = fixed.attachment;
   const { start, end } = range.kind === "range" ? range.range : { start: 0, end: file.size - 1 };
   headers["content-length"] = String(end - start + 1);
   if (range.kind === "range") {

@@ -57,11 +57,11 @@ export function basicPassword(authorization: string | null): string | undefined 
 export async function shareReply(deps: ShareContentDeps, request: ContentRequest, token: string): Promise<{ reply: ContentReply; content?: FileContent }> {
   const { share, file } = await deps.shares.open(token);
   if (share.passwordHash !== null && !(await unlocked(deps, request, share))) return { reply: passwordWanted(request) };
-  const reply = contentReply(file, request, undefined, deps.baseUrl());
+  const fileReply = contentReply(file, request, undefined, deps.baseUrl());
   // Whoever has the link may read; nothing about the reply is for shared caches.
-  reply.headers["cache-control"] = "no-cache, private";
-  reply.headers["referrer-policy"] = "no-referrer";
-  delete reply.headers.vary;
+  const headers: Record<string, string> = { ...fileReply.headers, "cache-control": "no-cache, private", "referrer-policy": "no-referrer" };
+  delete headers.vary;
+  const reply = { ...fileReply, headers };
   const fromStart = reply.status === 200 || (reply.status === 206 && reply.range?.start === 0);
   if (request.method === "GET" && fromStart) await deps.shares.countDownload(share);
   return { reply, content: deps.files.contentOf(file) };

@@ -13,6 +13,7 @@ import { report } from "../context/report.ts";
 import { contentReply, openContent, type ContentDeps, type ContentReply, type ContentRequest } from "../http/content.ts";
 import { shareReply, type ShareContentDeps } from "../http/share-content.ts";
 import { errorResponse } from "../http/respond.ts";
+import { isFileId } from "../domain/ids.ts";
 import type { FileContent } from "../service/files.ts";
 import type { ByteRange, ReadPlan } from "../storage/ports.ts";
 import { failed, headerOf, writeResponse, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
@@ -79,6 +80,22 @@ export async function decideContent(opts: ContentOptions, request: ContentReques
   const opened = await openContent(opts.deps, request, target.id);
   if ("redirect" in opened) return { reply: opened.redirect };
   return { reply: contentReply(opened.file, request, target.slug, opts.deps.baseUrl()), content: opened };
+}
+
+/**
+ * {@link decideContent} without waiting, for the answers that need no I/O: a public file whose
+ * row is in the read cache (FileService.openContentNow). Undefined when the answer needs a
+ * lookup, credentials or an error (decideContent then gives it); never throws.
+ */
+export function decideContentNow(opts: ContentOptions, request: ContentRequest, target: { id: string; slug: string | undefined }): ContentDecision | undefined {
+  if (!isFileId(target.id)) return undefined;
+  const content = opts.deps.files.openContentNow(target.id);
+  if (content === undefined) return undefined;
+  try {
+    return { reply: contentReply(content.file, request, target.slug, opts.deps.baseUrl()), content };
+  } catch {
+    return undefined; // a malformed `download` parameter: decideContent answers 400
+  }
 }
 
 /** Answers GET or HEAD of a share link, `/s/{token}` (http/share-content.ts decides). */

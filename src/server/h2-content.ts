@@ -17,6 +17,7 @@ import type { ContentRequest } from "../http/content.ts";
 import { errorResponse } from "../http/respond.ts";
 import { shareReply } from "../http/share-content.ts";
 import type { AccessLog } from "./access-log.ts";
+import type { ContentNow } from "./content-now.ts";
 import { decideContent, H2_PLAN, writeContent, type ContentDecision, type ContentOptions, type ContentWriter } from "./content.ts";
 import { routeOf, templateOf } from "./dispatch.ts";
 import { isAnswerable, listenForErrors, resetStream, respondHead, respondWhole } from "./h2-respond.ts";
@@ -29,6 +30,8 @@ export interface H2StreamOptions {
   dispatch: (req: NodeRequest, res: NodeResponse) => void;
   rpcPaths: ReadonlySet<string>;
   content: ContentOptions;
+  /** Content answers that need no I/O, written in the turn the stream opened; undefined: none. */
+  contentNow: ContentNow | undefined;
   accessLog: AccessLog;
 }
 
@@ -69,6 +72,14 @@ function serveOnStream(opts: H2StreamOptions, stream: ServerHttp2Stream, headers
   if (target === undefined || target.charCodeAt(0) !== 47 /* "/" */ || authority === undefined || !isValidAuthority(authority) || headers.expect !== undefined) return false;
   const route = routeOf(method, target, opts.rpcPaths);
   if (route.kind !== "content" && route.kind !== "share") return false;
+
+  const now = route.kind === "content" ? opts.contentNow?.answer(method, route, headers, stream.session?.socket?.remoteAddress) : undefined;
+  if (now !== undefined && isAnswerable(stream)) {
+    listenForErrors(stream);
+    respondWhole(stream, now.status, now.headers, now.body, now.context.requestId);
+    now.sent();
+    return true;
+  }
 
   const context = opts.accessLog.begin(method, route.pathname, stream.session?.socket?.remoteAddress, headerValue(headers, "x-forwarded-for"), headerValue(headers, "x-request-id"));
   context.route = templateOf(route);

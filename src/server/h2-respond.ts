@@ -11,21 +11,25 @@ import type { OutgoingHttpHeaders, ServerHttp2Stream } from "node:http2";
 
 /**
  * Sends a complete response on `stream`: `status` and `headers` (lower-case names, no pseudo
- * headers; Bun adds `date`), then `body` if there is one, ending the stream (RFC 9113 §8.1).
+ * headers; Bun adds `date`) with `x-request-id` when given, then `body` if there is one, ending
+ * the stream (RFC 9113 §8.1).
  * A bodiless answer ends with its HEADERS frame (END_STREAM); so does any answer to HEAD, whose
  * body Bun drops (RFC 9110 §9.3.2).
  * @throws ERR_HTTP2_INVALID_STREAM when the stream is already closed, ERR_HTTP2_HEADERS_SENT
  *   when it was answered before
  */
-export function respondWhole(stream: ServerHttp2Stream, status: number, headers: OutgoingHttpHeaders, body?: Uint8Array | string): void {
-  const head = { ...headers, ":status": status };
+export function respondWhole(stream: ServerHttp2Stream, status: number, headers: OutgoingHttpHeaders, body?: Uint8Array | string, requestId?: string): void {
+  const head: OutgoingHttpHeaders = { ...headers, ":status": status };
+  if (requestId !== undefined) head["x-request-id"] = requestId;
   if (body === undefined || body.length === 0) {
-    stream.respond(head, { endStream: true });
+    stream.respond(head, END_STREAM);
     return;
   }
   stream.respond(head);
   stream.end(body);
 }
+
+const END_STREAM = { endStream: true };
 
 /**
  * Sends the head of a response whose body follows in writes on `stream` (a download), which

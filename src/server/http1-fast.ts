@@ -16,11 +16,13 @@
  * socket is paused and that request's header clock stopped: it waits on the server, not the
  * client (HeaderDeadline.onHeadReceived).
  */
+import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import { logError } from "../log.ts";
+import type { ImmediateAnswer } from "./content-now.ts";
 import { lingeringClose } from "./lingering-close.ts";
 import { parseRequestHead, type FastHead } from "./http1-head.ts";
-import { FastResponse, type ResponseOwner } from "./http1-response.ts";
+import { FastResponse, httpDate, POOLED_BYTES, pooledBuffer, reusePooled, type ResponseOwner } from "./http1-response.ts";
 
 /**
  * The part of Node's `IncomingMessage` that the dispatch and what it calls read, for a request
@@ -54,15 +56,26 @@ export class FastRequest {
   }
 }
 
-export interface FastPathOptions {
+/** @typeParam R what `route` says of a request the fast path takes, handed back to `answerNow` */
+export interface FastPathOptions<R> {
   /** Header bytes a request may take; a longer head is handed over (node:http answers 431). */
   maxHeadBytes: number;
   /** Seconds an idle kept-alive connection stays open (the `Keep-Alive: timeout` answered). */
   keepAliveSeconds: number;
-  /** Whether the fast path serves a request for `target` (origin form) with `method`. */
-  serves: (method: "GET" | "HEAD", target: string) => boolean;
+  /** The route of a request for `target` (origin form) with `method` when the fast path serves it; undefined: it does not. */
+  route: (method: "GET" | "HEAD", target: string) => R | undefined;
   /** Serves one request (the listener's dispatch). */
   dispatch: (req: FastRequest, res: FastResponse) => void;
+  /**
+   * Answers at once, when it can, a request of `route` (content-now.ts): the answer, which is
+   * written whole before the next request is read; undefined: `dispatch` serves it.
+   */
+  answerNow?: (head: FastHead, route: R, socket: Socket) => ImmediateAnswer | undefined;
+  /**
+   * A request of `socket` is answered at once (its header clock stops).
+   * @returns whether the connection may carry another request (false once the server stops)
+   */
+  answeredNow?: (socket: Socket) => boolean;
   /** Gives the connection to node:http, paused, with its unread bytes put back. */
   onHandOver: (socket: Socket) => void;
   /** A request's head has arrived whole while the one before it is being answered (its header clock stops). */
@@ -74,13 +87,28 @@ export interface FastPathOptions {
  * put back) and serves them until one is not ours; see the module comment. Call before the
  * socket is resumed.
  */
-export function serveHttp1Fast(socket: Socket, opts: FastPathOptions): void {
+export function serveHttp1Fast<R>(socket: Socket, opts: FastPathOptions<R>): void {
   new FastConnection(socket, opts).start();
 }
 
 const HEAD_END = Buffer.from("\r\n\r\n");
 
-class FastConnection implements ResponseOwner {
+/** The encoded header lines of shared, frozen header objects (a file version's plain answer, http/content.ts). */
+const encodedBlocks = new WeakMap<object, Buffer>();
+
+/** `name: value\r\n` for each of `headers`: kept by identity when the object is frozen (never changes). */
+function headerBlock(headers: Readonly<Record<string, string>>): Buffer | string {
+  const known = encodedBlocks.get(headers);
+  if (known !== undefined) return known;
+  let text = "";
+  for (const name in headers) text += `${name}: ${headers[name]}\r\n`;
+  if (!Object.isFrozen(headers)) return text;
+  const block = Buffer.from(text, "latin1");
+  encodedBlocks.set(headers, block);
+  return block;
+}
+
+class FastConnection<R> implements ResponseOwner {
   /** Bytes read and not yet consumed: `buf[0, len)`; `buf` may be a chunk as read, or a growing copy. */
   private buf: Buffer | undefined;
   private len = 0;
@@ -93,13 +121,15 @@ class FastConnection implements ResponseOwner {
   /** Whether a pipelined head (or more than a head may take) waits for the response in flight. */
   private headWaiting = false;
   private looping = false;
+  /** An answer written at once is still in the socket's buffer: the next request waits for `drain`. */
+  private draining = false;
   private done = false;
   private readonly onData = (chunk: Buffer) => this.received(chunk);
   private readonly onClose = () => this.closed();
 
   constructor(
     private readonly socket: Socket,
-    private readonly opts: FastPathOptions,
+    private readonly opts: FastPathOptions<R>,
   ) {}
 
   start(): void {
@@ -110,7 +140,7 @@ class FastConnection implements ResponseOwner {
   private received(chunk: Buffer): void {
     if (this.done) return;
     this.append(chunk);
-    if (this.current !== undefined) {
+    if (this.current !== undefined || this.draining) {
       // A request pipelined behind the one being answered: once its head is whole (or it is
       // past the limit) it waits for the response, so its header clock stops and reading
       // pauses; until then read on only as far as a head may go.
@@ -171,23 +201,27 @@ class FastConnection implements ResponseOwner {
     if (this.looping) return;
     this.looping = true;
     try {
-      while (!this.done && this.current === undefined && this.len > 0) {
+      while (!this.done && this.current === undefined && !this.draining && this.len > 0) {
         const buf = this.len === this.buf!.length ? this.buf! : this.buf!.subarray(0, this.len);
         const parsed = parseRequestHead(buf, 0, this.opts.maxHeadBytes, this.scanFrom);
         if (parsed.kind === "more") {
           this.scanFrom = Math.max(0, this.len - 3);
           return;
         }
-        if (parsed.kind === "not_ours" || !this.opts.serves(parsed.head.method, parsed.head.target)) return this.handOver();
+        if (parsed.kind === "not_ours") return this.handOver();
+        const route = this.opts.route(parsed.head.method, parsed.head.target);
+        if (route === undefined) return this.handOver();
         this.consume(parsed.end);
-        this.serve(parsed.head);
+        this.serve(parsed.head, route);
       }
     } finally {
       this.looping = false;
     }
   }
 
-  private serve(head: FastHead): void {
+  private serve(head: FastHead, route: R): void {
+    const now = this.opts.answerNow?.(head, route, this.socket);
+    if (now !== undefined) return this.writeNow(head, now);
     const req = new FastRequest(head, this.socket);
     const res = new FastResponse(this.socket, this, head.method === "HEAD", head.versionMinor === 0, head.keepAlive, this.opts.keepAliveSeconds);
     this.current = res;
@@ -198,6 +232,42 @@ class FastConnection implements ResponseOwner {
       // The dispatch catches what its handlers throw; this is a bug in it: the connection goes.
       logError(`http1-fast: the dispatch threw: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
       this.socket.destroy();
+    }
+  }
+
+  /**
+   * Writes an answer decided at once in one `write`, as FastResponse would frame it (the same
+   * head: status line, X-Request-Id, the reply's headers, Date, Connection and Keep-Alive).
+   * The next request is read once the bytes have left the socket's buffer.
+   */
+  private writeNow(head: FastHead, answer: ImmediateAnswer): void {
+    const socket = this.socket;
+    const keepAlive = (this.opts.answeredNow?.(socket) ?? true) && head.keepAlive;
+    const first = `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\nx-request-id: ${answer.context.requestId}\r\n`;
+    const block = headerBlock(answer.headers);
+    const last = `Date: ${httpDate()}\r\n${keepAlive ? `Connection: keep-alive\r\nKeep-Alive: timeout=${this.opts.keepAliveSeconds}\r\n\r\n` : "Connection: close\r\n\r\n"}`;
+    const body = answer.body;
+    const size = first.length + block.length + last.length + (body === undefined ? 0 : body.byteLength);
+    const pooled = size <= POOLED_BYTES ? pooledBuffer() : undefined;
+    const out = pooled ?? Buffer.allocUnsafe(size);
+    let at = out.write(first, 0, "latin1");
+    at += typeof block === "string" ? out.write(block, at, "latin1") : block.copy(out, at);
+    at += out.write(last, at, "latin1");
+    if (body !== undefined) out.set(body, at);
+    socket.write(pooled === undefined ? out : out.subarray(0, size));
+    // Bun's socket has written it all to the kernel by now, unless the client reads slowly.
+    const flushed = socket.writableLength === 0;
+    if (pooled !== undefined && flushed) reusePooled(pooled);
+    answer.sent();
+    if (!keepAlive) {
+      this.finish();
+      lingeringClose(socket);
+    } else if (!flushed) {
+      this.draining = true;
+      socket.once("drain", () => {
+        this.draining = false;
+        this.responseDone(true);
+      });
     }
   }
 

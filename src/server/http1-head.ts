@@ -92,7 +92,7 @@ const CR = 0x0d;
  * (RFC 9112 §2.2; node:http answers 400); a head longer than `maxHeadBytes` (node:http answers
  * 431); a body (`Transfer-Encoding`, a `Content-Length` other than a single `0`; RFC 9112 §6);
  * `Upgrade`, `Expect`; a `Connection` with other options than `close` and `keep-alive`; a
- * header named `__proto__`.
+ * repeated `Host` (RFC 9112 §3.2: the dispatch refuses it with 400); a header named `__proto__`.
  */
 export function parseRequestHead(buf: Buffer, start: number, maxHeadBytes: number, from = start): HeadParse {
   const headEnd = buf.indexOf(CRLFCRLF, Math.max(start, from));
@@ -125,6 +125,9 @@ export function parseRequestHead(buf: Buffer, start: number, maxHeadBytes: numbe
         return NOT_OURS;
       case "content-length":
         if (value !== "0" || headers[name] !== undefined) return NOT_OURS;
+        break;
+      case "host":
+        if (headers[name] !== undefined) return NOT_OURS;
         break;
       case "connection":
         for (const option of value.split(",")) {

@@ -21,10 +21,20 @@ const COALESCE_BYTES = 64 * 1024;
  * Whole responses (head and body) up to this size are written from a reused buffer, taken back
  * once the socket's write callback says the bytes were handed over: no allocation per small GET.
  */
-const POOLED_BYTES = 16 * 1024;
+export const POOLED_BYTES = 16 * 1024;
 /** Buffers kept for reuse at most (one per response being written at once). */
 const POOL_SIZE = 64;
 const pool: Buffer[] = [];
+
+/** A buffer of {@link POOLED_BYTES} for a whole small response; give it back with {@link reusePooled} once written. */
+export function pooledBuffer(): Buffer {
+  return pool.pop() ?? Buffer.allocUnsafeSlow(POOLED_BYTES);
+}
+
+/** Takes back a buffer of {@link pooledBuffer} whose bytes the socket no longer needs. */
+export function reusePooled(buffer: Buffer): void {
+  if (pool.length < POOL_SIZE) pool.push(buffer);
+}
 /** RFC 9110 §5.1 token: a valid header name. */
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** Header names seen valid, with their lower-case form; at most {@link CHECKED_NAMES}. */
@@ -36,7 +46,7 @@ const INVALID_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
 let dateSecond = -1;
 let dateText = "";
 /** The Date header's value (RFC 9110 §6.6.1), computed once a second. */
-function httpDate(): string {
+export function httpDate(): string {
   const now = Date.now();
   const second = Math.floor(now / 1000);
   if (second !== dateSecond) {
@@ -290,7 +300,7 @@ export class FastResponse {
       else if (head.length + data.byteLength <= COALESCE_BYTES) {
         // One write for head and body; a whole small response from a reused buffer.
         const size = head.length + data.byteLength;
-        const out = last && size <= POOLED_BYTES ? (pooled = pool.pop() ?? Buffer.allocUnsafeSlow(POOLED_BYTES)) : Buffer.allocUnsafe(size);
+        const out = last && size <= POOLED_BYTES ? (pooled = pooledBuffer()) : Buffer.allocUnsafe(size);
         const headBytes = out.write(head, 0, "latin1");
         out.set(data as Uint8Array, headBytes);
         data = pooled === undefined ? out : out.subarray(0, size);
@@ -306,7 +316,7 @@ export class FastResponse {
     if (callback === undefined) return this.socket.write(data, encoding);
     if (last) {
       return this.socket.write(data, encoding, (err?: Error | null) => {
-        if (pooled !== undefined && (err === undefined || err === null) && pool.length < POOL_SIZE) pool.push(pooled);
+        if (pooled !== undefined && (err === undefined || err === null)) reusePooled(pooled);
         callback(err);
       });
     }

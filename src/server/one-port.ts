@@ -25,6 +25,7 @@ import type { LogFormat } from "../log.ts";
 import type { FileUnaryMethods } from "../rpc/file-service.ts";
 import { AccessLog } from "./access-log.ts";
 import { Connections } from "./connections.ts";
+import { ContentNow } from "./content-now.ts";
 import { createDispatch, routeOf } from "./dispatch.ts";
 import { h2StreamListener } from "./h2-content.ts";
 import { CorkedSocket } from "./h2-socket.ts";
@@ -33,6 +34,7 @@ import { refuseConnection } from "./lingering-close.ts";
 import type { Metrics } from "./metrics.ts";
 import { serveHttp1Fast } from "./http1-fast.ts";
 import type { FetchHandler, NodeRequest, NodeResponse } from "./node-bridge.ts";
+import { isValidAuthority } from "./request-target.ts";
 import { rpcHandler } from "./rpc-bridge.ts";
 import { sniffProtocol } from "./sniff.ts";
 
@@ -50,6 +52,8 @@ export interface OnePortOptions {
   unary?: FileUnaryMethods;
   /** Content URLs (GET/HEAD of `/{id}` and `/{id}/{slug}`). */
   content: ContentOptions;
+  /** Whether content that needs no I/O is answered at once (content-now.ts); true unless a test says otherwise. */
+  answerAtOnce?: boolean;
   /** Writes one access-log line. */
   log: (line: string) => void;
   /** Access-log lines as text (default) or JSON (LOG_FORMAT). */
@@ -104,6 +108,7 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
   const metrics = opts.metrics?.metrics;
   const connections = new Connections({ limits: { ...opts.maxConnections, exempt: opts.trustedProxies }, headerTimeoutMs, idleTimeoutMs });
   const accessLog = new AccessLog(opts.log, opts.trustedProxies, { format: opts.logFormat, metrics: opts.metrics?.metrics });
+  const contentNow = opts.answerAtOnce === false ? undefined : new ContentNow(opts.content, accessLog);
   const dispatch = createDispatch({
     rpcPaths: opts.rpcPaths,
     rpc: rpcHandler(
@@ -121,7 +126,7 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
   // No `request` listener: h2-content.ts answers content GETs on the stream and builds the
   // compat request and response for the rest.
   const h2 = http2.createServer({ maxSessionMemory: H2_SESSION_MEMORY_MB, settings: { initialWindowSize: H2_WINDOW_BYTES, maxConcurrentStreams: H2_MAX_CONCURRENT_STREAMS } });
-  h2.on("stream", h2StreamListener({ dispatch, rpcPaths: opts.rpcPaths, content: opts.content, accessLog }));
+  h2.on("stream", h2StreamListener({ dispatch, rpcPaths: opts.rpcPaths, content: opts.content, contentNow, accessLog }));
   h2.on("session", (session) => {
     connections.watchSession(session);
     session.setLocalWindowSize(H2_WINDOW_BYTES);
@@ -150,11 +155,19 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
         serveHttp1Fast(socket, {
           maxHeadBytes: MAX_HEAD_BYTES,
           keepAliveSeconds: opts.idleTimeoutSeconds,
-          serves: (method, target) => {
-            const kind = routeOf(method, target, opts.rpcPaths).kind;
-            return kind === "content" || kind === "share";
+          route: (method, target) => {
+            const route = routeOf(method, target, opts.rpcPaths);
+            return route.kind === "content" || route.kind === "share" ? route : undefined;
           },
           dispatch: (req, res) => dispatch(req as unknown as NodeRequest, res as unknown as NodeResponse),
+          answerNow: (head, route, s) => {
+            if (route.kind !== "content" || contentNow === undefined) return undefined;
+            // The dispatch's check of the authority (originFormOf); a repeated Host is not the fast path's.
+            const host = head.headers.host;
+            if (typeof host === "string" && !isValidAuthority(host)) return undefined;
+            return contentNow.answer(head.method, route, head.headers, s.remoteAddress);
+          },
+          answeredNow: (s) => connections.answeredAtOnce(s),
           onHandOver: (s) => h1.emit("connection", s),
           onPipelinedHead: (s) => connections.onHttp1HeadReceived(s),
         });

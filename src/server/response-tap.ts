@@ -30,6 +30,8 @@ export interface TappedResponse {
   body?: string;
   /** Whether the response finished (false: the connection went away first). */
   finished: boolean;
+  /** Set when the answer was decided and written at once (server/content-now.ts). */
+  atOnce?: true;
 }
 
 /** JSON bodies up to this size are recorded; larger ones only counted. */
@@ -87,10 +89,14 @@ export class StreamTap {
   private readonly chunks: Buffer[] = [];
   private bodyBytes = 0;
 
-  /** @param path the request path the dispatch routed on */
+  /**
+   * @param path the request path the dispatch routed on
+   * @param atOnce whether the answer was decided and written at once (content-now.ts)
+   */
   constructor(
     private readonly method: string,
     private readonly path: string,
+    private readonly atOnce = false,
   ) {}
 
   /** The status and headers sent. */
@@ -110,13 +116,13 @@ export class StreamTap {
     const file = responseTapFile;
     if (file === undefined || this.status === undefined) return;
     const type = headerValue(this.headers, "content-type") ?? null;
-    append(file, { method: this.method, path: this.path, status: this.status, type, names: Object.keys(this.headers), bodyBytes: this.bodyBytes, chunks: this.chunks, finished });
+    append(file, { method: this.method, path: this.path, status: this.status, type, names: Object.keys(this.headers), bodyBytes: this.bodyBytes, chunks: this.chunks, finished, atOnce: this.atOnce });
   }
 }
 
 function append(
   file: string,
-  r: { method: string; path: string; status: number; type: string | null; names: string[]; bodyBytes: number; chunks: Buffer[]; finished: boolean },
+  r: { method: string; path: string; status: number; type: string | null; names: string[]; bodyBytes: number; chunks: Buffer[]; finished: boolean; atOnce?: boolean },
 ): void {
   const record: TappedResponse = {
     method: r.method,
@@ -127,6 +133,7 @@ function append(
     bodyBytes: r.bodyBytes,
     finished: r.finished,
   };
+  if (r.atOnce === true) record.atOnce = true;
   if (r.type !== null && /json/i.test(String(r.type)) && r.bodyBytes <= MAX_BODY_BYTES) record.body = Buffer.concat(r.chunks).toString("utf8");
   fs.appendFileSync(file, `${JSON.stringify(record)}\n`);
 }

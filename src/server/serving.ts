@@ -68,6 +68,7 @@ export async function startServing(
     rpcPaths: rpcPaths(routes),
     unary,
     content: { deps: { files: services.files, shares: services.shares, auth, baseUrl: () => baseUrl } },
+    answerAtOnce: config.testAtOnce !== false,
     log,
     logFormat: config.logFormat,
     metrics: metrics === undefined ? undefined : { metrics, token: config.metricsToken },

@@ -364,6 +364,18 @@ export class FileService {
   }
 
   /**
+   * {@link openContent} of a public file, answered from the read cache without waiting: the
+   * content when the file's row is cached and current, the file is public and not expired;
+   * undefined when that cannot be known without a lookup, or the answer is anything else (not
+   * found, credentials needed), which {@link openContent} then gives. Never throws.
+   */
+  openContentNow(id: string): FileContent | undefined {
+    const file = this.readable.peek(id)?.value;
+    if (file === undefined || file.visibility !== "public" || isExpired(file, this.deps.clock.nowMicros())) return undefined;
+    return this.contentOf(file);
+  }
+
+  /**
    * The sweep (at start, and periodically on a shared store): removes uploads a crash left
    * unfinished and blobs no row refers to (left by a crash between the blob's write and the
    * commit, or between a commit and the removal), except those younger than the blob store's

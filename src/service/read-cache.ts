@@ -14,6 +14,15 @@ export class ReadCache<V> {
     private readonly capacity: number,
   ) {}
 
+  /**
+   * The cached value for `key` while nothing has committed since it was read, without waiting:
+   * `{ value }` on a hit, undefined when the value would have to be loaded.
+   */
+  peek(key: string): { value: V } | undefined {
+    const hit = this.entries.get(key);
+    return hit !== undefined && hit.version === this.store.version() ? hit : undefined;
+  }
+
   /** The value for `key`: cached while nothing has committed, else `load()`ed again. */
   async get(key: string, load: () => Promise<V>): Promise<V> {
     // The version is taken before the lookup: a commit racing the lookup leaves the entry

@@ -7,6 +7,7 @@ import os from "node:os";
 import path from "node:path";
 import type { Subprocess } from "bun";
 import type { FileJson } from "../../src/domain/file.ts";
+import type { TappedResponse } from "../../src/server/response-tap.ts";
 import { backendEnv } from "./backend.ts";
 import { checkResponseLog } from "./openapi-check.ts";
 import { childrenOf, waitGone } from "./processes.ts";
@@ -61,6 +62,8 @@ export interface RunningServer extends AsyncDisposable {
    * the server throws when there are any.
    */
   responseProblems(): string[];
+  /** The responses sent so far, as the response tap recorded them (none with `checkResponses: false`). */
+  responses(): TappedResponse[];
 }
 
 /** A fresh temporary directory, removed by the returned disposer. */
@@ -204,6 +207,14 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       await waitGone(workers, 5000);
     },
     responseProblems: () => (responseLog === undefined ? [] : checkResponseLog(responseLog)),
+    responses: () =>
+      responseLog === undefined
+        ? []
+        : fs
+            .readFileSync(responseLog, "utf8")
+            .split("\n")
+            .filter((line) => line !== "")
+            .map((line) => JSON.parse(line) as TappedResponse),
     async [Symbol.asyncDispose]() {
       await server.kill9();
       if (ownDir !== undefined) fs.rmSync(ownDir, { recursive: true, force: true });
