@@ -9,19 +9,33 @@ import { jsonLine, type LogFormat } from "../log.ts";
 import { UNMATCHED_ROUTE, type Metrics } from "./metrics.ts";
 import { headerOf, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
 
-/** `method=GET path="/x" status=200 bytes=12 duration_ms=0.4 request_id=abc` */
+/**
+ * `method=GET path="/x" status=200 bytes=12 duration_ms=0.4 request_id=abc`
+ * @param durationMs from the request's arrival to its response's end
+ */
 export function accessLogLine(
   method: string,
   pathname: string,
   status: number,
   bytes: string | number | null | undefined,
-  startedAt: number,
+  durationMs: number,
   requestId: string,
 ): string {
-  return (
-    `method=${method} path=${JSON.stringify(pathname)} status=${status} bytes=${bytes ?? "-"} ` +
-    `duration_ms=${(performance.now() - startedAt).toFixed(1)} request_id=${requestId}`
-  );
+  return `method=${method} path=${jsonString(pathname)} status=${status} bytes=${bytes ?? "-"} duration_ms=${tenths(durationMs)} request_id=${requestId}`;
+}
+
+/** What JSON.stringify escapes in a string (RFC 8259 §7: `"`, `\`, controls), and surrogates, which it may. */
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/** `value` as a JSON string: quoted as it is when nothing in it needs escaping (nearly every path). */
+function jsonString(value: string): string {
+  return NEEDS_ESCAPE.test(value) ? JSON.stringify(value) : `"${value}"`;
+}
+
+/** A non-negative number of milliseconds to one decimal (`12.3`), rounded half up. */
+function tenths(ms: number): string {
+  const t = Math.round(ms * 10);
+  return `${Math.floor(t / 10)}.${t % 10}`;
 }
 
 /**
@@ -30,7 +44,7 @@ export function accessLogLine(
  * `bytes` (the Content-Length answered, null when streamed), `duration_ms`, `client_address`
  * and `user_id` (null when no credential was verified).
  */
-export function accessLogJson(context: RequestContext, status: number, bytes: string | number | null | undefined): string {
+export function accessLogJson(context: RequestContext, status: number, bytes: string | number | null | undefined, durationMs: number): string {
   return jsonLine("info", {
     request_id: context.requestId,
     method: context.method,
@@ -38,7 +52,7 @@ export function accessLogJson(context: RequestContext, status: number, bytes: st
     path: context.path,
     status,
     bytes: bytes === undefined || bytes === null ? null : Number(bytes),
-    duration_ms: Math.round((performance.now() - context.startedAt) * 10) / 10,
+    duration_ms: Math.round(durationMs * 10) / 10,
     client_address: context.clientAddress,
     user_id: context.userId ?? null,
   });
@@ -100,12 +114,9 @@ export class AccessLog {
    * @param bytes the Content-Length answered (undefined when streamed)
    */
   close(context: RequestContext, status: number, bytes: string | number | undefined): void {
-    this.metrics?.observeRequest(context.method, context.route ?? UNMATCHED_ROUTE, status, (performance.now() - context.startedAt) / 1000);
-    this.log(
-      this.format === "json"
-        ? accessLogJson(context, status, bytes)
-        : accessLogLine(context.method, context.path, status, bytes, context.startedAt, context.requestId),
-    );
+    const ms = performance.now() - context.startedAt;
+    this.metrics?.observeRequest(context.method, context.route ?? UNMATCHED_ROUTE, status, ms / 1000);
+    this.log(this.format === "json" ? accessLogJson(context, status, bytes, ms) : accessLogLine(context.method, context.path, status, bytes, ms, context.requestId));
   }
 
 }
