@@ -19,6 +19,14 @@
  * `-shm` and `-wal` under the server, whose mapping then watched a deleted file and never saw
  * a commit again (issue 16; test/integration/authz.test.ts caught it). The descriptor opened
  * here stays open until {@link ChangeWatch.close}, once the database's connections have closed.
+ *
+ * The header is read at most once in the synchronous part of a task of the event loop (a
+ * socket's read, a timer, an I/O completion; the microtasks that follow it read afresh): every
+ * request served in a task arrived before the task began, so a header read during it shows every
+ * commit that had finished before any of those requests was sent. Bun runs the microtasks after
+ * every callback, also between the reads of several sockets ready at once. An h2c read carrying
+ * 16 requests costs one `pread` instead of 16. A write of this process's own also makes the next
+ * call read the header ({@link ChangeWatch.wrote}).
  */
 import fs from "node:fs";
 
@@ -31,6 +39,11 @@ export class ChangeWatch {
   private readonly seen = Buffer.alloc(HEADER_BYTES);
   private readonly scratch = Buffer.alloc(HEADER_BYTES);
   private current = 0;
+  /** The version read in the synchronous part of this task of the event loop, or -1 (see the module comment). */
+  private thisTask = -1;
+  private readonly endTask = () => {
+    this.thisTask = -1;
+  };
 
   /** @param shmPath the database's `-shm` file (`cubby.db-shm`) */
   constructor(private readonly shmPath: string) {}
@@ -42,6 +55,7 @@ export class ChangeWatch {
    * read (no `-shm`: not in WAL mode) every call returns a new value, so nothing is ever reused.
    */
   version(): number {
+    if (this.thisTask >= 0) return this.thisTask;
     if (this.fd === undefined) {
       try {
         this.fd = fs.openSync(this.shmPath, "r");
@@ -60,7 +74,14 @@ export class ChangeWatch {
       this.scratch.copy(this.seen);
       this.current++;
     }
+    this.thisTask = this.current;
+    queueMicrotask(this.endTask);
     return this.current;
+  }
+
+  /** This process wrote to the database (committed or not): the next {@link version} reads the header again. */
+  wrote(): void {
+    this.thisTask = -1;
   }
 
   /** Closes the `-shm` descriptor, after the database's connections (see the module comment). */

@@ -118,9 +118,12 @@ export class SqliteMetadataStore implements MetadataStore {
     this.changes.close();
   }
 
-  /** Runs `job` once every write queued before it has finished. */
+  /**
+   * Runs `job` once every write queued before it has finished. When it has, the change watch
+   * reads the header afresh: what this process just wrote must be seen within the same turn.
+   */
   private exclusive<T>(job: () => Promise<T>): Promise<T> {
-    const run = this.queue.then(job, job);
+    const run = this.queue.then(job, job).finally(() => this.changes.wrote());
     this.queue = run.catch(() => {});
     return run;
   }

@@ -32,26 +32,52 @@ function commitFromAnotherProcess(sql: string): void {
   expect(r.exitCode).toBe(0);
 }
 
-test("the version holds while nothing commits, and moves on every commit, here or elsewhere", () => {
+/** Resolves in a later task of the event loop (the header is read at most once per task). */
+const nextTask = () => new Promise((resolve) => setImmediate(resolve));
+
+test("the version holds while nothing commits, and moves on every commit, here or elsewhere", async () => {
   const v0 = watch.version();
   db.query("SELECT * FROM t").all();
+  await nextTask();
   expect(watch.version()).toBe(v0);
   db.exec("UPDATE t SET v = 'two'");
+  await nextTask();
   const v1 = watch.version();
   expect(v1).toBeGreaterThan(v0);
+  await nextTask();
   expect(watch.version()).toBe(v1);
   commitFromAnotherProcess("UPDATE t SET v = 'three'");
+  await nextTask();
   const v2 = watch.version();
   expect(v2).toBeGreaterThan(v1);
   // A transaction that is rolled back commits nothing.
   db.exec("BEGIN IMMEDIATE; UPDATE t SET v = 'never'; ROLLBACK");
+  await nextTask();
   expect(watch.version()).toBe(v2);
+});
+
+test("the header is read once per task (until its microtasks run): a commit during it is seen in the next, or at once after a write of this process's", async () => {
+  const v0 = watch.version();
+  db.exec("UPDATE t SET v = 'elsewhere'"); // another connection's commit (spawnSync would run the microtasks)
+  // Requests served in this task arrived before the commit finished: the version they saw holds.
+  expect(watch.version()).toBe(v0);
+  await nextTask();
+  const v1 = watch.version();
+  expect(v1).toBeGreaterThan(v0);
+  db.exec("UPDATE t SET v = 'here'");
+  expect(watch.version()).toBe(v1);
+  watch.wrote(); // as the store does after each of its writes
+  expect(watch.version()).toBeGreaterThan(v1);
 });
 
 test("ReadCache serves a value until a commit, then reads it again", async () => {
   const cache = new ReadCache<string | null>(watch, 10);
   let loads = 0;
-  const read = () => cache.get("a", async () => (loads++, (db.query("SELECT v FROM t WHERE k = 'a'").get() as { v: string } | null)?.v ?? null));
+  // Each read is a request of its own task.
+  const read = async () => {
+    await nextTask();
+    return cache.get("a", async () => (loads++, (db.query("SELECT v FROM t WHERE k = 'a'").get() as { v: string } | null)?.v ?? null));
+  };
   expect([await read(), await read(), loads]).toEqual(["one", "one", 1]);
   commitFromAnotherProcess("DELETE FROM t WHERE k = 'a'");
   expect([await read(), loads]).toEqual([null, 2]);
