@@ -17,7 +17,7 @@ import type { ContentRequest } from "../http/content.ts";
 import type { AccessLog } from "./access-log.ts";
 import { decideContentNow, type ContentOptions } from "./content.ts";
 import { templateOf, type Route } from "./dispatch.ts";
-import { headerValue } from "./node-bridge.ts";
+import { HeaderLookup, headerValue } from "./node-bridge.ts";
 import { responseTapFile, StreamTap } from "./response-tap.ts";
 
 /** A content URL as the dispatch routes it. */
@@ -70,7 +70,7 @@ export class ContentNow {
     const context = this.accessLog.begin(method, route.pathname, peer, headerValue(headers, "x-forwarded-for"), headerValue(headers, "x-request-id"));
     const request: ContentRequest = {
       method,
-      headers: { get: (name) => headerValue(headers, name) },
+      headers: new HeaderLookup(headers),
       pathname: route.pathname,
       search: route.search,
       clientAddress: context.clientAddress,
@@ -83,7 +83,7 @@ export class ContentNow {
     if (reply.range !== undefined && method === "GET") {
       const cached = content?.cached;
       if (cached === undefined) return undefined; // read from the store: the usual way streams it
-      body = cached.subarray(reply.range.start, reply.range.start + reply.range.length);
+      body = reply.range.start === 0 && reply.range.length === cached.byteLength ? cached : cached.subarray(reply.range.start, reply.range.start + reply.range.length);
     }
     context.route = templateOf(route);
     return new ImmediateAnswer(reply.status, reply.headers, body, context, this.accessLog);

@@ -10,7 +10,7 @@
  * `X-Request-Id`, the access-log line and metrics when the stream closes, and the tests'
  * response tap. Bytes sent are counted by the connection's socket (h2-socket.ts).
  */
-import http2, { type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
+import http2, { type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 import type { RequestContext } from "../context/request-context.ts";
 import { report } from "../context/report.ts";
 import type { ContentRequest } from "../http/content.ts";
@@ -21,7 +21,7 @@ import type { ContentNow } from "./content-now.ts";
 import { decideContent, H2_PLAN, writeContent, type ContentDecision, type ContentOptions, type ContentWriter } from "./content.ts";
 import { routeOf, templateOf } from "./dispatch.ts";
 import { isAnswerable, listenForErrors, resetStream, respondHead, respondWhole } from "./h2-respond.ts";
-import { headerValue, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
+import { HeaderLookup, headerValue, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
 import { isValidAuthority } from "./request-target.ts";
 import { responseTapFile, StreamTap } from "./response-tap.ts";
 
@@ -33,6 +33,20 @@ export interface H2StreamOptions {
   /** Content answers that need no I/O, written in the turn the stream opened; undefined: none. */
   contentNow: ContentNow | undefined;
   accessLog: AccessLog;
+}
+
+/** The TCP peer of each HTTP/2 session: reading it through `session.socket` costs a Proxy trap and two getters a stream. */
+const peers = new WeakMap<Http2Session, string | undefined>();
+
+/** Notes a new session's TCP peer address (the `session` event). */
+export function notePeer(session: Http2Session, address: string | undefined): void {
+  peers.set(session, address);
+}
+
+/** The TCP peer address of `stream`'s session. */
+function peerOf(stream: ServerHttp2Stream): string | undefined {
+  const session = stream.session;
+  return session === undefined ? undefined : (peers.get(session) ?? session.socket?.remoteAddress);
 }
 
 /** The listener for the HTTP/2 server's `stream` event (the server is given no `request` listener). */
@@ -73,7 +87,7 @@ function serveOnStream(opts: H2StreamOptions, stream: ServerHttp2Stream, headers
   const route = routeOf(method, target, opts.rpcPaths);
   if (route.kind !== "content" && route.kind !== "share") return false;
 
-  const now = route.kind === "content" ? opts.contentNow?.answer(method, route, headers, stream.session?.socket?.remoteAddress) : undefined;
+  const now = route.kind === "content" ? opts.contentNow?.answer(method, route, headers, peerOf(stream)) : undefined;
   if (now !== undefined && isAnswerable(stream)) {
     listenForErrors(stream);
     respondWhole(stream, now.status, now.headers, now.body, now.context.requestId);
@@ -81,11 +95,11 @@ function serveOnStream(opts: H2StreamOptions, stream: ServerHttp2Stream, headers
     return true;
   }
 
-  const context = opts.accessLog.begin(method, route.pathname, stream.session?.socket?.remoteAddress, headerValue(headers, "x-forwarded-for"), headerValue(headers, "x-request-id"));
+  const context = opts.accessLog.begin(method, route.pathname, peerOf(stream), headerValue(headers, "x-forwarded-for"), headerValue(headers, "x-request-id"));
   context.route = templateOf(route);
   const request: ContentRequest = {
     method,
-    headers: { get: (name) => headerValue(headers, name) },
+    headers: new HeaderLookup(headers),
     pathname: route.pathname,
     search: route.search,
     clientAddress: context.clientAddress,

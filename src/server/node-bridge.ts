@@ -7,6 +7,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { Duplex } from "node:stream";
+import type { HeaderSource } from "../auth/principal.ts";
 import type { RequestContext } from "../context/request-context.ts";
 import { report } from "../context/report.ts";
 import { AppError, httpStatusOf, toRpcStatus } from "../errors.ts";
@@ -31,10 +32,19 @@ export function headerOf(req: NodeRequest, name: string): string | null {
 }
 
 /** {@link headerOf} on a headers object (`node:http2`'s stream headers). */
-export function headerValue(headers: Record<string, string | string[] | undefined>, name: string): string | null {
+export function headerValue(headers: Readonly<Record<string, string | string[] | undefined>>, name: string): string | null {
   const v = headers[name];
   if (v === undefined) return null;
   return Array.isArray(v) ? v.join(name === "cookie" ? "; " : ", ") : v;
+}
+
+/** A headers object by lower-case name as a {@link HeaderSource} (what the authenticator and content replies read). */
+export class HeaderLookup implements HeaderSource {
+  constructor(private readonly headers: Readonly<Record<string, string | string[] | undefined>>) {}
+
+  get(name: string): string | null {
+    return headerValue(this.headers, name);
+  }
 }
 
 /**

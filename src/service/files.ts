@@ -371,7 +371,7 @@ export class FileService {
    */
   openContentNow(id: string): FileContent | undefined {
     const file = this.readable.peek(id)?.value;
-    if (file === undefined || file.visibility !== "public" || isExpired(file, this.deps.clock.nowMicros())) return undefined;
+    if (file === undefined || file.visibility !== "public" || isExpired(file, this.deps.clock)) return undefined;
     return this.contentOf(file);
   }
 
@@ -393,14 +393,14 @@ export class FileService {
    */
   private async findForRead(id: string): Promise<FileRecord | undefined> {
     const file = await this.readable.get(id, () => this.deps.store.files.get(id));
-    return file === undefined || isExpired(file, this.deps.clock.nowMicros()) ? undefined : file;
+    return file === undefined || isExpired(file, this.deps.clock) ? undefined : file;
   }
 
   /** The file if `principal` owns it; 404 when they cannot see it, 403 when they can but do not own it. */
   private async ownedForWrite(tables: MetadataTables, principal: Principal, id: string, scope: Scope = "files.write"): Promise<FileRecord> {
     requireScope(principal, scope);
     const file = await tables.files.get(id);
-    if (file === undefined || isExpired(file, this.deps.clock.nowMicros()) || !canSee(principal, file)) throw notFound();
+    if (file === undefined || isExpired(file, this.deps.clock) || !canSee(principal, file)) throw notFound();
     if (file.ownerId !== principal.userId) {
       throw new AppError("permission_denied", "only the file's owner can change it");
     }
@@ -442,9 +442,9 @@ export function pageOf(rows: FileRecord[], pageSize: number): FilePage {
   return { files: page, next: more && last ? { createdAt: last.createdAt, id: last.id } : undefined };
 }
 
-/** Whether a file's expiry (CONTRACT §8) has passed at `now` (Unix microseconds). */
-function isExpired(file: FileRecord, now: number): boolean {
-  return file.expiresAt !== null && file.expiresAt <= now;
+/** Whether a file's expiry (CONTRACT §8) has passed by `clock` (read only for a file that expires). */
+function isExpired(file: FileRecord, clock: Clock): boolean {
+  return file.expiresAt !== null && file.expiresAt <= clock.nowMicros();
 }
 
 /** The metadata read rule: owners see their files; other signed-in users see internal and public ones. */
