@@ -8,6 +8,7 @@
  *   npm run bench                      # 3 rounds of 5 s per workload; writes docs/
  *   npm run bench -- --smoke           # 1 round of 1 s, small sizes, writes nothing (CI)
  *   npm run bench -- --seconds 10 --rounds 5 --no-build
+ *   npm run bench -- --only 4,5 --binary ../old/dist/cubby   # another build, this harness
  *
  * Installs nothing: a missing tool is named with the command that installs it, and the rows
  * that need it are reported as skipped.
@@ -28,6 +29,8 @@ const { values: flags } = parseArgs({
     seconds: { type: "string" },
     rounds: { type: "string" },
     "no-build": { type: "boolean", default: false },
+    /** Measures this executable (an older commit's build, say) instead of building dist/cubby. */
+    binary: { type: "string" },
     only: { type: "string" },
   },
 });
@@ -44,7 +47,7 @@ const MEDIUM = SMOKE ? 16 * 2 ** 20 : 256 * 2 ** 20;
 const LIST_FILES = SMOKE ? 1000 : 10_000;
 const root = path.resolve(import.meta.dir, "../..");
 const bun = process.execPath;
-const cubby = path.join(root, "dist/cubby");
+const cubby = flags.binary === undefined ? path.join(root, "dist/cubby") : path.resolve(flags.binary);
 
 // --- tools ---
 const TOOLS: Record<string, string> = {
@@ -83,25 +86,33 @@ const cleanup = () => {
 process.on("exit", cleanup);
 process.on("SIGINT", () => process.exit(130));
 
-/** Spawns a long-running process; resolves with the first stdout match of `ready`. */
+let spawned = 0;
+/**
+ * Spawns a long-running process with its stdout (cubby's access log) in a file of the work
+ * directory, as nginx's access log is: nothing in the bench reads it while the process serves.
+ * Resolves with the first match of `ready` in it, watching the file for writes.
+ * @throws when the process exits before printing it
+ */
 async function spawnReady(cmd: string[], ready: RegExp, env: Record<string, string> = {}): Promise<{ proc: Subprocess; match: RegExpExecArray }> {
-  const proc = Bun.spawn(cmd, { cwd: root, stdout: "pipe", stderr: "inherit", env: { ...process.env, ...env }, detached: true });
+  const log = path.join(work, `stdout-${++spawned}.log`);
+  const fd = fs.openSync(log, "a");
+  const proc = Bun.spawn(cmd, { cwd: root, stdout: fd, stderr: "inherit", env: { ...process.env, ...env }, detached: true });
+  fs.closeSync(fd);
   children.add(proc);
-  const reader = proc.stdout.getReader();
-  const decoder = new TextDecoder();
-  let seen = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`${cmd.join(" ")} exited before printing ${ready}: ${seen}`);
-    seen += decoder.decode(value);
-    const match = ready.exec(seen);
-    if (match) {
-      void (async () => {
-        while (!(await reader.read()).done);
-      })();
-      return { proc, match };
-    }
-  }
+  const match = await new Promise<RegExpExecArray>((resolve, reject) => {
+    const watcher = fs.watch(log);
+    const check = () => {
+      const seen = fs.readFileSync(log, "utf8");
+      const m = ready.exec(seen);
+      if (m !== null || proc.exitCode !== null) watcher.close();
+      if (m !== null) resolve(m);
+      else if (proc.exitCode !== null) reject(new Error(`${cmd.join(" ")} exited before printing ${ready}: ${seen}`));
+    };
+    watcher.on("change", check);
+    void proc.exited.then(check);
+    check();
+  });
+  return { proc, match };
 }
 
 /** Runs a command to completion. @returns stdout and stderr @throws on a non-zero exit */
@@ -185,7 +196,7 @@ async function pair(subject: () => Promise<number>, anchor: () => Promise<number
 }
 
 // --- setup ---
-if (!flags["no-build"] || !fs.existsSync(cubby)) {
+if (flags.binary === undefined && (!flags["no-build"] || !fs.existsSync(cubby))) {
   console.error("bench: building dist/cubby");
   await run([bun, "scripts/build.ts"]);
 }
@@ -216,9 +227,11 @@ const largeId = await upload(Bun.file(path.join(www, "large.bin")), "?visibility
 /**
  * Starts nginx with `servers` in its http block, in `dir`, and waits until `probe` answers 200:
  * one process (no master) by default, else a master and `workers` workers, in a process group
- * of their own that {@link killGroup} stops whole.
+ * of their own that {@link killGroup} stops whole. With `accessLog` (an anchor for cubby, which
+ * logs every request) every request is logged to a file, buffered as cubby's log is batched.
  */
-async function startNginx(dir: string, servers: string, probe: string, workers = 0): Promise<Subprocess> {
+async function startNginx(dir: string, servers: string, probe: string, opts: { workers?: number; accessLog?: boolean } = {}): Promise<Subprocess> {
+  const workers = opts.workers ?? 0;
   fs.mkdirSync(dir, { recursive: true });
   const conf = path.join(dir, "nginx.conf");
   const user = process.getuid?.() === 0 ? "user root root;" : "";
@@ -230,7 +243,7 @@ pid ${dir}/nginx.pid;
 error_log ${dir}/nginx-error.log;
 events { worker_connections 4096; }
 http {
-  access_log off;
+  access_log ${opts.accessLog === true ? `${dir}/access.log combined buffer=64k flush=1s` : "off"};
   client_body_temp_path ${dir}/nginx-body;
   proxy_temp_path ${dir}/nginx-proxy;
   fastcgi_temp_path ${dir}/nginx-fastcgi;
@@ -256,7 +269,7 @@ ${servers}
 let nginxPort: number | undefined;
 if (has("nginx")) {
   nginxPort = await freePort();
-  await startNginx(path.join(work, "nginx"), `  server { listen 127.0.0.1:${nginxPort}; root ${www}; }`, `http://127.0.0.1:${nginxPort}/small.bin`);
+  await startNginx(path.join(work, "nginx"), `  server { listen 127.0.0.1:${nginxPort}; root ${www}; }`, `http://127.0.0.1:${nginxPort}/small.bin`, { accessLog: true });
 }
 const bunFile = await spawnReady([bun, "scripts/bench/anchor-bun-file.ts", path.join(www, "small.bin")], /listening on port (\d+)/);
 const bunFileH2 = await spawnReady([bun, "scripts/bench/anchor-bun-file.ts", path.join(www, "small.bin"), "--h2"], /listening on port (\d+)/);
@@ -652,7 +665,7 @@ if (want(15) && has("wrk", "nginx")) {
   step("small public GET: WORKERS=2 vs nginx with 2 workers");
   const two = await smallFileServer("workers-2", { WORKERS: "2" });
   const nginx2Port = await freePort();
-  const nginx2 = await startNginx(path.join(work, "nginx-2"), `  server { listen 127.0.0.1:${nginx2Port}; root ${www}; }`, `http://127.0.0.1:${nginx2Port}/small.bin`, 2);
+  const nginx2 = await startNginx(path.join(work, "nginx-2"), `  server { listen 127.0.0.1:${nginx2Port}; root ${www}; }`, `http://127.0.0.1:${nginx2Port}/small.bin`, { workers: 2, accessLog: true });
   const [c, n] = await pair(
     async () => (await wrk(two.url, { connections: 64, threads: 2 })).rps,
     async () => (await wrk(`http://127.0.0.1:${nginx2Port}/small.bin`, { connections: 64, threads: 2 })).rps,
@@ -667,7 +680,7 @@ const node = has("node") ? (await run(["node", "--version"])).out.trim() : "no N
 const header = `${SMOKE ? "SMOKE run (1 round of 1 s, small sizes: not a measurement). " : ""}${ROUNDS} alternating round(s) of ${SECONDS} s per workload, medians; ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? "?"}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Bun ${Bun.version}, Node ${node}, ${new Date().toISOString().slice(0, 10)}`;
 const table = markdownTable(rows);
 console.log(`\n${header}\n\n${table}`);
-if (!SMOKE && ONLY === undefined) {
+if (!SMOKE && ONLY === undefined && flags.binary === undefined) {
   const doc = path.join(root, "docs/benchmarks.md");
   const text = fs.readFileSync(doc, "utf8");
   const start = "<!-- bench:start -->";
