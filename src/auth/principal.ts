@@ -127,6 +127,22 @@ export class Authenticator {
   }
 
   /**
+   * {@link optional} without waiting: null for a request without credentials, the principal of
+   * a bearer key that KeyService.authenticateNow resolves from its caches, and undefined for
+   * anything else (a session cookie, a key that needs a lookup or is not live, a rate-limited
+   * address), which `optional` then decides, counting and refusing as it does.
+   */
+  optionalNow(request: RequestLike): Principal | null | undefined {
+    const authorization = request.headers.get("authorization");
+    if (authorization === null) return this.sessionToken(request.headers) === undefined ? null : undefined;
+    if (this.failures.retryAfterSeconds(request.clientAddress) > 0) return undefined;
+    const bearer = bearerToken(authorization);
+    const principal = bearer === undefined ? undefined : this.keys.authenticateNow(bearer);
+    if (principal !== undefined && request.context !== undefined) request.context.userId = principal.userId;
+    return principal;
+  }
+
+  /**
    * The dashboard session, or null when the request has none or an invalid one (`/auth/session`
    * reports "signed out" rather than failing). Bearer keys are not looked at.
    * @throws AppError resource_exhausted (429, with Retry-After) when the request carries a

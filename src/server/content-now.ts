@@ -1,14 +1,16 @@
 /**
  * Content answered at once. The request a file sharing service answers most — GET or HEAD of a
- * public file's content URL — usually needs no I/O: the file's row is in the read cache (valid
- * while nothing commits, service/read-cache.ts) and a small file's bytes are in the blob cache.
+ * file's content URL — usually needs no I/O: the file's row is in the read cache (valid while
+ * nothing commits, service/read-cache.ts), a small file's bytes are in the blob cache, and a
+ * bearer key's row and its user's account are cached too (Authenticator.optionalNow).
  * Such a request is decided and written in the turn it arrived, by whichever protocol read it
  * (http1-fast.ts, h2-content.ts), without the Node-style request and response objects, the
  * promises and the listeners of the usual path (server/content.ts), which cost a small GET more
  * than reading and writing its socket did (docs/benchmarks.md, issue 16).
  *
- * Anything else — a file that is not public, a row not cached, content not in memory, a share
- * link, an error to answer — returns undefined and goes the usual way. The answer is the same
+ * Anything else — a session cookie, a row or key not cached, a last use to record, content
+ * not in memory, a share link, an error to answer — returns undefined and goes the usual way,
+ * which also counts failed credentials against the rate limit. The answer is the same
  * either way: both come from `contentReply` (http/content.ts), and
  * test/integration/content-now.test.ts compares them byte for byte.
  */

@@ -83,13 +83,14 @@ export async function decideContent(opts: ContentOptions, request: ContentReques
 }
 
 /**
- * {@link decideContent} without waiting, for the answers that need no I/O: a public file whose
- * row is in the read cache (FileService.openContentNow). Undefined when the answer needs a
- * lookup, credentials or an error (decideContent then gives it); never throws.
+ * {@link decideContent} without waiting, for the answers that need no I/O: a file whose row is
+ * in the read cache, public or opened by credentials the caches resolve
+ * (FileService.openContentNow, Authenticator.optionalNow). Undefined when the answer needs a
+ * lookup or an error (decideContent then gives it); never throws.
  */
 export function decideContentNow(opts: ContentOptions, request: ContentRequest, target: { id: string; slug: string | undefined }): ContentDecision | undefined {
   if (!isFileId(target.id)) return undefined;
-  const content = opts.deps.files.openContentNow(target.id);
+  const content = opts.deps.files.openContentNow(target.id, () => opts.deps.auth.optionalNow(request));
   if (content === undefined) return undefined;
   try {
     return { reply: contentReply(content.file, request, target.slug, opts.deps.baseUrl()), content };

@@ -30,7 +30,7 @@ export class AccountStatus {
     const account = await this.accounts.get(userId, () => this.deps.store.users.account(userId));
     if (account === undefined || account.disabledAt !== null) return false;
     const now = this.deps.clock.nowMicros();
-    if (account.lastSeenAt === null || now - account.lastSeenAt >= LAST_SEEN_RESOLUTION_MICROS) {
+    if (lastSeenDue(account, now)) {
       try {
         await this.deps.store.users.touch(userId, now);
       } catch (err) {
@@ -40,4 +40,19 @@ export class AccountStatus {
     }
     return true;
   }
+
+  /**
+   * {@link admit} without waiting: true when the account is in the cache and current, enabled,
+   * and its last-seen time needs no write; undefined when `admit` must decide (or would refuse).
+   */
+  admitNow(userId: string): true | undefined {
+    const account = this.accounts.peek(userId)?.value;
+    if (account === undefined || account.disabledAt !== null || lastSeenDue(account, this.deps.clock.nowMicros())) return undefined;
+    return true;
+  }
+}
+
+/** Whether a request now must record the user as last seen. */
+function lastSeenDue(account: UserAccount, now: number): boolean {
+  return account.lastSeenAt === null || now - account.lastSeenAt >= LAST_SEEN_RESOLUTION_MICROS;
 }

@@ -364,14 +364,20 @@ export class FileService {
   }
 
   /**
-   * {@link openContent} of a public file, answered from the read cache without waiting: the
-   * content when the file's row is cached and current, the file is public and not expired;
-   * undefined when that cannot be known without a lookup, or the answer is anything else (not
-   * found, credentials needed), which {@link openContent} then gives. Never throws.
+   * {@link openContent} answered from the read cache without waiting: the content when the
+   * file's row is cached and current, it has not expired, and it is public or `principalNow`
+   * (asked only then) gives a principal who may open it; undefined when that cannot be known
+   * without I/O, or the answer is anything else (not found, credentials needed or refused),
+   * which {@link openContent} then gives. Never throws.
+   * @param principalNow the caller without waiting: null for anonymous, undefined when unknown
    */
-  openContentNow(id: string): FileContent | undefined {
+  openContentNow(id: string, principalNow: () => Principal | null | undefined): FileContent | undefined {
     const file = this.readable.peek(id)?.value;
-    if (file === undefined || file.visibility !== "public" || isExpired(file, this.deps.clock)) return undefined;
+    if (file === undefined || isExpired(file, this.deps.clock)) return undefined;
+    if (file.visibility !== "public") {
+      const principal = principalNow();
+      if (principal === null || principal === undefined || !canSee(principal, file) || !principal.scopes.has("files.read")) return undefined;
+    }
     return this.contentOf(file);
   }
 

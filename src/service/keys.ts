@@ -124,9 +124,9 @@ export class KeyService {
     const row = await this.lookups.get(hash.toString("base64"), () => this.deps.store.keys.byHash(hash));
     if (!row) return null;
     const now = this.deps.clock.nowMicros();
-    if (row.expiresAt !== null && row.expiresAt <= now) return null;
+    if (isExpiredKey(row, now)) return null;
     if (!(await this.deps.accounts.admit(row.userId))) return null;
-    if (row.lastUsedAt === null || now - row.lastUsedAt >= LAST_USED_RESOLUTION_MICROS) {
+    if (lastUseDue(row, now)) {
       try {
         await this.deps.store.keys.touch(row.id, now);
       } catch (err) {
@@ -136,6 +136,29 @@ export class KeyService {
     }
     return { userId: row.userId, via: "api_key", scopes: scopesOf(row.scopes) };
   }
+
+  /**
+   * {@link authenticate} without waiting, for a live key whose row and user are in the read
+   * caches and current, and whose last use (and its user's last-seen time) needs no write;
+   * undefined when `authenticate` must decide, also for a token that is not a live key.
+   */
+  authenticateNow(token: string): Principal | undefined {
+    if (!isApiKeyShaped(token)) return undefined;
+    const row = this.lookups.peek(hashApiKey(token).toString("base64"))?.value;
+    if (row === undefined) return undefined;
+    const now = this.deps.clock.nowMicros();
+    if (isExpiredKey(row, now) || lastUseDue(row, now) || this.deps.accounts.admitNow(row.userId) === undefined) return undefined;
+    return { userId: row.userId, via: "api_key", scopes: scopesOf(row.scopes) };
+  }
+}
+
+function isExpiredKey(row: ApiKeyRow, now: number): boolean {
+  return row.expiresAt !== null && row.expiresAt <= now;
+}
+
+/** Whether a request now must record the key's last use. */
+function lastUseDue(row: ApiKeyRow, now: number): boolean {
+  return row.lastUsedAt === null || now - row.lastUsedAt >= LAST_USED_RESOLUTION_MICROS;
 }
 
 /** A row as listed. */
