@@ -138,15 +138,24 @@ function bodyProblem(r: TappedResponse, pointer: string, where: string): string 
 }
 
 /**
- * Reads a response log (one {@link TappedResponse} per line) and returns every problem found,
- * each once with how often it occurred.
+ * The records of a response log, one {@link TappedResponse} per line. A last line without its
+ * newline is left out: the server was killed while appending it (a write to a file stops at a
+ * page boundary when SIGKILL arrives, so a large record can be cut; seen once in the archive test).
+ */
+export function readResponseLog(file: string): TappedResponse[] {
+  const text = fs.existsSync(file) ? fs.readFileSync(file, "utf8") : "";
+  const lines = text.split("\n");
+  lines.pop(); // "" after the last newline, or the cut record
+  return lines.filter((line) => line !== "").map((line) => JSON.parse(line) as TappedResponse);
+}
+
+/**
+ * Reads a response log and returns every problem found, each once with how often it occurred.
  */
 export function checkResponseLog(file: string): string[] {
-  const text = fs.existsSync(file) ? fs.readFileSync(file, "utf8") : "";
   const problems = new Map<string, number>();
-  for (const line of text.split("\n")) {
-    if (line === "") continue;
-    const problem = problemOf(JSON.parse(line) as TappedResponse);
+  for (const record of readResponseLog(file)) {
+    const problem = problemOf(record);
     if (problem !== undefined) problems.set(problem, (problems.get(problem) ?? 0) + 1);
   }
   return [...problems].map(([p, n]) => (n === 1 ? p : `${p} (×${n})`));

@@ -9,7 +9,7 @@ import type { Subprocess } from "bun";
 import type { FileJson } from "../../src/domain/file.ts";
 import type { TappedResponse } from "../../src/server/response-tap.ts";
 import { backendEnv } from "./backend.ts";
-import { checkResponseLog } from "./openapi-check.ts";
+import { checkResponseLog, readResponseLog } from "./openapi-check.ts";
 import { childrenOf, waitGone } from "./processes.ts";
 
 export const ROOT = path.resolve(import.meta.dir, "../..");
@@ -207,14 +207,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       await waitGone(workers, 5000);
     },
     responseProblems: () => (responseLog === undefined ? [] : checkResponseLog(responseLog)),
-    responses: () =>
-      responseLog === undefined
-        ? []
-        : fs
-            .readFileSync(responseLog, "utf8")
-            .split("\n")
-            .filter((line) => line !== "")
-            .map((line) => JSON.parse(line) as TappedResponse),
+    responses: () => (responseLog === undefined ? [] : readResponseLog(responseLog)),
     async [Symbol.asyncDispose]() {
       await server.kill9();
       if (ownDir !== undefined) fs.rmSync(ownDir, { recursive: true, force: true });
