@@ -84,7 +84,9 @@ const cleanup = () => {
   fs.rmSync(work, { recursive: true, force: true });
 };
 process.on("exit", cleanup);
+// A stopped bench (Ctrl-C, `kill`, `timeout`) stops what it started too.
 process.on("SIGINT", () => process.exit(130));
+process.on("SIGTERM", () => process.exit(143));
 
 let spawned = 0;
 /**
