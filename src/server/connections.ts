@@ -153,17 +153,19 @@ export class Connections {
   }
 
   /**
-   * An HTTP/1.1 request on `socket` has been answered the moment its headers were complete
-   * (content-now.ts): its header clock stops, as for {@link onHttp1Request} and the response's end.
+   * An HTTP/1.1 request on `socket` is answered the moment its headers were complete
+   * (content-now.ts): its header clock stops, as in {@link onHttp1Request}, and it is in flight
+   * (a stop does not cut the connection) until {@link http1AnswerWritten}.
    * @returns whether the connection may carry another request: false once the server stops
    */
-  answeredAtOnce(socket: Duplex): boolean {
-    const deadline = this.http1.get(socket)?.deadline;
-    if (deadline !== undefined) {
-      deadline.onRequest();
-      deadline.onResponseDone();
-    }
+  http1AnswerBegun(socket: Duplex): boolean {
+    this.http1.get(socket)?.deadline.onRequest();
     return !this.stopping;
+  }
+
+  /** The answer of {@link http1AnswerBegun} has left the socket's buffer. */
+  http1AnswerWritten(socket: Duplex): void {
+    this.http1.get(socket)?.deadline.onResponseDone();
   }
 
   /**

@@ -72,10 +72,13 @@ export interface FastPathOptions<R> {
    */
   answerNow?: (head: FastHead, route: R, socket: Socket) => ImmediateAnswer | undefined;
   /**
-   * A request of `socket` is answered at once (its header clock stops).
+   * A request of `socket` is being answered at once: its header clock stops, and it is in
+   * flight until {@link answerWritten}.
    * @returns whether the connection may carry another request (false once the server stops)
    */
-  answeredNow?: (socket: Socket) => boolean;
+  answeringNow?: (socket: Socket) => boolean;
+  /** The answer given at once on `socket` has left the socket's buffer (not called if the connection closes first). */
+  answerWritten?: (socket: Socket) => void;
   /** Gives the connection to node:http, paused, with its unread bytes put back. */
   onHandOver: (socket: Socket) => void;
   /** A request's head has arrived whole while the one before it is being answered (its header clock stops). */
@@ -121,11 +124,12 @@ class FastConnection<R> implements ResponseOwner {
   /** Whether a pipelined head (or more than a head may take) waits for the response in flight. */
   private headWaiting = false;
   private looping = false;
-  /** An answer written at once is still in the socket's buffer: the next request waits for `drain`. */
+  /** An answer written at once is still in the socket's buffer: the next request waits until it has left. */
   private draining = false;
   private done = false;
   private readonly onData = (chunk: Buffer) => this.received(chunk);
   private readonly onClose = () => this.closed();
+  private readonly onWrittenNow = (err?: Error | null) => this.writtenNow(err);
 
   constructor(
     private readonly socket: Socket,
@@ -238,11 +242,14 @@ class FastConnection<R> implements ResponseOwner {
   /**
    * Writes an answer decided at once in one `write`, as FastResponse would frame it (the same
    * head: status line, X-Request-Id, the reply's headers, Date, Connection and Keep-Alive).
-   * The next request is read once the bytes have left the socket's buffer.
+   * The next request is read once the bytes have left the socket's buffer: at once, or when the
+   * write's callback says so. Not on `drain`: a stream emits that only after a write that
+   * reached its high-water mark (16 KiB), and a smaller answer the kernel took in part would
+   * leave the connection waiting for good.
    */
   private writeNow(head: FastHead, answer: ImmediateAnswer): void {
     const socket = this.socket;
-    const keepAlive = (this.opts.answeredNow?.(socket) ?? true) && head.keepAlive;
+    const keepAlive = (this.opts.answeringNow?.(socket) ?? true) && head.keepAlive;
     const first = `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\nx-request-id: ${answer.context.requestId}\r\n`;
     const block = headerBlock(answer.headers);
     const last = `Date: ${httpDate()}\r\n${keepAlive ? `Connection: keep-alive\r\nKeep-Alive: timeout=${this.opts.keepAliveSeconds}\r\n\r\n` : "Connection: close\r\n\r\n"}`;
@@ -254,21 +261,29 @@ class FastConnection<R> implements ResponseOwner {
     at += typeof block === "string" ? out.write(block, at, "latin1") : block.copy(out, at);
     at += out.write(last, at, "latin1");
     if (body !== undefined) out.set(body, at);
-    socket.write(pooled === undefined ? out : out.subarray(0, size));
+    socket.write(pooled === undefined ? out : out.subarray(0, size), this.onWrittenNow);
     // Bun's socket has written it all to the kernel by now, unless the client reads slowly.
-    const flushed = socket.writableLength === 0;
-    if (pooled !== undefined && flushed) reusePooled(pooled);
+    if (socket.writableLength === 0) {
+      if (pooled !== undefined) reusePooled(pooled);
+      this.opts.answerWritten?.(socket);
+    } else this.draining = true;
     answer.sent();
     if (!keepAlive) {
       this.finish();
       lingeringClose(socket);
-    } else if (!flushed) {
-      this.draining = true;
-      socket.once("drain", () => {
-        this.draining = false;
-        this.responseDone(true);
-      });
     }
+  }
+
+  /**
+   * A write of {@link writeNow} has completed (`err`: failed, the connection is closing). Also
+   * called, a tick late, for answers that left at once: only the one waited for counts, once
+   * nothing is left in the socket's buffer.
+   */
+  private writtenNow(err: Error | null | undefined): void {
+    if (!this.draining || err != null || this.socket.writableLength > 0) return;
+    this.draining = false;
+    this.opts.answerWritten?.(this.socket);
+    this.responseDone(true);
   }
 
   /** @see ResponseOwner */

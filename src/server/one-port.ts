@@ -175,7 +175,8 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
             if (typeof host === "string" && !isValidAuthority(host)) return undefined;
             return contentNow.answer(head.method, route, head.headers, s.remoteAddress);
           },
-          answeredNow: (s) => connections.answeredAtOnce(s),
+          answeringNow: (s) => connections.http1AnswerBegun(s),
+          answerWritten: (s) => connections.http1AnswerWritten(s),
           onHandOver: (s) => h1.emit("connection", s),
           onPipelinedHead: (s) => connections.onHttp1HeadReceived(s),
         });

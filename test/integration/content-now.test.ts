@@ -155,6 +155,44 @@ describe("HTTP/1.1", () => {
   }, 120_000);
 });
 
+/** The server side's Send-Q of the connection from local port `clientPort` (bytes the kernel holds unsent), from `ss`. */
+function serverSendQueue(serverPort: number, clientPort: number): number {
+  const out = Bun.spawnSync(["ss", "-tnH", "state", "established", `( sport = :${serverPort} and dport = :${clientPort} )`]).stdout.toString();
+  // Columns without the state: Recv-Q Send-Q Local:Port Peer:Port.
+  return Number(out.trim().split(/\s+/)[1] ?? 0);
+}
+
+describe("HTTP/1.1, a client that reads late", () => {
+  test("answers at once pipelined past what the socket's buffers hold all arrive once it reads (writes the kernel takes in part)", async () => {
+    // Under the socket's high-water mark (16 KiB), so a write it cannot finish still returns true.
+    const api = client(atOnce, keys.owner);
+    const f = await api.upload(new Uint8Array(8 * 1024).fill(97), "?visibility=public&name=late.txt", { "content-type": "text/plain" });
+    const get = `GET /${f.id} HTTP/1.1\r\nHost: localhost\r\n\r\n`;
+    const size = (await exchange(atOnce.port, get + `GET /${f.id} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`)).toString("latin1").indexOf("HTTP/1.1", 1);
+    expect(size).toBeGreaterThan(8 * 1024);
+    const COUNT = 2000; // ~17 MB of answers: more than the kernel buffers of a connection that is not read
+    const socket = net.connect({ host: "127.0.0.1", port: atOnce.port });
+    await new Promise<void>((resolve, reject) => socket.once("connect", resolve).once("error", reject));
+    socket.pause();
+    socket.write(get.repeat(COUNT), "latin1");
+    let received = 0;
+    socket.on("data", (d: Buffer) => (received += d.length));
+    const deadline = Date.now() + 10_000;
+    // The server's kernel holds bytes it cannot send: its next write is taken in part, or not at all.
+    while (serverSendQueue(atOnce.port, socket.localPort!) === 0) {
+      if (Date.now() > deadline) throw new Error("the server's send queue never filled");
+      await Bun.sleep(20);
+    }
+    socket.resume();
+    while (received < COUNT * size) {
+      if (Date.now() > deadline + 10_000) throw new Error(`${received} of ${COUNT * size} bytes arrived: the server stopped answering`);
+      await Bun.sleep(20);
+    }
+    socket.destroy();
+    expect(received).toBe(COUNT * size);
+  }, 30_000);
+});
+
 /** A response over h2c: its headers (`:status` among them, Date aside) and body. */
 async function h2Get(session: http2.ClientHttp2Session, r: Request): Promise<{ headers: http2.IncomingHttpHeaders; body: string }> {
   const stream = session.request({ ":method": r.method, ":path": targetOf(r), ...Object.fromEntries(headersOf(r)) });
