@@ -9,9 +9,10 @@ import type { Db } from "./db.ts";
 
 /**
  * Runs every pending migration of `list` (all embedded migrations by default). Which are pending
- * is read inside the write transaction (BEGIN IMMEDIATE), so two processes opening a new
+ * is read again inside the write transaction (BEGIN IMMEDIATE), so two processes opening a new
  * database at once (a server and a CLI command, or two instances) apply each migration once: the
- * second waits for the first's lock, then finds nothing left to do.
+ * second waits for the first's lock, then finds nothing left to do. When nothing is pending (every
+ * start but the first after an upgrade) no write lock is taken.
  * @returns how many were applied
  */
 export function migrate(db: Db, list = migrations): number {
@@ -19,12 +20,16 @@ export function migrate(db: Db, list = migrations): number {
   client.exec(
     `CREATE TABLE IF NOT EXISTS "__drizzle_migrations" (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at numeric)`,
   );
+  const pendingNow = () => {
+    const last = client
+      .query<{ created_at: number }, []>(`SELECT created_at FROM "__drizzle_migrations" ORDER BY created_at DESC LIMIT 1`)
+      .get();
+    return list.filter((m) => last === null || Number(last.created_at) < m.when);
+  };
+  if (pendingNow().length === 0) return 0;
   return client
     .transaction(() => {
-      const last = client
-        .query<{ created_at: number }, []>(`SELECT created_at FROM "__drizzle_migrations" ORDER BY created_at DESC LIMIT 1`)
-        .get();
-      const pending = list.filter((m) => last === null || Number(last.created_at) < m.when);
+      const pending = pendingNow();
       for (const m of pending) {
         for (const stmt of m.sql.split("--> statement-breakpoint")) {
           if (stmt.trim() !== "") client.exec(stmt);

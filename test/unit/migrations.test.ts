@@ -59,6 +59,23 @@ test("a database made by an older release is upgraded in place, its data kept", 
   db.$client.close();
 });
 
+test("with nothing pending, migrate takes no write lock (a start while another process writes does not wait for it)", () => {
+  using dir = tempDir();
+  const db = openDb(dir.path);
+  migrate(db);
+  const other = openDb(dir.path);
+  other.$client.exec("PRAGMA busy_timeout = 0");
+  db.$client.exec("PRAGMA busy_timeout = 0");
+  other.$client.exec("BEGIN IMMEDIATE");
+  try {
+    expect(migrate(db)).toBe(0); // "database is locked" if it asked for the write lock
+  } finally {
+    other.$client.exec("ROLLBACK");
+    other.$client.close();
+    db.$client.close();
+  }
+});
+
 test("processes migrating one new database at once apply each migration once", async () => {
   // As a server and `cubby keys create` started together on an empty data directory: one waits
   // for the other's write lock, then finds nothing pending (each used to decide what was
