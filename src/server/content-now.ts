@@ -15,11 +15,10 @@
  * test/integration/content-now.test.ts compares them byte for byte.
  */
 import type { RequestContext } from "../context/request-context.ts";
-import type { ContentRequest } from "../http/content.ts";
 import type { AccessLog } from "./access-log.ts";
-import { decideContentNow, type ContentOptions } from "./content.ts";
+import { contentRequestOf, decideContentNow, type ContentOptions } from "./content.ts";
 import { templateOf, type Route } from "./dispatch.ts";
-import { HeaderLookup, headerValue } from "./node-bridge.ts";
+import { headerValue } from "./node-bridge.ts";
 import { responseTapFile, StreamTap } from "./response-tap.ts";
 
 /** A content URL as the dispatch routes it. */
@@ -70,15 +69,7 @@ export class ContentNow {
    */
   answer(method: "GET" | "HEAD", route: ContentRoute, headers: Readonly<Record<string, string | string[] | undefined>>, peer: string | undefined): ImmediateAnswer | undefined {
     const context = this.accessLog.begin(method, route.pathname, peer, headerValue(headers, "x-forwarded-for"), headerValue(headers, "x-request-id"));
-    const request: ContentRequest = {
-      method,
-      headers: new HeaderLookup(headers),
-      pathname: route.pathname,
-      search: route.search,
-      clientAddress: context.clientAddress,
-      context,
-    };
-    const decision = decideContentNow(this.content, request, route);
+    const decision = decideContentNow(this.content, contentRequestOf(method, route, headers, context), route);
     if (decision === undefined || decision.reply.body !== undefined) return undefined;
     const { reply, content } = decision;
     let body: Uint8Array | undefined;

@@ -16,7 +16,7 @@ import { errorResponse } from "../http/respond.ts";
 import { isFileId } from "../domain/ids.ts";
 import type { FileContent } from "../service/files.ts";
 import type { ByteRange, ReadPlan } from "../storage/ports.ts";
-import { failed, headerOf, writeResponse, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
+import { failed, HeaderLookup, headerOf, writeResponse, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
 
 export interface ContentOptions {
   deps: ContentDeps & ShareContentDeps;
@@ -108,6 +108,15 @@ export function serveShare(opts: ContentOptions, req: NodeRequest, res: NodeResp
 function contentRequest(req: NodeRequest, pathname: string, search: string, context: RequestContext): ContentRequest {
   const headers: HeaderSource = { get: (name) => headerOf(req, name) };
   return { method: req.method ?? "GET", headers, pathname, search, clientAddress: context.clientAddress, context };
+}
+
+/**
+ * The {@link ContentRequest} of a request read without a Node request object (an HTTP/2
+ * stream's headers, the HTTP/1.1 fast path's head).
+ * @param headers by lower-case name, repeated ones combined as node:http does
+ */
+export function contentRequestOf(method: string, route: { pathname: string; search: string }, headers: Readonly<Record<string, string | string[] | undefined>>, context: RequestContext): ContentRequest {
+  return { method, headers: new HeaderLookup(headers), pathname: route.pathname, search: route.search, clientAddress: context.clientAddress, context };
 }
 
 /**

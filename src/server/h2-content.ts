@@ -13,15 +13,14 @@
 import http2, { type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 import type { RequestContext } from "../context/request-context.ts";
 import { report } from "../context/report.ts";
-import type { ContentRequest } from "../http/content.ts";
 import { errorResponse } from "../http/respond.ts";
 import { shareReply } from "../http/share-content.ts";
 import type { AccessLog } from "./access-log.ts";
 import type { ContentNow } from "./content-now.ts";
-import { decideContent, H2_PLAN, writeContent, type ContentDecision, type ContentOptions, type ContentWriter } from "./content.ts";
+import { contentRequestOf, decideContent, H2_PLAN, writeContent, type ContentDecision, type ContentOptions, type ContentWriter } from "./content.ts";
 import { routeOf, templateOf } from "./dispatch.ts";
 import { isAnswerable, listenForErrors, resetStream, respondHead, respondWhole } from "./h2-respond.ts";
-import { HeaderLookup, headerValue, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
+import { headerValue, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
 import { isValidAuthority } from "./request-target.ts";
 import { responseTapFile, StreamTap } from "./response-tap.ts";
 
@@ -97,14 +96,7 @@ function serveOnStream(opts: H2StreamOptions, stream: ServerHttp2Stream, headers
 
   const context = opts.accessLog.begin(method, route.pathname, peerOf(stream), headerValue(headers, "x-forwarded-for"), headerValue(headers, "x-request-id"));
   context.route = templateOf(route);
-  const request: ContentRequest = {
-    method,
-    headers: new HeaderLookup(headers),
-    pathname: route.pathname,
-    search: route.search,
-    clientAddress: context.clientAddress,
-    context,
-  };
+  const request = contentRequestOf(method, route, headers, context);
   const decide = route.kind === "content" ? () => decideContent(opts.content, request, route) : () => shareReply(opts.content.deps, request, route.token);
   void answerOnStream(opts.accessLog, stream, method === "HEAD", context, decide, responseTapFile === undefined ? undefined : new StreamTap(method, route.pathname));
   return true;
