@@ -378,3 +378,52 @@ describe("timeouts on fast-path connections", () => {
     expect(Date.now() - answered).toBeGreaterThan(1500);
   });
 });
+
+describe("a stop while an answer given at once waits in the socket's buffer", () => {
+  test("the answer goes out whole before the connection closes, and the server exits", async () => {
+    await using server = await startServer();
+    const api = client(server, await server.mintKey("late@example.com"));
+    // In the small-blob cache (up to 64 KiB), so answered at once.
+    const SIZE = 60 * 1024;
+    const file = await api.upload(new Uint8Array(SIZE).fill(98), "?visibility=public", { "content-type": "text/plain" });
+    await (await fetch(file.url)).arrayBuffer();
+    const path = `/${file.id}`;
+    const before = loggedIds(server, path).length;
+    const c = await Raw.connect(server.port);
+    c.socket.pause(); // the client reads nothing: the kernel's buffers fill, then the socket's
+    /** The server side's Send-Q of this connection (bytes its kernel holds unsent), from `ss`. */
+    const sendQueue = () =>
+      Number(Bun.spawnSync(["ss", "-tnH", "state", "established", `( sport = :${server.port} and dport = :${c.socket.localPort} )`]).stdout.toString().trim().split(/\s+/)[1] ?? 0);
+    // One request at a time until one is held back: the answer before it did not leave at once
+    // (the kernel holds unsent bytes) and waits in the socket's buffer.
+    let answered = 0;
+    for (;;) {
+      c.socket.write(`GET ${path} HTTP/1.1\r\nHost: localhost\r\n\r\n`);
+      const sent = Date.now();
+      let held = false;
+      while (loggedIds(server, path).length - before === answered) {
+        if (Date.now() - sent > 500 && sendQueue() > 0) {
+          held = true;
+          break;
+        }
+        if (Date.now() - sent > 10_000) throw new Error(`request ${answered + 1} not answered, and nothing waits in the kernel`);
+        await Bun.sleep(10);
+      }
+      if (held) break;
+      answered++;
+      if (answered > 2000) throw new Error("every answer left at once: the client's buffers never filled");
+    }
+    server.proc.kill("SIGTERM");
+    await server.waitForOutput("SIGTERM: stopping");
+    await Bun.sleep(200); // the stop's sweep of idle connections (every 50 ms) has run a few times
+    c.socket.resume();
+    await c.whenClosed();
+    // The answers given before the stop, the last of them the one that waited, arrive whole;
+    // the request held behind it may be answered (Connection: close) or not: a closing
+    // connection need not answer a pipelined request (RFC 9112 §9.3.2), its client retries it.
+    const responses = parseResponses(c.received, Array<string>(answered).fill("GET"));
+    expect(responses).toBeDefined();
+    expect(responses!.map((r) => [r.status, r.body.length, r.body.every((b) => b === 98)])).toEqual(Array(answered).fill([200, SIZE, true]));
+    expect(await server.proc.exited).toBe(0);
+  }, 60_000);
+});
