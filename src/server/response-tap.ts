@@ -40,9 +40,16 @@ export const MAX_BODY_BYTES = 64 * 1024;
 /** The file the tap appends to; undefined when the tap is off (always, outside tests). */
 export let responseTapFile: string | undefined;
 
+/**
+ * The tap's descriptor, opened once (O_APPEND: the workers' lines never overwrite each other). Not
+ * a file opened per record: a test that makes open(2) fail in the server (EMFILE injected with
+ * strace, faults.test.ts) would crash it from inside the tap, which is not the product's code.
+ */
+let tapFd: number | undefined;
+
 /** Turns the tap on: every routed response from now on is appended to `file` (created if missing). */
 export function enableResponseTap(file: string): void {
-  fs.appendFileSync(file, "");
+  tapFd = fs.openSync(file, "a");
   responseTapFile = file;
 }
 
@@ -51,8 +58,7 @@ export function enableResponseTap(file: string): void {
  * @param path the request path the dispatch routed on
  */
 export function tapResponse(req: NodeRequest, res: NodeResponse, path: string): void {
-  const file = responseTapFile;
-  if (file === undefined) return;
+  if (responseTapFile === undefined) return;
   const writer = res as ServerResponse;
   const chunks: Buffer[] = [];
   let bodyBytes = 0;
@@ -74,7 +80,7 @@ export function tapResponse(req: NodeRequest, res: NodeResponse, path: string): 
     if (!writer.headersSent) return;
     const names = [...Object.keys(headers), ...res.getHeaderNames()];
     const type = headerValue(headers, "content-type") ?? (res.getHeader("content-type") as string | undefined) ?? null;
-    append(file, { method: req.method ?? "GET", path, status: res.statusCode, type, names, bodyBytes, chunks, finished: writer.writableFinished !== false });
+    append({ method: req.method ?? "GET", path, status: res.statusCode, type, names, bodyBytes, chunks, finished: writer.writableFinished !== false });
   });
 }
 
@@ -113,15 +119,13 @@ export class StreamTap {
 
   /** The stream closed; `finished`: the whole answer was sent. Appends the record if a head was sent. */
   close(finished: boolean): void {
-    const file = responseTapFile;
-    if (file === undefined || this.status === undefined) return;
+    if (responseTapFile === undefined || this.status === undefined) return;
     const type = headerValue(this.headers, "content-type") ?? null;
-    append(file, { method: this.method, path: this.path, status: this.status, type, names: Object.keys(this.headers), bodyBytes: this.bodyBytes, chunks: this.chunks, finished, atOnce: this.atOnce });
+    append({ method: this.method, path: this.path, status: this.status, type, names: Object.keys(this.headers), bodyBytes: this.bodyBytes, chunks: this.chunks, finished, atOnce: this.atOnce });
   }
 }
 
 function append(
-  file: string,
   r: { method: string; path: string; status: number; type: string | null; names: string[]; bodyBytes: number; chunks: Buffer[]; finished: boolean; atOnce?: boolean },
 ): void {
   const record: TappedResponse = {
@@ -135,7 +139,7 @@ function append(
   };
   if (r.atOnce === true) record.atOnce = true;
   if (r.type !== null && /json/i.test(String(r.type)) && r.bodyBytes <= MAX_BODY_BYTES) record.body = Buffer.concat(r.chunks).toString("utf8");
-  fs.appendFileSync(file, `${JSON.stringify(record)}\n`);
+  fs.writeSync(tapFd!, `${JSON.stringify(record)}\n`);
 }
 
 function headerValue(headers: Record<string, unknown>, name: string): string | undefined {

@@ -72,10 +72,7 @@ describe.skipIf(!canStrace())("I/O errors", () => {
       const tracer = await attach(server.proc.pid, ["-e", fault.inject]);
       let failed: Response;
       try {
-        // The answer says `connection: close` (the body is unread); Bun's fetch has pooled such
-        // connections and sent the next request into the closing one (ECONNRESET on the listing
-        // below, once in a WORKERS=2 run; cf. oven-sh/bun#36370), so this one is not pooled.
-        failed = await api.fetch("/v1/files?name=doomed.bin", { method: "POST", body, keepalive: false });
+        failed = await api.fetch("/v1/files?name=doomed.bin", { method: "POST", body });
       } finally {
         await tracer.detach();
       }
