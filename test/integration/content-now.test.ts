@@ -9,6 +9,7 @@ import fc from "fast-check";
 import http2 from "node:http2";
 import net from "node:net";
 import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";
+import { serverSide } from "../support/sockets.ts";
 
 let atOnce: RunningServer;
 let usual: RunningServer;
@@ -155,13 +156,6 @@ describe("HTTP/1.1", () => {
   }, 120_000);
 });
 
-/** The server side's Send-Q of the connection from local port `clientPort` (bytes the kernel holds unsent), from `ss`. */
-function serverSendQueue(serverPort: number, clientPort: number): number {
-  const out = Bun.spawnSync(["ss", "-tnH", "state", "established", `( sport = :${serverPort} and dport = :${clientPort} )`]).stdout.toString();
-  // Columns without the state: Recv-Q Send-Q Local:Port Peer:Port.
-  return Number(out.trim().split(/\s+/)[1] ?? 0);
-}
-
 describe("HTTP/1.1, a client that reads late", () => {
   test("answers at once pipelined past what the socket's buffers hold all arrive once it reads (writes the kernel takes in part)", async () => {
     // Under the socket's high-water mark (16 KiB), so a write it cannot finish still returns true.
@@ -176,18 +170,24 @@ describe("HTTP/1.1, a client that reads late", () => {
     socket.pause();
     socket.write(get.repeat(COUNT), "latin1");
     let received = 0;
-    socket.on("data", (d: Buffer) => (received += d.length));
+    const all = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${received} of ${COUNT * size} bytes arrived: the server stopped answering`)), 10_000);
+      socket.on("data", (d: Buffer) => {
+        received += d.length;
+        if (received < COUNT * size) return;
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    // The server's kernel holds bytes it cannot send: its next write is taken in part, or not at
+    // all. (Kernel state: polled, there is no event for it.)
     const deadline = Date.now() + 10_000;
-    // The server's kernel holds bytes it cannot send: its next write is taken in part, or not at all.
-    while (serverSendQueue(atOnce.port, socket.localPort!) === 0) {
+    while ((serverSide(atOnce.port, socket.localPort!)?.sendQueue ?? 0) === 0) {
       if (Date.now() > deadline) throw new Error("the server's send queue never filled");
       await Bun.sleep(20);
     }
     socket.resume();
-    while (received < COUNT * size) {
-      if (Date.now() > deadline + 10_000) throw new Error(`${received} of ${COUNT * size} bytes arrived: the server stopped answering`);
-      await Bun.sleep(20);
-    }
+    await all;
     socket.destroy();
     expect(received).toBe(COUNT * size);
   }, 30_000);

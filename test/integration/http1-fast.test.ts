@@ -9,6 +9,7 @@ import { checksumOf } from "../../src/domain/checksum.ts";
 import { BACKEND } from "../support/backend.ts";
 import { processUsage } from "../support/h2-raw.ts";
 import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";
+import { serverSide } from "../support/sockets.ts";
 
 /** Polls `done` every 20 ms until it holds; throws after `ms`. */
 async function waitFor(done: () => boolean, what: string, ms = 10_000): Promise<void> {
@@ -391,9 +392,7 @@ describe("a stop while an answer given at once waits in the socket's buffer", ()
     const before = loggedIds(server, path).length;
     const c = await Raw.connect(server.port);
     c.socket.pause(); // the client reads nothing: the kernel's buffers fill, then the socket's
-    /** The server side's Send-Q of this connection (bytes its kernel holds unsent), from `ss`. */
-    const sendQueue = () =>
-      Number(Bun.spawnSync(["ss", "-tnH", "state", "established", `( sport = :${server.port} and dport = :${c.socket.localPort} )`]).stdout.toString().trim().split(/\s+/)[1] ?? 0);
+    const sendQueue = () => serverSide(server.port, c.socket.localPort!)?.sendQueue ?? 0;
     // One request at a time until one is held back: the answer before it did not leave at once
     // (the kernel holds unsent bytes) and waits in the socket's buffer.
     let answered = 0;

@@ -5,18 +5,10 @@ import { expect, test } from "bun:test";
 import net from "node:net";
 import { childrenOf, isRunning, waitGone } from "../support/processes.ts";
 import { client, runCli, startServer, tempDir, type RunningServer } from "../support/server.ts";
+import { serverSide } from "../support/sockets.ts";
 import { createUpload, headOffset, TUS } from "../support/tus.ts";
 
 const WORKERS = { WORKERS: "2" };
-
-/** The PID of the process whose socket serves the connection from local port `clientPort` to `serverPort`. */
-async function servingPid(serverPort: number, clientPort: number): Promise<number | undefined> {
-  const proc = Bun.spawn(["ss", "-tnpH", "state", "established", `( sport = :${serverPort} and dport = :${clientPort} )`], { stdout: "pipe" });
-  const out = await new Response(proc.stdout).text();
-  await proc.exited;
-  const m = /pid=(\d+)/.exec(out);
-  return m === null ? undefined : Number(m[1]);
-}
 
 /** An open TCP connection to `port` and the worker serving it. */
 async function connect(port: number): Promise<{ socket: net.Socket; pid: number }> {
@@ -25,7 +17,7 @@ async function connect(port: number): Promise<{ socket: net.Socket; pid: number 
   // The kernel lists the accepted side once the worker's accept() took it; one request makes sure.
   socket.write("GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n");
   await new Promise<void>((resolve) => socket.once("data", () => resolve()));
-  const pid = await servingPid(port, socket.localPort!);
+  const pid = serverSide(port, socket.localPort!)?.pid;
   if (pid === undefined) throw new Error("no serving process found for the connection");
   return { socket, pid };
 }
