@@ -11,6 +11,7 @@ import os from "node:os";
 import path from "node:path";
 import type { S3Settings } from "./storage/s3-blobs.ts";
 import type { LogFormat } from "./log.ts";
+import { availableMemory } from "./memory-limit.ts";
 
 export interface Config {
   /** TCP port for every protocol; 0 lets the OS choose (tests). */
@@ -71,8 +72,9 @@ export interface Config {
   /** Access and error log lines as today's text, or one JSON object each (LOG_FORMAT, CONTRACT §9). */
   logFormat: LogFormat;
   /**
-   * Serving processes sharing the port (WORKERS, default: the cores this process may use; 1:
-   * one process serves, as before issue 16). Above 1 a supervisor runs them (server/workers.ts).
+   * Serving processes sharing the port (WORKERS, default: the cores this process may use, at
+   * most one per GiB of memory, {@link defaultWorkers}; 1: one process serves, as before issue
+   * 16). Above 1 a supervisor runs them (server/workers.ts).
    */
   workers: number;
   /**
@@ -93,15 +95,25 @@ export interface Config {
 /** The most serving processes WORKERS may ask for. */
 const MAX_WORKERS = 64;
 
+/** Memory per serving process WORKERS' default allows (bytes): one worker per GiB. */
+const MEMORY_PER_WORKER = 1024 ** 3;
+
 /**
- * WORKERS' default: on Linux the cores this process may run on (os.availableParallelism), at
- * most {@link MAX_WORKERS}; elsewhere 1, since workers share the port through SO_REUSEPORT's
- * load balancing, which is Linux's (BSD and macOS let several sockets bind without spreading
- * connections over them).
+ * WORKERS' default (CONTRACT §10): on Linux, one serving process per core this process may run
+ * on, and at most one per GiB of memory it may use (rounded, so a machine sold as 2 GiB that
+ * reports a little less counts as 2), at least 1 and at most {@link MAX_WORKERS}. A process idles
+ * at ~70 MiB RSS and a supervisor at ~60 MiB (docs/deploy.md): a 1 GiB machine gets one process
+ * (~71 MiB, within §10's 128 MiB), 2 GiB two workers and their supervisor (~200 MiB), so idle
+ * memory stays near a tenth of the whole. Elsewhere 1, since workers share the port through
+ * SO_REUSEPORT's load balancing, which is Linux's (BSD and macOS let several sockets bind without
+ * spreading connections over them).
+ * @param host `cpus`: cores this process may run on (os.availableParallelism); `memoryBytes`:
+ *   memory it may use (memory-limit.ts: the machine's, or its cgroup's limit when smaller)
  */
-function defaultWorkers(): number {
-  if (process.platform !== "linux") return 1;
-  return Math.min(MAX_WORKERS, Math.max(1, os.availableParallelism()));
+export function defaultWorkers(host: { platform: NodeJS.Platform; cpus: number; memoryBytes: number }): number {
+  if (host.platform !== "linux") return 1;
+  const byMemory = Math.round(host.memoryBytes / MEMORY_PER_WORKER);
+  return Math.min(MAX_WORKERS, Math.max(1, Math.min(host.cpus, byMemory)));
 }
 
 /** A configuration problem: the message is the one line printed before exiting with status 2. */
@@ -209,7 +221,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     throw new ConfigError(`LOG_FORMAT must be text or json (got "${logFormatRaw}")`);
   }
 
-  const workersRaw = (get("WORKERS") ?? String(defaultWorkers())).trim();
+  const workersRaw = emptyToUndefined(get("WORKERS")) ?? String(defaultWorkers(hostResources(get)));
   if (!/^\d{1,3}$/.test(workersRaw) || Number(workersRaw) < 1 || Number(workersRaw) > MAX_WORKERS) {
     throw new ConfigError(`WORKERS must be a whole number of serving processes from 1 to ${MAX_WORKERS} (got "${workersRaw}"); 1 serves from this process alone`);
   }
@@ -308,6 +320,24 @@ function readVar(env: Env, name: string): string | undefined {
     }
   }
   return direct;
+}
+
+/**
+ * The cores and memory this process may use, for WORKERS' default. Tests stand in for another
+ * machine with CUBBY_TEST_CPUS and CUBBY_TEST_MEMORY_BYTES (tests only: whole numbers, cores ≥ 1,
+ * bytes); unset, they are os.availableParallelism() and memory-limit.ts's figure.
+ * @throws ConfigError when an override is not a whole number
+ */
+function hostResources(get: (name: string) => string | undefined): { platform: NodeJS.Platform; cpus: number; memoryBytes: number } {
+  const override = (name: string, min: number): number | undefined => {
+    const raw = emptyToUndefined(get(name));
+    if (raw === undefined) return undefined;
+    if (!/^\d{1,16}$/.test(raw) || Number(raw) < min) throw new ConfigError(`${name} (tests only) must be a whole number from ${min} (got "${raw}")`);
+    return Number(raw);
+  };
+  const cpus = override("CUBBY_TEST_CPUS", 1) ?? os.availableParallelism();
+  const memoryBytes = override("CUBBY_TEST_MEMORY_BYTES", 0) ?? availableMemory();
+  return { platform: process.platform, cpus, memoryBytes };
 }
 
 function emptyToUndefined(v: string | undefined): string | undefined {

@@ -2,7 +2,8 @@ import { describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { ConfigError, loadConfig } from "../../src/config.ts";
+import { ConfigError, defaultWorkers, loadConfig } from "../../src/config.ts";
+import { availableMemory } from "../../src/memory-limit.ts";
 
 const outcome = (fn: () => unknown) => {
   try {
@@ -17,7 +18,7 @@ describe("loadConfig", () => {
   test("defaults (CONTRACT §1)", () => {
     expect(loadConfig({}, {}, "/srv")).toEqual({
       port: 8080,
-      workers: os.availableParallelism(),
+      workers: defaultWorkers({ platform: process.platform, cpus: os.availableParallelism(), memoryBytes: availableMemory() }),
       workerId: undefined,
       dataDir: "/srv/data",
       hostname: undefined,
@@ -120,6 +121,33 @@ describe("loadConfig", () => {
     fs.rmSync(dir, { recursive: true });
   });
 
+  test.each([
+    // [cores, memory in GiB, default WORKERS]: one per core, at most one per GiB (CONTRACT §10).
+    [4, 1, 1],
+    [4, 0.96, 1], // a 1 GiB machine reports a little less
+    [4, 0.5, 1],
+    [2, 24, 2],
+    [4, 1.9, 2], // a machine sold as 2 GiB
+    [4, 2, 2],
+    [4, 8, 4],
+    [128, 256, 64],
+    [1, 16, 1],
+  ])("WORKERS' default on Linux with %p cores and %p GiB: %p", (cpus, gib, workers) => {
+    expect(defaultWorkers({ platform: "linux", cpus, memoryBytes: gib * 1024 ** 3 })).toBe(workers);
+  });
+
+  test("WORKERS' default elsewhere than Linux is 1 (no SO_REUSEPORT spreading)", () => {
+    expect(defaultWorkers({ platform: "darwin", cpus: 8, memoryBytes: 16 * 1024 ** 3 })).toBe(1);
+  });
+
+  test("the tests' stand-in for a 1 GiB, 4-core machine gives one process; WORKERS set wins; empty WORKERS is unset", () => {
+    const nas = { CUBBY_TEST_MEMORY_BYTES: String(1024 ** 3), CUBBY_TEST_CPUS: "4" };
+    expect(loadConfig(nas).workers).toBe(1);
+    expect(loadConfig({ ...nas, WORKERS: "" }).workers).toBe(1);
+    expect(loadConfig({ ...nas, CUBBY_TEST_MEMORY_BYTES: String(4 * 1024 ** 3) }).workers).toBe(4);
+    expect(loadConfig({ ...nas, WORKERS: "3" }).workers).toBe(3);
+  });
+
   test("a bare machine name in HOSTNAME (as containers set it) is ignored", () => {
     expect(loadConfig({ HOSTNAME: "3f2a9c1b7d" }).hostname).toBeUndefined();
   });
@@ -154,5 +182,7 @@ describe("loadConfig", () => {
     ["no workers", { WORKERS: "0" }, "WORKERS must be a whole number of serving processes from 1 to 64 (got \"0\"); 1 serves from this process alone"],
     ["workers not a number", { WORKERS: "auto" }, "WORKERS must be a whole number of serving processes from 1 to 64 (got \"auto\"); 1 serves from this process alone"],
     ["too many workers", { WORKERS: "65" }, "WORKERS must be a whole number of serving processes from 1 to 64 (got \"65\"); 1 serves from this process alone"],
+    ["a test memory override not a number", { CUBBY_TEST_MEMORY_BYTES: "1G" }, "CUBBY_TEST_MEMORY_BYTES (tests only) must be a whole number from 0 (got \"1G\")"],
+    ["a test core override of none", { CUBBY_TEST_CPUS: "0" }, "CUBBY_TEST_CPUS (tests only) must be a whole number from 1 (got \"0\")"],
   ])("%s", (_, env, message) => expect(outcome(() => loadConfig(env))).toEqual({ error: message }));
 });
