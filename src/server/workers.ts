@@ -15,13 +15,16 @@
  *
  * The supervisor restarts a worker that dies (after a pause that grows while it keeps dying at
  * start), answers a worker's request for the metrics of all of them (`/metrics` shows one
- * process's view otherwise), and on SIGTERM / SIGINT stops them all gracefully: each drains its
- * own connections (SHUTDOWN_GRACE_MS). A worker whose supervisor is gone (its IPC channel
- * closes, as after `kill -9` of the supervisor) stops the same way.
+ * process's view otherwise; a worker that does not answer within {@link COLLECT_TIMEOUT_MS} is
+ * left out and named by `cubby_metrics_worker_up{worker="N"} 0`), and on SIGTERM / SIGINT stops
+ * them all gracefully: each drains its own connections (SHUTDOWN_GRACE_MS). A worker whose
+ * supervisor is gone (its IPC channel closes, as after `kill -9` of the supervisor) stops the
+ * same way.
  */
 import type { Subprocess } from "bun";
 import net from "node:net";
 import type { MetricObjectWithValues, MetricValue } from "prom-client";
+import { AppError } from "../errors.ts";
 import { logError, logInfo } from "../log.ts";
 
 /** What a worker tells the supervisor. */
@@ -30,13 +33,26 @@ export type WorkerMessage =
   | { type: "scrape"; id: number }
   | { type: "collected"; id: number; metrics: string };
 
+/** Whether one worker's figures are in a scrape (it answered in time). */
+export interface WorkerUp {
+  /** The worker's number (CUBBY_WORKER), from 1. */
+  worker: number;
+  up: boolean;
+}
+
 /** What the supervisor tells a worker. */
-export type SupervisorMessage = { type: "collect"; id: number } | { type: "scraped"; id: number; metrics: string[] };
+export type SupervisorMessage = { type: "collect"; id: number } | { type: "scraped"; id: number; metrics: string[]; up: WorkerUp[] };
 
 type Metrics = MetricObjectWithValues<MetricValue<string>>[];
 
-/** How long a scrape waits for every worker's metrics; a worker that does not answer in time is left out (ms). */
-const COLLECT_TIMEOUT_MS = 2000;
+/**
+ * How long a scrape waits for every worker's metrics (ms); a worker that does not answer in time
+ * (stopped, or too busy to read its IPC channel) is left out. A worker answers in ~1 ms when idle;
+ * the whole scrape must stay well inside Prometheus's default scrape_timeout of 10 s.
+ */
+export const COLLECT_TIMEOUT_MS = 500;
+/** How long a worker waits for the supervisor's answer to its scrape before failing it (ms). */
+const SCRAPE_TIMEOUT_MS = COLLECT_TIMEOUT_MS + 1500;
 /** A worker that dies sooner than this after starting is restarted after a growing pause (ms). */
 const STEADY_MS = 10_000;
 /** The longest pause before restarting a worker that keeps dying at start (ms). */
@@ -75,7 +91,9 @@ export class WorkerPool {
   private boundPort = 0;
   private nextScrape = 0;
   /** Scrapes waiting for workers' metrics, by scrape ID. */
-  private readonly scrapes = new Map<number, { metrics: string[]; waiting: Set<number>; done: () => void }>();
+  private readonly scrapes = new Map<number, { metrics: string[]; waiting: Set<number>; answered: Set<number>; done: () => void }>();
+  /** Workers whose figures the last scrapes lacked (they did not answer in time), logged once until they answer. */
+  private readonly silent = new Set<number>();
   /** Workers that have not said "listening" yet, by worker ID. */
   private readonly starting = new Map<number, { resolve: (port: number) => void; reject: (err: Error) => void }>();
 
@@ -141,12 +159,14 @@ export class WorkerPool {
         this.starting.delete(id);
         return;
       case "scrape":
-        void this.gather().then((metrics) => this.send(id, { type: "scraped", id: message.id, metrics }));
+        void this.gather().then(({ metrics, up }) => this.send(id, { type: "scraped", id: message.id, metrics, up }));
         return;
       case "collected": {
+        if (this.silent.delete(id)) logInfo(`metrics: worker ${id} (pid ${this.workers.get(id)?.proc.pid}) answers again`);
         const scrape = this.scrapes.get(message.id);
         if (scrape === undefined || !scrape.waiting.delete(id)) return;
         scrape.metrics.push(message.metrics);
+        scrape.answered.add(id);
         if (scrape.waiting.size === 0) scrape.done();
       }
     }
@@ -160,18 +180,31 @@ export class WorkerPool {
     }
   }
 
-  /** Every running worker's metrics, as prom-client JSON text each; those that do not answer in time are left out. */
-  private gather(): Promise<string[]> {
+  /**
+   * Every running worker's metrics, as prom-client JSON text each, within {@link COLLECT_TIMEOUT_MS}.
+   * @returns `metrics`: of those that answered; `up`: for every worker number (1 to the count),
+   *   whether its figures are in (one starting or restarting is not asked, and counts as down)
+   */
+  private gather(): Promise<{ metrics: string[]; up: WorkerUp[] }> {
     const id = this.nextScrape++;
     const ids = [...this.workers.keys()].filter((w) => !this.starting.has(w));
-    return new Promise<string[]>((resolve) => {
+    return new Promise((resolve) => {
       const scrape = {
         metrics: [] as string[],
         waiting: new Set(ids),
+        answered: new Set<number>(),
         done: () => {
           clearTimeout(timer);
           this.scrapes.delete(id);
-          resolve(scrape.metrics);
+          for (const w of scrape.waiting) {
+            // Still running (one that exited is logged by onExit): say so once, not every scrape.
+            if (this.workers.has(w) && !this.silent.has(w)) {
+              this.silent.add(w);
+              logError(`metrics: worker ${w} (pid ${this.workers.get(w)?.proc.pid}) did not answer within ${COLLECT_TIMEOUT_MS} ms; /metrics leaves its figures out (cubby_metrics_worker_up{worker="${w}"} 0) until it does`);
+            }
+          }
+          const up = Array.from({ length: this.opts.count }, (_, i) => ({ worker: i + 1, up: scrape.answered.has(i + 1) }));
+          resolve({ metrics: scrape.metrics, up });
         },
       };
       const timer = setTimeout(scrape.done, COLLECT_TIMEOUT_MS);
@@ -185,6 +218,7 @@ export class WorkerPool {
     const w = this.workers.get(id);
     if (w === undefined || w.proc.pid !== pid) return;
     this.workers.delete(id);
+    this.silent.delete(id);
     for (const scrape of this.scrapes.values()) if (scrape.waiting.delete(id) && scrape.waiting.size === 0) scrape.done();
     const how = signal !== null ? `signal ${signal}` : `code ${code}`;
     const starting = this.starting.get(id);
@@ -239,7 +273,7 @@ function workerCommand(): string[] {
  */
 export class SupervisorLink {
   private nextScrape = 0;
-  private readonly scrapes = new Map<number, (metrics: string[]) => void>();
+  private readonly scrapes = new Map<number, (answer: { metrics: string[]; up: WorkerUp[] }) => void>();
 
   /** @param collect this worker's metrics as prom-client JSON (Metrics.snapshot) */
   constructor(private readonly collect: () => Promise<Metrics>) {
@@ -251,7 +285,7 @@ export class SupervisorLink {
           (err: unknown) => logError(`metrics: collecting failed: ${err}`),
         );
       } else if (message.type === "scraped") {
-        this.scrapes.get(message.id)?.(message.metrics);
+        this.scrapes.get(message.id)?.(message);
         this.scrapes.delete(message.id);
       }
     });
@@ -269,17 +303,37 @@ export class SupervisorLink {
 
   /**
    * Every worker's metrics aggregated (prom-client's cluster rules: counters and histograms
-   * summed, gauges by their `aggregator`), as the exposition text.
+   * summed, gauges by their `aggregator`), as the exposition text, with
+   * `cubby_metrics_worker_up{worker}`: 1 for each worker whose figures are in, 0 for one that did
+   * not answer within {@link COLLECT_TIMEOUT_MS} (its figures are missing from the sums).
+   * @throws AppError `unavailable` (503) when the supervisor does not answer within
+   *   {@link SCRAPE_TIMEOUT_MS} (stopped, or gone): Prometheus marks the target down rather than
+   *   storing one worker's counters as the sum
    */
   async scrapeAll(): Promise<string> {
     const id = this.nextScrape++;
-    const all = await new Promise<string[]>((resolve) => {
-      this.scrapes.set(id, resolve);
+    const answer = await new Promise<{ metrics: string[]; up: WorkerUp[] }>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.scrapes.delete(id);
+        reject(new AppError("unavailable", `metrics: the supervisor did not answer within ${SCRAPE_TIMEOUT_MS} ms; try again later`));
+      }, SCRAPE_TIMEOUT_MS);
+      this.scrapes.set(id, (a) => {
+        clearTimeout(timer);
+        resolve(a);
+      });
       this.send({ type: "scrape", id });
     });
     // Loaded here, by a worker (which has prom-client loaded already), never by the supervisor.
-    const { AggregatorRegistry } = await import("prom-client");
-    return AggregatorRegistry.aggregate(all.map((text) => JSON.parse(text) as Metrics)).metrics();
+    const { AggregatorRegistry, Gauge } = await import("prom-client");
+    const registry = AggregatorRegistry.aggregate(answer.metrics.map((text) => JSON.parse(text) as Metrics));
+    const up = new Gauge({
+      name: "cubby_metrics_worker_up",
+      help: `Whether a worker's figures are in this scrape: 1 it answered, 0 it did not within ${COLLECT_TIMEOUT_MS} ms (stopped, overloaded or restarting) and the sums lack it.`,
+      labelNames: ["worker"],
+      registers: [registry],
+    });
+    for (const w of answer.up) up.set({ worker: String(w.worker) }, w.up ? 1 : 0);
+    return registry.metrics();
   }
 
   private send(message: WorkerMessage): void {
