@@ -20,6 +20,7 @@ import { serve } from "./server/serve.ts";
 import { createArchiveOutput, interruptible, openArchiveInput } from "./archive-file.ts";
 import { exportArchive } from "./service/archive-export.ts";
 import { importArchive } from "./service/archive-import.ts";
+import { describeCounts } from "./service/archive-format.ts";
 import { USERS_USAGE, usersCommand } from "./users-command.ts";
 
 const USAGE = `usage:
@@ -123,7 +124,7 @@ async function exportCommand(config: Config, target: string, sessions: boolean):
     const r = await exportArchive(services, output.sink, { sessions, signal: interrupt.signal });
     await output.commit();
     const skipped = r.skippedFiles === 0 ? "" : `; left out ${r.skippedFiles} file(s) deleted during the export`;
-    console.error(`exported ${r.users} user(s), ${r.keys} API key(s), ${r.sessions} session(s), ${r.files} file(s) of ${r.bytes} bytes to ${target}${skipped}`);
+    console.error(`exported ${describeCounts(r)} to ${target}${skipped}`);
     return 0;
   } catch (err) {
     await output.abort();
@@ -140,7 +141,7 @@ async function importCommand(config: Config, source: string): Promise<number> {
   try {
     await using services = await openServices(config);
     const r = await importArchive(services, input.chunks, { signal: interrupt.signal });
-    console.error(`imported ${r.users} user(s), ${r.keys} API key(s), ${r.sessions} session(s), ${r.files} file(s) of ${r.bytes} bytes from ${source}`);
+    console.error(`imported ${describeCounts(r)} from ${source}`);
     return 0;
   } catch (err) {
     if (!interrupt.signal.aborted) throw err;

@@ -1,6 +1,7 @@
 /**
- * `cubby export`: every user, API key (hash only), live session if asked for, file row and blob
- * of the configured stores, as one streamed archive (docs/archive.md). Written over the two
+ * `cubby export`: every user (with their quota and disabled state), API key (hash only), live
+ * session if asked for, guest upload link, file row and blob, and share link of the configured
+ * stores, as one streamed archive (docs/archive.md). Written over the two
  * ports only, so it reads SQLite + disk and PostgreSQL + S3 alike.
  *
  * The ports give no snapshot, so the archive is consistent row by row, as each was committed
@@ -9,14 +10,17 @@
  * - a file deleted after its row was read (its blob is gone) is left out and counted;
  * - a file replaced meanwhile is exported with its new content;
  * - a user who appeared after the users were read is written just before the first record
- *   that refers to them (every record's user comes before it).
+ *   that refers to them (every record's user comes before it), and so is a guest upload link
+ *   that appeared after the links were read, before the first file that arrived through it;
+ * - a share link read after its file was left out (deleted, or created after the files were
+ *   read) is written as it is: imported, it answers 410 as the share of a deleted file does.
  * A blob that is missing while its row still names it, or whose bytes do not match the row's
  * size and CRC32C, stops the export: that is damage (`cubby fsck`), not a race.
  */
 import { checksumToBase64, crc32cUpdate } from "../domain/checksum.ts";
 import type { FileRecord } from "../domain/file.ts";
 import type { Clock } from "../domain/time.ts";
-import type { BlobChunk, BlobStore, MetadataStore } from "../storage/ports.ts";
+import type { BlobChunk, BlobStore, MetadataStore, UploadLinkRow } from "../storage/ports.ts";
 import { ARCHIVE_MAGIC, encodeRecord, type ArchiveCounts, type ArchiveRecord } from "./archive-format.ts";
 import { ArchiveWriter, type ArchiveSink } from "./archive-stream.ts";
 
@@ -59,9 +63,11 @@ export async function exportArchive(
 }
 
 class Exporter {
-  private readonly report: ExportReport = { users: 0, keys: 0, sessions: 0, files: 0, bytes: 0, skippedFiles: 0 };
-  /** IDs of the users written so far: one string per user is the export's only growing memory. */
+  private readonly report: ExportReport = { users: 0, keys: 0, sessions: 0, uploadLinks: 0, files: 0, shares: 0, bytes: 0, skippedFiles: 0 };
+  /** IDs of the users written so far: one string per user (and per link, below) is the export's only growing memory. */
   private readonly written = new Set<string>();
+  /** IDs of the guest upload links written so far. */
+  private readonly writtenLinks = new Set<string>();
 
   constructor(
     private readonly deps: { store: MetadataStore; blobs: BlobStore; clock: Clock },
@@ -72,7 +78,7 @@ class Exporter {
     const { store } = this.deps;
     await this.out.text(`${ARCHIVE_MAGIC}\n`);
     for await (const user of store.users.all()) {
-      if (!this.written.has(user.id)) await this.record({ type: "user", row: user });
+      if (!this.written.has(user.id)) await this.userWritten(user.id);
     }
     for await (const key of store.keys.all()) {
       // A key whose user is gone was deleted with them.
@@ -84,7 +90,14 @@ class Exporter {
         if (session.expiresAt > now && (await this.userWritten(session.userId))) await this.record({ type: "session", row: session });
       }
     }
+    for await (const link of store.uploadLinks.all()) {
+      if (!this.writtenLinks.has(link.id)) await this.link(link);
+    }
     for await (const file of store.files.all()) await this.file(file);
+    for await (const share of store.shares.all()) {
+      // A share whose owner is gone was deleted with them.
+      if (await this.userWritten(share.ownerId)) await this.record({ type: "share", row: share });
+    }
     const { skippedFiles: _, ...counts } = this.report;
     await this.out.text(encodeRecord({ type: "end", trailer: { ...counts, crc32c: this.out.checksum() } }));
     await this.out.flush();
@@ -93,20 +106,54 @@ class Exporter {
 
   private async record(record: Exclude<ArchiveRecord, { type: "end" | "file" }>): Promise<void> {
     await this.out.text(encodeRecord(record));
-    if (record.type === "user") {
-      this.written.add(record.row.id);
-      this.report.users++;
-    } else if (record.type === "key") this.report.keys++;
-    else this.report.sessions++;
+    switch (record.type) {
+      case "user":
+        this.written.add(record.row.id);
+        this.report.users++;
+        break;
+      case "upload_link":
+        this.writtenLinks.add(record.row.id);
+        this.report.uploadLinks++;
+        break;
+      case "key":
+        this.report.keys++;
+        break;
+      case "session":
+        this.report.sessions++;
+        break;
+      case "share":
+        this.report.shares++;
+        break;
+    }
   }
 
-  /** Writes the user's record if it was not written yet. @returns false when the user no longer exists */
+  /**
+   * Writes the user's record, with their quota and disabled state as they are now, if it was not
+   * written yet. @returns false when the user no longer exists
+   */
   private async userWritten(id: string): Promise<boolean> {
     if (this.written.has(id)) return true;
-    const user = await this.deps.store.users.byId(id);
+    const user = await this.deps.store.users.account(id);
     if (user === undefined) return false;
     await this.record({ type: "user", row: user });
     return true;
+  }
+
+  /** Writes a guest upload link's record (and its owner's before it) unless its owner is gone. */
+  private async link(link: UploadLinkRow): Promise<void> {
+    if (await this.userWritten(link.ownerId)) await this.record({ type: "upload_link", row: link });
+  }
+
+  /**
+   * Writes the link a file arrived through if it was not written yet (it appeared after the links
+   * were read). @returns false when the link no longer exists (only with its owner, who owns the file)
+   */
+  private async linkWritten(id: string): Promise<boolean> {
+    if (this.writtenLinks.has(id)) return true;
+    const link = await this.deps.store.uploadLinks.get(id);
+    if (link === undefined) return false;
+    await this.link(link);
+    return this.writtenLinks.has(id);
   }
 
   /** Writes a file's record and content, following a concurrent replace or delete. */
@@ -145,7 +192,12 @@ class Exporter {
       this.report.skippedFiles++;
       return;
     }
-    const { blob: _, uploadLinkId: _link, ...archived } = row;
+    if (row.uploadLinkId !== null && !(await this.linkWritten(row.uploadLinkId))) {
+      // A link goes only with its owner, and the file with them: deleted after the owner was read.
+      this.report.skippedFiles++;
+      return;
+    }
+    const { blob: _, ...archived } = row;
     await this.out.text(encodeRecord({ type: "file", row: archived }));
     let crc = 0;
     let size = 0;

@@ -1,40 +1,58 @@
 /**
  * The records of a cubby archive (docs/archive.md): one JSON object per line for each user, API
- * key, session and file, and a trailer. Encoding is exact and decoding is strict: a record with
+ * key, session, guest upload link, file and share link, and a trailer. Encoding is exact and decoding is strict: a record with
  * a missing, unknown or ill-typed field is refused rather than guessed at, because an importer
  * that dropped a field it did not know (a key's scopes, say) would hand out more than the
  * source did. Pure functions, no I/O.
  */
 import { AppError } from "../errors.ts";
 import { VISIBILITIES, type FileRecord, type Visibility } from "../domain/file.ts";
-import { FILE_ID_PATTERN } from "../domain/ids.ts";
+import { FILE_ID_PATTERN, SHARE_TOKEN_PATTERN } from "../domain/ids.ts";
 import { ALL_SCOPES, formatScopes, parseScopes, SCOPES } from "../domain/principal.ts";
-import type { ApiKeyRow, SessionRow, UserRow } from "../storage/ports.ts";
+import { UPLOAD_LINK_TOKEN } from "../domain/upload-link.ts";
+import { NO_QUOTA, type ApiKeyRow, type SessionRow, type ShareRow, type UploadLinkRow, type UserAccount } from "../storage/ports.ts";
 
+/** The version this cubby writes. */
+export const ARCHIVE_VERSION = 3;
 /** The first line of every archive, without its "\n"; the number is the format's version. */
-export const ARCHIVE_MAGIC = "cubby-archive 2";
-/** The versions this cubby reads: 1 (before key scopes and expiries) and 2. */
-export type ArchiveVersion = 1 | 2;
+export const ARCHIVE_MAGIC = `cubby-archive ${ARCHIVE_VERSION}`;
+/**
+ * The versions this cubby reads: 1 (before key scopes and expiries), 2 (before users' state,
+ * share links and guest upload links) and 3. What an older version lacks reads as the default.
+ */
+export type ArchiveVersion = 1 | 2 | 3;
+const READABLE: readonly ArchiveVersion[] = [1, 2, 3];
 const MAGIC_PREFIX = "cubby-archive ";
 
 /** The longest record line accepted, "\n" excluded: a damaged archive cannot make a reader buffer more. */
 export const MAX_RECORD_BYTES = 64 * 1024;
 
+/** A file's row as archived: everything but the blob name, which belongs to the source's blob store. */
+export type ArchivedFile = Omit<FileRecord, "blob">;
+
 /**
- * A file's row as archived: everything but the blob name, which belongs to the source's blob
- * store, and the guest upload link it arrived through (archives carry no links; imported files
- * have none).
+ * A user's row as archived: the identity and the administrative state (quota, disabled, last
+ * seen). The archive writes a quota of {@link NO_QUOTA} as `"none"`.
  */
-export type ArchivedFile = Omit<FileRecord, "blob" | "uploadLinkId">;
+export type ArchivedUser = UserAccount;
 
 /** What an archive holds; the trailer repeats it so a reader can tell a whole archive from a cut one. */
 export interface ArchiveCounts {
   users: number;
   keys: number;
   sessions: number;
+  /** Guest upload links, deleted ones included. */
+  uploadLinks: number;
   files: number;
+  /** Share links, deleted ones included. */
+  shares: number;
   /** Content bytes of every file together. */
   bytes: number;
+}
+
+/** The counts as the CLI reports them: "3 user(s), 4 API key(s), …, 5 file(s) of 1234 bytes, 2 share link(s)". */
+export function describeCounts(c: ArchiveCounts): string {
+  return `${c.users} user(s), ${c.keys} API key(s), ${c.sessions} session(s), ${c.uploadLinks} guest upload link(s), ${c.files} file(s) of ${c.bytes} bytes, ${c.shares} share link(s)`;
 }
 
 export interface Trailer extends ArchiveCounts {
@@ -43,10 +61,12 @@ export interface Trailer extends ArchiveCounts {
 }
 
 export type ArchiveRecord =
-  | { type: "user"; row: UserRow }
+  | { type: "user"; row: ArchivedUser }
   | { type: "key"; row: ApiKeyRow }
   | { type: "session"; row: SessionRow }
+  | { type: "upload_link"; row: UploadLinkRow }
   | { type: "file"; row: ArchivedFile }
+  | { type: "share"; row: ShareRow }
   | { type: "end"; trailer: Trailer };
 
 /** The archive is not one this cubby can read, or it is damaged: bad input (exit status 2). */
@@ -63,7 +83,17 @@ function toJson(record: ArchiveRecord): Record<string, unknown> {
   switch (record.type) {
     case "user": {
       const u = record.row;
-      return { type: "user", id: u.id, email: u.email, issuer: u.issuer, subject: u.subject, created_at: u.createdAt };
+      return {
+        type: "user",
+        id: u.id,
+        email: u.email,
+        issuer: u.issuer,
+        subject: u.subject,
+        created_at: u.createdAt,
+        quota_bytes: u.quotaBytes === NO_QUOTA ? "none" : u.quotaBytes,
+        disabled_at: u.disabledAt,
+        last_seen_at: u.lastSeenAt,
+      };
     }
     case "key": {
       const k = record.row;
@@ -105,23 +135,72 @@ function toJson(record: ArchiveRecord): Record<string, unknown> {
         created_at: f.createdAt,
         updated_at: f.updatedAt,
         expires_at: f.expiresAt,
+        upload_link_id: f.uploadLinkId,
       };
     }
-    case "end":
-      return { type: "end", ...record.trailer };
+    case "upload_link": {
+      const l = record.row;
+      return {
+        type: "upload_link",
+        id: l.id,
+        owner_id: l.ownerId,
+        token: l.token,
+        name: l.name,
+        visibility: l.visibility,
+        expires_at: l.expiresAt,
+        max_files: l.maxFiles,
+        max_bytes: l.maxBytes,
+        files_uploaded: l.filesUploaded,
+        bytes_uploaded: l.bytesUploaded,
+        created_at: l.createdAt,
+        deleted_at: l.deletedAt,
+      };
+    }
+    case "share": {
+      const s = record.row;
+      return {
+        type: "share",
+        id: s.id,
+        file_id: s.fileId,
+        owner_id: s.ownerId,
+        token: s.token,
+        expires_at: s.expiresAt,
+        max_downloads: s.maxDownloads,
+        download_count: s.downloadCount,
+        password_hash: s.passwordHash,
+        created_at: s.createdAt,
+        deleted_at: s.deletedAt,
+      };
+    }
+    case "end": {
+      const t = record.trailer;
+      return {
+        type: "end",
+        users: t.users,
+        keys: t.keys,
+        sessions: t.sessions,
+        upload_links: t.uploadLinks,
+        files: t.files,
+        shares: t.shares,
+        bytes: t.bytes,
+        crc32c: t.crc32c,
+      };
+    }
   }
 }
 
 /**
- * The archive's first line (without "\n") must be {@link ARCHIVE_MAGIC} or version 1's.
+ * The archive's first line (without "\n") must be {@link ARCHIVE_MAGIC} or an earlier version's.
  * @returns the archive's version
- * @throws AppError invalid_argument naming what the file is instead
+ * @throws AppError invalid_argument naming what the file is instead (a later version: written by a newer cubby)
  */
 export function checkMagic(line: string): ArchiveVersion {
-  if (line === ARCHIVE_MAGIC) return 2;
-  if (line === `${MAGIC_PREFIX}1`) return 1;
+  const version = READABLE.find((v) => line === `${MAGIC_PREFIX}${v}`);
+  if (version !== undefined) return version;
   if (line.startsWith(MAGIC_PREFIX)) {
-    throw new AppError("invalid_argument", `archive format "${line}" is not one this cubby reads (it reads "${MAGIC_PREFIX}1" and "${ARCHIVE_MAGIC}")`);
+    const reads = READABLE.map((v) => `"${MAGIC_PREFIX}${v}"`).join(", ");
+    const newer = /^\d+$/.test(line.slice(MAGIC_PREFIX.length)) && Number(line.slice(MAGIC_PREFIX.length)) > ARCHIVE_VERSION ? " (written by a newer cubby?)" : "";
+    throw new AppError("invalid_argument", `archive format "${line}" is not one this cubby reads${newer}; it reads ${reads}; nothing was changed`);
   }
   throw new AppError("invalid_argument", `not a cubby archive (it does not start with "${ARCHIVE_MAGIC}")`);
 }
@@ -131,7 +210,7 @@ export function checkMagic(line: string): ArchiveVersion {
  * @param offset where the line starts in the archive, for messages
  * @throws AppError invalid_argument (see {@link damaged}) for anything but a well-formed record
  */
-export function decodeRecord(line: string, offset: number, version: ArchiveVersion = 2): ArchiveRecord {
+export function decodeRecord(line: string, offset: number, version: ArchiveVersion = ARCHIVE_VERSION): ArchiveRecord {
   let json: unknown;
   try {
     json = JSON.parse(line);
@@ -143,7 +222,16 @@ export function decodeRecord(line: string, offset: number, version: ArchiveVersi
   const f = new Fields(o, offset, version);
   switch (o.type) {
     case "user": {
-      const row: UserRow = { id: f.id("id"), email: f.text("email"), issuer: f.optionalText("issuer"), subject: f.optionalText("subject"), createdAt: f.count("created_at") };
+      const row: ArchivedUser = {
+        id: f.id("id"),
+        email: f.text("email"),
+        issuer: f.optionalText("issuer"),
+        subject: f.optionalText("subject"),
+        createdAt: f.count("created_at"),
+        quotaBytes: f.since(3, "quota_bytes", null, (n) => f.quota(n)),
+        disabledAt: f.since(3, "disabled_at", null, (n) => f.optionalCount(n)),
+        lastSeenAt: f.since(3, "last_seen_at", null, (n) => f.optionalCount(n)),
+      };
       if ((row.issuer === null) !== (row.subject === null)) throw damaged(offset, `user ${row.id}: issuer and subject must both be set or both be null`);
       f.done("user");
       return { type: "user", row };
@@ -156,8 +244,8 @@ export function decodeRecord(line: string, offset: number, version: ArchiveVersi
         secretHash: f.sha256("secret_hash"),
         createdAt: f.count("created_at"),
         lastUsedAt: f.optionalCount("last_used_at"),
-        scopes: f.since("scopes", formatScopes(ALL_SCOPES), (n) => f.scopes(n)),
-        expiresAt: f.since("expires_at", null, (n) => f.optionalCount(n)),
+        scopes: f.since(2, "scopes", formatScopes(ALL_SCOPES), (n) => f.scopes(n)),
+        expiresAt: f.since(2, "expires_at", null, (n) => f.optionalCount(n)),
       };
       f.done("key");
       return { type: "key", row };
@@ -181,17 +269,58 @@ export function decodeRecord(line: string, offset: number, version: ArchiveVersi
         checksum: f.checksum("checksum"),
         createdAt: f.count("created_at"),
         updatedAt: f.count("updated_at"),
-        expiresAt: f.since("expires_at", null, (n) => f.optionalCount(n)),
+        expiresAt: f.since(2, "expires_at", null, (n) => f.optionalCount(n)),
+        uploadLinkId: f.since(3, "upload_link_id", null, (n) => f.optionalId(n)),
       };
       f.done("file");
       return { type: "file", row };
+    }
+    case "upload_link": {
+      f.introducedIn(3);
+      const row: UploadLinkRow = {
+        id: f.id("id"),
+        ownerId: f.id("owner_id"),
+        token: f.token("token", UPLOAD_LINK_TOKEN),
+        name: f.string("name"),
+        visibility: f.visibility("visibility"),
+        expiresAt: f.optionalCount("expires_at"),
+        maxFiles: f.optionalCount("max_files"),
+        maxBytes: f.optionalCount("max_bytes"),
+        filesUploaded: f.count("files_uploaded"),
+        bytesUploaded: f.count("bytes_uploaded"),
+        createdAt: f.count("created_at"),
+        deletedAt: f.optionalCount("deleted_at"),
+      };
+      f.done("upload_link");
+      return { type: "upload_link", row };
+    }
+    case "share": {
+      f.introducedIn(3);
+      const fileId = f.id("file_id");
+      if (!FILE_ID_PATTERN.test(fileId)) throw damaged(offset, `"${fileId}" is not a file ID`);
+      const row: ShareRow = {
+        id: f.id("id"),
+        fileId,
+        ownerId: f.id("owner_id"),
+        token: f.token("token", SHARE_TOKEN_PATTERN),
+        expiresAt: f.optionalCount("expires_at"),
+        maxDownloads: f.optionalCount("max_downloads"),
+        downloadCount: f.count("download_count"),
+        passwordHash: f.optionalText("password_hash"),
+        createdAt: f.count("created_at"),
+        deletedAt: f.optionalCount("deleted_at"),
+      };
+      f.done("share");
+      return { type: "share", row };
     }
     case "end": {
       const trailer: Trailer = {
         users: f.count("users"),
         keys: f.count("keys"),
         sessions: f.count("sessions"),
+        uploadLinks: f.since(3, "upload_links", 0, (n) => f.count(n)),
         files: f.count("files"),
+        shares: f.since(3, "shares", 0, (n) => f.count(n)),
         bytes: f.count("bytes"),
         crc32c: f.checksum("crc32c"),
       };
@@ -263,11 +392,41 @@ class Fields {
   }
 
   /**
-   * A field of version 2 (CONTRACT §8's key scopes and expiries): read as `read` says; in a
-   * version 1 archive, `absent` (and a record that has the field anyway is refused as unknown).
+   * A field added in `version` (2: CONTRACT §8's key scopes and expiries; 3: users' state and a
+   * file's upload link, CONTRACT §10): read as `read` says; in an earlier archive, `absent` (and
+   * a record that has the field anyway is refused as unknown).
    */
-  since<T>(name: string, absent: T, read: (name: string) => T): T {
-    return this.version >= 2 ? read(name) : absent;
+  since<T>(version: ArchiveVersion, name: string, absent: T, read: (name: string) => T): T {
+    return this.version >= version ? read(name) : absent;
+  }
+
+  /** A record type added in `version`: in an earlier archive it is refused, as a newer cubby's. */
+  introducedIn(version: ArchiveVersion): void {
+    if (this.version < version) {
+      throw damaged(this.offset, `a ${String(this.o.type)} record in a version ${this.version} archive (records of that type came with version ${version})`);
+    }
+  }
+
+  optionalId(name: string): string | null {
+    this.seen(name);
+    return this.o[name] === null ? null : this.id(name);
+  }
+
+  /** A URL secret of the shape `pattern` (a token of another shape would never be looked up). */
+  token(name: string, pattern: RegExp): string {
+    const v = this.string(name);
+    if (!pattern.test(v)) throw this.bad(name, "a token of 32 URL-safe characters");
+    return v;
+  }
+
+  /** A user's quota: bytes, null (the importing server's QUOTA_BYTES) or "none" ({@link NO_QUOTA}). */
+  quota(name: string): number | null {
+    this.seen(name);
+    const v = this.o[name];
+    if (v === null) return null;
+    if (v === "none") return NO_QUOTA;
+    if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0) throw this.bad(name, 'a whole number of bytes, null or "none"');
+    return v;
   }
 
   /** Space-separated scope names, stored in canonical order. */

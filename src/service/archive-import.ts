@@ -4,12 +4,17 @@
  *
  * 1. Each record is checked as it arrives: well-formed, its user defined earlier in the archive,
  *    not a second time in the archive, and not already in the destination (a user by ID, e-mail
- *    or sign-in identity; a key by ID or hash; a session or file by ID). Import never
- *    overwrites: the first clash stops it before another byte is stored.
+ *    or sign-in identity; a key by ID or hash; a session or file by ID; a guest upload link or
+ *    share link by ID or token). A file's guest upload link, and a share link's file when the
+ *    archive holds it, come earlier with the same owner; a share link whose file the archive
+ *    does not hold (deleted before the export) may not name a file the destination has, which
+ *    it would then serve. Import never overwrites: the first clash stops it before another
+ *    byte is stored.
  * 2. Each file's content streams into the blob store under a new name, its CRC32C verified by
  *    the store on the way (`expectedChecksum`); the rows wait in memory, each with its new blob.
  * 3. The trailer's counts and the CRC32C of the whole archive are checked, and nothing may follow.
- * 4. One metadata transaction inserts every row: users, keys, sessions, files.
+ * 4. One metadata transaction inserts every row: users (with their quota and disabled state),
+ *    keys, sessions, guest upload links, files, share links.
  *
  * When any step fails, every blob staged so far is removed and the error rethrown: the stores
  * are as they were. (A clash that appears between step 1 and step 4, written by someone else,
@@ -18,8 +23,8 @@
 import { checksumToBase64, crc32cUpdate } from "../domain/checksum.ts";
 import type { FileRecord } from "../domain/file.ts";
 import { AppError } from "../errors.ts";
-import type { ApiKeyRow, BlobStore, MetadataStore, SessionRow, UserRow } from "../storage/ports.ts";
-import { checkMagic, damaged, decodeRecord, MAX_RECORD_BYTES, type ArchiveCounts, type ArchivedFile, type Trailer } from "./archive-format.ts";
+import type { ApiKeyRow, BlobStore, MetadataStore, SessionRow, ShareRow, UploadLinkRow } from "../storage/ports.ts";
+import { checkMagic, damaged, decodeRecord, MAX_RECORD_BYTES, type ArchiveCounts, type ArchivedFile, type ArchivedUser, type Trailer } from "./archive-format.ts";
 import { ArchiveReader } from "./archive-stream.ts";
 
 /** What was imported. */
@@ -55,11 +60,13 @@ function exists(what: string): AppError {
 }
 
 class Importer {
-  private readonly users: UserRow[] = [];
+  private readonly users: ArchivedUser[] = [];
   private readonly keys: ApiKeyRow[] = [];
   private readonly sessions: SessionRow[] = [];
+  private readonly uploadLinks: UploadLinkRow[] = [];
   /** Rows with their new blob names: about 1 KB of memory per file (docs/archive.md). */
   private readonly files: FileRecord[] = [];
+  private readonly shares: ShareRow[] = [];
   /** Blobs written and not yet referenced by a committed row. */
   private readonly staged: string[] = [];
   private bytes = 0;
@@ -70,7 +77,12 @@ class Importer {
   private readonly keyIds = new Set<string>();
   private readonly keyHashes = new Set<string>();
   private readonly sessionIds = new Set<string>();
-  private readonly fileIds = new Set<string>();
+  /** Owner by link ID, and by file ID: what later records must agree with. */
+  private readonly linkOwners = new Map<string, string>();
+  private readonly linkTokens = new Set<string>();
+  private readonly fileOwners = new Map<string, string>();
+  private readonly shareIds = new Set<string>();
+  private readonly shareTokens = new Set<string>();
 
   constructor(
     private readonly deps: { store: MetadataStore; blobs: BlobStore },
@@ -78,7 +90,15 @@ class Importer {
   ) {}
 
   counts(): ImportReport {
-    return { users: this.users.length, keys: this.keys.length, sessions: this.sessions.length, files: this.files.length, bytes: this.bytes };
+    return {
+      users: this.users.length,
+      keys: this.keys.length,
+      sessions: this.sessions.length,
+      uploadLinks: this.uploadLinks.length,
+      files: this.files.length,
+      shares: this.shares.length,
+      bytes: this.bytes,
+    };
   }
 
   /** Steps 1 to 3 of the module comment. */
@@ -102,8 +122,14 @@ class Importer {
         case "session":
           await this.session(record.row, offset);
           break;
+        case "upload_link":
+          await this.uploadLink(record.row, offset);
+          break;
         case "file":
           await this.file(record.row, offset);
+          break;
+        case "share":
+          await this.share(record.row, offset);
           break;
         case "end":
           return this.trailer(record.trailer, crcBefore, offset);
@@ -111,7 +137,7 @@ class Importer {
     }
   }
 
-  private async user(row: UserRow, offset: number): Promise<void> {
+  private async user(row: ArchivedUser, offset: number): Promise<void> {
     const identity = row.issuer === null ? undefined : `${row.issuer}\n${row.subject}`;
     if (this.userIds.has(row.id)) throw damaged(offset, `user ID ${row.id} appears twice`);
     if (this.emails.has(row.email)) throw damaged(offset, `the e-mail address ${row.email} appears twice`);
@@ -149,11 +175,45 @@ class Importer {
     this.sessions.push(row);
   }
 
+  private async uploadLink(row: UploadLinkRow, offset: number): Promise<void> {
+    this.knownUser(row.ownerId, `guest upload link ${row.id}`, offset);
+    if (this.linkOwners.has(row.id)) throw damaged(offset, `guest upload link ID ${row.id} appears twice`);
+    if (this.linkTokens.has(row.token)) throw damaged(offset, `the token of guest upload link ${row.id} appears twice`);
+    const { uploadLinks } = this.deps.store;
+    if ((await uploadLinks.get(row.id)) !== undefined) throw exists(`guest upload link ${row.id}`);
+    if ((await uploadLinks.byToken(row.token)) !== undefined) throw exists(`the guest upload link of archived link ${row.id} (same token)`);
+    this.linkOwners.set(row.id, row.ownerId);
+    this.linkTokens.add(row.token);
+    this.uploadLinks.push(row);
+  }
+
+  private async share(row: ShareRow, offset: number): Promise<void> {
+    this.knownUser(row.ownerId, `share link ${row.id}`, offset);
+    if (this.shareIds.has(row.id)) throw damaged(offset, `share link ID ${row.id} appears twice`);
+    if (this.shareTokens.has(row.token)) throw damaged(offset, `the token of share link ${row.id} appears twice`);
+    const fileOwner = this.fileOwners.get(row.fileId);
+    if (fileOwner !== undefined && fileOwner !== row.ownerId) throw damaged(offset, `share link ${row.id} shares file ${row.fileId}, which its owner does not own`);
+    const { shares, files } = this.deps.store;
+    if ((await shares.byId(row.id)) !== undefined) throw exists(`share link ${row.id}`);
+    if ((await shares.byToken(row.token)) !== undefined) throw exists(`the share link of archived share ${row.id} (same token)`);
+    // The share of a file deleted before the export answers 410; pointed at someone else's file
+    // of that ID here, it would serve it.
+    if (fileOwner === undefined && (await files.get(row.fileId)) !== undefined) throw exists(`file ${row.fileId}, which archived share link ${row.id} refers to`);
+    this.shareIds.add(row.id);
+    this.shareTokens.add(row.token);
+    this.shares.push(row);
+  }
+
   private async file(row: ArchivedFile, offset: number): Promise<void> {
     this.knownUser(row.ownerId, `file ${row.id}`, offset);
-    if (this.fileIds.has(row.id)) throw damaged(offset, `file ID ${row.id} appears twice`);
+    if (this.fileOwners.has(row.id)) throw damaged(offset, `file ID ${row.id} appears twice`);
+    if (row.uploadLinkId !== null) {
+      const linkOwner = this.linkOwners.get(row.uploadLinkId);
+      if (linkOwner === undefined) throw damaged(offset, `file ${row.id} arrived through guest upload link ${row.uploadLinkId}, which no earlier record defines`);
+      if (linkOwner !== row.ownerId) throw damaged(offset, `file ${row.id} arrived through guest upload link ${row.uploadLinkId} of another user`);
+    }
     if ((await this.deps.store.files.get(row.id)) !== undefined) throw exists(`file ${row.id}`);
-    this.fileIds.add(row.id);
+    this.fileOwners.set(row.id, row.ownerId);
 
     const what = `the content of file ${row.id}`;
     const start = this.reader.offset;
@@ -178,7 +238,7 @@ class Importer {
     }
     this.staged.push(blob);
     await this.reader.newline(what);
-    this.files.push({ ...row, blob, uploadLinkId: null });
+    this.files.push({ ...row, blob });
     this.bytes += row.size;
   }
 
@@ -192,7 +252,8 @@ class Importer {
     }
     const found = this.counts();
     for (const k of Object.keys(found) as (keyof ArchiveCounts)[]) {
-      if (found[k] !== trailer[k]) throw damaged(offset, `the trailer counts ${trailer[k]} ${k}, the archive holds ${found[k]}`);
+      const what = k === "uploadLinks" ? "upload links" : k;
+      if (found[k] !== trailer[k]) throw damaged(offset, `the trailer counts ${trailer[k]} ${what}, the archive holds ${found[k]}`);
     }
     if (!(await this.reader.atEnd())) throw damaged(this.reader.offset, "bytes follow the trailer");
   }
@@ -200,10 +261,17 @@ class Importer {
   /** Step 4: every row in one transaction; the staged blobs are then referenced. */
   async commit(): Promise<void> {
     await this.deps.store.transaction(async (tx) => {
-      for (const u of this.users) await tx.users.insert(u);
+      for (const { quotaBytes, disabledAt, lastSeenAt, ...identity } of this.users) {
+        await tx.users.insert(identity);
+        if (quotaBytes !== null) await tx.users.setQuota(identity.id, quotaBytes);
+        if (disabledAt !== null) await tx.users.setDisabled(identity.id, disabledAt);
+        if (lastSeenAt !== null) await tx.users.touch(identity.id, lastSeenAt);
+      }
       for (const k of this.keys) await tx.keys.insert(k);
       for (const s of this.sessions) await tx.sessions.insert(s);
+      for (const l of this.uploadLinks) await tx.uploadLinks.insert(l);
       for (const f of this.files) await tx.files.insert(f);
+      for (const s of this.shares) await tx.shares.insert(s);
     });
     this.staged.length = 0;
   }

@@ -1,6 +1,7 @@
 /** The shares table (CONTRACT §8) on PostgreSQL: the {@link ShareTable} part of the PostgreSQL metadata store. */
-import { and, desc, eq, isNull, lt, or, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, isNull, lt, or, sql } from "drizzle-orm";
 import type { PgDb } from "./pg-metadata.ts";
+import { inIdOrder, PAGE_ROWS } from "./paging.ts";
 import type { ShareRow, ShareTable } from "./ports.ts";
 import { shares } from "./pg-schema.ts";
 
@@ -38,5 +39,9 @@ export class PgShares implements ShareTable {
       .where(where)
       .returning({ id: shares.id });
     return counted.length > 0;
+  }
+
+  all(): AsyncIterable<ShareRow> {
+    return inIdOrder((after) => this.db.select().from(shares).where(gt(shares.id, after)).orderBy(asc(shares.id)).limit(PAGE_ROWS));
   }
 }

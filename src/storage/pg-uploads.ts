@@ -4,8 +4,9 @@
  * writer's row lock re-checks its WHERE against the row that writer committed, so two PATCHes at
  * one offset, or two uploads past a link's last free slot, never both win.
  */
-import { and, desc, eq, isNull, lte, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, isNull, lte, sql } from "drizzle-orm";
 import type { PgDb } from "./pg-metadata.ts";
+import { inIdOrder, PAGE_ROWS } from "./paging.ts";
 import { uploadLinks, uploads } from "./pg-schema.ts";
 import { linkAccepts } from "./upload-conditions.ts";
 import type { UploadLinkRow, UploadLinkTable, UploadRow, UploadTable } from "./upload-ports.ts";
@@ -104,5 +105,9 @@ export class PgUploadLinks implements UploadLinkTable {
       .returning({ id: uploadLinks.id });
     this.changed();
     return done.length > 0;
+  }
+
+  all(): AsyncIterable<UploadLinkRow> {
+    return inIdOrder((after) => this.db.select().from(uploadLinks).where(gt(uploadLinks.id, after)).orderBy(asc(uploadLinks.id)).limit(PAGE_ROWS));
   }
 }

@@ -121,6 +121,8 @@ export interface ShareTable {
    * @returns whether it was counted
    */
   countDownload(id: string): Promise<boolean>;
+  /** Every row, deleted ones too, in ID order (export). */
+  all(): AsyncIterable<ShareRow>;
 }
 
 /** The files table. */

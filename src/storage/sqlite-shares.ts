@@ -1,6 +1,7 @@
 /** The shares table (CONTRACT §8) on SQLite: the {@link ShareTable} part of the SQLite metadata store. */
-import { and, desc, eq, isNull, lt, or, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, isNull, lt, or, sql } from "drizzle-orm";
 import type { Db, WriteRunner } from "./db.ts";
+import { inIdOrder, PAGE_ROWS } from "./paging.ts";
 import type { ShareRow, ShareTable } from "./ports.ts";
 import { shares } from "./schema.ts";
 
@@ -43,5 +44,9 @@ export class SqliteShares implements ShareTable {
           .returning({ id: shares.id })
           .all().length > 0,
     );
+  }
+
+  all(): AsyncIterable<ShareRow> {
+    return inIdOrder((after) => this.db.select().from(shares).where(gt(shares.id, after)).orderBy(asc(shares.id)).limit(PAGE_ROWS).all());
   }
 }

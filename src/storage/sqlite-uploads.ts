@@ -2,8 +2,9 @@
  * The uploads and upload_links tables on SQLite (see upload-ports.ts), for sqlite-metadata.ts.
  * Conditional updates are single statements, so they are atomic whoever else writes.
  */
-import { and, desc, eq, isNull, lte, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, isNull, lte, sql } from "drizzle-orm";
 import type { Db } from "./db.ts";
+import { inIdOrder, PAGE_ROWS } from "./paging.ts";
 import { uploadLinks, uploads } from "./schema.ts";
 import { linkAccepts } from "./upload-conditions.ts";
 import type { UploadLinkRow, UploadLinkTable, UploadRow, UploadTable } from "./upload-ports.ts";
@@ -105,5 +106,9 @@ export class SqliteUploadLinks implements UploadLinkTable {
           .returning({ id: uploadLinks.id })
           .all().length > 0,
     );
+  }
+
+  all(): AsyncIterable<UploadLinkRow> {
+    return inIdOrder((after) => this.db.select().from(uploadLinks).where(gt(uploadLinks.id, after)).orderBy(asc(uploadLinks.id)).limit(PAGE_ROWS).all());
   }
 }

@@ -91,6 +91,8 @@ export interface UploadLinkTable {
    * @returns whether it was counted
    */
   consume(id: string, bytes: number, now: number): Promise<boolean>;
+  /** Every row, deleted ones too, in ID order (export). */
+  all(): AsyncIterable<UploadLinkRow>;
 }
 
 /** How one chunk of a resumable upload is written. */

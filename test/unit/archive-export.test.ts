@@ -89,7 +89,7 @@ test("changes during the export: a deleted file is left out, a replaced one foll
   const store = overriding(services.store, "keys", keys);
 
   const { report, archive } = await exportToMemory({ store, blobs });
-  expect(report).toEqual({ users: 3, keys: 0, sessions: 0, files: 3, bytes: first.size + 3000 + 2, skippedFiles: 1 });
+  expect(report).toEqual({ users: 3, keys: 0, sessions: 0, uploadLinks: 0, files: 3, shares: 0, bytes: first.size + 3000 + 2, skippedFiles: 1 });
   const email = (f: FileRecord) => services.users.emailOf(f.ownerId);
   expect(await importedFiles(archive)).toEqual({
     [first.name]: { size: first.size, checksum: first.checksum, owner: await email(first) },
@@ -118,4 +118,104 @@ test("a blob whose bytes differ from its row stops the export", async () => {
   await expect(exportToMemory(services)).rejects.toThrow(
     `file ${file.id}: its blob ${file.blob} holds 100000 bytes with CRC32C ${checksumOf(bytes)}, its row records 100000 bytes with ${file.checksum}; run cubby fsck`,
   );
+});
+
+const owner = (userId: string) => ({ userId, via: "api_key" as const, scopes: ALL_SCOPES });
+
+test("a guest upload link made after the links were read comes just before the first file through it, and the file keeps its link", async () => {
+  const user = await services.users.findOrCreateByEmail("a@example.com");
+  const early = await services.uploadLinks.create(owner(user.id), { name: "early", expiresAt: null, maxFiles: null, maxBytes: null, visibility: "private" });
+  await services.uploadLinks.upload(early.token, { name: "via-early", contentType: "text/plain", content: once(new Uint8Array([1])) });
+  let late: { id: string } | undefined;
+  const uploadLinks = overriding(services.store.uploadLinks, "all", async function* () {
+    yield* services.store.uploadLinks.all();
+    const link = await services.uploadLinks.create(owner(user.id), { name: "late", expiresAt: null, maxFiles: 5, maxBytes: null, visibility: "public" });
+    await services.uploadLinks.upload(link.token, { name: "via-late", contentType: "text/plain", content: once(new Uint8Array([2, 3])) });
+    late = link;
+  });
+  const { report, archive } = await exportToMemory({ store: overriding(services.store, "uploadLinks", uploadLinks), blobs: services.blobs });
+  expect(report).toMatchObject({ uploadLinks: 2, files: 2, skippedFiles: 0 });
+  const text = archive.toString("latin1");
+  const at = (s: string) => text.indexOf(s);
+  // The early link in the links' pass; the late one in the files' pass, just before its file.
+  const lateAt = at(`"type":"upload_link","id":"${late!.id}"`);
+  expect(lateAt).toBeGreaterThan(at(`"type":"upload_link","id":"${early.id}"`));
+  const next = text.slice(text.indexOf("\n", lateAt) + 1);
+  expect(next).toStartWith('{"type":"file"');
+  expect(next.slice(0, next.indexOf("\n"))).toContain('"name":"via-late"');
+
+  await using dest = await openServices({ dataDir: path.join(dir, "dest"), maxUploadBytes: 1 << 30 });
+  await importArchive(dest, once(archive));
+  const links: Record<string, string[]> = {};
+  for await (const l of dest.store.uploadLinks.all()) links[l.name] = (await dest.store.files.listByUploadLink(l.id, 10, undefined)).map((f) => f.name);
+  expect(links).toEqual({ early: ["via-early"], late: ["via-late"] });
+});
+
+/** `archive` with `from` replaced by `to` once (the same length, so offsets hold). */
+function replaced(archive: Buffer, from: string, to: string): Buffer {
+  expect(to.length).toBe(from.length);
+  const text = archive.toString("latin1");
+  expect(text.includes(from)).toBe(true);
+  return Buffer.from(text.replace(from, to), "latin1");
+}
+
+test("import refuses a share link that would serve a file of the destination the archive does not hold, and changes nothing", async () => {
+  const shared = await upload("a@example.com", new Uint8Array([1, 2, 3]), "shared");
+  const user = await services.users.findOrCreateByEmail("a@example.com");
+  await services.shares.create(owner(user.id), shared.id, {});
+  const { archive } = await exportToMemory(services);
+
+  await using dest = await openServices({ dataDir: path.join(dir, "dest"), maxUploadBytes: 1 << 30 });
+  const theirs = await dest.files.create(owner((await dest.users.findOrCreateByEmail("z@example.com")).id), {
+    slug: "",
+    name: "not shared",
+    visibility: "private",
+    contentType: "text/plain",
+    content: once(new Uint8Array([9])),
+  });
+  // Only the share's file_id points at the destination's file: the refusal comes before the trailer's CRC32C is checked.
+  const shareAt = archive.indexOf('"type":"share"');
+  const pointed = Buffer.concat([archive.subarray(0, shareAt), replaced(archive.subarray(shareAt), `"file_id":"${shared.id}"`, `"file_id":"${theirs.id}"`)]);
+  await expect(importArchive(dest, once(pointed))).rejects.toThrow(
+    `refusing to import: file ${theirs.id}, which archived share link `,
+  );
+  const users: string[] = [];
+  for await (const u of dest.store.users.all()) users.push(u.email);
+  const shares: unknown[] = [];
+  for await (const s of dest.store.shares.all()) shares.push(s);
+  expect({ users, shares }).toEqual({ users: ["z@example.com"], shares: [] });
+});
+
+test("an archive of version 2 (before users' state, links and shares) imports, what it lacks at the defaults", async () => {
+  const content = Buffer.from("hello");
+  const lines = [
+    "cubby-archive 2\n",
+    '{"type":"user","id":"u1","email":"old@example.com","issuer":null,"subject":null,"created_at":1795435224342012}\n',
+    '{"type":"key","id":"k1","user_id":"u1","name":"laptop","secret_hash":"b7U8POqzzNR+3kSvlIHxhfxQXnXgHDC9WsAkJ444Nq4=","created_at":1795435224345469,"last_used_at":null,"scopes":"files.read","expires_at":null}\n',
+    `{"type":"file","id":"RF679M44sfS9U7UzN8EbB","owner_id":"u1","slug":"","name":"hello.txt","content_type":"text/plain","visibility":"private","size":5,"checksum":"${checksumOf(content)}","created_at":1795435225962009,"updated_at":1795435225962009,"expires_at":1895435225962009}\n`,
+  ];
+  const body = Buffer.concat([...lines.map((l) => Buffer.from(l)), content, Buffer.from("\n")]);
+  const archive = Buffer.concat([body, Buffer.from(`{"type":"end","users":1,"keys":1,"sessions":0,"files":1,"bytes":5,"crc32c":"${checksumOf(body)}"}\n`)]);
+
+  await using dest = await openServices({ dataDir: path.join(dir, "dest"), maxUploadBytes: 1 << 30 });
+  expect(await importArchive(dest, once(archive))).toEqual({ users: 1, keys: 1, sessions: 0, uploadLinks: 0, files: 1, shares: 0, bytes: 5 });
+  const { blob: _, ...file } = (await dest.store.files.get("RF679M44sfS9U7UzN8EbB"))!;
+  expect({ account: await dest.store.users.account("u1"), key: (await dest.store.keys.byId("k1"))?.scopes, file }).toEqual({
+    account: { id: "u1", email: "old@example.com", issuer: null, subject: null, createdAt: 1795435224342012, quotaBytes: null, disabledAt: null, lastSeenAt: null },
+    key: "files.read",
+    file: {
+      id: "RF679M44sfS9U7UzN8EbB",
+      ownerId: "u1",
+      slug: "",
+      name: "hello.txt",
+      contentType: "text/plain",
+      visibility: "private",
+      size: 5,
+      checksum: checksumOf(content),
+      createdAt: 1795435225962009,
+      updatedAt: 1795435225962009,
+      expiresAt: 1895435225962009,
+      uploadLinkId: null,
+    },
+  });
 });

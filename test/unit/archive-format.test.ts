@@ -5,20 +5,45 @@ import { expect, test } from "bun:test";
 import { checksumOf } from "../../src/domain/checksum.ts";
 import { AppError } from "../../src/errors.ts";
 import { checkMagic, decodeRecord, encodeRecord, type ArchiveRecord } from "../../src/service/archive-format.ts";
+import { NO_QUOTA } from "../../src/storage/ports.ts";
 import { ArchiveReader, ArchiveWriter } from "../../src/service/archive-stream.ts";
 
 const hash = new Uint8Array(32).map((_, i) => i * 7);
+const fresh = { quotaBytes: null, disabledAt: null, lastSeenAt: null };
+const linkToken = "L".repeat(31) + "_";
+const shareToken = "S".repeat(31) + "-";
 const records: ArchiveRecord[] = [
-  { type: "user", row: { id: "u1", email: "a@example.com", issuer: null, subject: null, createdAt: 1 } },
-  { type: "user", row: { id: "u2", email: "b@example.com", issuer: "https://accounts.google.com", subject: "1234", createdAt: 2 ** 53 - 1 } },
+  { type: "user", row: { id: "u1", email: "a@example.com", issuer: null, subject: null, createdAt: 1, ...fresh } },
+  { type: "user", row: { id: "u2", email: "b@example.com", issuer: "https://accounts.google.com", subject: "1234", createdAt: 2 ** 53 - 1, quotaBytes: 10 ** 9, disabledAt: 11, lastSeenAt: 12 } },
+  { type: "user", row: { id: "u3", email: "c@example.com", issuer: null, subject: null, createdAt: 1, quotaBytes: NO_QUOTA, disabledAt: null, lastSeenAt: null } },
   { type: "key", row: { id: "k1", userId: "u1", name: "", secretHash: hash, createdAt: 3, lastUsedAt: null, scopes: "files.read files.write", expiresAt: null } },
   { type: "key", row: { id: "k2", userId: "u1", name: "laptop ✓", secretHash: hash.map((b) => b ^ 1), createdAt: 3, lastUsedAt: 4, scopes: "files.read", expiresAt: 9 } },
   { type: "session", row: { id: "s1", userId: "u2", secretHash: hash, createdAt: 5, expiresAt: 6 } },
   {
     type: "file",
-    row: { id: "abcdefghijklmnopqrstu", ownerId: "u1", slug: "", name: "a\nb\"c", contentType: "text/plain; charset=utf-8", visibility: "public", size: 0, checksum: checksumOf(""), createdAt: 7, updatedAt: 8, expiresAt: null },
+    row: { id: "abcdefghijklmnopqrstu", ownerId: "u1", slug: "", name: "a\nb\"c", contentType: "text/plain; charset=utf-8", visibility: "public", size: 0, checksum: checksumOf(""), createdAt: 7, updatedAt: 8, expiresAt: null, uploadLinkId: null },
   },
-  { type: "end", trailer: { users: 2, keys: 2, sessions: 1, files: 1, bytes: 0, crc32c: "AAAAAA==" } },
+  {
+    type: "file",
+    row: { id: "abcdefghijklmnopqrstv", ownerId: "u1", slug: "x", name: "", contentType: "text/plain", visibility: "private", size: 3, checksum: checksumOf("abc"), createdAt: 7, updatedAt: 8, expiresAt: 99, uploadLinkId: "l1" },
+  },
+  {
+    type: "upload_link",
+    row: { id: "l1", ownerId: "u1", token: linkToken, name: "Scans ✓", visibility: "internal", expiresAt: null, maxFiles: 3, maxBytes: 1000, filesUploaded: 1, bytesUploaded: 3, createdAt: 5, deletedAt: null },
+  },
+  {
+    type: "upload_link",
+    row: { id: "l2", ownerId: "u1", token: linkToken.toLowerCase(), name: "", visibility: "private", expiresAt: 10, maxFiles: null, maxBytes: null, filesUploaded: 0, bytesUploaded: 0, createdAt: 5, deletedAt: 9 },
+  },
+  {
+    type: "share",
+    row: { id: "sh1", fileId: "abcdefghijklmnopqrstu", ownerId: "u1", token: shareToken, expiresAt: 20, maxDownloads: 3, downloadCount: 1, passwordHash: "$argon2id$v=19$m=65536,t=2,p=1$c2FsdA$aGFzaA", createdAt: 6, deletedAt: null },
+  },
+  {
+    type: "share",
+    row: { id: "sh2", fileId: "abcdefghijklmnopqrstu", ownerId: "u1", token: shareToken.toLowerCase(), expiresAt: null, maxDownloads: null, downloadCount: 0, passwordHash: null, createdAt: 6, deletedAt: 7 },
+  },
+  { type: "end", trailer: { users: 2, keys: 2, sessions: 1, uploadLinks: 2, files: 1, shares: 2, bytes: 0, crc32c: "AAAAAA==" } },
 ];
 
 test.each(records.map((r) => [r.type, r] as const))("a %s record round-trips exactly, on one line", (_, record) => {
@@ -28,14 +53,21 @@ test.each(records.map((r) => [r.type, r] as const))("a %s record round-trips exa
   expect(decodeRecord(line.slice(0, -1), 0)).toEqual(record);
 });
 
-const file = JSON.parse(encodeRecord(records[5]!)) as Record<string, unknown>;
-const key = JSON.parse(encodeRecord(records[2]!)) as Record<string, unknown>;
+const json = (type: ArchiveRecord["type"]) => JSON.parse(encodeRecord(records.find((r) => r.type === type)!)) as Record<string, unknown>;
+const file = json("file");
+const key = json("key");
 const user = JSON.parse(encodeRecord(records[1]!)) as Record<string, unknown>;
+const link = json("upload_link");
+const share = json("share");
+
+test("a quota of none is written as \"none\", not as the stored -1", () => {
+  expect(JSON.parse(encodeRecord(records[2]!))).toMatchObject({ quota_bytes: "none" });
+});
 
 test.each([
   ["not JSON", "{", /a record is not JSON/],
   ["not an object", "[1]", /a record is not a JSON object/],
-  ["an unknown type", JSON.stringify({ type: "share" }), /unknown record type "share" \(written by a newer cubby\?\)/],
+  ["an unknown type", JSON.stringify({ type: "webhook" }), /unknown record type "webhook" \(written by a newer cubby\?\)/],
   ["an unknown field", JSON.stringify({ ...file, expire_time: 1 }), /a file record has unknown field\(s\) "expire_time"/],
   ["a missing field", JSON.stringify({ ...file, checksum: undefined }), /a file record has no "checksum"/],
   ["a size that is a string", JSON.stringify({ ...file, size: "5" }), /"size" of a file record must be a whole number/],
@@ -51,6 +83,15 @@ test.each([
   ["a non-canonical key hash", JSON.stringify({ ...key, secret_hash: `${Buffer.alloc(32).toString("base64").slice(0, 42)}B=` }), /must be canonical base64/],
   ["an issuer without a subject", JSON.stringify({ ...user, subject: null }), /issuer and subject must both be set or both be null/],
   ["a null e-mail", JSON.stringify({ ...user, email: null }), /"email" of a user record must be a string/],
+  ["a negative quota", JSON.stringify({ ...user, quota_bytes: -1 }), /"quota_bytes" of a user record must be a whole number of bytes, null or "none"/],
+  ["a quota in words", JSON.stringify({ ...user, quota_bytes: "1 GB" }), /"quota_bytes" of a user record must be a whole number of bytes, null or "none"/],
+  ["a user without disabled_at", JSON.stringify({ ...user, disabled_at: undefined }), /a user record has no "disabled_at"/],
+  ["a link token of another shape", JSON.stringify({ ...link, token: "short" }), /"token" of a upload_link record must be a token of 32 URL-safe characters/],
+  ["a link with a negative counter", JSON.stringify({ ...link, files_uploaded: -1 }), /"files_uploaded" of a upload_link record must be a whole number/],
+  ["a share of something that is not a file ID", JSON.stringify({ ...share, file_id: "x" }), /"x" is not a file ID/],
+  ["a share with an empty password hash", JSON.stringify({ ...share, password_hash: "" }), /"password_hash" of a share record must be a non-empty string/],
+  ["a share with an unknown field", JSON.stringify({ ...share, webhook: null }), /a share record has unknown field\(s\) "webhook"/],
+  ["a file with an empty upload link", JSON.stringify({ ...file, upload_link_id: "" }), /"upload_link_id" of a file record must be a non-empty string/],
 ])("refused: %s", (_, line, message) => {
   let thrown: unknown;
   try {
@@ -69,11 +110,28 @@ test.each([
 test.each([
   ["cubby-archive 1", 1],
   ["cubby-archive 2", 2],
-  ["cubby-archive 3", 'archive format "cubby-archive 3" is not one this cubby reads (it reads "cubby-archive 1" and "cubby-archive 2")'],
-  ["PK\u0003\u0004", 'not a cubby archive (it does not start with "cubby-archive 2")'],
+  ["cubby-archive 3", 3],
+  ["cubby-archive 4", 'archive format "cubby-archive 4" is not one this cubby reads (written by a newer cubby?); it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3"; nothing was changed'],
+  ["cubby-archive 2b", 'archive format "cubby-archive 2b" is not one this cubby reads; it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3"; nothing was changed'],
+  ["PK\u0003\u0004", 'not a cubby archive (it does not start with "cubby-archive 3")'],
 ])("magic line %p", (line, outcome) => {
-  if (typeof outcome === "number") expect(checkMagic(line)).toBe(outcome as 1 | 2);
+  if (typeof outcome === "number") expect(checkMagic(line)).toBe(outcome as 1 | 2 | 3);
   else expect(() => checkMagic(line)).toThrow(outcome);
+});
+
+test("a version 2 archive's records read with the defaults (users enabled, quota from QUOTA_BYTES, files through no link); version 3 records and fields in one are refused", () => {
+  const v2user = '{"type":"user","id":"u1","email":"a@example.com","issuer":null,"subject":null,"created_at":1}';
+  expect(decodeRecord(v2user, 0, 2)).toEqual({ type: "user", row: { id: "u1", email: "a@example.com", issuer: null, subject: null, createdAt: 1, ...fresh } });
+  expect(() => decodeRecord(v2user, 0, 3)).toThrow('a user record has no "quota_bytes"');
+  expect(() => decodeRecord(JSON.stringify(user), 0, 2)).toThrow('unknown field(s) "quota_bytes", "disabled_at", "last_seen_at"');
+  const { upload_link_id: _, ...v2file } = file;
+  expect(decodeRecord(JSON.stringify(v2file), 0, 2)).toMatchObject({ type: "file", row: { uploadLinkId: null, expiresAt: null } });
+  expect(() => decodeRecord(JSON.stringify(file), 0, 2)).toThrow('unknown field(s) "upload_link_id"');
+  expect(() => decodeRecord(JSON.stringify(share), 0, 2)).toThrow("a share record in a version 2 archive (records of that type came with version 3)");
+  expect(() => decodeRecord(JSON.stringify(link), 0, 1)).toThrow("a upload_link record in a version 1 archive");
+  const v2end = '{"type":"end","users":1,"keys":0,"sessions":0,"files":0,"bytes":0,"crc32c":"AAAAAA=="}';
+  expect(decodeRecord(v2end, 0, 2)).toEqual({ type: "end", trailer: { users: 1, keys: 0, sessions: 0, uploadLinks: 0, files: 0, shares: 0, bytes: 0, crc32c: "AAAAAA==" } });
+  expect(() => decodeRecord(v2end, 0, 3)).toThrow('a end record has no "upload_links"');
 });
 
 test("a version 1 archive's records read with the defaults (every scope, no expiry); version 2 fields in one are refused", () => {
