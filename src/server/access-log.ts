@@ -119,6 +119,68 @@ export class AccessLog {
     this.log(this.format === "json" ? accessLogJson(context, status, bytes, ms) : accessLogLine(context.method, context.path, status, bytes, ms, context.requestId));
   }
 
+  /**
+   * Logs a request refused before any handler saw it — malformed (400), headers too large (431)
+   * or too slow (408) — whose bodiless answer the listener wrote itself (lingering-close.ts):
+   * one line like any other, with what of its request line could be read ("-" otherwise) and,
+   * in text lines, the client's address (`client=`), since no request ID was echoed to it and
+   * the address is all there is to know it by. X-Forwarded-For is not read from a refused head.
+   * @param peer the TCP peer's address
+   * @param requestLine what {@link requestLineOf} read of the request
+   */
+  refused(peer: string | undefined, status: number, requestLine: RequestLine = UNREAD): void {
+    const context = this.begin(requestLine.method, requestLine.path, peer, null, null);
+    this.metrics?.observeRequest(context.method, UNMATCHED_ROUTE, status, 0);
+    this.log(
+      this.format === "json"
+        ? accessLogJson(context, status, 0, 0)
+        : `${accessLogLine(context.method, context.path, status, 0, 0, context.requestId)} client=${context.clientAddress}`,
+    );
+  }
+}
+
+/** What the access log shows of a request line: its method and path (no query), "-" for what could not be read. */
+export interface RequestLine {
+  method: string;
+  path: string;
+}
+
+const UNREAD: RequestLine = { method: "-", path: "-" };
+/** RFC 9110 §5.6.2 `token`, the form of a method. */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** An origin-form target of visible ASCII (RFC 9112 §3.2.1): anything else is not shown. */
+const ORIGIN_FORM = /^\/[\x21-\x7e]*$/;
+/** The longest path a refused request's line shows (its target is the client's to choose). */
+const MAX_LOGGED_PATH = 1024;
+const HEAD_END = Buffer.from("\r\n\r\n");
+
+/**
+ * The method and path of the request that an HTTP/1.x parser refused, from the bytes it was
+ * given: the request starts after the last head that ended before `errorAt` (pipelined requests
+ * without bodies before it), and its line (RFC 9112 §3: `method SP request-target SP
+ * HTTP-version`) is read if it has that shape; a method that is not a token, or a target not in
+ * origin form, is "-". A guess for a request behind one with a body: then most often "-".
+ * @param bytes the chunk the parser failed on (node:http's `err.rawPacket`), if known
+ * @param errorAt the offset in `bytes` where parsing failed (`err.bytesParsed`); unknown: the
+ *   bytes are the head of one request (the sniff's)
+ */
+export function requestLineOf(bytes: Uint8Array | undefined, errorAt?: number): RequestLine {
+  if (bytes === undefined || bytes.byteLength === 0) return UNREAD;
+  const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const end = Math.min(errorAt ?? 0, buf.length);
+  const lastHead = end >= HEAD_END.length ? buf.lastIndexOf(HEAD_END, end - HEAD_END.length) : -1;
+  const start = lastHead === -1 ? 0 : lastHead + HEAD_END.length;
+  const lineEnd = buf.indexOf(0x0a, start);
+  const line = buf.toString("latin1", start, Math.min(lineEnd === -1 ? buf.length : lineEnd, start + MAX_LOGGED_PATH + 64)).replace(/\r$/, "");
+  const parts = line.split(" ");
+  if (parts.length !== 3 || !/^HTTP\/\d\.\d$/.test(parts[2]!)) return UNREAD;
+  const target = parts[1]!;
+  const query = target.indexOf("?");
+  const path = query === -1 ? target : target.slice(0, query);
+  return {
+    method: TOKEN.test(parts[0]!) ? parts[0]! : "-",
+    path: ORIGIN_FORM.test(path) && path.length <= MAX_LOGGED_PATH ? path : "-",
+  };
 }
 
 /** Lines kept back at most before a write, whatever the event loop is doing. */

@@ -28,6 +28,8 @@ export interface ConnectionsOptions {
   headerTimeoutMs: number;
   /** Milliseconds a connection may stay silent, no bytes either way, before it is closed. */
   idleTimeoutMs: number;
+  /** A connection was answered 408 (its header deadline ran out) and is closing: for the access log. */
+  onRefused?: (socket: Duplex, status: number) => void;
 }
 
 /** An HTTP/1.1 connection: its header deadline and its latest request. */
@@ -109,8 +111,11 @@ export class Connections {
 
   /** `socket` speaks HTTP/1.1: every request on it gets a header deadline. Call before the HTTP parser reads it. */
   watchHttp1(socket: Duplex): void {
+    const refuse = () => {
+      if (refuseConnection(socket, "408 Request Timeout")) this.opts.onRefused?.(socket, 408);
+    };
     const state: Http1State = {
-      deadline: new HeaderDeadline({ timeoutMs: this.opts.headerTimeoutMs, refuse: () => refuseConnection(socket, "408 Request Timeout") }),
+      deadline: new HeaderDeadline({ timeoutMs: this.opts.headerTimeoutMs, refuse }),
       latest: undefined,
     };
     this.http1.set(socket, state);
@@ -135,11 +140,24 @@ export class Connections {
     this.http2Sockets.add(socket);
   }
 
-  /** A new HTTP/2 session: closed after the idle timeout, sent GOAWAY on stop. */
+  /**
+   * A new HTTP/2 session: closed after the idle timeout, sent GOAWAY on stop, and ended when the
+   * client half-closes the TCP connection (FIN), since no new stream can come: gracefully
+   * (GOAWAY, the streams in flight finish, then the connection closes; CONTRACT §10) — unless
+   * the client sent GOAWAY first: then it is leaving, and its streams are dropped at once
+   * rather than left writing to a client that reads no more (test/integration/h2-hostile.test.ts).
+   */
   watchSession(session: http2.ServerHttp2Session): void {
     this.sessions.add(session);
     session.on("close", () => this.sessions.delete(session));
     session.setTimeout(this.opts.idleTimeoutMs, () => session.destroy());
+    let leaving = false;
+    session.once("goaway", () => (leaving = true));
+    session.socket?.once("end", () => {
+      if (session.destroyed) return;
+      if (leaving) session.destroy();
+      else if (!session.closed) session.close();
+    });
   }
 
   /** An HTTP/1.1 request's headers are complete: stop its clock, and during a stop close its connection after the response. */
@@ -174,6 +192,19 @@ export class Connections {
    */
   onHttp1HeadReceived(socket: Duplex): void {
     this.http1.get(socket)?.deadline.onHeadReceived();
+  }
+
+  /**
+   * The client half-closed `socket` (FIN) in the middle of a request: its head or body can never
+   * be whole, so it is not answered. A request whose body was still arriving is destroyed, which
+   * closes the connection (IncomingMessage's `_destroy`, as node:http does on a FIN without
+   * `httpAllowHalfOpen`): its upload fails and stores nothing. A head cut short is dropped, as
+   * the fast path does, and the connection closes once the responses before it are written.
+   */
+  endCutShort(socket: Duplex): void {
+    const latest = this.http1.get(socket)?.latest;
+    if (latest !== undefined && !latest.complete) latest.destroy();
+    this.whenIdle(socket, () => socket.end());
   }
 
   /** Runs `fn` once no request is in flight on `socket` (now, for a connection not known as HTTP/1.1). */

@@ -15,6 +15,11 @@
  * answered, what follows is read until a whole head (or `maxHeadBytes`) is there; then the
  * socket is paused and that request's header clock stopped: it waits on the server, not the
  * client (HeaderDeadline.onHeadReceived).
+ *
+ * A client that half-closes (its FIN after its requests, as `nc -N` and some proxies do; the
+ * listener allows half-open sockets) still gets every answer to what it sent: the requests
+ * already read are answered in order, then the server closes its side too (CONTRACT §10). A
+ * half-closed connection with nothing to answer closes at once, so it is never held open.
  */
 import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
@@ -127,8 +132,11 @@ class FastConnection<R> implements ResponseOwner {
   /** An answer written at once is still in the socket's buffer: the next request waits until it has left. */
   private draining = false;
   private done = false;
+  /** The client has shut down its sending side (FIN): nothing more will arrive. */
+  private clientEnded = false;
   private readonly onData = (chunk: Buffer) => this.received(chunk);
   private readonly onClose = () => this.closed();
+  private readonly onEnd = () => this.ended();
   private readonly onWrittenNow = (err?: Error | null) => this.writtenNow(err);
 
   constructor(
@@ -139,6 +147,24 @@ class FastConnection<R> implements ResponseOwner {
   start(): void {
     this.socket.on("data", this.onData);
     this.socket.once("close", this.onClose);
+    this.socket.once("end", this.onEnd);
+  }
+
+  /** The client's FIN: what is buffered is served, then the connection closes (module comment). */
+  private ended(): void {
+    this.clientEnded = true;
+    this.next();
+  }
+
+  /**
+   * After the client's FIN, closes the connection once nothing is being answered: the requests
+   * read before it have all been served (a head left incomplete will never be, nginx closes too).
+   * The socket is ended, not destroyed: what is still in its buffer goes out first.
+   */
+  private closeIfDone(): void {
+    if (!this.clientEnded || this.done || this.current !== undefined || this.draining) return;
+    this.finish();
+    this.socket.end();
   }
 
   private received(chunk: Buffer): void {
@@ -210,7 +236,7 @@ class FastConnection<R> implements ResponseOwner {
         const parsed = parseRequestHead(buf, 0, this.opts.maxHeadBytes, this.scanFrom);
         if (parsed.kind === "more") {
           this.scanFrom = Math.max(0, this.len - 3);
-          return;
+          break;
         }
         if (parsed.kind === "not_ours") return this.handOver();
         const route = this.opts.route(parsed.head.method, parsed.head.target);
@@ -221,6 +247,7 @@ class FastConnection<R> implements ResponseOwner {
     } finally {
       this.looping = false;
     }
+    this.closeIfDone();
   }
 
   private serve(head: FastHead, route: R): void {
@@ -305,11 +332,23 @@ class FastConnection<R> implements ResponseOwner {
     this.next();
   }
 
-  /** Stops reading and gives the socket, its unconsumed bytes put back, to node:http. */
+  /**
+   * Stops reading and gives the socket, its unconsumed bytes put back, to node:http. After the
+   * client's FIN the socket can take nothing back (`unshift` after `end` is an error) and
+   * node:http would never learn of the FIN: the bytes are given to its `data` listener and the
+   * FIN to its `end` listener (the ones added by the hand-over) instead, as if they arrived now.
+   */
   private handOver(): void {
     const rest = this.len > 0 ? this.buf!.subarray(0, this.len) : undefined;
     this.finish();
     const socket = this.socket;
+    if (this.clientEnded) {
+      const before = new Set(socket.listeners("end"));
+      this.opts.onHandOver(socket);
+      if (rest !== undefined) socket.emit("data", rest);
+      for (const listener of socket.listeners("end")) if (!before.has(listener)) (listener as () => void).call(socket);
+      return;
+    }
     socket.pause();
     if (rest !== undefined) socket.unshift(rest);
     this.opts.onHandOver(socket);
@@ -322,6 +361,7 @@ class FastConnection<R> implements ResponseOwner {
     this.len = 0;
     this.socket.off("data", this.onData);
     this.socket.off("close", this.onClose);
+    this.socket.off("end", this.onEnd);
   }
 
   private closed(): void {

@@ -43,9 +43,11 @@ export function lingeringClose(socket: Duplex): void {
 /**
  * Answers a connection that never reached a handler with a bodiless error response
  * (`status` as "408 Request Timeout") and closes it as {@link lingeringClose}.
+ * @returns whether the answer was written (false: the connection was already closed or ending)
  */
-export function refuseConnection(socket: Duplex, status: string): void {
-  if (socket.destroyed || !socket.writable) return;
+export function refuseConnection(socket: Duplex, status: string): boolean {
+  if (socket.destroyed || !socket.writable) return false;
   socket.write(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
   lingeringClose(socket);
+  return true;
 }

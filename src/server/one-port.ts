@@ -23,7 +23,7 @@ import net from "node:net";
 import type { Duplex } from "node:stream";
 import type { LogFormat } from "../log.ts";
 import type { FileUnaryMethods } from "../rpc/file-service.ts";
-import { AccessLog } from "./access-log.ts";
+import { AccessLog, requestLineOf } from "./access-log.ts";
 import { Connections } from "./connections.ts";
 import { ContentNow } from "./content-now.ts";
 import { createDispatch, routeOf } from "./dispatch.ts";
@@ -106,8 +106,15 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
   const headerTimeoutMs = opts.headerTimeoutSeconds * 1000;
   const idleTimeoutMs = opts.idleTimeoutSeconds * 1000;
   const metrics = opts.metrics?.metrics;
-  const connections = new Connections({ limits: { ...opts.maxConnections, exempt: opts.trustedProxies }, headerTimeoutMs, idleTimeoutMs });
   const accessLog = new AccessLog(opts.log, opts.trustedProxies, { format: opts.logFormat, metrics: opts.metrics?.metrics });
+  // Requests refused before a handler saw them get an access-log line too (issue 25: every answer has one).
+  const peerOf = (socket: Duplex) => (socket as net.Socket).remoteAddress;
+  const connections = new Connections({
+    limits: { ...opts.maxConnections, exempt: opts.trustedProxies },
+    headerTimeoutMs,
+    idleTimeoutMs,
+    onRefused: (socket, status) => accessLog.refused(peerOf(socket), status),
+  });
   const contentNow = opts.answerAtOnce === false ? undefined : new ContentNow(opts.content, accessLog);
   const dispatch = createDispatch({
     rpcPaths: opts.rpcPaths,
@@ -140,18 +147,31 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
     session.setLocalWindowSize(H2_WINDOW_BYTES);
   });
   const h1 = http.createServer({ maxHeaderSize: MAX_HEAD_BYTES, requireHostHeader: false, keepAliveTimeout: idleTimeoutMs }, dispatch);
-  h1.on("clientError", (err: NodeJS.ErrnoException, socket: Duplex) => {
+  // A client's FIN ends what it sends, not what it receives (CONTRACT §10): the responses to the
+  // requests it sent are written, the last one closes the connection (Node's and Bun's
+  // `httpAllowHalfOpen`; without it, the FIN ended the socket at once and cut answers in flight).
+  (h1 as http.Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
+  h1.on("clientError", (err: NodeJS.ErrnoException & { rawPacket?: Buffer; bytesParsed?: number }, socket: Duplex) => {
     if (err.code === "ECONNRESET" || !socket.writable) return socket.destroy();
+    // The client's FIN came in the middle of a request (httpAllowHalfOpen lets node:http say so).
+    if (err.code === "HPE_INVALID_EOF_STATE") return connections.endCutShort(socket);
     const status = err.code === "HPE_HEADER_OVERFLOW" ? "431 Request Header Fields Too Large" : "400 Bad Request";
+    // Read now: node:http's parser lets go of the bytes it failed on.
+    const requestLine = requestLineOf(err.rawPacket, err.bytesParsed);
     // A malformed request pipelined behind a valid one is refused after the valid one's answer.
-    connections.whenIdle(socket, () => refuseConnection(socket, status));
+    connections.whenIdle(socket, () => {
+      if (refuseConnection(socket, status)) accessLog.refused(peerOf(socket), Number.parseInt(status, 10), requestLine);
+    });
   });
 
-  const listener = net.createServer({ noDelay: true }, (socket) => {
+  // allowHalfOpen: a client's FIN does not end our side; each protocol ends it once the answers
+  // to what the client sent are out (sniff.ts, http1-fast.ts, node:http, node:http2).
+  const listener = net.createServer({ noDelay: true, allowHalfOpen: true }, (socket) => {
     if (!connections.admit(socket)) return;
     sniffProtocol(socket, {
       headerTimeoutMs,
       maxHeadBytes: MAX_HEAD_BYTES,
+      onRefused: (status, head) => accessLog.refused(socket.remoteAddress, status, requestLineOf(head)),
       onHttp2: () => {
         connections.watchHttp2(socket);
         h2.emit("connection", new CorkedSocket(socket));

@@ -36,23 +36,36 @@ export interface SniffOptions {
   onHttp1: (socket: Duplex) => void;
   /** Takes over an HTTP/2 connection, the same way. */
   onHttp2: (socket: Duplex) => void;
+  /** The connection was answered `status` (408, 431) and is closing; `head`: what it had sent (for the access log). */
+  onRefused?: (status: number, head: Buffer) => void;
 }
 
 /**
  * Reads `socket` until {@link classifyHead} decides, then hands it over with everything read put
- * back (`unshift`), or refuses it (408, 431) with a lingering close.
+ * back (`unshift`), or refuses it (408, 431) with a lingering close; a connection whose client
+ * half-closes (FIN) before that is closed.
  */
 export function sniffProtocol(socket: Duplex, opts: SniffOptions): void {
-  const timer = setTimeout(() => refuseConnection(socket, "408 Request Timeout"), opts.headerTimeoutMs);
-  socket.once("close", () => clearTimeout(timer));
   let head: Buffer = EMPTY;
+  const refuse = (status: string) => {
+    if (refuseConnection(socket, status)) opts.onRefused?.(Number.parseInt(status, 10), head);
+  };
+  const timer = setTimeout(() => refuse("408 Request Timeout"), opts.headerTimeoutMs);
+  socket.once("close", () => clearTimeout(timer));
+  // The client shut down its sending side before a request's headers were complete: none will
+  // ever be, and nothing is owed (the listener allows half-open sockets, so this side is ours to end).
+  const onEnd = () => {
+    clearTimeout(timer);
+    socket.end();
+  };
   const onData = (chunk: Buffer) => {
     head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
     const verdict = classifyHead(head, opts.maxHeadBytes);
     if (verdict === "more") return;
     socket.off("data", onData);
+    socket.off("end", onEnd);
     clearTimeout(timer);
-    if (verdict === "too_large") return refuseConnection(socket, "431 Request Header Fields Too Large");
+    if (verdict === "too_large") return refuse("431 Request Header Fields Too Large");
     socket.pause();
     socket.unshift(head);
     if (verdict === "http2") opts.onHttp2(socket);
@@ -60,4 +73,5 @@ export function sniffProtocol(socket: Duplex, opts: SniffOptions): void {
     socket.resume();
   };
   socket.on("data", onData);
+  socket.once("end", onEnd);
 }

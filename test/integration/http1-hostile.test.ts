@@ -62,3 +62,59 @@ test("a valid request pipelined before a malformed one gets its answer, then the
   expect(statuses).toEqual(["HTTP/1.1 200 OK", "HTTP/1.1 400 Bad Request"]);
   expect(received).toContain('{"status":"ok"}');
 });
+
+// Requests refused before any handler saw them still leave one access-log line each (issue 25):
+// the status, the client's address, and what of the request line could be read.
+
+/** The access-log lines printed so far for `path`. */
+const linesFor = (s: RunningServer, path: string) =>
+  s
+    .output()
+    .split("\n")
+    .filter((l) => l.includes(`path=${JSON.stringify(path)} `));
+
+for (const [what, request, expected] of [
+  ["a header line with no colon", "GET /log-no-colon?x=1 HTTP/1.1\r\nHost x\r\n\r\n", { status: 400, method: "GET", path: "/log-no-colon" }],
+  ["an invalid method token", "G@T /log-bad-method HTTP/1.1\r\nHost: x\r\n\r\n", { status: 400, method: "-", path: "/log-bad-method" }],
+  ["a 70 KiB header block", `GET /log-big-head HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(70 * 1024)}\r\n\r\n`, { status: 431, method: "GET", path: "/log-big-head" }],
+  ["a malformed request pipelined behind a valid one", "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nPOST /log-pipelined HTTP/1.1\r\nHost x\r\n\r\n", { status: 400, method: "POST", path: "/log-pipelined" }],
+] as const) {
+  test(`${what} is answered ${expected.status} and leaves one access-log line`, async () => {
+    const received = await sendAllThenRead(request, 0);
+    expect(received.match(/HTTP\/1\.1 \d{3}/g)?.pop()).toBe(`HTTP/1.1 ${expected.status}`);
+    await server.waitForOutput(`path=${JSON.stringify(expected.path)} `);
+    const lines = linesFor(server, expected.path);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(new RegExp(`^method=${expected.method.replace("-", "\\-")} path="${expected.path}" status=${expected.status} bytes=0 duration_ms=[\\d.]+ request_id=\\S+ client=127\\.0\\.0\\.1$`));
+  });
+}
+
+test("a request line that cannot be read at all is logged with - for method and path", async () => {
+  const before = server.output().split("\n").filter((l) => /^method=- path="-" status=400 .* client=127\.0\.0\.1$/.test(l)).length;
+  const received = await sendAllThenRead("\u0001\u0002 nonsense\r\n\r\n", 0);
+  expect(received.split("\r\n")[0]).toBe("HTTP/1.1 400 Bad Request");
+  await server.waitForOutput(/method=- path="-" status=400 /);
+  const count = () => server.output().split("\n").filter((l) => /^method=- path="-" status=400 .* client=127\.0\.0\.1$/.test(l)).length;
+  expect(count()).toBe(before + 1);
+});
+
+test("a request whose headers run out of time (408) leaves a JSON access-log line with the client's address (LOG_FORMAT=json)", async () => {
+  await using slow = await startServer({ env: { HEADER_TIMEOUT_SECONDS: "1", LOG_FORMAT: "json" } });
+  const socket = net.connect({ host: "127.0.0.1", port: slow.port });
+  let received = "";
+  socket.on("data", (d: Buffer) => (received += d.toString("latin1")));
+  socket.on("error", () => {});
+  const closed = new Promise<void>((resolve) => socket.on("close", () => resolve()));
+  socket.write("GET /log-too-slow HTTP/1.1\r\nHost: x\r\n");
+  await closed;
+  expect(received.split("\r\n")[0]).toBe("HTTP/1.1 408 Request Timeout");
+  await slow.waitForOutput('"status":408');
+  const lines = slow
+    .output()
+    .split("\n")
+    .filter((l) => l.includes('"status":408'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+  expect(lines.map(({ method, path, status, client_address }) => ({ method, path, status, client_address }))).toEqual([
+    { method: "GET", path: "/log-too-slow", status: 408, client_address: "127.0.0.1" },
+  ]);
+});

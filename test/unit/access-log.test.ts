@@ -39,3 +39,27 @@ test("an unusable X-Request-Id is replaced; X-Forwarded-For from an untrusted pe
   const context = log.open(req, fakeResponse().res, "/");
   expect({ idLength: context.requestId.length, clientAddress: context.clientAddress }).toEqual({ idLength: 12, clientAddress: "192.0.2.5" });
 });
+
+test("requestLineOf reads the refused request's method and path, or -", async () => {
+  const { requestLineOf } = await import("../../src/server/access-log.ts");
+  const pipelined = Buffer.from("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nPOST /b?q=1 HTTP/1.1\r\nHost x\r\n\r\n");
+  expect([
+    requestLineOf(Buffer.from("GET /a?x=1 HTTP/1.1\r\nHost x\r\n\r\n"), 21),
+    requestLineOf(Buffer.from("G@T /a HTTP/1.1\r\n\r\n"), 1),
+    requestLineOf(pipelined, pipelined.indexOf("Host x") + 4),
+    requestLineOf(Buffer.from("GET /big HTTP/1.1\r\nX: aaaa")),
+    requestLineOf(Buffer.from("\u0001\u0002 nonsense\r\n\r\n"), 0),
+    requestLineOf(Buffer.from("GET http://example.com/ HTTP/1.1\r\n\r\n"), 3),
+    requestLineOf(Buffer.from("GET /é HTTP/1.1\r\n\r\n", "latin1")),
+    requestLineOf(undefined),
+  ]).toEqual([
+    { method: "GET", path: "/a" },
+    { method: "-", path: "/a" },
+    { method: "POST", path: "/b" },
+    { method: "GET", path: "/big" },
+    { method: "-", path: "-" },
+    { method: "GET", path: "-" },
+    { method: "GET", path: "-" },
+    { method: "-", path: "-" },
+  ]);
+});
