@@ -494,8 +494,9 @@ function linkRow(link) {
           "Revoke",
           `Revoke upload link ${label}`,
           async () => {
-            if (!confirm(`Revoke the upload link "${label}"? Files already uploaded stay.`)) return;
-            if ((await attempt(() => api(`/v1/upload-links/${link.id}`, { method: "DELETE" }))) !== undefined) await attempt(loadLinks);
+            if (!confirm(`Revoke the upload link "${label}"? Files already uploaded stay; unfinished uploads through it end.`)) return;
+            // Revoking a link ends its unfinished uploads, and gives back what they reserved.
+            if ((await attempt(() => api(`/v1/upload-links/${link.id}`, { method: "DELETE" }))) !== undefined) await attempt(() => Promise.all([loadLinks(), loadUnfinished(), loadUsage()]));
           },
           "danger",
         ),
@@ -508,6 +509,7 @@ function linkRow(link) {
 
 async function loadLinks() {
   const { upload_links: links } = await api("/v1/upload-links");
+  linkNames = new Map(links.map((l) => [l.id, l.name || l.id]));
   $("links").tBodies[0].replaceChildren(...links.map(linkRow));
   $("links-empty").hidden = links.length > 0;
 }
@@ -521,6 +523,46 @@ async function createLink(e) {
   if (!made) return;
   $("link-form").reset();
   await attempt(loadLinks);
+}
+
+// --- unfinished uploads (GET /v1/uploads, CONTRACT §10) ---
+
+/** Upload link names by ID, for saying which link an unfinished upload comes through. */
+let linkNames = new Map();
+
+function unfinishedCard(u) {
+  const label = u.name || u.id;
+  const percent = u.length === 0 ? 100 : Math.floor((u.offset / u.length) * 100);
+  const from = u.upload_link_id === null ? "Your upload" : `Through upload link ${linkNames.get(u.upload_link_id) ?? u.upload_link_id}`;
+  const progress = el("progress", { max: Math.max(u.length, 1), value: u.offset });
+  progress.setAttribute("aria-label", `${label}: ${percent}% received`);
+  const end = button(
+    "End upload",
+    `End upload ${label}`,
+    async () => {
+      if (!confirm(`End the upload "${label}"? The ${formatSize(u.offset)} received so far are removed.`)) return;
+      if ((await attempt(() => api(`/v1/uploads/${u.id}`, { method: "DELETE" }))) !== undefined) await attempt(() => Promise.all([loadUnfinished(), loadUsage()]));
+    },
+    "danger",
+  );
+  const card = el(
+    "li",
+    {},
+    el("strong", { textContent: label }),
+    el("div", { className: "inline" }, progress, el("span", { textContent: `${formatSize(u.offset)} of ${formatSize(u.length)} (${percent}%)` })),
+    el("div", { className: "muted", textContent: `${from} · expires ${formatTime(u.expire_time)}` }),
+    el("div", { className: "inline share-facts" }, end),
+  );
+  card.dataset.id = u.id;
+  return card;
+}
+
+async function loadUnfinished() {
+  const page = await api("/v1/uploads?page_size=100");
+  const cards = page.uploads.map(unfinishedCard);
+  if (page.next_page_token) cards.push(el("li", { className: "muted", textContent: "… and more: the newest 100 are shown." }));
+  $("unfinished").replaceChildren(...cards);
+  $("unfinished-empty").hidden = page.uploads.length > 0;
 }
 
 // --- keys ---
@@ -602,6 +644,7 @@ function wire() {
   $("share-form").addEventListener("submit", createShare);
   $("share-close").addEventListener("click", () => $("share-dialog").close());
   $("link-form").addEventListener("submit", createLink);
+  $("unfinished-refresh").addEventListener("click", () => attempt(() => Promise.all([loadUnfinished(), loadUsage()])));
   $("key-form").addEventListener("submit", createKey);
   $("new-key-copy").addEventListener("click", (e) => copy($("new-key-value").value, e.currentTarget));
 }
@@ -625,7 +668,8 @@ async function main() {
   $("account-email").textContent = session.email;
   $("signed-in").hidden = false;
   wire();
-  await attempt(() => Promise.all([loadFiles(false), loadLinks(), loadKeys()]));
+  // The links first: unfinished uploads name the link they come through.
+  await attempt(() => Promise.all([loadFiles(false), loadLinks().then(loadUnfinished), loadKeys()]));
 }
 
 main();

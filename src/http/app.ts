@@ -20,6 +20,7 @@ import { guestRoutes } from "./guest-routes.ts";
 import { openApiResponse } from "./openapi.ts";
 import { tusRoutes } from "./tus-routes.ts";
 import { uploadLinksRoutes } from "./upload-links-routes.ts";
+import { uploadsRoutes } from "./uploads-routes.ts";
 import { usageRoutes } from "./usage-routes.ts";
 import { mcpRoutes } from "../mcp/mcp-routes.ts";
 
@@ -78,7 +79,8 @@ export function createApp(deps: AppDeps) {
     .use(sharesRoutes({ files: services.files, shares: services.shares, auth, baseUrl }))
     .use(mcpRoutes({ files: services.files, shares: services.shares, auth, baseUrl, maxUploadBytes: deps.maxUploadBytes }))
     .use(tusRoutes({ uploads: services.uploads, links: services.uploadLinks, auth, baseUrl, maxUploadBytes: deps.maxUploadBytes }))
-    .use(uploadLinksRoutes({ links: services.uploadLinks, auth, baseUrl, clockMicros: () => services.clock.nowMicros() }))
+    .use(uploadsRoutes({ uploads: services.uploads, auth, baseUrl }))
+    .use(uploadLinksRoutes({ links: services.uploadLinks, uploads: services.uploads, auth, baseUrl, clockMicros: () => services.clock.nowMicros() }))
     .use(guestRoutes({ links: services.uploadLinks, baseUrl, maxUploadBytes: deps.maxUploadBytes }))
     .use(usageRoutes({ quotas: services.quotas, auth }));
 }

@@ -12,6 +12,7 @@ import type { UploadLinkJson } from "../domain/upload-link.ts";
 import { grpcCodeOf, httpStatusOf, type ErrorCode } from "../errors.ts";
 import type { filePageJson } from "./files-routes.ts";
 import type { ShareJson } from "./shares-routes.ts";
+import type { UnfinishedUploadJson, UnfinishedUploadPageJson } from "./uploads-routes.ts";
 import type { UsageJson } from "./usage-routes.ts";
 
 /** A JSON Schema 2020-12 object (OpenAPI 3.1 Schema Object). */
@@ -92,6 +93,22 @@ const filePageProperties = {
   next_page_token: { type: "string", description: "Pass as `page_token` for the next page; \"\" on the last page" },
 } satisfies Record<keyof ReturnType<typeof filePageJson>, Schema>;
 
+const unfinishedUploadProperties = {
+  id: { type: "string", pattern: "^[A-Za-z0-9_-]{26}$" },
+  url: { type: "string", format: "uri", description: "The tus upload URL: HEAD, PATCH and DELETE it" },
+  name: { type: "string", description: "Upload-Metadata `filename`; \"\" when none" },
+  offset: { ...count, description: "Bytes received (Upload-Offset)" },
+  length: { ...count, description: "Upload-Length, bytes" },
+  upload_link_id: { type: ["string", "null"], description: "The guest upload link it comes through; null for the caller's own" },
+  expire_time: { ...timestamp, description: "When it is swept unless finished" },
+  created_at: timestamp,
+} satisfies Record<keyof UnfinishedUploadJson, Schema>;
+
+const unfinishedUploadPageProperties = {
+  uploads: { type: "array", items: ref("UnfinishedUpload"), description: "Newest first" },
+  next_page_token: { type: "string", description: "Pass as `page_token` for the next page; \"\" on the last page" },
+} satisfies Record<keyof UnfinishedUploadPageJson, Schema>;
+
 const usageProperties = {
   files: count,
   file_bytes: { ...count, description: "Bytes of the caller's files" },
@@ -117,6 +134,8 @@ export const schemas: Record<string, Schema> = {
   ShareList: closedObject({ shares: { type: "array", items: ref("Share") } }),
   UploadLink: closedObject(uploadLinkProperties, "A guest upload link (CONTRACT §8)."),
   UploadLinkList: closedObject({ upload_links: { type: "array", items: ref("UploadLink") } }),
+  UnfinishedUpload: closedObject(unfinishedUploadProperties, "An unfinished resumable upload (CONTRACT §10)."),
+  UnfinishedUploadPage: closedObject(unfinishedUploadPageProperties, "A page of the caller's unfinished uploads."),
   Usage: closedObject(usageProperties, "The caller's storage use and quota (QUOTA_BYTES)."),
   Expiry: closedObject({ expire_time: expiry }, "When the file is deleted as by DELETE."),
   ApiKey: closedObject(apiKeyProperties, "An API key as listed: never the secret."),

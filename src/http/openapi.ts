@@ -221,7 +221,7 @@ const uploadLinks: typeof files = {
   "/v1/upload-links/{id}": {
     delete: {
       operationId: "deleteUploadLink",
-      summary: "Delete an upload link: it takes no more uploads",
+      summary: "Delete an upload link: it takes no more uploads, and its unfinished uploads end",
       tags: ["upload-links"],
       parameters: [uploadLinkId],
       responses: { ...ok("Empty"), ...errors(400, 404, ...AUTH) },
@@ -304,6 +304,15 @@ const uploads: typeof files = {
       requestBody: { description: "Optionally the first bytes (Content-Type: application/offset+octet-stream)", content: { "application/offset+octet-stream": {} } },
       responses: { "201": { description: "Created", headers: { ...LOCATION, ...tusHeaders } }, ...TUS_ERRORS },
     },
+    get: {
+      operationId: "listUploads",
+      summary: "The caller's unfinished uploads: their own and those made through their upload links, newest first",
+      description:
+        "An upload made through a guest link holds a file and its Upload-Length of the link's max_files and max_bytes from its creation until it finishes, expires or is ended (DELETE), and its Upload-Length of the owner's quota.",
+      tags: ["uploads"],
+      parameters: [query("page_size", { type: "integer", minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE }, "Uploads per page"), pageToken],
+      responses: { ...ok("UnfinishedUploadPage"), ...errors(400, ...AUTH) },
+    },
   },
   "/v1/uploads/{id}": {
     options: tusOptions("tusOptionsUpload"),
@@ -331,10 +340,11 @@ const uploads: typeof files = {
     },
     delete: {
       operationId: "terminateUpload",
-      summary: "Abandon an upload (tus termination)",
+      summary: "End an upload (tus termination): its bytes are removed and what it reserved is released",
+      description: "Also a plain REST request: without Tus-Resumable. The owner ends their own and their links' uploads; a guest those of their link. 409 while a PATCH is writing the upload.",
       tags: ["uploads"],
       security: TUS,
-      parameters: [uploadId, tusResumable],
+      parameters: [uploadId, headerParam("tus-resumable", { const: TUS_VERSION }, "The tus version, or absent (a REST request); another answers 412")],
       responses: { "204": { description: "Gone", headers: { "tus-resumable": always("`1.0.0`") } }, ...TUS_ERRORS },
     },
   },

@@ -3,7 +3,8 @@
  * core protocol plus creation, creation-with-upload, termination, expiration and checksum
  * (crc32c, sha1). Headers become domain values here (domain/tus.ts); service/uploads.ts decides.
  *
- * Every answer carries `Tus-Resumable: 1.0.0`; a request without it (OPTIONS aside) gets 412
+ * Every answer carries `Tus-Resumable: 1.0.0`; a request without it (OPTIONS and DELETE, which
+ * is also the REST way to end an upload, aside) gets 412
  * with `Tus-Version` and is not processed. Errors are the contract's `google.rpc.Status` JSON
  * with tus's statuses (409 offset conflict, 410 expired, 412, 460 checksum mismatch). The
  * finished upload's file ID is sent as `Cubby-File-Id` on the last PATCH and every later HEAD.
@@ -106,10 +107,14 @@ export function tusRoutes(deps: TusRoutesDeps) {
     )
     .delete(
       "/:id",
-      tus(async (request, context, id) => {
-        await uploads.terminate(await uploader(request, context), id);
-        return new Response(null, { status: 204, headers: { "tus-resumable": TUS_VERSION } });
-      }),
+      // Also the REST way to end an upload (CONTRACT §10): no Tus-Resumable needed.
+      tus(
+        async (request, context, id) => {
+          await uploads.terminate(await uploader(request, context), id);
+          return new Response(null, { status: 204, headers: { "tus-resumable": TUS_VERSION } });
+        },
+        { restToo: true },
+      ),
       raw,
     );
 }
@@ -131,13 +136,15 @@ type TusHandler = (request: Request, context: RequestContext, id: string) => Pro
 
 /**
  * Wraps a tus handler: refuses a request without a supported Tus-Resumable (412 with
- * Tus-Version), checks the upload ID's shape (404: no upload has another), and renders failures
+ * Tus-Version; with `restToo`, only one with another version: a request without the header is
+ * taken as a plain REST one), checks the upload ID's shape (404: no upload has another), and renders failures
  * as the contract's JSON error with Tus-Resumable.
  */
-function tus(handler: TusHandler) {
+function tus(handler: TusHandler, opts: { restToo?: boolean } = {}) {
   return async ({ request, params, requestContext }: { request: Request; params?: Record<string, string>; requestContext: RequestContext }) => {
     try {
-      if (!isSupportedTusVersion(request.headers.get("tus-resumable"))) {
+      const version = request.headers.get("tus-resumable");
+      if (!(opts.restToo === true && version === null) && !isSupportedTusVersion(version)) {
         const error = new AppError("failed_precondition", `Tus-Resumable: this server speaks tus ${TUS_VERSION}; send Tus-Resumable: ${TUS_VERSION}`);
         return withTusHeaders(errorResponse(error), { "tus-version": TUS_VERSION });
       }

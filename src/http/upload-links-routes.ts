@@ -1,6 +1,7 @@
 /**
  * REST routes for guest upload links (CONTRACT §8): `POST /v1/upload-links`,
- * `GET /v1/upload-links`, `DELETE /v1/upload-links/{id}`, and (beside the contract) what arrived
+ * `GET /v1/upload-links`, `DELETE /v1/upload-links/{id}` (which ends the link's unfinished
+ * uploads too: CONTRACT §10), and (beside the contract) what arrived
  * through one, `GET /v1/upload-links/{id}/files`. The JSON body becomes a {@link NewUploadLink}
  * here; the service decides.
  */
@@ -12,6 +13,7 @@ import { requireScope } from "../domain/principal.ts";
 import { toUploadLinkJson } from "../domain/upload-link.ts";
 import { AppError } from "../errors.ts";
 import type { NewUploadLink, UploadLinkService } from "../service/upload-links.ts";
+import type { UploadService } from "../service/uploads.ts";
 import { filePageJson } from "./files-routes.ts";
 import { onlyFields, optionalString, readJsonObject } from "./json-body.ts";
 import { authRequest, requestContext } from "./request-context.ts";
@@ -19,6 +21,8 @@ import { json } from "./respond.ts";
 
 export interface UploadLinksRoutesDeps {
   links: UploadLinkService;
+  /** Deleting a link ends its unfinished uploads (CONTRACT §10). */
+  uploads: UploadService;
   auth: Authenticator;
   baseUrl: () => string;
   clockMicros: () => number;
@@ -70,7 +74,7 @@ export function uploadLinksRoutes(deps: UploadLinksRoutesDeps) {
       "/:id",
       async ({ request, params, requestContext }) => {
         const principal = await auth.require(authRequest(request, requestContext));
-        await links.delete(principal, parseLinkId(params.id));
+        await deps.uploads.deleteLink(principal, parseLinkId(params.id));
         return json({});
       },
       raw,

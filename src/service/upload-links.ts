@@ -3,6 +3,10 @@
  * into the owner's account, with the link's visibility, within its limits. The limits hold under
  * any concurrency: the counters move by one conditional UPDATE in the transaction that commits
  * each file (storage/upload-conditions.ts), so the file and its count commit together or not at all.
+ * A resumable upload through a link holds its place from its creation (CONTRACT §10): its
+ * creation reserves a file and its Upload-Length against the limits by one conditional
+ * statement in the transaction that inserts it, and every condition counts the link's
+ * unfinished, unexpired uploads beside the files it received.
  */
 import type { Visibility } from "../domain/file.ts";
 import type { FileRecord } from "../domain/file.ts";
@@ -135,13 +139,49 @@ export class UploadLinkService {
   }
 
   /**
-   * Counts a file committed through the link, in the file's transaction.
-   * @throws gone when that would pass a limit, or the link was deleted or expired meanwhile
+   * Counts a file committed through the link, in the file's transaction (after the owner's
+   * quota lock), counting its unfinished uploads' reservations too (CONTRACT §10).
+   * @throws gone when that would pass a limit, or the link was deleted or expired meanwhile;
+   *   payload_too_large when its unfinished uploads hold what is left
    */
-  async consume(tx: MetadataTables, linkId: string, bytes: number): Promise<void> {
-    if (!(await tx.uploadLinks.consume(linkId, bytes, this.deps.clock.nowMicros()))) {
-      throw new AppError("gone", "this upload link no longer takes uploads: a limit was reached, or it expired or was deleted");
+  async consume(tx: MetadataTables, link: UploadLinkRow, bytes: number): Promise<void> {
+    const now = this.deps.clock.nowMicros();
+    if (!(await tx.uploadLinks.consume(link.id, bytes, now))) throw await this.refusal(tx, link, bytes, now);
+  }
+
+  /**
+   * Reserves a place for a new upload of `bytes` through the link, in the transaction that
+   * inserts it (CONTRACT §10): the link's received files plus its unfinished uploads must stay
+   * within max_files, and their bytes plus `bytes` within max_bytes. Call it after the owner's
+   * quota lock (service/quota.ts), which every writer through the link takes first.
+   * @throws payload_too_large (413) naming the limit the reservations fill; gone when the link
+   *   was deleted or expired meanwhile
+   */
+  async reserve(tx: MetadataTables, link: UploadLinkRow, bytes: number): Promise<void> {
+    const now = this.deps.clock.nowMicros();
+    if (!(await tx.uploadLinks.reserve(link.id, bytes, now))) throw await this.refusal(tx, link, bytes, now);
+  }
+
+  /**
+   * Why the link refused one more file of `bytes` at `now`: gone (410) when it was deleted,
+   * expired or used up by the files it received; payload_too_large (413) when its unfinished
+   * uploads hold what is left (they may end, and give it back).
+   */
+  private async refusal(tx: MetadataTables, link: UploadLinkRow, bytes: number, now: number): Promise<AppError> {
+    const current = await tx.uploadLinks.get(link.id);
+    if (current === undefined) return new AppError("gone", "this upload link was deleted");
+    try {
+      this.checkActive(current);
+    } catch (err) {
+      return err as AppError;
     }
+    const held = await tx.uploads.reservedByLink(link.id, link.ownerId, now);
+    if (current.maxFiles !== null && current.filesUploaded + held.files >= current.maxFiles) {
+      return new AppError("payload_too_large", `this upload link takes ${current.maxFiles} file(s): ${current.filesUploaded} received and ${held.files} unfinished upload(s) hold them`);
+    }
+    const left = Math.max(0, (current.maxBytes ?? 0) - current.bytesUploaded - held.bytes);
+    if (held.bytes > 0) return new AppError("payload_too_large", `this upload link takes at most ${left} more bytes now (${held.bytes} are held by its unfinished uploads); this upload needs ${bytes}`);
+    return new AppError("gone", "this upload link no longer takes uploads: a limit was reached, or it expired or was deleted");
   }
 
   /**
@@ -160,6 +200,6 @@ export class UploadLinkService {
       throw err;
     });
     const fields = { slug: "", name: input.name, visibility: link.visibility, contentType: input.contentType, expiresAt: null, uploadLinkId: link.id };
-    return this.deps.files.commitNew(link.ownerId, staged, fields, { alsoInTx: (tx, record) => this.consume(tx, link.id, record.size) });
+    return this.deps.files.commitNew(link.ownerId, staged, fields, { alsoInTx: (tx, record) => this.consume(tx, link, record.size) });
   }
 }

@@ -8,7 +8,7 @@
  */
 import type { FileRecord, Visibility } from "../domain/file.ts";
 import { parseExpiry } from "../domain/expiry.ts";
-import { parseMediaType, parseName, parseSlug, parseVisibility } from "../domain/params.ts";
+import { parseMediaType, parseName, parseSlug, parseVisibility, type PageCursor } from "../domain/params.ts";
 import { requireScope, type Principal } from "../domain/principal.ts";
 import type { Clock } from "../domain/time.ts";
 import type { UploadChecksum } from "../domain/tus.ts";
@@ -60,6 +60,14 @@ export interface UploadServiceDeps {
   expiryMicros: number;
 }
 
+/** An unfinished upload as `GET /v1/uploads` lists it (CONTRACT §10). */
+export interface UnfinishedUpload extends UploadState {
+  /** The guest upload link it comes through, or null for the owner's own. */
+  uploadLinkId: string | null;
+  /** Unix microseconds. */
+  createdAt: number;
+}
+
 /** What the file of a finished upload gets from its Upload-Metadata, parsed at creation. */
 interface FileFields {
   slug: string;
@@ -86,7 +94,8 @@ export class UploadService {
    * Creates an upload (tus creation), with its first chunk when `content` is given
    * (creation-with-upload); an upload of length 0 is complete at once.
    * @throws permission_denied without files.write; payload_too_large past MAX_UPLOAD_BYTES or
-   *   what a guest link has left, QuotaExceededError (payload_too_large) when Upload-Length does
+   *   what a guest link has left (its received files and its unfinished uploads' reservations
+   *   counted: CONTRACT §10), QuotaExceededError (payload_too_large) when Upload-Length does
    *   not fit in the owner's quota (reserved here, before any byte is sent); gone for a link that no longer takes uploads; invalid_argument
    *   for bad metadata; what {@link append} throws for the first chunk
    */
@@ -110,9 +119,12 @@ export class UploadService {
       createdAt: now,
       expiresAt: now + this.deps.expiryMicros,
     };
-    // The whole Upload-Length is reserved against the owner's quota now, atomically (quota.ts).
+    // The whole Upload-Length is reserved against the owner's quota now, atomically (quota.ts),
+    // and, through a guest link, a file and the Upload-Length against the link's limits
+    // (CONTRACT §10), after the owner's lock, which every writer through the link takes first.
     await this.deps.store.transaction(async (tx) => {
       await (await this.deps.quotas.lock(tx, ownerId)).charge(input.length);
+      if (link !== undefined) await this.deps.links.reserve(tx, link, input.length);
       await tx.uploads.insert(row);
     });
     if (input.length === 0) return this.locked(row.id, () => this.finish(row, link));
@@ -137,45 +149,138 @@ export class UploadService {
    *   gone when expired, or its guest link stopped taking uploads; not_found
    */
   async append(uploader: Uploader, id: string, offset: number, content: Content, checksum: UploadChecksum | undefined): Promise<UploadState> {
-    this.check(uploader);
+    await this.checkOrEnd(uploader, id);
     return this.locked(id, async () => {
       const row = await this.owned(uploader, id);
       if (row.fileId !== null && offset === row.length) return stateOf(row);
       if (row.fileId !== null || offset !== row.offset) {
         throw new AppError("aborted", `Upload-Offset ${offset} is not the upload's offset ${row.offset}; ask with HEAD and resume from there`);
       }
-      const link = row.uploadLinkId === null ? undefined : await this.linkOf(row.uploadLinkId);
-      const written = await this.deps.blobs.partials.append(id, offset, content, { maxBytes: row.length - offset, checksum });
-      const to = offset + written.bytes;
-      let state: UploadState;
-      if (to === row.length) state = await this.finish(row, link);
-      else {
-        if (written.bytes > 0 && !(await this.deps.store.uploads.advance(id, offset, to))) throw moved();
-        state = stateOf({ ...row, offset: to });
+      const link = row.uploadLinkId === null ? undefined : await this.linkOf(row);
+      try {
+        const written = await this.deps.blobs.partials.append(id, offset, content, { maxBytes: row.length - offset, checksum });
+        const to = offset + written.bytes;
+        let state: UploadState;
+        if (to === row.length) state = await this.finish(row, link);
+        else {
+          if (written.bytes > 0 && !(await this.deps.store.uploads.advance(id, offset, to))) throw moved();
+          state = stateOf({ ...row, offset: to });
+        }
+        if (written.cutShort !== undefined) throw written.cutShort;
+        return state;
+      } catch (err) {
+        if (await this.endedMeanwhile(id)) throw new AppError("gone", "the upload was ended while this request was writing it", { cause: err });
+        throw err;
       }
-      if (written.cutShort !== undefined) throw written.cutShort;
-      return state;
     });
   }
 
   /**
-   * Terminates an upload (tus termination): its row and partial bytes are removed; a file it
-   * already became stays.
-   * @throws not_found; aborted while a request writes it
+   * Terminates an upload (tus termination; `DELETE /v1/uploads/{id}`, CONTRACT §10): its row
+   * (and so what it reserved of the owner's quota and its link's limits) and partial bytes are
+   * removed; a file it already became stays. The owner may end their links' uploads too.
+   * @throws not_found; aborted (409) while a request writes it: ending does not wait for a
+   *   body of unbounded length, and tus clients retry 409; gone through a link that was deleted
+   *   or expired (the upload ends with it)
    */
   async terminate(uploader: Uploader, id: string): Promise<void> {
-    this.check(uploader);
+    await this.checkOrEnd(uploader, id);
     await this.locked(id, async () => {
       const row = await this.owned(uploader, id, { expiredToo: true });
-      if (await this.deps.store.uploads.delete(row.id)) await this.deps.blobs.partials.remove(row.id);
+      await this.end(row.id);
     });
   }
 
   /**
-   * Removes expired uploads (rows, then their bytes) and partial bytes no unfinished upload
+   * The unfinished uploads landing in the caller's account, their own and those made through
+   * their guest links (CONTRACT §10: `GET /v1/uploads`), newest first, `pageSize` at a time.
+   * @returns the page's rows, and where the next page starts (undefined on the last)
+   * @throws permission_denied without files.read
+   */
+  async list(principal: Principal, pageSize: number, after: PageCursor | undefined): Promise<{ uploads: UnfinishedUpload[]; next: PageCursor | undefined }> {
+    requireScope(principal, "files.read");
+    const rows = await this.deps.store.uploads.unfinishedByOwner(principal.userId, this.deps.clock.nowMicros(), pageSize + 1, after);
+    const page = rows.slice(0, pageSize);
+    const last = page[page.length - 1];
+    return {
+      uploads: page.map((r) => ({ ...stateOf(r), uploadLinkId: r.uploadLinkId, createdAt: r.createdAt })),
+      next: rows.length > pageSize && last !== undefined ? { createdAt: last.createdAt, id: last.id } : undefined,
+    };
+  }
+
+  /**
+   * Deletes one of the caller's guest links (UploadLinkService.delete) and ends its unfinished
+   * uploads (CONTRACT §10), releasing what they reserved against the owner's quota and removing
+   * their partial bytes. An upload a request is writing at that moment is left to that request,
+   * which is refused at its next step, and to the sweep (within a minute).
+   * @throws what UploadLinkService.delete throws
+   */
+  async deleteLink(principal: Principal, id: string): Promise<void> {
+    await this.deps.links.delete(principal, id);
+    await this.endUploadsOfLink(id);
+  }
+
+  /**
+   * Ends link `linkId`'s unfinished uploads that no request is writing (rows, then bytes).
+   * @returns how many ended
+   */
+  async endUploadsOfLink(linkId: string): Promise<number> {
+    let ended = 0;
+    for (const row of await this.deps.store.uploads.unfinishedOfLink(linkId)) {
+      if (await this.unlessWritten(row.id, () => this.end(row.id))) ended++;
+    }
+    return ended;
+  }
+
+  /**
+   * {@link check}, for a request that writes upload `id`; a guest's upload whose link was deleted
+   * or expired ends here (CONTRACT §10), unless a request is writing it.
+   * @throws what check throws
+   */
+  private async checkOrEnd(uploader: Uploader, id: string): Promise<void> {
+    try {
+      this.check(uploader);
+    } catch (err) {
+      if ("link" in uploader && this.linkEnded(uploader.link)) await this.endThrough(uploader.link, id);
+      throw err;
+    }
+  }
+
+  /** Whether a link was deleted or has expired: its unfinished uploads end (CONTRACT §10). */
+  private linkEnded(link: UploadLinkRow): boolean {
+    return link.deletedAt !== null || (link.expiresAt !== null && link.expiresAt <= this.deps.clock.nowMicros());
+  }
+
+  /** Ends upload `id` if it is an unfinished one of `link` and no request is writing it. */
+  private async endThrough(link: UploadLinkRow, id: string): Promise<void> {
+    await this.unlessWritten(id, async () => {
+      const row = await this.deps.store.uploads.get(id);
+      if (row !== undefined && row.uploadLinkId === link.id && row.fileId === null) await this.end(id);
+    });
+  }
+
+  /**
+   * Whether upload `id` was ended (its row deleted) while a request wrote it: possible where
+   * processes share an S3 store, which has no cross-process write lock (upload-ports.ts `lock`).
+   * What that request stored is removed then (no row will ever own it again: IDs are unique).
+   */
+  private async endedMeanwhile(id: string): Promise<boolean> {
+    if ((await this.deps.store.uploads.get(id)) !== undefined) return false;
+    await this.deps.blobs.partials.remove(id).catch((err: unknown) => logError(`upload ${id}: removing its partial bytes failed (the sweep will): ${err}`));
+    return true;
+  }
+
+  /** Ends an upload: its row (and so its quota reservation), then its partial bytes. */
+  private async end(id: string): Promise<void> {
+    if (await this.deps.store.uploads.delete(id)) await this.deps.blobs.partials.remove(id);
+  }
+
+  /**
+   * Removes expired uploads (rows, then their bytes), the unfinished uploads of deleted or
+   * expired guest links (CONTRACT §10), and partial bytes no unfinished upload
    * owns (a crash between the two, or after a finished upload's commit). The partial bytes are
    * listed before the rows are read, so an upload created meanwhile is never taken for an orphan.
-   * @returns how many expired uploads and orphaned partial uploads were removed
+   * @returns how many expired (or ended with their link) uploads and orphaned partial uploads were removed
    */
   async sweep(): Promise<{ expired: number; orphans: number }> {
     const { store, blobs } = this.deps;
@@ -192,6 +297,16 @@ export class UploadService {
         if (!swept) skipped++;
       }
       // A batch of uploads all being written is left for the next sweep.
+      if (rows.length < SWEEP_BATCH || skipped === rows.length) break;
+    }
+    // Unfinished uploads of deleted or expired guest links end with them (CONTRACT §10).
+    for (;;) {
+      const rows = await store.uploads.unfinishedOfEndedLinks(now, SWEEP_BATCH);
+      let skipped = 0;
+      for (const row of rows) {
+        if (await this.unlessWritten(row.id, () => this.end(row.id))) expired++;
+        else skipped++;
+      }
       if (rows.length < SWEEP_BATCH || skipped === rows.length) break;
     }
     const listed: string[] = [];
@@ -246,9 +361,18 @@ export class UploadService {
     return row;
   }
 
-  private async linkOf(id: string): Promise<UploadLinkRow> {
-    const link = await this.deps.store.uploadLinks.get(id);
-    if (link === undefined) throw new AppError("gone", "this upload link was deleted");
+  /**
+   * The link an upload came through, while it takes uploads. An upload whose link was deleted or
+   * expired ends here (CONTRACT §10), if the sweep or the link's deletion has not ended it yet:
+   * the caller holds its lock.
+   * @throws gone
+   */
+  private async linkOf(row: UploadRow): Promise<UploadLinkRow> {
+    const link = await this.deps.store.uploadLinks.get(row.uploadLinkId!);
+    if (link === undefined || this.linkEnded(link)) {
+      await this.end(row.id);
+      throw new AppError("gone", link === undefined || link.deletedAt !== null ? "this upload link was deleted" : "this upload link has expired");
+    }
     this.deps.links.checkActive(link);
     await this.deps.links.checkOwnerEnabled(link);
     return link;
@@ -265,7 +389,7 @@ export class UploadService {
       reserved: row.expiresAt > this.deps.clock.nowMicros(),
       alsoInTx: async (tx, record) => {
         if (!(await tx.uploads.complete(row.id, row.offset, record.id))) throw moved();
-        if (link !== undefined) await this.deps.links.consume(tx, link.id, record.size);
+        if (link !== undefined) await this.deps.links.consume(tx, link, record.size);
       },
     });
     await blobs.partials.remove(row.id).catch((err: unknown) => logError(`upload ${row.id}: removing its partial bytes failed (the sweep will): ${err}`));

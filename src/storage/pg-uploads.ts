@@ -6,9 +6,11 @@
  */
 import { and, asc, desc, eq, gt, isNull, lte, sql } from "drizzle-orm";
 import type { PgDb } from "./pg-metadata.ts";
-import { inIdOrder, PAGE_ROWS } from "./paging.ts";
+import { inIdOrder, newestFirstAfter, PAGE_ROWS } from "./paging.ts";
 import { uploadLinks, uploads } from "./pg-schema.ts";
-import { linkAccepts } from "./upload-conditions.ts";
+import type { PageCursor } from "../domain/params.ts";
+import { linkAccepts, linkEnded, reservingUploadsOfLink } from "./upload-conditions.ts";
+import { countAll, reservingUploadsOf, sumOf } from "./user-conditions.ts";
 import type { UploadLinkRow, UploadLinkTable, UploadRow, UploadTable } from "./upload-ports.ts";
 
 /** The {@link UploadTable} on PostgreSQL; `changed` moves the store's cache version after a write. */
@@ -64,6 +66,33 @@ export class PgUploads implements UploadTable {
   async idsByOwner(ownerId: string): Promise<string[]> {
     return (await this.db.select({ id: uploads.id }).from(uploads).where(eq(uploads.ownerId, ownerId))).map((r) => r.id);
   }
+
+  async unfinishedByOwner(ownerId: string, now: number, limit: number, after: PageCursor | undefined): Promise<UploadRow[]> {
+    return this.db
+      .select()
+      .from(uploads)
+      .where(and(reservingUploadsOf(uploads, ownerId, now), newestFirstAfter(uploads, after)))
+      .orderBy(desc(uploads.createdAt), desc(uploads.id))
+      .limit(limit);
+  }
+
+  async unfinishedOfLink(linkId: string): Promise<UploadRow[]> {
+    return this.db.select().from(uploads).where(and(eq(uploads.uploadLinkId, linkId), isNull(uploads.fileId)));
+  }
+
+  async unfinishedOfEndedLinks(now: number, limit: number): Promise<UploadRow[]> {
+    const rows = await this.db
+      .select({ upload: uploads })
+      .from(uploads)
+      .innerJoin(uploadLinks, eq(uploadLinks.id, uploads.uploadLinkId))
+      .where(and(isNull(uploads.fileId), linkEnded(uploadLinks, now)))
+      .limit(limit);
+    return rows.map((r) => r.upload);
+  }
+
+  async reservedByLink(linkId: string, ownerId: string, now: number): Promise<{ files: number; bytes: number }> {
+    return (await this.db.select({ files: countAll(), bytes: sumOf(uploads.length) }).from(uploads).where(reservingUploadsOfLink(uploads, linkId, ownerId, now)))[0]!;
+  }
 }
 
 /** The {@link UploadLinkTable} on PostgreSQL (see {@link PgUploads}). */
@@ -101,10 +130,17 @@ export class PgUploadLinks implements UploadLinkTable {
     const done = await this.db
       .update(uploadLinks)
       .set({ filesUploaded: sql`${uploadLinks.filesUploaded} + 1`, bytesUploaded: sql`${uploadLinks.bytesUploaded} + ${bytes}` })
-      .where(linkAccepts(uploadLinks, id, bytes, now))
+      .where(linkAccepts(uploadLinks, uploads, id, bytes, now))
       .returning({ id: uploadLinks.id });
     this.changed();
     return done.length > 0;
+  }
+
+  async reserve(id: string, bytes: number, now: number): Promise<boolean> {
+    // FOR NO KEY UPDATE: the link's row stays locked to the end of the creation's transaction,
+    // a second guard beside the owner's row (see upload-conditions.ts).
+    const rows = await this.db.select({ id: uploadLinks.id }).from(uploadLinks).where(linkAccepts(uploadLinks, uploads, id, bytes, now)).for("no key update");
+    return rows.length > 0;
   }
 
   all(): AsyncIterable<UploadLinkRow> {

@@ -4,9 +4,11 @@
  */
 import { and, asc, desc, eq, gt, isNull, lte, sql } from "drizzle-orm";
 import type { Db } from "./db.ts";
-import { inIdOrder, PAGE_ROWS } from "./paging.ts";
+import { inIdOrder, newestFirstAfter, PAGE_ROWS } from "./paging.ts";
 import { uploadLinks, uploads } from "./schema.ts";
-import { linkAccepts } from "./upload-conditions.ts";
+import type { PageCursor } from "../domain/params.ts";
+import { linkAccepts, linkEnded, reservingUploadsOfLink } from "./upload-conditions.ts";
+import { countAll, reservingUploadsOf, sumOf } from "./user-conditions.ts";
 import type { UploadLinkRow, UploadLinkTable, UploadRow, UploadTable } from "./upload-ports.ts";
 
 /** Runs a write on the write connection (queued outside a transaction, at once inside). */
@@ -66,6 +68,35 @@ export class SqliteUploads implements UploadTable {
   async idsByOwner(ownerId: string): Promise<string[]> {
     return this.db.select({ id: uploads.id }).from(uploads).where(eq(uploads.ownerId, ownerId)).all().map((r) => r.id);
   }
+
+  async unfinishedByOwner(ownerId: string, now: number, limit: number, after: PageCursor | undefined): Promise<UploadRow[]> {
+    return this.db
+      .select()
+      .from(uploads)
+      .where(and(reservingUploadsOf(uploads, ownerId, now), newestFirstAfter(uploads, after)))
+      .orderBy(desc(uploads.createdAt), desc(uploads.id))
+      .limit(limit)
+      .all();
+  }
+
+  async unfinishedOfLink(linkId: string): Promise<UploadRow[]> {
+    return this.db.select().from(uploads).where(and(eq(uploads.uploadLinkId, linkId), isNull(uploads.fileId))).all();
+  }
+
+  async unfinishedOfEndedLinks(now: number, limit: number): Promise<UploadRow[]> {
+    return this.db
+      .select({ upload: uploads })
+      .from(uploads)
+      .innerJoin(uploadLinks, eq(uploadLinks.id, uploads.uploadLinkId))
+      .where(and(isNull(uploads.fileId), linkEnded(uploadLinks, now)))
+      .limit(limit)
+      .all()
+      .map((r) => r.upload);
+  }
+
+  async reservedByLink(linkId: string, ownerId: string, now: number): Promise<{ files: number; bytes: number }> {
+    return this.db.select({ files: countAll(), bytes: sumOf(uploads.length) }).from(uploads).where(reservingUploadsOfLink(uploads, linkId, ownerId, now)).get()!;
+  }
 }
 
 /** The {@link UploadLinkTable} on SQLite (see {@link SqliteUploads}). */
@@ -102,7 +133,21 @@ export class SqliteUploadLinks implements UploadLinkTable {
         db
           .update(uploadLinks)
           .set({ filesUploaded: sql`${uploadLinks.filesUploaded} + 1`, bytesUploaded: sql`${uploadLinks.bytesUploaded} + ${bytes}` })
-          .where(linkAccepts(uploadLinks, id, bytes, now))
+          .where(linkAccepts(uploadLinks, uploads, id, bytes, now))
+          .returning({ id: uploadLinks.id })
+          .all().length > 0,
+    );
+  }
+
+  reserve(id: string, bytes: number, now: number): Promise<boolean> {
+    // On the write connection (in the creation's BEGIN IMMEDIATE transaction), after every
+    // earlier write; an UPDATE that changes nothing, so that it is one with consume.
+    return this.write(
+      (db) =>
+        db
+          .update(uploadLinks)
+          .set({ filesUploaded: sql`${uploadLinks.filesUploaded}` })
+          .where(linkAccepts(uploadLinks, uploads, id, bytes, now))
           .returning({ id: uploadLinks.id })
           .all().length > 0,
     );

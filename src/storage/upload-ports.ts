@@ -9,6 +9,7 @@
  * write at that offset replaces, and two writers at one offset never both win.
  */
 import type { Visibility } from "../domain/file.ts";
+import type { PageCursor } from "../domain/params.ts";
 import type { UploadChecksum } from "../domain/tus.ts";
 import type { StagedBlob } from "./ports.ts";
 
@@ -73,6 +74,21 @@ export interface UploadTable {
   unfinishedIds(): Promise<Set<string>>;
   /** IDs of every upload of `ownerId`, finished or not (`cubby users delete`). */
   idsByOwner(ownerId: string): Promise<string[]>;
+  /**
+   * Up to `limit` unfinished, unexpired uploads landing in `ownerId`'s account (their own and
+   * those through their guest links), newest first (created_at, then id, descending), after
+   * `after` (keyset pagination, as files are listed).
+   */
+  unfinishedByOwner(ownerId: string, now: number, limit: number, after: PageCursor | undefined): Promise<UploadRow[]>;
+  /** Every unfinished upload made through link `linkId`, expired or not. */
+  unfinishedOfLink(linkId: string): Promise<UploadRow[]>;
+  /** Up to `limit` unfinished uploads whose guest link is deleted, or expired at `now` (the sweep ends them). */
+  unfinishedOfEndedLinks(now: number, limit: number): Promise<UploadRow[]>;
+  /**
+   * What link `linkId`'s unfinished, unexpired uploads hold of its limits at `now` (CONTRACT §10).
+   * @returns their count and the sum of their Upload-Lengths (bytes)
+   */
+  reservedByLink(linkId: string, ownerId: string, now: number): Promise<{ files: number; bytes: number }>;
 }
 
 /** The upload_links table. */
@@ -91,6 +107,14 @@ export interface UploadLinkTable {
    * @returns whether it was counted
    */
   consume(id: string, bytes: number, now: number): Promise<boolean>;
+  /**
+   * Whether link `id` has room at `now` for one more upload of `bytes`, counting the files it
+   * received and its unfinished uploads' reservations, and it is neither deleted nor expired;
+   * on PostgreSQL the link's row stays locked for the rest of the transaction. Run it in the
+   * transaction that inserts the upload, after the owner's row is locked (service/quota.ts), so
+   * concurrent creations can never pass a limit together (storage/upload-conditions.ts).
+   */
+  reserve(id: string, bytes: number, now: number): Promise<boolean>;
   /** Every row, deleted ones too, in ID order (export). */
   all(): AsyncIterable<UploadLinkRow>;
 }

@@ -89,13 +89,16 @@ test("max_files and max_bytes are never exceeded by 20 concurrent uploads", asyn
   const raw = await Promise.all(Array.from({ length: 20 }, (_, i) => guestPost(byFiles.token, `file ${String(i).padStart(2, "0")}`).then((r) => r.status)));
   expect(raw.filter((s) => s === 200).length).toBe(5);
   expect(new Set(raw.filter((s) => s !== 200))).toEqual(new Set([410]));
-  // tus uploads of 1 000 bytes each against 7 500 bytes: 7 fit; every creation passes the
-  // Upload-Length check, so the limit is held by the commits.
+  // tus uploads of 1 000 bytes each against 7 500 bytes: 7 fit. Each creation reserves its
+  // Upload-Length (CONTRACT §10), so the 8th and later are refused at creation (413), and
+  // every upload that was created finishes.
   const byBytes = await makeLink({ max_bytes: 7_500 });
-  const urls = await Promise.all(Array.from({ length: 20 }, () => createUpload(server.url, byBytes.token, 1_000)));
+  const created = await Promise.all(Array.from({ length: 20 }, () => tusFetch(`${server.url}/v1/uploads`, "POST", byBytes.token, { "upload-length": "1000" })));
+  expect(created.filter((r) => r.status === 201).length).toBe(7);
+  expect(new Set(created.filter((r) => r.status !== 201).map((r) => r.status))).toEqual(new Set([413]));
+  const urls = created.filter((r) => r.status === 201).map((r) => r.headers.get("location")!);
   const finals = await Promise.all(urls.map((u) => patchChunk(u, byBytes.token, 0, "b".repeat(1_000)).then((r) => r.status)));
-  expect(finals.filter((s) => s === 204).length).toBe(7);
-  expect(new Set(finals.filter((s) => s !== 204))).toEqual(new Set([410]));
+  expect(finals).toEqual(Array(7).fill(204));
   const rows = await runSql<{ files_uploaded: number; bytes_uploaded: number }>(server.dataDir, "SELECT files_uploaded, bytes_uploaded FROM upload_links WHERE id IN (?, ?) ORDER BY max_files", byFiles.id, byBytes.id);
   expect(rows.map((r) => [Number(r.files_uploaded), Number(r.bytes_uploaded)]).sort()).toEqual([[5, 5 * 7], [7, 7_000]].sort());
   // An Upload-Length over what is left is refused at creation.

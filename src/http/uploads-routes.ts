@@ -1,0 +1,87 @@
+/**
+ * `GET /v1/uploads` (CONTRACT §10): the caller's unfinished resumable uploads, their own and
+ * those guests are making through their upload links, so an owner sees what is held in their
+ * name and can end one (`DELETE /v1/uploads/{id}`, the tus termination of tus-routes.ts, which
+ * takes a plain REST request too). Authenticated like `/v1/*` (key or same-origin session);
+ * needs files.read. The tus protocol itself lives in tus-routes.ts.
+ */
+import { Elysia } from "elysia";
+import type { Authenticator } from "../auth/principal.ts";
+import { formatExpiry } from "../domain/expiry.ts";
+import { encodePageToken, parsePaging, parseQuery, type PageCursor } from "../domain/params.ts";
+import { AppError } from "../errors.ts";
+import { formatTimestamp } from "../domain/time.ts";
+import type { UnfinishedUpload, UploadService } from "../service/uploads.ts";
+import { authRequest, requestContext } from "./request-context.ts";
+import { json } from "./respond.ts";
+
+/**
+ * An unfinished upload as listed. `name` is its Upload-Metadata `filename` ("" when none);
+ * `offset` and `length` are bytes (Upload-Offset, Upload-Length); `upload_link_id` is the guest
+ * link it comes through, null for the caller's own; `url` is where tus resumes or ends it;
+ * `expire_time` when it is swept unless finished (RFC 3339).
+ */
+export interface UnfinishedUploadJson {
+  id: string;
+  url: string;
+  name: string;
+  offset: number;
+  length: number;
+  upload_link_id: string | null;
+  expire_time: string;
+  created_at: string;
+}
+
+/** The JSON of one page of `GET /v1/uploads`. */
+export interface UnfinishedUploadPageJson {
+  uploads: UnfinishedUploadJson[];
+  next_page_token: string;
+}
+
+/** An {@link UnfinishedUpload} as `GET /v1/uploads` lists it. */
+export function toUnfinishedUploadJson(baseUrl: string, u: UnfinishedUpload): UnfinishedUploadJson {
+  return {
+    id: u.id,
+    url: `${baseUrl}/v1/uploads/${u.id}`,
+    name: u.metadata.filename ?? "",
+    offset: u.offset,
+    length: u.length,
+    upload_link_id: u.uploadLinkId,
+    expire_time: formatExpiry(u.expiresAt),
+    created_at: formatTimestamp(u.createdAt),
+  };
+}
+
+/** The GET /v1/uploads route as an Elysia plugin. */
+export function uploadsRoutes(deps: { uploads: UploadService; auth: Authenticator; baseUrl: () => string }) {
+  return new Elysia({ name: "uploads-routes" }).use(requestContext).get(
+    "/v1/uploads",
+    async ({ request, requestContext }) => {
+      // Elysia answers HEAD with a GET route; /v1/uploads has no HEAD (tus HEADs an upload's URL).
+      if (request.method !== "GET") throw new AppError("not_found", "not found");
+      const principal = await deps.auth.require(authRequest(request, requestContext));
+      const query = parseQuery(new URL(request.url).search, ["page_size", "page_token"]);
+      const cursor = parseUploadPageToken(query.get("page_token") ?? "");
+      query.delete("page_token");
+      const page = await deps.uploads.list(principal, parsePaging(query).pageSize, cursor);
+      const body: UnfinishedUploadPageJson = {
+        uploads: page.uploads.map((u) => toUnfinishedUploadJson(deps.baseUrl(), u)),
+        next_page_token: page.next === undefined ? "" : encodePageToken(page.next),
+      };
+      return json(body, 200, { "cache-control": "no-store" });
+    },
+    { parse: "none" },
+  );
+}
+
+/**
+ * A `page_token` of this listing: {@link encodePageToken}'s format (base64url of
+ * `created_at.id`) with an upload's 26-character ID; "" is the first page.
+ * @throws AppError invalid_argument for anything else
+ */
+export function parseUploadPageToken(raw: string): PageCursor | undefined {
+  if (raw === "") return undefined;
+  const m = /^[A-Za-z0-9_-]{1,64}$/.test(raw) ? /^(\d{1,16})\.([A-Za-z0-9_-]{26})$/.exec(Buffer.from(raw, "base64url").toString("latin1")) : null;
+  if (m === null) throw new AppError("invalid_argument", "page_token: not a token this server issued");
+  return { createdAt: Number(m[1]), id: m[2]! };
+}
