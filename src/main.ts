@@ -37,6 +37,13 @@ ${USERS_USAGE}
   cubby import FILE [--data-dir DIR]
   cubby version`;
 
+/**
+ * The Bun runtime this executable was built for (`bun-linux-x64-baseline`, …): scripts/build.ts
+ * defines `CUBBY_BUILD_TARGET` at build time; run from source it is undefined.
+ */
+declare const CUBBY_BUILD_TARGET: string | undefined;
+const BUILD_TARGET = typeof CUBBY_BUILD_TARGET === "string" ? CUBBY_BUILD_TARGET : `from source, Bun ${Bun.version}`;
+
 /** Bad command-line input: printed as one line, exit status 2. */
 class UsageError extends Error {}
 
@@ -71,7 +78,7 @@ async function main(argv: string[]): Promise<number> {
 
   switch (command) {
     case "version":
-      console.log(`cubby ${pkg.version}`);
+      console.log(`cubby ${pkg.version} (${BUILD_TARGET})`);
       return 0;
     case "serve": {
       if (sub !== undefined) throw new UsageError(`serve takes no arguments (got "${sub}")`);

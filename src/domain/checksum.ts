@@ -2,10 +2,13 @@
  * CRC32C (Castagnoli, RFC 3720 §B.4) checksums in the form Google Cloud Storage and S3 use:
  * the 4-byte big-endian value, base64-encoded (`"123456789"` → `4waSgw==`).
  */
-import { crc32c } from "@node-rs/crc32";
 import { AppError } from "../errors.ts";
+import { crc32c } from "./crc32c.ts";
 
-/** Continues a CRC32C over `bytes`, starting from `state` (0 for a fresh checksum). */
+/**
+ * Continues a CRC32C over `bytes`, starting from `state` (0 for a fresh checksum).
+ * @returns the unsigned 32-bit CRC32C (see ./crc32c.ts: WebAssembly, nothing loaded from disk)
+ */
 export function crc32cUpdate(state: number, bytes: Uint8Array): number {
   return crc32c(bytes, state);
 }

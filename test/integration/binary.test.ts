@@ -1,10 +1,12 @@
 // The single executable: `npm run build` → dist/cubby, copied alone into an empty directory,
-// runs there with no node_modules and serves uploads and downloads (issue 2, item 9).
+// runs there with no node_modules and serves uploads and downloads (issue 2, item 9); it starts
+// and serves with TMPDIR on a noexec mount, writing nothing executable there (issue 25, item 7).
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import { checksumOf } from "../../src/domain/checksum.ts";
 import { client, ROOT, runCli, startServer, tempDir } from "../support/server.ts";
+import { testNeeding } from "../support/tools.ts";
 
 let bin: string;
 const dir = tempDir("cubby-bin-");
@@ -19,7 +21,7 @@ beforeAll(async () => {
   fs.chmodSync(bin, 0o755);
 }, 120_000);
 
-test("runs alone from an empty directory: migrations, web page, CRC32C addon all embedded", async () => {
+test("runs alone from an empty directory: migrations, web page and CRC32C all embedded", async () => {
   expect(fs.readdirSync(dir.path)).toEqual(["cubby"]);
   const env = { PATH: "/usr/bin:/bin", NODE_PATH: "" };
   expect((await runCli(["version"], { executable: bin, cwd: dir.path, env })).code).toBe(0);
@@ -51,3 +53,61 @@ test("start to first /healthz 200, and size (printed for the record)", async () 
   console.log(`dist/cubby: ${mib.toFixed(1)} MiB; spawn to first /healthz 200: ${ms.toFixed(0)} ms (includes the test's own spawn overhead)`);
   expect(res.status).toBe(200);
 });
+
+/** Runs a command to its end. @returns its exit code and stderr */
+function sh(cmd: string[]): { code: number; err: string } {
+  const r = Bun.spawnSync(cmd, { stdout: "pipe", stderr: "pipe" });
+  return { code: r.exitCode, err: r.stderr.toString() };
+}
+
+/** Every file under `dir` that could be executed or loaded as code: an execute bit, or ELF / Mach-O / WebAssembly content. */
+function executablesUnder(dir: string): string[] {
+  const found: string[] = [];
+  for (const entry of fs.readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const file = path.join(entry.parentPath, entry.name);
+    const head = fs.readFileSync(file).subarray(0, 4);
+    const magic = ["7f454c46", "cffaedfe", "0061736d"].includes(head.toString("hex"));
+    if ((fs.statSync(file).mode & 0o111) !== 0 || magic) found.push(path.relative(dir, file));
+  }
+  return found;
+}
+
+// CONTRACT §10 (hardened hosts): nothing it executes is written to disk at run time. Before
+// issue 25 the executable wrote the CRC32C native addon into TMPDIR and dlopen()ed it there,
+// which a noexec mount refuses (ERR_DLOPEN_FAILED: failed to map segment from shared object).
+testNeeding("the noexec TMPDIR test", process.getuid?.() === 0 ? [] : ["root (to mount a noexec tmpfs; run as root)"])(
+  "with TMPDIR on a noexec tmpfs: keys create and serve work, and nothing executable is left in TMPDIR",
+  async () => {
+    using scratch = tempDir("cubby-noexec-");
+    const tmp = path.join(scratch.path, "tmp");
+    fs.mkdirSync(tmp);
+    expect(sh(["mount", "-t", "tmpfs", "-o", "noexec,nosuid,nodev,size=64m,mode=1777", "tmpfs", tmp])).toEqual({ code: 0, err: "" });
+    try {
+      // The mount does refuse to execute (else this test would prove nothing).
+      fs.copyFileSync("/bin/true", path.join(tmp, "true"));
+      fs.chmodSync(path.join(tmp, "true"), 0o755);
+      expect(() => Bun.spawnSync([path.join(tmp, "true")])).toThrow(/EACCES|permission denied/i);
+      fs.rmSync(path.join(tmp, "true"));
+
+      const env = { PATH: "/usr/bin:/bin", TMPDIR: tmp };
+      const version = await runCli(["version"], { executable: bin, cwd: dir.path, env });
+      expect({ code: version.code, err: version.stderr }).toEqual({ code: 0, err: "" });
+      const data = path.join(scratch.path, "data");
+      const keys = await runCli(["keys", "create", "--email", "noexec@example.com", "--data-dir", data], { executable: bin, cwd: dir.path, env });
+      expect({ code: keys.code, err: keys.stderr }).toEqual({ code: 0, err: "" });
+      {
+        await using server = await startServer({ executable: bin, cwd: dir.path, dataDir: data, env });
+        const bytes = crypto.getRandomValues(new Uint8Array(1_000_000));
+        const file = await client(server, keys.stdout.trim()).upload(bytes, "?visibility=public&name=n.bin");
+        const back = new Uint8Array(await (await fetch(file.url)).arrayBuffer());
+        expect({ checksum: file.checksum, same: Buffer.compare(back, bytes) === 0 }).toEqual({ checksum: checksumOf(bytes), same: true });
+      }
+      expect(executablesUnder(tmp)).toEqual([]);
+    } finally {
+      // A lazy unmount when a process still holds it busy: the mount never outlives the test.
+      if (sh(["umount", tmp]).code !== 0) sh(["umount", "-l", tmp]);
+    }
+  },
+  60_000,
+);
