@@ -47,6 +47,11 @@ export function sessionCookieName(baseUrl: string): string {
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
+/** How long credentials verified by this process are checked without a charge first (ms). */
+const VERIFIED_MS = 10 * 60_000;
+/** Verified credentials remembered at most; a fuller map starts again. */
+const VERIFIED_MAX = 10_000;
+
 /**
  * The token of an `Authorization: Bearer <token>` header (RFC 6750 §2.1; the scheme in any case,
  * spaces around the token tolerated), or undefined for no header or another form.
@@ -65,35 +70,73 @@ export class Authenticator {
     private readonly sessions: SessionService,
     /** Public origin (HOSTNAME), for the same-origin check and the cookie name. */
     private readonly baseUrl: () => string,
-    /** Failed authentications per client address and minute before 429 (0: no limit). */
-    private readonly failures: WindowLimiter = new WindowLimiter(0),
+    /** Failed authentications per client address and minute before 429, across every process. */
+    private readonly failures: WindowLimiter,
   ) {}
+
+  /**
+   * Credentials this process verified recently: a request carrying one is no guess, so it is
+   * checked without being charged first (two writes to the shared windows per request
+   * otherwise), after a read that refuses it if its address is limited. Still checked every
+   * time: one revoked since fails, and is then counted.
+   * Token → when it stops counting as verified (ms).
+   */
+  private readonly verified = new Map<string, number>();
 
   /** What credentials the request carries and whether they are live. */
   private async inspect(request: RequestLike, opts: { bearer: boolean } = { bearer: true }): Promise<Credentials> {
     const authorization = request.headers.get("authorization");
     const token = authorization !== null && opts.bearer ? undefined : this.sessionToken(request.headers);
     if ((authorization === null || !opts.bearer) && token === undefined) return { kind: "none" };
-    const address = request.clientAddress;
-    const wait = this.failures.retryAfterSeconds(address);
-    if (wait > 0) return { kind: "rate_limited", retryAfterSeconds: wait };
-    const failed = (): Credentials => {
-      this.failures.record(address);
-      return { kind: "invalid" };
-    };
-    if (token === undefined) {
-      const bearer = bearerToken(authorization);
-      if (bearer === undefined) return failed();
-      const principal = await this.keys.authenticate(bearer);
-      if (principal === null) return failed();
-      if (request.context !== undefined) request.context.userId = principal.userId;
-      return { kind: "valid", principal };
+    if (token !== undefined && !SAFE_METHODS.has(request.method) && !isSameOrigin(request.headers, this.baseUrl())) return { kind: "cross_origin" };
+    const secret = token ?? bearerToken(authorization);
+    const c = await this.verify(request.clientAddress, secret, async (secret) => {
+      if (token === undefined) {
+        const principal = await this.keys.authenticate(secret);
+        return principal === null ? undefined : { kind: "valid", principal };
+      }
+      const session = await this.sessions.validate(token);
+      return session === null ? undefined : { kind: "valid", principal: session.principal, session: { ...session, token } };
+    });
+    if (c.kind === "valid" && request.context !== undefined) request.context.userId = c.principal.userId;
+    return c;
+  }
+
+  /**
+   * Runs `check` of `secret` from `address` under the failure limit: charged before the check
+   * and refunded when it passes, unless this process verified the same secret recently (then
+   * counted only if it fails). A limited address gets `rate_limited` without a check.
+   */
+  private async verify(
+    address: string,
+    secret: string | undefined,
+    check: (secret: string) => Promise<Extract<Credentials, { kind: "valid" }> | undefined>,
+  ): Promise<Credentials> {
+    const now = Date.now();
+    const known = secret !== undefined && (this.verified.get(secret) ?? 0) > now;
+    let refund: (() => Promise<void>) | undefined;
+    if (known) {
+      const wait = await this.failures.retryAfterSeconds(address);
+      if (wait > 0) return { kind: "rate_limited", retryAfterSeconds: wait };
+    } else {
+      const reservation = await this.failures.reserve(address);
+      if (!reservation.ok) return { kind: "rate_limited", retryAfterSeconds: reservation.retryAfterSeconds };
+      refund = reservation.refund;
     }
-    if (!SAFE_METHODS.has(request.method) && !isSameOrigin(request.headers, this.baseUrl())) return { kind: "cross_origin" };
-    const session = await this.sessions.validate(token);
-    if (session === null) return failed();
-    if (request.context !== undefined) request.context.userId = session.principal.userId;
-    return { kind: "valid", principal: session.principal, session: { ...session, token } };
+    const valid = secret === undefined ? undefined : await check(secret);
+    if (valid === undefined) {
+      if (known) {
+        this.verified.delete(secret!);
+        await this.failures.record(address);
+      }
+      return { kind: "invalid" };
+    }
+    if (refund !== undefined) {
+      await refund();
+      if (this.verified.size >= VERIFIED_MAX) this.verified.clear();
+      this.verified.set(secret!, now + VERIFIED_MS);
+    }
+    return valid;
   }
 
   /**
@@ -135,7 +178,7 @@ export class Authenticator {
   optionalNow(request: RequestLike): Principal | null | undefined {
     const authorization = request.headers.get("authorization");
     if (authorization === null) return this.sessionToken(request.headers) === undefined ? null : undefined;
-    if (this.failures.retryAfterSeconds(request.clientAddress) > 0) return undefined;
+    if (this.failures.knownLimited(request.clientAddress) > 0) return undefined;
     const bearer = bearerToken(authorization);
     const principal = bearer === undefined ? undefined : this.keys.authenticateNow(bearer);
     if (principal !== undefined && request.context !== undefined) request.context.userId = principal.userId;
@@ -154,16 +197,16 @@ export class Authenticator {
 
   /**
    * Checks a secret other than a key or session (a share link's password, CONTRACT §8) under
-   * the same per-address limit as failed authentications: refuses a limited address first,
-   * and counts a wrong secret against it.
+   * the same per-address limit as failed authentications: the attempt is charged before the
+   * check and refunded when the secret is right, so a limited address is refused unchecked.
    * @throws AppError resource_exhausted (429, Retry-After) when the address is limited
    * @returns whether `check` accepted the secret
    */
   async checkSecret(clientAddress: string, check: () => Promise<boolean>): Promise<boolean> {
-    const wait = this.failures.retryAfterSeconds(clientAddress);
-    if (wait > 0) throw rateLimited(wait);
+    const reservation = await this.failures.reserve(clientAddress);
+    if (!reservation.ok) throw rateLimited(reservation.retryAfterSeconds);
     const ok = await check();
-    if (!ok) this.failures.record(clientAddress);
+    if (ok) await reservation.refund();
     return ok;
   }
 

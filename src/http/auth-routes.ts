@@ -91,9 +91,12 @@ export function authRoutes(deps: AuthRoutesDeps) {
         signInPage("Sign-in refused", requestContext, { "set-cookie": cookie(flowCookieName(), "", 0) }, async () => {
           const signIn = provider();
           const address = requestContext.clientAddress;
-          const wait = deps.signInLimiter.retryAfterSeconds(address);
-          if (wait > 0) throw new AppError("resource_exhausted", `too many sign-in attempts from this address; try again in ${wait} s`, { retryAfterSeconds: wait });
-          deps.signInLimiter.record(address);
+          // Charged before the exchange with the provider, and kept: every callback counts.
+          const reservation = await deps.signInLimiter.reserve(address);
+          if (!reservation.ok) {
+            const wait = reservation.retryAfterSeconds;
+            throw new AppError("resource_exhausted", `too many sign-in attempts from this address; try again in ${wait} s`, { retryAfterSeconds: wait });
+          }
           const flow = readFlow(request.headers.get("cookie"), flowCookieName());
           if (flow === undefined) throw new AppError("invalid_argument", "the sign-in took too long or was started in another browser; please start again");
           const identity = await signIn.finish(new URL(request.url).search, flow);

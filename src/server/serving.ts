@@ -30,7 +30,7 @@ export async function startServing(
   opts: { reusePort: boolean; graceMs: number; aggregate?: () => Promise<string>; onMetrics?: (metrics: Metrics) => void },
 ): Promise<{ port: number; baseUrl: string; stop: () => Promise<void> }> {
   let baseUrl = config.hostname ?? "";
-  const auth = new Authenticator(services.keys, services.sessions, () => baseUrl, new WindowLimiter(config.rateLimits.authFailures));
+  const auth = new Authenticator(services.keys, services.sessions, () => baseUrl, new WindowLimiter(services.store.rateLimits, "auth", config.rateLimits.authFailures, services.clock));
   const { issuer, clientId, clientSecret } = config.idp;
   const signIn =
     clientId !== undefined && clientSecret !== undefined
@@ -41,7 +41,7 @@ export async function startServing(
     services,
     auth,
     signIn,
-    signInLimiter: new WindowLimiter(config.rateLimits.signIns),
+    signInLimiter: new WindowLimiter(services.store.rateLimits, "sign-in", config.rateLimits.signIns, services.clock),
     baseUrl: () => baseUrl,
     maxUploadBytes: config.maxUploadBytes,
   });

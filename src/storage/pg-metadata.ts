@@ -37,6 +37,7 @@ import type {
 import { containsPattern, inIdOrder, newestFirstAfter, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
 import * as schema from "./pg-schema.ts";
 import { PgUploadLinks, PgUploads } from "./pg-uploads.ts";
+import { PgRateLimits } from "./rate-limits.ts";
 import { countAll, liveFilesOf, reservingUploadsOf, sumOf } from "./user-conditions.ts";
 import type { UploadLinkTable, UploadTable } from "./upload-ports.ts";
 
@@ -103,6 +104,7 @@ export class PgMetadataStore implements MetadataStore {
   readonly shares: ShareTable;
   readonly uploads: UploadTable;
   readonly uploadLinks: UploadLinkTable;
+  readonly rateLimits: PgRateLimits;
   private current = 0;
   /** When this store last heard a notification on the channel (its own ping or a change), ms. */
   private lastHeard = 0;
@@ -124,6 +126,7 @@ export class PgMetadataStore implements MetadataStore {
     this.shares = new PgShares(driver.db);
     this.uploads = new PgUploads(driver.db, changed);
     this.uploadLinks = new PgUploadLinks(driver.db, changed);
+    this.rateLimits = new PgRateLimits(driver.db);
   }
 
   /**

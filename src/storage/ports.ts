@@ -224,6 +224,7 @@ export interface MetadataTables {
 
 export type { UploadLinkRow, UploadLinkTable, UploadRow, UploadTable } from "./upload-ports.ts";
 import type { UploadLinkTable, UploadTable } from "./upload-ports.ts";
+import type { RateLimitTable } from "./rate-limits.ts";
 
 /**
  * Where rows live. Reads through the tables see every committed change. A change that reads
@@ -242,6 +243,11 @@ export interface MetadataStore extends MetadataTables, AsyncDisposable {
    * holds (see `ReadCache`).
    */
   version(): number;
+  /**
+   * The rate-limit windows every process and instance shares (storage/rate-limits.ts): outside
+   * transactions, outside the version above, and never exported.
+   */
+  readonly rateLimits: RateLimitTable;
 }
 
 /**

@@ -34,13 +34,14 @@ import { containsPattern, inIdOrder, newestFirstAfter, ownerFilesAfter, PAGE_ROW
 import { apiKeys, files, sessions, shares, uploadLinks, uploads, users } from "./schema.ts";
 import { countAll, liveFilesOf, reservingUploadsOf, sumOf } from "./user-conditions.ts";
 import { SqliteUploadLinks, SqliteUploads } from "./sqlite-uploads.ts";
+import { SqliteRateLimits } from "./rate-limits.ts";
 import type { UploadLinkTable, UploadTable } from "./upload-ports.ts";
 
 /** Opens (creating and migrating if needed) the SQLite metadata store in `dataDir`. */
 export function openSqliteMetadata(dataDir: string): SqliteMetadataStore {
   const writer = openDb(dataDir);
   migrate(writer);
-  return new SqliteMetadataStore(openDb(dataDir), writer, new ChangeWatch(path.join(dataDir, "cubby.db-shm")));
+  return new SqliteMetadataStore(openDb(dataDir), writer, new ChangeWatch(path.join(dataDir, "cubby.db-shm")), new SqliteRateLimits(dataDir));
 }
 
 /**
@@ -65,6 +66,7 @@ export class SqliteMetadataStore implements MetadataStore {
     private readonly reader: Db,
     private readonly writer: Db,
     private readonly changes: ChangeWatch,
+    readonly rateLimits: SqliteRateLimits,
   ) {
     const queued: WriteRunner = (write) => this.exclusive(async () => write(writer));
     const now: WriteRunner = async (write) => write(writer);
@@ -111,6 +113,7 @@ export class SqliteMetadataStore implements MetadataStore {
 
   async [Symbol.asyncDispose](): Promise<void> {
     await this.queue.catch(() => {});
+    await this.rateLimits.close();
     this.reader.$client.close();
     this.writer.$client.close();
     // Last: closing its descriptor of `-shm` drops the process's POSIX locks on the file

@@ -24,6 +24,8 @@ beforeAll(async () => {
     S3_REGION: s3.region,
     S3_ACCESS_KEY_ID: s3.accessKeyId,
     S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
+    // The default limit (test servers turn it off): one test counts failures across instances.
+    RATE_LIMIT_AUTH_FAILURES: "20",
   };
   // Started together: the migrations run once under their advisory lock.
   instances = await Promise.all([0, 1, 2].map(() => startServer({ env })));
@@ -61,6 +63,16 @@ test("a key revoked through the CLI is refused by every instance on its next req
   const id = listed.stdout.split("\n")[1]!.split("\t")[0]!;
   expect((await runCli(["keys", "revoke", id, "--data-dir", instances[0]!.dataDir], { env })).code).toBe(0);
   for (const s of instances) expect((await client(s, key).fetch("/v1/files")).status).toBe(401);
+});
+
+test("failed authentications are counted once across the instances: 30 wrong keys at once over three, limit 20: 20 checked", async () => {
+  // From 127.0.0.2, so the other tests' address keeps its budget.
+  const from = (s: RunningServer) => `http://127.0.0.2:${s.port}`;
+  const guess = async (s: RunningServer, i: number) =>
+    (await fetch(`${from(s)}/v1/files`, { headers: { authorization: `Bearer cubby_wrong${String(i).padStart(40, "0")}` } })).status;
+  const statuses = await Promise.all(Array.from({ length: 30 }, (_, i) => guess(instances[i % 3]!, i)));
+  expect({ checked: statuses.filter((s) => s === 401).length, limited: statuses.filter((s) => s === 429).length }).toEqual({ checked: 20, limited: 10 });
+  expect(await Promise.all(instances.map((s, i) => guess(s, 100 + i)))).toEqual([429, 429, 429]);
 });
 
 test("an instance killed mid-upload leaves nothing visible; the others keep serving", async () => {

@@ -102,8 +102,9 @@ describe("the document's paths are the server's routes", () => {
   beforeAll(async () => {
     using dir = tempDir();
     await using services = await openServices({ dataDir: path.join(dir.path, "data"), maxUploadBytes: 1024 });
-    const auth = new Authenticator(services.keys, services.sessions, () => "http://localhost");
-    const app = createApp({ services, auth, signIn: undefined, signInLimiter: new WindowLimiter(0), baseUrl: () => "http://localhost", maxUploadBytes: 1024 });
+    const noLimit = new WindowLimiter(services.store.rateLimits, "auth", 0, services.clock);
+    const auth = new Authenticator(services.keys, services.sessions, () => "http://localhost", noLimit);
+    const app = createApp({ services, auth, signIn: undefined, signInLimiter: noLimit, baseUrl: () => "http://localhost", maxUploadBytes: 1024 });
     appRoutes = new Set(app.routes.map((r) => `${r.method.toLowerCase()} ${template(r.path)}`));
   });
 

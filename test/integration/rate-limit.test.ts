@@ -1,25 +1,69 @@
 // Rate limiting of failed authentication and of sign-in callbacks, per client address, through
-// the real listener (HTTP/1.1 and h2c both carry the client's address). The windows are counted
-// per serving process, so these servers run one (WORKERS=1); what WORKERS=2 does with them is in
-// workers.test.ts.
+// the real listener (HTTP/1.1 and h2c both carry the client's address). The windows are shared
+// by every process (storage/rate-limits.ts): the tests of concurrent guesses run WORKERS=2, and
+// workers.test.ts and multi-instance.test.ts count across workers and instances. The tests of
+// what a limited address gets run one process (WORKERS=1): a content URL answered at once from
+// the caches refuses the addresses its own process knows to be limited (principal.ts).
 import { expect, test } from "bun:test";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { WindowLimiter } from "../../src/auth/rate-limit.ts";
+import { connectPostgres } from "../../src/storage/pg-driver.ts";
+import { PgRateLimits, SqliteRateLimits, type RateLimitTable } from "../../src/storage/rate-limits.ts";
+import { startPostgres } from "../support/postgres.ts";
 import { FileService } from "../../src/gen/cubby/v1/files_pb.ts";
 import { Browser, freePort, IDP_CLIENT, startIdp } from "../support/idp.ts";
-import { client, startServer } from "../support/server.ts";
+import { client, startServer, tempDir } from "../support/server.ts";
 
-test("WindowLimiter counts per key and window", () => {
-  let now = 0;
-  const limiter = new WindowLimiter(3, 60_000, () => now);
-  for (let i = 0; i < 3; i++) limiter.record("a");
-  expect([limiter.retryAfterSeconds("a"), limiter.retryAfterSeconds("b")]).toEqual([60, 0]);
-  now = 59_500;
-  expect(limiter.retryAfterSeconds("a")).toBe(1);
-  now = 60_000;
-  expect(limiter.retryAfterSeconds("a")).toBe(0);
-  expect(new WindowLimiter(0).retryAfterSeconds("a")).toBe(0);
+test("shared windows, on SQLite and PostgreSQL: every charge from any connection counted once; refunds; a new window when one ends", async () => {
+  using dir = tempDir();
+  await using pg = await startPostgres();
+  const url = await pg.createDatabase("limits_shared");
+  const shared = [connectPostgres(url), connectPostgres(url)];
+  // Two table objects on one store stand for two processes (two connections each).
+  const stores: [string, [RateLimitTable, RateLimitTable]][] = [
+    ["sqlite", [new SqliteRateLimits(dir.path), new SqliteRateLimits(dir.path)]],
+    ["postgres", [new PgRateLimits(shared[0]!.db), new PgRateLimits(shared[1]!.db)]],
+  ];
+  try {
+    for (const [name, [a, b]] of stores) {
+      const minute = 60_000_000;
+      // 40 charges at once, half through each: the counts handed out are 1..40, each once.
+      const counts = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? a : b).charge("auth:x", 1_000, minute)));
+      expect({ name, counts: counts.map((c) => c.count).sort((x, y) => x - y) }).toEqual({ name, counts: Array.from({ length: 40 }, (_, i) => i + 1) });
+      expect(new Set(counts.map((c) => c.resetAt))).toEqual(new Set([1_000 + minute]));
+      await b.refund("auth:x", 1_000 + minute);
+      expect(await a.peek("auth:x", 2_000)).toEqual({ count: 39, resetAt: 1_000 + minute });
+      // Another key is counted apart; a refund of a window that ended changes nothing.
+      expect(await a.charge("auth:y", 2_000, minute)).toEqual({ count: 1, resetAt: 2_000 + minute });
+      expect(await b.charge("auth:x", 1_000 + minute, minute)).toEqual({ count: 1, resetAt: 1_000 + 2 * minute });
+      await a.refund("auth:x", 1_000 + minute);
+      expect(await a.peek("auth:x", 1_000 + minute)).toEqual({ count: 1, resetAt: 1_000 + 2 * minute });
+      expect(await b.peek("auth:x", 1_000 + 2 * minute)).toBeUndefined();
+      expect(await a.prune(2_000 + minute)).toBe(1); // auth:y ended
+    }
+  } finally {
+    for (const [, pair] of stores) for (const t of pair) await t.close();
+    for (const d of shared) await d.end();
+  }
+}, 60_000);
+
+test("the limiter: past the limit no attempt is checked; refunded attempts do not count; Retry-After is the window's rest", async () => {
+  using dir = tempDir();
+  let now = 5_000_000;
+  const limiter = new WindowLimiter(new SqliteRateLimits(dir.path), "auth", 3, { nowMicros: () => now });
+  const outcomes = await Promise.all(Array.from({ length: 10 }, () => limiter.reserve("a")));
+  expect(outcomes.filter((r) => r.ok).length).toBe(3);
+  expect(outcomes.find((r) => !r.ok)).toEqual({ ok: false, retryAfterSeconds: 60 });
+  expect([await limiter.retryAfterSeconds("a"), await limiter.retryAfterSeconds("b"), limiter.knownLimited("a")]).toEqual([60, 0, 60]);
+  const b = await limiter.reserve("b");
+  if (!b.ok) throw new Error("b is not limited");
+  await b.refund();
+  expect((await Promise.all([1, 2, 3].map(() => limiter.reserve("b")))).every((r) => r.ok)).toBe(true);
+  now += 59_500_000;
+  expect(await limiter.retryAfterSeconds("a")).toBe(1);
+  now += 500_000;
+  expect([await limiter.retryAfterSeconds("a"), limiter.knownLimited("a"), (await limiter.reserve("a")).ok]).toEqual([0, 0, true]);
 });
 
 test("repeated failed bearer authentication gets 429 with Retry-After; other addresses are unaffected", async () => {
@@ -214,4 +258,32 @@ test("/auth/session with a session cookie from a limited address answers 429, no
   expect(await (await fetch(`${v4}/auth/session`)).json()).toEqual({ sign_in_configured: true, signed_in: false, email: "" });
   // The session itself is fine, as another address shows.
   expect(await (await fetch(`${v6}/auth/session`, { headers: cookie })).json()).toEqual({ sign_in_configured: true, signed_in: true, email: "carol@example.com" });
+});
+
+// CONTRACT §10: charged before the check, across every process. 29 wrong guesses and the right
+// credential sent at once to two workers: exactly the limit of them are checked, the rest 429.
+
+test("WORKERS=2: 29 wrong keys and a right one sent at once, limit 5: five checked, the rest 429", async () => {
+  await using server = await startServer({ env: { WORKERS: "2", RATE_LIMIT_AUTH_FAILURES: "5" } });
+  const key = await server.mintKey("concurrent@example.com"); // minted by the CLI: no worker has verified it
+  const v4 = `http://127.0.0.1:${server.port}`;
+  const keys = [...Array.from({ length: 29 }, (_, i) => `cubby_wrong${String(i).padStart(40, "0")}`), key];
+  const statuses = await Promise.all(keys.map(async (k) => (await fetch(`${v4}/v1/files`, { headers: { authorization: `Bearer ${k}` } })).status));
+  const checked = statuses.filter((s) => s !== 429);
+  expect({ checked: checked.length, others: [...new Set(checked)].every((s) => s === 401 || s === 200) }).toEqual({ checked: 5, others: true });
+  // The window is full: the right key from this address is refused too, on either worker.
+  for (let i = 0; i < 4; i++) expect((await fetch(`${v4}/v1/files`, { headers: { authorization: `Bearer ${key}`, connection: "close" } })).status).toBe(429);
+});
+
+test("WORKERS=2: 29 wrong share passwords and the right one sent at once, limit 5: five checked, the rest 429", async () => {
+  await using server = await startServer({ env: { WORKERS: "2", RATE_LIMIT_AUTH_FAILURES: "5" } });
+  const key = await server.mintKey("share-guess@example.com");
+  const file = await client(server, key).upload("secret bytes");
+  const created = await fetch(`${server.url}/v1/files/${file.id}/shares`, { method: "POST", body: JSON.stringify({ password: "correct horse" }), headers: { authorization: `Bearer ${key}`, "content-type": "application/json" } });
+  const share = (await created.json()) as { url: string };
+  const basic = (password: string) => ({ authorization: `Basic ${Buffer.from(`any:${password}`).toString("base64")}` });
+  const guesses = [...Array.from({ length: 29 }, (_, i) => `wrong ${i}`), "correct horse"];
+  const statuses = await Promise.all(guesses.map(async (p) => (await fetch(share.url, { headers: basic(p) })).status));
+  const checked = statuses.filter((s) => s !== 429);
+  expect({ checked: checked.length, others: checked.every((s) => s === 401 || s === 200) }).toEqual({ checked: 5, others: true });
 });
