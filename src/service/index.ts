@@ -4,6 +4,7 @@
  * DATA_DIR unless S3_BUCKET names a bucket (CONTRACT §7; the two ports are in storage/ports.ts).
  */
 import fs from "node:fs";
+import path from "node:path";
 import { systemClock, type Clock } from "../domain/time.ts";
 import { DiskBlobStore } from "../storage/disk-blobs.ts";
 import { describeTightened, PRIVATE_DIR_MODE, tightenDataDir } from "../storage/permissions.ts";
@@ -11,6 +12,7 @@ import { connectPostgres } from "../storage/pg-driver.ts";
 import { openPgMetadata } from "../storage/pg-metadata.ts";
 import type { BlobStore, MetadataStore } from "../storage/ports.ts";
 import { S3BlobStore, type S3Settings } from "../storage/s3-blobs.ts";
+import { FileLocks, PgAdvisoryLocks } from "../storage/upload-locks.ts";
 import { openSqliteMetadata } from "../storage/sqlite-metadata.ts";
 import { FileService } from "./files.ts";
 import { KeyService } from "./keys.ts";
@@ -86,13 +88,15 @@ export async function openServices(opts: OpenOptions): Promise<Services> {
   const files = new FileService({ store, blobs, clock, maxUploadBytes: opts.maxUploadBytes, quotas });
   const uploadLinks = new UploadLinkService({ store, clock, files, maxUploadBytes: opts.maxUploadBytes });
   const expiryMicros = (opts.uploadExpirySeconds ?? 24 * 3600) * 1_000_000;
+  // One machine shares DATA_DIR (flock); several instances share PostgreSQL (advisory locks).
+  const locks = opts.databaseUrl === undefined ? new FileLocks(path.join(opts.dataDir, "uploads")) : new PgAdvisoryLocks(opts.databaseUrl);
   return {
     store,
     blobs,
     clock,
     files,
     shares: new ShareService({ store, files, clock }),
-    uploads: new UploadService({ store, blobs, clock, files, links: uploadLinks, quotas, maxUploadBytes: opts.maxUploadBytes, expiryMicros }),
+    uploads: new UploadService({ store, blobs, clock, files, links: uploadLinks, quotas, maxUploadBytes: opts.maxUploadBytes, expiryMicros, locks }),
     uploadLinks,
     quotas,
     keys: new KeyService({ store, clock, accounts }),
@@ -100,6 +104,7 @@ export async function openServices(opts: OpenOptions): Promise<Services> {
     userAdmin: new UserAdmin({ store, blobs, clock, quotas }),
     sessions: new SessionService({ store, clock, accounts }),
     async [Symbol.asyncDispose]() {
+      await locks.close();
       await blobs[Symbol.asyncDispose]();
       await store[Symbol.asyncDispose]();
     },

@@ -15,6 +15,7 @@ import type { UploadChecksum } from "../domain/tus.ts";
 import { newUploadId } from "../domain/upload-link.ts";
 import { AppError } from "../errors.ts";
 import type { BlobStore, MetadataStore } from "../storage/ports.ts";
+import type { UploadLock, UploadLocks } from "../storage/upload-locks.ts";
 import type { UploadLinkRow, UploadRow } from "../storage/upload-ports.ts";
 import { DEFAULT_VISIBILITY, type Content, type FileService } from "./files.ts";
 import type { Quotas } from "./quota.ts";
@@ -58,6 +59,8 @@ export interface UploadServiceDeps {
   maxUploadBytes: number;
   /** How long an unfinished upload lives, microseconds (24 h; TUS_UPLOAD_EXPIRY_SECONDS). */
   expiryMicros: number;
+  /** One writer per upload across every process and instance (storage/upload-locks.ts). */
+  locks: UploadLocks;
 }
 
 /** An unfinished upload as `GET /v1/uploads` lists it (CONTRACT §10). */
@@ -150,7 +153,7 @@ export class UploadService {
    */
   async append(uploader: Uploader, id: string, offset: number, content: Content, checksum: UploadChecksum | undefined): Promise<UploadState> {
     await this.checkOrEnd(uploader, id);
-    return this.locked(id, async () => {
+    return this.locked(id, async (lock) => {
       const row = await this.owned(uploader, id);
       if (row.fileId !== null && offset === row.length) return stateOf(row);
       if (row.fileId !== null || offset !== row.offset) {
@@ -160,6 +163,8 @@ export class UploadService {
       try {
         const written = await this.deps.blobs.partials.append(id, offset, content, { maxBytes: row.length - offset, checksum });
         const to = offset + written.bytes;
+        // Fencing: what another writer may have done once the lock was lost is not committed over.
+        if (written.bytes > 0 && !(await lock.held())) throw new AppError("aborted", "this request lost the upload's lock while it wrote; ask with HEAD and resume from there");
         let state: UploadState;
         if (to === row.length) state = await this.finish(row, link);
         else {
@@ -260,9 +265,10 @@ export class UploadService {
   }
 
   /**
-   * Whether upload `id` was ended (its row deleted) while a request wrote it: possible where
-   * processes share an S3 store, which has no cross-process write lock (upload-ports.ts `lock`).
-   * What that request stored is removed then (no row will ever own it again: IDs are unique).
+   * Whether upload `id` was ended (its row deleted) while a request wrote it: every ending takes
+   * the upload's lock (storage/upload-locks.ts), so only after a PostgreSQL lock was lost with
+   * its connection. What that request stored is removed then (no row will ever own it again: IDs
+   * are unique).
    */
   private async endedMeanwhile(id: string): Promise<boolean> {
     if ((await this.deps.store.uploads.get(id)) !== undefined) return false;
@@ -328,14 +334,13 @@ export class UploadService {
    */
   private async unlessWritten(id: string, work: () => Promise<void>): Promise<boolean> {
     if (this.writing.has(id)) return false;
-    const lock = this.deps.blobs.partials.lock;
-    const release = lock === undefined ? undefined : await lock.call(this.deps.blobs.partials, id);
-    if (lock !== undefined && release === undefined) return false;
+    const lock = await this.deps.locks.tryLock(id);
+    if (lock === undefined) return false;
     try {
       await work();
       return true;
     } finally {
-      await release?.().catch(() => {});
+      await lock.release();
     }
   }
 
@@ -396,20 +401,23 @@ export class UploadService {
     return stateOf({ ...row, offset: row.length, fileId: file.id });
   }
 
-  /** Runs `work` as the only writer of upload `id` in this process. @throws aborted when another is */
-  private async locked<T>(id: string, work: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `work` as the only writer of upload `id`: in this process, and under the upload's lock
+   * across every process and instance (storage/upload-locks.ts).
+   * @throws aborted when another request writes it
+   */
+  private async locked<T>(id: string, work: (lock: UploadLock) => Promise<T>): Promise<T> {
     const busy = () => new AppError("aborted", "another request is writing this upload; retry once it is done");
     if (this.writing.has(id)) throw busy();
     this.writing.add(id);
     try {
-      // Another worker process (WORKERS > 1) may be writing it in the same data directory.
-      const lock = this.deps.blobs.partials.lock;
-      const release = lock === undefined ? undefined : await lock.call(this.deps.blobs.partials, id);
-      if (lock !== undefined && release === undefined) throw busy();
+      // Another worker process (WORKERS > 1) or instance may be writing it.
+      const lock = await this.deps.locks.tryLock(id);
+      if (lock === undefined) throw busy();
       try {
-        return await work();
+        return await work(lock);
       } finally {
-        await release?.().catch(() => {});
+        await lock.release();
       }
     } finally {
       this.writing.delete(id);

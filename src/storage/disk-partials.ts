@@ -6,9 +6,10 @@
  * hard-linked into blobs/ under a fresh name (no copy; nothing writes the file any more), and
  * removed from uploads/ once the file's row has committed.
  *
- * Writers of one upload are serialised by the caller: within a process by the upload service,
- * across the worker processes that share the data directory (WORKERS > 1) by {@link
- * DiskPartials.lock}'s lock file.
+ * Writers of one upload are serialised by the caller (the upload service, under the upload's lock
+ * in storage/upload-locks.ts), which reads the upload's row after taking the lock and writes only
+ * at its offset. So the hard link is safe: once the row is complete no writer opens the file
+ * again, and until then only the lock's holder writes it.
  */
 import fs from "node:fs";
 import fsp from "node:fs/promises";
@@ -27,16 +28,6 @@ import type { AppendOptions, PartialUploads } from "./upload-ports.ts";
 const WRITE_BUFFER_BYTES = 1024 * 1024;
 /** Upload IDs as the service makes them; anything else never reaches a path. */
 const UPLOAD_ID = /^[A-Za-z0-9_-]{1,64}$/;
-
-/** Whether process `pid` runs (signal 0: EPERM means it runs as another user). */
-function processRuns(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 
 /** {@link PartialUploads} in a directory beside the blobs (same file system, for the hard link). */
 export class DiskPartials implements PartialUploads {
@@ -149,32 +140,6 @@ export class DiskPartials implements PartialUploads {
 
   async remove(id: string): Promise<void> {
     await fsp.rm(this.path(id), { force: true });
-    // A lock left by a writer that was killed goes too; a live writer's stays its own.
-    const lock = `${this.path(id)}.lock`;
-    const owner = Number(await fsp.readFile(lock, "utf8").catch(() => ""));
-    if (owner > 0 && !processRuns(owner)) await fsp.rm(lock, { force: true });
-  }
-
-  /**
-   * The upload's write lock across processes: DATA_DIR/uploads/{id}.lock, created exclusively
-   * (O_EXCL) and holding the owner's PID. A lock whose process no longer runs (killed while
-   * writing) is taken over. Lock files never match an upload ID, so {@link list} skips them.
-   * @returns the release (removes the file), or undefined when a running process holds it
-   */
-  async lock(id: string): Promise<(() => Promise<void>) | undefined> {
-    const file = `${this.path(id)}.lock`;
-    for (let attempt = 0; attempt < 2; attempt++) {
-      try {
-        await fsp.writeFile(file, String(process.pid), { flag: "wx", mode: PRIVATE_FILE_MODE });
-        return () => fsp.rm(file, { force: true });
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-      }
-      const owner = Number(await fsp.readFile(file, "utf8").catch(() => ""));
-      if (Number.isSafeInteger(owner) && owner > 0 && processRuns(owner)) return undefined;
-      await fsp.rm(file, { force: true });
-    }
-    return undefined;
   }
 
   async *list(): AsyncIterable<{ id: string; writtenAt: number }> {

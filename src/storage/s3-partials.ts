@@ -6,10 +6,11 @@
  * in order through the store's normal write path into one new blob (CRC32C computed on the way).
  *
  * Which chunks make the upload: starting at offset 0, a chunk starting where the previous one
- * ended, up to the length. A chunk a crash or a lost race left behind (written, its offset never
- * committed) starts at an offset a later chunk starts at too; both hold bytes the client sent for
- * that range of the same upload, so any chain that reaches the length is the content. A chunk
- * whose checksum failed is never completed: its write is aborted before the object exists.
+ * ended, up to the length. Writers hold the upload's lock (storage/upload-locks.ts), one at a
+ * time, and a writer first deletes every chunk at or past the committed offset it writes at: a
+ * chunk a crash left behind (written, its offset never committed) is gone before another takes
+ * its place, so the chain is the committed chunks. A chunk whose checksum failed is never
+ * completed: its write is aborted before the object exists.
  */
 import type { S3Client } from "bun";
 import { AppError } from "../errors.ts";
@@ -44,6 +45,10 @@ export class S3Partials implements PartialUploads {
   }
 
   async append(id: string, offset: number, content: AsyncIterable<Uint8Array> | null, opts: AppendOptions): Promise<{ bytes: number }> {
+    // The caller holds the upload's lock and writes at the committed offset: a chunk starting
+    // there or later was never committed (its writer crashed, or failed before its commit), and
+    // must not be chained in place of this one.
+    for (const c of await this.chunks(id)) if (c.start >= offset) await this.client.delete(c.key);
     const key = `${this.prefix(id)}${String(offset).padStart(16, "0")}.${crypto.randomUUID()}`;
     const digest = chunkDigest(opts.checksum);
     let size = 0;

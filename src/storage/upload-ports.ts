@@ -152,11 +152,4 @@ export interface PartialUploads {
   remove(id: string): Promise<void>;
   /** Every upload that has partial bytes, with when they were last written (Unix ms). */
   list(): AsyncIterable<{ id: string; writtenAt: number }>;
-  /**
-   * Where several processes may write one upload's bytes in the same place (a data directory
-   * served by several workers, WORKERS > 1): takes the upload's write lock across processes.
-   * Absent where writes are ordered by the metadata store's conditions alone.
-   * @returns the release, or undefined when another live process holds the lock
-   */
-  lock?(id: string): Promise<(() => Promise<void>) | undefined>;
 }
