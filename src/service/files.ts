@@ -306,9 +306,15 @@ export class FileService {
     return updated;
   }
 
-  /** Sets or clears slug and name, or changes visibility. Fields left undefined are kept. */
+  /**
+   * Sets or clears slug and name, or changes visibility. Fields left undefined are kept.
+   * Needs files.read as well as files.write (CONTRACT §10): the answer is the File, and a
+   * visibility change may expose it; a write-only key creates and replaces, never reads back.
+   * @throws permission_denied without either scope; not_found; invalid_argument
+   */
   async update(principal: Principal, id: string, patch: FilePatch): Promise<FileRecord> {
     requireScope(principal, "files.write");
+    requireScope(principal, "files.read");
     return this.deps.store.transaction(async (tx) => {
       const file = await this.ownedForWrite(tx, principal, id);
       const next: FileRecord = {

@@ -36,10 +36,12 @@ export class ShareService {
 
   /**
    * Shares a file the caller owns.
-   * @throws invalid_argument (a limit out of range, an empty or too long password, an expiry
+   * @throws permission_denied without files.read or files.write; invalid_argument (a limit out of range, an empty or too long password, an expiry
    *   not in the future), and what {@link FileService.owned} throws
    */
   async create(principal: Principal, fileId: string, input: ShareInput): Promise<ShareRow> {
+    // A share link exposes the file: files.read as well as files.write (CONTRACT §10).
+    requireScope(principal, "files.read");
     const file = await this.deps.files.owned(principal, fileId);
     const now = this.deps.clock.nowMicros();
     const { expiresAt = null, maxDownloads = null, password } = input;

@@ -214,6 +214,18 @@ describe("tools", () => {
 });
 
 describe("authentication and authorization", () => {
+  // CONTRACT §10, issue 25 item 5: exposing content needs files.read as well as files.write.
+  test("a files.write-only key: publish_file, unpublish_file and create_share_link are refused, and the file stays private", async () => {
+    const writeOnly = await server.mintKey("alice@example.com", "--scope", "files.write");
+    const mcp = await connect(writeOnly);
+    const made = await ok<FileJson>(mcp, "upload_file", { content: "nightly dump", name: "dump.sql", visibility: "private" });
+    for (const tool of ["publish_file", "unpublish_file", "create_share_link"]) {
+      expect({ tool, error: await toolError(mcp, tool, { id: made.id }) }).toEqual({ tool, error: expect.stringContaining("this key lacks files.read") });
+    }
+    expect(((await (await rest(alice, `/v1/files/${made.id}`)).json()) as FileJson).visibility).toBe("private");
+    expect((await fetch(`${server.url}/${made.id}`)).status).toBe(401);
+  });
+
   const initialize = (headers: Record<string, string>, method = "POST") =>
     fetch(`${server.url}/mcp`, {
       method,

@@ -73,6 +73,42 @@ describe("scopes", () => {
     expect(await status(await call(writer, "DELETE", `/v1/files/${made.id}`))).toEqual({ status: 200 });
   });
 
+  // CONTRACT §10, issue 25 item 5: before, a write-only key published a private file or shared
+  // it, then downloaded it, and PATCH returned its File metadata.
+  test("a files.write key cannot expose or read back: PATCH, publish, unpublish and share links need files.read too; the file stays private and unshared", async () => {
+    const denied = { status: 403, code: 7, message: "this key lacks files.read" };
+    const mine = await client(server, owner).upload(new TextEncoder().encode("backup"), "?visibility=private&name=backup.tar");
+    const json = { "content-type": "application/json" };
+    const attempts: [string, string, string | undefined, Record<string, string>?][] = [
+      ["PATCH", `/v1/files/${mine.id}`, '{"visibility":"public"}', json],
+      ["PATCH", `/v1/files/${mine.id}`, '{"name":"renamed.tar"}', json],
+      ["POST", `/v1/files/${mine.id}/publish`, undefined],
+      ["POST", `/v1/files/${mine.id}/unpublish`, undefined],
+      ["POST", `/v1/files/${mine.id}/shares`, "{}", json],
+    ];
+    for (const [method, path, body, headers] of attempts) {
+      expect({ method, path, ...(await status(await call(writer, method, path, body, headers))) }).toEqual({ method, path, ...denied });
+    }
+    for (const transport of [createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" }), createGrpcTransport({ baseUrl: server.url })]) {
+      const rpc = createClient(FileService, transport);
+      const as = { headers: { authorization: `Bearer ${writer}` } };
+      const code = (p: Promise<unknown>) => p.then(() => "ok", (e: unknown) => Code[ConnectError.from(e).code]);
+      expect([
+        await code(rpc.publishFile({ id: mine.id }, as)),
+        await code(rpc.updateFile({ id: mine.id, visibility: "public" }, as)),
+        await code(rpc.updateFile({ id: mine.id, name: "renamed.tar" }, as)),
+      ]).toEqual(["PermissionDenied", "PermissionDenied", "PermissionDenied"]);
+    }
+    // Nothing changed: still private, unnamed otherwise, no share, not readable anonymously.
+    expect((await (await call(owner, "GET", `/v1/files/${mine.id}`)).json()) as FileJson).toEqual(mine);
+    expect(((await (await call(owner, "GET", `/v1/files/${mine.id}/shares`)).json()) as { shares: unknown[] }).shares).toEqual([]);
+    expect((await fetch(`${server.url}/${mine.id}`)).status).toBe(401);
+    // What a backup uploader needs still works: create, replace, expiry, delete.
+    expect(await status(await call(writer, "PUT", `/v1/files/${mine.id}/content`, "backup v2"))).toEqual({ status: 200 });
+    expect(await status(await call(writer, "PATCH", `/v1/files/${mine.id}/expiry`, '{"ttl":"30d"}', json))).toEqual({ status: 200 });
+    expect(await (await call(owner, "GET", `/${mine.id}`)).text()).toBe("backup v2");
+  });
+
   for (const [name, transport] of [
     ["Connect", () => createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" })],
     ["gRPC", () => createGrpcTransport({ baseUrl: server.url })],
