@@ -17,7 +17,7 @@ import { createUpload, TUS } from "../support/tus.ts";
 
 /**
  * Rounds per WORKERS setting: S3 round trips make a round some ten times slower. Set
- * CUBBY_TEST_RACE_ROUNDS for a longer run by hand (docs/reliability.md has one of 5000).
+ * CUBBY_TEST_RACE_ROUNDS for a longer run by hand.
  */
 const ROUNDS = Number(process.env.CUBBY_TEST_RACE_ROUNDS ?? (BACKEND === "postgres-s3" ? 100 : 1000));
 const LENGTH = 20_000;
