@@ -49,7 +49,7 @@ export interface RateLimitTable {
   close(): Promise<void>;
 }
 
-/** {@link RateLimitTable} in DATA_DIR/rate-limits.db, opened at the first charge. */
+/** {@link RateLimitTable} in DATA_DIR/rate-limits.db, opened (and created) at first use. */
 export class SqliteRateLimits implements RateLimitTable {
   private db: Database | undefined;
 
@@ -84,7 +84,6 @@ export class SqliteRateLimits implements RateLimitTable {
   }
 
   async peek(key: string, now: number): Promise<WindowCount | undefined> {
-    if (this.db === undefined && !fs.existsSync(path.join(this.dataDir, "rate-limits.db"))) return undefined;
     const row = this.open().query<{ count: number; reset_at: number }, [string, number]>("SELECT count, reset_at FROM rate_limits WHERE key = ?1 AND reset_at > ?2").get(key, now);
     return row === null ? undefined : { count: row.count, resetAt: row.reset_at };
   }
