@@ -189,21 +189,8 @@ test("rate-limit windows are shared by the workers: an address gets the budget o
 });
 
 /** The status of the next whole response on `socket` (headers, then Content-Length bytes of body). */
-function responseStatus(socket: net.Socket): Promise<string> {
-  return new Promise((resolve) => {
-    let seen = Buffer.alloc(0);
-    const onData = (chunk: Buffer) => {
-      seen = Buffer.concat([seen, chunk]);
-      const end = seen.indexOf("\r\n\r\n");
-      if (end === -1) return;
-      const head = seen.subarray(0, end).toString("latin1");
-      const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
-      if (seen.length < end + 4 + length) return;
-      socket.off("data", onData);
-      resolve(head.slice(9, 12));
-    };
-    socket.on("data", onData);
-  });
+async function responseStatus(socket: net.Socket): Promise<string> {
+  return (await response(socket)).status;
 }
 
 test("/metrics with one worker stopped (SIGSTOP): a scrape on the other answers within the bound and names the stopped one", async () => {
