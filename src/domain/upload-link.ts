@@ -5,7 +5,30 @@
 import { nanoid } from "nanoid";
 import { formatExpiry } from "./expiry.ts";
 import { formatTimestamp } from "./time.ts";
-import type { UploadLinkRow } from "../storage/upload-ports.ts";
+import type { Visibility } from "./file.ts";
+
+/**
+ * A guest upload link ("file request") as stored (storage/upload-ports.ts's UploadLinkTable)
+ * and as the service sees it: declared here, as FileRecord is, so that domain/ imports nothing
+ * from storage/. Counters count committed files only; sizes are bytes, times Unix microseconds.
+ */
+export interface UploadLinkRow {
+  id: string;
+  ownerId: string;
+  /** The secret of `/u/{token}` (≥ 128 random bits). */
+  token: string;
+  name: string;
+  /** Visibility of the files uploaded through it. */
+  visibility: Visibility;
+  expiresAt: number | null;
+  maxFiles: number | null;
+  maxBytes: number | null;
+  filesUploaded: number;
+  bytesUploaded: number;
+  createdAt: number;
+  /** Set by DELETE: the link answers 410 from then on. */
+  deletedAt: number | null;
+}
 
 /** The JSON of an upload link (CONTRACT §8), field for field. */
 export interface UploadLinkJson {

@@ -20,7 +20,8 @@
 import { checksumToBase64, crc32cUpdate } from "../domain/checksum.ts";
 import type { FileRecord } from "../domain/file.ts";
 import type { Clock } from "../domain/time.ts";
-import type { BlobChunk, BlobStore, MetadataStore, UploadLinkRow } from "../storage/ports.ts";
+import type { UploadLinkRow } from "../domain/upload-link.ts";
+import type { BlobChunk, BlobStore, MetadataStore } from "../storage/ports.ts";
 import { ARCHIVE_MAGIC, encodeRecord, type ArchiveCounts, type ArchiveRecord } from "./archive-format.ts";
 import { ArchiveWriter, type ArchiveSink } from "./archive-stream.ts";
 

@@ -13,10 +13,9 @@ import type { FileRecord } from "../domain/file.ts";
 import type { PageCursor } from "../domain/params.ts";
 import { requireScope, type Principal } from "../domain/principal.ts";
 import type { Clock } from "../domain/time.ts";
-import { newUploadLinkId, newUploadLinkToken, UPLOAD_LINK_TOKEN } from "../domain/upload-link.ts";
+import { newUploadLinkId, newUploadLinkToken, UPLOAD_LINK_TOKEN, type UploadLinkRow } from "../domain/upload-link.ts";
 import { AppError } from "../errors.ts";
 import type { MetadataStore, MetadataTables } from "../storage/ports.ts";
-import type { UploadLinkRow } from "../storage/upload-ports.ts";
 import { pageOf, type Content, type FilePage, type FileService } from "./files.ts";
 import { QuotaExceededError } from "./quota.ts";
 

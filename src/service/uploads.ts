@@ -12,11 +12,11 @@ import { parseMediaType, parseName, parseSlug, parseVisibility, type PageCursor 
 import { requireScope, type Principal } from "../domain/principal.ts";
 import type { Clock } from "../domain/time.ts";
 import type { UploadChecksum } from "../domain/tus.ts";
-import { newUploadId } from "../domain/upload-link.ts";
+import { newUploadId, type UploadLinkRow } from "../domain/upload-link.ts";
 import { AppError } from "../errors.ts";
 import type { BlobStore, MetadataStore } from "../storage/ports.ts";
 import type { UploadLock, UploadLocks } from "../storage/upload-locks.ts";
-import type { UploadLinkRow, UploadRow } from "../storage/upload-ports.ts";
+import type { UploadRow } from "../storage/upload-ports.ts";
 import { DEFAULT_VISIBILITY, type Content, type FileService } from "./files.ts";
 import type { Quotas } from "./quota.ts";
 import type { UploadLinkService } from "./upload-links.ts";

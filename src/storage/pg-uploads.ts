@@ -11,7 +11,8 @@ import { uploadLinks, uploads } from "./pg-schema.ts";
 import type { PageCursor } from "../domain/params.ts";
 import { linkAccepts, linkEnded, reservingUploadsOfLink } from "./upload-conditions.ts";
 import { countAll, reservingUploadsOf, sumOf } from "./user-conditions.ts";
-import type { UploadLinkRow, UploadLinkTable, UploadRow, UploadTable } from "./upload-ports.ts";
+import type { UploadLinkRow } from "../domain/upload-link.ts";
+import type { UploadLinkTable, UploadRow, UploadTable } from "./upload-ports.ts";
 
 /** The {@link UploadTable} on PostgreSQL; `changed` moves the store's cache version after a write. */
 export class PgUploads implements UploadTable {

@@ -222,7 +222,7 @@ export interface MetadataTables {
   uploadLinks: UploadLinkTable;
 }
 
-export type { UploadLinkRow, UploadLinkTable, UploadRow, UploadTable } from "./upload-ports.ts";
+export type { UploadLinkTable, UploadRow, UploadTable } from "./upload-ports.ts";
 import type { UploadLinkTable, UploadTable } from "./upload-ports.ts";
 import type { RateLimitTable } from "./rate-limits.ts";
 

@@ -9,7 +9,8 @@ import { uploadLinks, uploads } from "./schema.ts";
 import type { PageCursor } from "../domain/params.ts";
 import { linkAccepts, linkEnded, reservingUploadsOfLink } from "./upload-conditions.ts";
 import { countAll, reservingUploadsOf, sumOf } from "./user-conditions.ts";
-import type { UploadLinkRow, UploadLinkTable, UploadRow, UploadTable } from "./upload-ports.ts";
+import type { UploadLinkRow } from "../domain/upload-link.ts";
+import type { UploadLinkTable, UploadRow, UploadTable } from "./upload-ports.ts";
 
 /** Runs a write on the write connection (queued outside a transaction, at once inside). */
 type WriteRunner = <T>(write: (db: Db) => T) => Promise<T>;

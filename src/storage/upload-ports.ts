@@ -8,9 +8,9 @@
  * (`… WHERE offset = expected`), so a crash leaves at most bytes past the offset, which the next
  * write at that offset replaces, and two writers at one offset never both win.
  */
-import type { Visibility } from "../domain/file.ts";
 import type { PageCursor } from "../domain/params.ts";
 import type { UploadChecksum } from "../domain/tus.ts";
+import type { UploadLinkRow } from "../domain/upload-link.ts";
 import type { StagedBlob } from "./ports.ts";
 
 /** A resumable upload. Sizes and offsets are bytes; times Unix microseconds. */
@@ -31,25 +31,6 @@ export interface UploadRow {
   createdAt: number;
   /** Unfinished, it is swept after this (Upload-Expires). */
   expiresAt: number;
-}
-
-/** A guest upload link ("file request"). Counters count committed files only. */
-export interface UploadLinkRow {
-  id: string;
-  ownerId: string;
-  /** The secret of `/u/{token}` (≥ 128 random bits). */
-  token: string;
-  name: string;
-  /** Visibility of the files uploaded through it. */
-  visibility: Visibility;
-  expiresAt: number | null;
-  maxFiles: number | null;
-  maxBytes: number | null;
-  filesUploaded: number;
-  bytesUploaded: number;
-  createdAt: number;
-  /** Set by DELETE: the link answers 410 from then on. */
-  deletedAt: number | null;
 }
 
 /** The uploads table. */
