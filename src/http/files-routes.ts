@@ -6,10 +6,11 @@ import { Elysia } from "elysia";
 import { AppError } from "../errors.ts";
 import { formatExpiry } from "../domain/expiry.ts";
 import { toFileJson, type Visibility } from "../domain/file.ts";
+import { toFilePageJson } from "../domain/file-page.ts";
 import { parseDeclaredChecksum } from "../domain/checksum.ts";
-import { encodePageToken, parseFileId, parseMediaType, parseNameQuery, parseQuery, parseName, parsePaging, parseSlug, parseVisibility } from "../domain/params.ts";
+import { parseFileId, parseMediaType, parseNameQuery, parseQuery, parseName, parsePaging, parseSlug, parseVisibility } from "../domain/params.ts";
 import type { Authenticator } from "../auth/principal.ts";
-import type { FilePage, FilePatch, FileService } from "../service/files.ts";
+import type { FilePatch, FileService } from "../service/files.ts";
 import { readJsonObject, onlyFields, optionalString } from "./json-body.ts";
 import { authRequest, requestContext } from "./request-context.ts";
 import { json } from "./respond.ts";
@@ -60,7 +61,7 @@ export function filesRoutes(deps: FilesRoutesDeps) {
         const query = parseQuery(new URL(request.url).search, ["q", "page_size", "page_token"]);
         const nameContains = parseNameQuery(query.get("q") ?? "");
         const { pageSize, cursor } = parsePaging(query);
-        return json(filePageJson(deps.baseUrl(), await files.list(principal, pageSize, cursor, nameContains)));
+        return json(toFilePageJson(deps.baseUrl(), await files.list(principal, pageSize, cursor, nameContains)));
       },
       raw,
     )
@@ -140,14 +141,6 @@ export function filesRoutes(deps: FilesRoutesDeps) {
       },
       raw,
     );
-}
-
-/** A page of a file listing as REST sends it: `{"files": [File…], "next_page_token": ""}` ("" on the last page). */
-export function filePageJson(baseUrl: string, page: FilePage) {
-  return {
-    files: page.files.map((f) => toFileJson(baseUrl, f)),
-    next_page_token: page.next === undefined ? "" : encodePageToken(page.next),
-  };
 }
 
 /** `visibility` from a query string; absent or empty means "use the default". */

@@ -10,8 +10,8 @@ import { VISIBILITIES, type FileJson } from "../domain/file.ts";
 import { SCOPES } from "../domain/principal.ts";
 import type { UploadLinkJson } from "../domain/upload-link.ts";
 import { grpcCodeOf, httpStatusOf, type ErrorCode } from "../errors.ts";
-import type { filePageJson } from "./files-routes.ts";
-import type { ShareJson } from "./shares-routes.ts";
+import type { FilePageJson } from "../domain/file-page.ts";
+import type { ShareJson } from "../domain/share.ts";
 import type { UnfinishedUploadJson, UnfinishedUploadPageJson } from "./uploads-routes.ts";
 import type { UsageJson } from "./usage-routes.ts";
 
@@ -91,7 +91,7 @@ const uploadLinkProperties = {
 const filePageProperties = {
   files: { type: "array", items: ref("File"), description: "Newest first" },
   next_page_token: { type: "string", description: "Pass as `page_token` for the next page; \"\" on the last page" },
-} satisfies Record<keyof ReturnType<typeof filePageJson>, Schema>;
+} satisfies Record<keyof FilePageJson, Schema>;
 
 const unfinishedUploadProperties = {
   id: { type: "string", pattern: "^[A-Za-z0-9_-]{26}$" },

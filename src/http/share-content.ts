@@ -9,7 +9,7 @@
 import { parse as parseCookies } from "cookie";
 import { AppError, toRpcStatus } from "../errors.ts";
 import type { Authenticator } from "../auth/principal.ts";
-import type { ShareRow } from "../storage/ports.ts";
+import type { ShareRow } from "../domain/share.ts";
 import type { FileContent, FileService } from "../service/files.ts";
 import type { ShareService } from "../service/shares.ts";
 import { contentReply, wantsHtml, type ContentReply, type ContentRequest } from "./content.ts";

@@ -6,13 +6,11 @@
 import { serialize as serializeCookie } from "cookie";
 import { Elysia } from "elysia";
 import { AppError } from "../errors.ts";
-import { formatExpiry } from "../domain/expiry.ts";
 import { parseFileId } from "../domain/params.ts";
-import { formatTimestamp } from "../domain/time.ts";
+import { toShareJson, type ShareRow } from "../domain/share.ts";
 import type { Authenticator } from "../auth/principal.ts";
 import type { FileService } from "../service/files.ts";
 import type { ShareService } from "../service/shares.ts";
-import type { ShareRow } from "../storage/ports.ts";
 import { onlyFields, optionalString, readBounded, readJsonObject } from "./json-body.ts";
 import { sharePasswordPage } from "./pages.ts";
 import { authRequest, requestContext } from "./request-context.ts";
@@ -31,27 +29,10 @@ const SHARE_FIELDS = new Set(["expire_time", "ttl", "max_downloads", "password"]
 /** Largest body read for a new share or a password form, in bytes. */
 const MAX_BODY_BYTES = 16 * 1024;
 
-/** A share as REST and MCP answer it: {@link shareJson}'s result. */
-export type ShareJson = ReturnType<typeof shareJson>;
-
-/** The Share object of CONTRACT §8; never the token's hash or the password. */
-export function shareJson(baseUrl: string, s: ShareRow) {
-  return {
-    id: s.id,
-    file_id: s.fileId,
-    url: `${baseUrl}/s/${s.token}`,
-    expire_time: formatExpiry(s.expiresAt),
-    max_downloads: s.maxDownloads,
-    download_count: s.downloadCount,
-    has_password: s.passwordHash !== null,
-    created_at: formatTimestamp(s.createdAt),
-  };
-}
-
 /** The share routes as an Elysia plugin. */
 export function sharesRoutes(deps: SharesRoutesDeps) {
   const { auth, shares } = deps;
-  const toJson = (s: ShareRow) => shareJson(deps.baseUrl(), s);
+  const toJson = (s: ShareRow) => toShareJson(deps.baseUrl(), s);
   return new Elysia({ name: "shares-routes" })
     .use(requestContext)
     .post(

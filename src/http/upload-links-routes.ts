@@ -14,7 +14,7 @@ import { toUploadLinkJson } from "../domain/upload-link.ts";
 import { AppError } from "../errors.ts";
 import type { NewUploadLink, UploadLinkService } from "../service/upload-links.ts";
 import type { UploadService } from "../service/uploads.ts";
-import { filePageJson } from "./files-routes.ts";
+import { toFilePageJson } from "../domain/file-page.ts";
 import { onlyFields, optionalString, readJsonObject } from "./json-body.ts";
 import { authRequest, requestContext } from "./request-context.ts";
 import { json } from "./respond.ts";
@@ -66,7 +66,7 @@ export function uploadLinksRoutes(deps: UploadLinksRoutesDeps) {
         const principal = await auth.require(authRequest(request, requestContext));
         const id = parseLinkId(params.id);
         const { pageSize, cursor } = parsePaging(parseQuery(new URL(request.url).search, ["page_size", "page_token"]));
-        return json(filePageJson(deps.baseUrl(), await links.files(principal, id, pageSize, cursor)));
+        return json(toFilePageJson(deps.baseUrl(), await links.files(principal, id, pageSize, cursor)));
       },
       raw,
     )

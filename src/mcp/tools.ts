@@ -11,10 +11,10 @@ import { z } from "zod";
 import { report } from "../context/report.ts";
 import type { RequestContext } from "../context/request-context.ts";
 import { toFileJson, VISIBILITIES } from "../domain/file.ts";
+import { toFilePageJson } from "../domain/file-page.ts";
 import { MAX_PAGE_SIZE, parseFileId, parseName, parseNameQuery, parsePageToken, parseSlug, DEFAULT_PAGE_SIZE } from "../domain/params.ts";
 import type { Principal } from "../domain/principal.ts";
-import { filePageJson } from "../http/files-routes.ts";
-import { shareJson } from "../http/shares-routes.ts";
+import { toShareJson } from "../domain/share.ts";
 import type { FileService } from "../service/files.ts";
 import type { ShareService } from "../service/shares.ts";
 import { decodeUploadContent, maxInlineBytes, TEXT_CONTENT_TYPE } from "./upload-content.ts";
@@ -140,7 +140,7 @@ export function registerFileTools(server: McpServer, deps: FileToolsDeps, caller
     (args) =>
       run(async () => {
         const page = await files.list(principal, args.page_size ?? DEFAULT_PAGE_SIZE, parsePageToken(args.page_token ?? ""), parseNameQuery(args.q ?? ""));
-        return filePageJson(deps.baseUrl(), page);
+        return toFilePageJson(deps.baseUrl(), page);
       }),
   );
 
@@ -200,7 +200,7 @@ export function registerFileTools(server: McpServer, deps: FileToolsDeps, caller
       run(async () => {
         const id = parseFileId(args.id);
         const input = { expiresAt: files.expiryFrom({ expire_time: args.expire_time, ttl: args.ttl }), maxDownloads: args.max_downloads, password: args.password };
-        return shareJson(deps.baseUrl(), await shares.create(principal, id, input));
+        return toShareJson(deps.baseUrl(), await shares.create(principal, id, input));
       }),
   );
 

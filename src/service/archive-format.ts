@@ -10,7 +10,8 @@ import { VISIBILITIES, type FileRecord, type Visibility } from "../domain/file.t
 import { FILE_ID_PATTERN, SHARE_TOKEN_PATTERN } from "../domain/ids.ts";
 import { ALL_SCOPES, formatScopes, parseScopes, SCOPES } from "../domain/principal.ts";
 import { UPLOAD_LINK_TOKEN, type UploadLinkRow } from "../domain/upload-link.ts";
-import { NO_QUOTA, type ApiKeyRow, type SessionRow, type ShareRow, type UserAccount } from "../storage/ports.ts";
+import type { ShareRow } from "../domain/share.ts";
+import { NO_QUOTA, type ApiKeyRow, type SessionRow, type UserAccount } from "../storage/ports.ts";
 
 /** The version this cubby writes. */
 export const ARCHIVE_VERSION = 3;

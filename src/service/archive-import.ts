@@ -24,7 +24,8 @@ import { checksumToBase64, crc32cUpdate } from "../domain/checksum.ts";
 import type { FileRecord } from "../domain/file.ts";
 import { AppError } from "../errors.ts";
 import type { UploadLinkRow } from "../domain/upload-link.ts";
-import type { ApiKeyRow, BlobStore, MetadataStore, SessionRow, ShareRow } from "../storage/ports.ts";
+import type { ShareRow } from "../domain/share.ts";
+import type { ApiKeyRow, BlobStore, MetadataStore, SessionRow } from "../storage/ports.ts";
 import { checkMagic, damaged, decodeRecord, MAX_RECORD_BYTES, type ArchiveCounts, type ArchivedFile, type ArchivedUser, type Trailer } from "./archive-format.ts";
 import { ArchiveReader } from "./archive-stream.ts";
 

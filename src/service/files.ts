@@ -5,6 +5,7 @@
  */
 import { AppError } from "../errors.ts";
 import type { FileRecord, Visibility } from "../domain/file.ts";
+import type { FilePage } from "../domain/file-page.ts";
 import { newFileId } from "../domain/ids.ts";
 import type { PageCursor } from "../domain/params.ts";
 import { parseExpiry, type ExpiryInput } from "../domain/expiry.ts";
@@ -78,12 +79,6 @@ export interface FilePatch {
   slug?: string | undefined;
   name?: string | undefined;
   visibility?: Visibility | undefined;
-}
-
-export interface FilePage {
-  files: FileRecord[];
-  /** Where the next page starts, or undefined on the last page. */
-  next: PageCursor | undefined;
 }
 
 /**

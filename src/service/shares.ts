@@ -8,7 +8,8 @@ import type { FileRecord } from "../domain/file.ts";
 import { isIdShaped, newShareId, newShareToken, SHARE_TOKEN_PATTERN } from "../domain/ids.ts";
 import { requireScope, type Principal } from "../domain/principal.ts";
 import type { Clock } from "../domain/time.ts";
-import type { MetadataStore, ShareRow } from "../storage/ports.ts";
+import type { ShareRow } from "../domain/share.ts";
+import type { MetadataStore } from "../storage/ports.ts";
 import type { FileService } from "./files.ts";
 
 /** What a new share may set; every field optional. */

@@ -10,13 +10,14 @@
  */
 import type { Visibility } from "../domain/file.ts";
 import type { FileRecord } from "../domain/file.ts";
+import type { FilePage } from "../domain/file-page.ts";
 import type { PageCursor } from "../domain/params.ts";
 import { requireScope, type Principal } from "../domain/principal.ts";
 import type { Clock } from "../domain/time.ts";
 import { newUploadLinkId, newUploadLinkToken, UPLOAD_LINK_TOKEN, type UploadLinkRow } from "../domain/upload-link.ts";
 import { AppError } from "../errors.ts";
 import type { MetadataStore, MetadataTables } from "../storage/ports.ts";
-import { pageOf, type Content, type FilePage, type FileService } from "./files.ts";
+import { pageOf, type Content, type FileService } from "./files.ts";
 import { QuotaExceededError } from "./quota.ts";
 
 /** A new link's settings, parsed (http/upload-links-routes.ts). */

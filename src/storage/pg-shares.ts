@@ -2,7 +2,8 @@
 import { and, asc, desc, eq, gt, isNull, lt, or, sql } from "drizzle-orm";
 import type { PgDb } from "./pg-metadata.ts";
 import { inIdOrder, PAGE_ROWS } from "./paging.ts";
-import type { ShareRow, ShareTable } from "./ports.ts";
+import type { ShareRow } from "../domain/share.ts";
+import type { ShareTable } from "./ports.ts";
 import { shares } from "./pg-schema.ts";
 
 /** Share rows on PostgreSQL, on the pool or inside a transaction (whichever `db` is). */

@@ -12,6 +12,7 @@
  * any more is removed only after that commit.
  */
 import type { FileRecord } from "../domain/file.ts";
+import type { ShareRow } from "../domain/share.ts";
 import type { PageCursor } from "../domain/params.ts";
 
 // --- metadata ---
@@ -85,25 +86,6 @@ export interface SessionRow {
   secretHash: Uint8Array;
   createdAt: number;
   expiresAt: number;
-}
-
-/**
- * A share link row (CONTRACT §8). Deleting a share keeps the row (deletedAt), so its URL answers
- * 410 rather than 404. Times are Unix microseconds.
- */
-export interface ShareRow {
-  id: string;
-  fileId: string;
-  ownerId: string;
-  /** The URL's secret. */
-  token: string;
-  expiresAt: number | null;
-  maxDownloads: number | null;
-  downloadCount: number;
-  /** PHC string (argon2id); null: no password. */
-  passwordHash: string | null;
-  createdAt: number;
-  deletedAt: number | null;
 }
 
 /** The shares table. */

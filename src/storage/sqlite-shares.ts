@@ -2,7 +2,8 @@
 import { and, asc, desc, eq, gt, isNull, lt, or, sql } from "drizzle-orm";
 import type { Db, WriteRunner } from "./db.ts";
 import { inIdOrder, PAGE_ROWS } from "./paging.ts";
-import type { ShareRow, ShareTable } from "./ports.ts";
+import type { ShareRow } from "../domain/share.ts";
+import type { ShareTable } from "./ports.ts";
 import { shares } from "./schema.ts";
 
 /** Share rows on SQLite: reads on the given connection, writes through the store's write runner. */

@@ -6,7 +6,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { checksumOf } from "../../src/domain/checksum.ts";
-import type { ShareJson } from "../../src/http/shares-routes.ts";
+import type { ShareJson } from "../../src/domain/share.ts";
 import { blobNames } from "../support/backend.ts";
 import { client, runCli, startServer, type FileJson, type RunningServer } from "../support/server.ts";
 

@@ -3,7 +3,7 @@
 // rate limiting), deletion, and bad input.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { checksumOf } from "../../src/domain/checksum.ts";
-import type { ShareJson } from "../../src/http/shares-routes.ts";
+import type { ShareJson } from "../../src/domain/share.ts";
 import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";
 
 

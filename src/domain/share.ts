@@ -1,0 +1,57 @@
+/**
+ * Share links (CONTRACT §8): the stored row and the Share object REST and MCP answer with.
+ */
+import { formatExpiry } from "./expiry.ts";
+import { formatTimestamp } from "./time.ts";
+
+/**
+ * A share link row (CONTRACT §8), as the shares table (storage/ports.ts) stores it; declared here,
+ * as FileRecord is, so that domain/ imports nothing from storage/. Deleting a share keeps the row (deletedAt), so its URL answers
+ * 410 rather than 404. Times are Unix microseconds.
+ */
+export interface ShareRow {
+  id: string;
+  fileId: string;
+  ownerId: string;
+  /** The URL's secret. */
+  token: string;
+  expiresAt: number | null;
+  maxDownloads: number | null;
+  downloadCount: number;
+  /** PHC string (argon2id); null: no password. */
+  passwordHash: string | null;
+  createdAt: number;
+  deletedAt: number | null;
+}
+
+/** The Share object of CONTRACT §8, field for field; never the token's hash or the password. */
+export interface ShareJson {
+  id: string;
+  file_id: string;
+  /** `{HOSTNAME}/s/{token}`. */
+  url: string;
+  /** RFC 3339, or "" for never. */
+  expire_time: string;
+  /** null: no limit. */
+  max_downloads: number | null;
+  download_count: number;
+  has_password: boolean;
+  created_at: string;
+}
+
+/**
+ * The Share object for a row.
+ * @param baseUrl public origin without trailing slash (HOSTNAME)
+ */
+export function toShareJson(baseUrl: string, s: ShareRow): ShareJson {
+  return {
+    id: s.id,
+    file_id: s.fileId,
+    url: `${baseUrl}/s/${s.token}`,
+    expire_time: formatExpiry(s.expiresAt),
+    max_downloads: s.maxDownloads,
+    download_count: s.downloadCount,
+    has_password: s.passwordHash !== null,
+    created_at: formatTimestamp(s.createdAt),
+  };
+}
