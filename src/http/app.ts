@@ -22,7 +22,6 @@ import { tusRoutes } from "./tus-routes.ts";
 import { uploadLinksRoutes } from "./upload-links-routes.ts";
 import { uploadsRoutes } from "./uploads-routes.ts";
 import { usageRoutes } from "./usage-routes.ts";
-import { mcpRoutes } from "../mcp/mcp-routes.ts";
 
 export interface AppDeps {
   services: Services;
@@ -40,7 +39,9 @@ const raw = { parse: "none" } as const;
 
 /**
  * Builds the Elysia app serving REST, the dashboard, sign-in and health checks. Content URLs
- * are not routed here: the listener sends them to server/content.ts.
+ * are not routed here: the listener sends them to server/content.ts. The other surfaces are
+ * mounted beside it by server/serving.ts: `/mcp` on this app (so its errors render here too),
+ * the RPC routes on the listener.
  */
 export function createApp(deps: AppDeps) {
   const { services, auth, baseUrl } = deps;
@@ -77,7 +78,6 @@ export function createApp(deps: AppDeps) {
     )
     .use(filesRoutes({ files: services.files, auth, baseUrl, maxUploadBytes: deps.maxUploadBytes }))
     .use(sharesRoutes({ files: services.files, shares: services.shares, auth, baseUrl }))
-    .use(mcpRoutes({ files: services.files, shares: services.shares, auth, baseUrl, maxUploadBytes: deps.maxUploadBytes }))
     .use(tusRoutes({ uploads: services.uploads, links: services.uploadLinks, auth, baseUrl, maxUploadBytes: deps.maxUploadBytes }))
     .use(uploadsRoutes({ uploads: services.uploads, auth, baseUrl }))
     .use(uploadLinksRoutes({ links: services.uploadLinks, uploads: services.uploads, auth, baseUrl, clockMicros: () => services.clock.nowMicros() }))

@@ -1,12 +1,14 @@
 /**
- * The serving half of `cubby serve` (server/serve.ts loads it on demand): the HTTP app, the RPC
- * routes, metrics and the one-port listener over opened services.
+ * The serving half of `cubby serve` (server/serve.ts loads it on demand): the HTTP app with the
+ * MCP route on it, the RPC routes, metrics and the one-port listener over opened services. Each
+ * surface (http/, mcp/, rpc/) is mounted here, so none of them imports another.
  */
 import type { Config } from "../config.ts";
 import { OidcSignIn } from "../auth/oidc.ts";
 import { Authenticator } from "../auth/principal.ts";
 import { WindowLimiter } from "../auth/rate-limit.ts";
 import { createApp } from "../http/app.ts";
+import { mcpRoutes } from "../mcp/mcp-routes.ts";
 import { fileUnaryMethods } from "../rpc/file-service.ts";
 import { rpcPaths, rpcRoutes } from "../rpc/index.ts";
 import type { Services } from "../service/index.ts";
@@ -44,7 +46,7 @@ export async function startServing(
     signInLimiter: new WindowLimiter(services.store.rateLimits, "sign-in", config.rateLimits.signIns, services.clock),
     baseUrl: () => baseUrl,
     maxUploadBytes: config.maxUploadBytes,
-  });
+  }).use(mcpRoutes({ files: services.files, shares: services.shares, auth, baseUrl: () => baseUrl, maxUploadBytes: config.maxUploadBytes }));
   const rpcDeps = { files: services.files, auth, baseUrl: () => baseUrl };
   // One implementation of the unary methods, for connect-node and the unary fast path alike.
   const unary = fileUnaryMethods(rpcDeps);
