@@ -10,6 +10,7 @@ import http2 from "node:http2";
 import net from "node:net";
 import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";
 import { serverSide } from "../support/sockets.ts";
+import { waitFor } from "../support/wait.ts";
 
 let atOnce: RunningServer;
 let usual: RunningServer;
@@ -181,11 +182,7 @@ describe("HTTP/1.1, a client that reads late", () => {
     });
     // The server's kernel holds bytes it cannot send: its next write is taken in part, or not at
     // all. (Kernel state: polled, there is no event for it.)
-    const deadline = Date.now() + 10_000;
-    while ((serverSide(atOnce.port, socket.localPort!)?.sendQueue ?? 0) === 0) {
-      if (Date.now() > deadline) throw new Error("the server's send queue never filled");
-      await Bun.sleep(20);
-    }
+    await waitFor(() => (serverSide(atOnce.port, socket.localPort!)?.sendQueue ?? 0) > 0, "the server's send queue to fill");
     socket.resume();
     await all;
     socket.destroy();

@@ -10,15 +10,7 @@ import { BACKEND } from "../support/backend.ts";
 import { processUsage } from "../support/h2-raw.ts";
 import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";
 import { serverSide } from "../support/sockets.ts";
-
-/** Polls `done` every 20 ms until it holds; throws after `ms`. */
-async function waitFor(done: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(20);
-  }
-}
+import { waitFor } from "../support/wait.ts";
 
 interface Parsed {
   status: number;

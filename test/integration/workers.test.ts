@@ -8,6 +8,7 @@ import { childrenOf, isRunning, waitGone } from "../support/processes.ts";
 import { client, runCli, startServer, tempDir, type RunningServer } from "../support/server.ts";
 import { serverSide } from "../support/sockets.ts";
 import { createUpload, headOffset, TUS } from "../support/tus.ts";
+import { waitFor } from "../support/wait.ts";
 
 const WORKERS = { WORKERS: "2" };
 
@@ -167,10 +168,7 @@ test("one resumable upload written from two workers at once: one writer, the oth
 async function waitForLock(server: RunningServer, id: string): Promise<void> {
   const file = `${server.dataDir}/uploads/${id}.lock`;
   // The holder writes its PID once it has the lock (storage/upload-locks.ts).
-  for (let i = 0; !/^\d+$/.test(await Bun.file(file).text().catch(() => "")); i++) {
-    if (i > 500) throw new Error(`${file} never named its holder`);
-    await Bun.sleep(10);
-  }
+  await waitFor(async () => /^\d+$/.test(await Bun.file(file).text().catch(() => "")), `${file} to name its holder`, 5_000, 10);
   expect(isRunning(Number(await Bun.file(file).text()))).toBe(true);
 }
 
