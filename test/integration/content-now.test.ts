@@ -11,6 +11,7 @@ import net from "node:net";
 import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";
 import { serverSide } from "../support/sockets.ts";
 import { waitFor } from "../support/wait.ts";
+import { RawHttp } from "../support/raw-http.ts";
 
 let atOnce: RunningServer;
 let usual: RunningServer;
@@ -51,21 +52,11 @@ afterAll(async () => {
 });
 
 /** Sends `bytes` on a new connection and resolves with everything received until the server closes it. */
-function exchange(port: number, bytes: string): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    const socket = net.connect({ host: "127.0.0.1", port }, () => socket.write(bytes, "latin1"));
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(new Error(`no close after ${JSON.stringify(bytes)}; got ${Buffer.concat(chunks).toString("latin1")}`));
-    }, 10_000);
-    socket.on("data", (d: Buffer) => chunks.push(d));
-    socket.on("error", () => {});
-    socket.on("close", () => {
-      clearTimeout(timer);
-      resolve(Buffer.concat(chunks));
-    });
-  });
+async function exchange(port: number, bytes: string): Promise<Buffer> {
+  using c = await RawHttp.connect(port);
+  c.write(bytes);
+  await c.whenClosed();
+  return c.received;
 }
 
 /** What a response says, Date aside (it moves with the clock). */
