@@ -23,6 +23,7 @@ import { openServices } from "../../src/service/index.ts";
 import { connectPostgres } from "../../src/storage/pg-driver.ts";
 import { BACKEND, backendEnv } from "../support/backend.ts";
 import { client, ROOT, runCli, startServer, tempDir, type FileJson } from "../support/server.ts";
+import { waitFor } from "../support/wait.ts";
 
 /** Where one cubby keeps its data: the environment its commands and server run with. */
 interface Deployment extends AsyncDisposable {
@@ -542,7 +543,7 @@ describe.skipIf(postgresPass)("refusals", () => {
     importer.stdin.write(archive.subarray(0, bigContentAt + 4 * 1024 * 1024));
     await importer.stdin.flush();
     const tmp = path.join(dest.dataDir, "tmp");
-    while (!fs.existsSync(tmp) || fs.readdirSync(tmp).length === 0) await Bun.sleep(5);
+    await waitFor(() => fs.existsSync(tmp) && fs.readdirSync(tmp).length > 0, "the import's first temporary file", 10_000, 5);
     importer.kill("SIGINT");
     const [code, stderr] = await Promise.all([importer.exited, new Response(importer.stderr).text()]);
     expect({ code, stderr }).toEqual({ code: 130, stderr: "cubby: import stopped by SIGINT; nothing was changed\n" });

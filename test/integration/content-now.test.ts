@@ -10,6 +10,8 @@ import http2 from "node:http2";
 import net from "node:net";
 import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";
 import { serverSide } from "../support/sockets.ts";
+import { waitFor } from "../support/wait.ts";
+import { RawHttp } from "../support/raw-http.ts";
 
 let atOnce: RunningServer;
 let usual: RunningServer;
@@ -50,21 +52,11 @@ afterAll(async () => {
 });
 
 /** Sends `bytes` on a new connection and resolves with everything received until the server closes it. */
-function exchange(port: number, bytes: string): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    const socket = net.connect({ host: "127.0.0.1", port }, () => socket.write(bytes, "latin1"));
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(new Error(`no close after ${JSON.stringify(bytes)}; got ${Buffer.concat(chunks).toString("latin1")}`));
-    }, 10_000);
-    socket.on("data", (d: Buffer) => chunks.push(d));
-    socket.on("error", () => {});
-    socket.on("close", () => {
-      clearTimeout(timer);
-      resolve(Buffer.concat(chunks));
-    });
-  });
+async function exchange(port: number, bytes: string): Promise<Buffer> {
+  using c = await RawHttp.connect(port);
+  c.write(bytes);
+  await c.whenClosed();
+  return c.received;
 }
 
 /** What a response says, Date aside (it moves with the clock). */
@@ -181,11 +173,7 @@ describe("HTTP/1.1, a client that reads late", () => {
     });
     // The server's kernel holds bytes it cannot send: its next write is taken in part, or not at
     // all. (Kernel state: polled, there is no event for it.)
-    const deadline = Date.now() + 10_000;
-    while ((serverSide(atOnce.port, socket.localPort!)?.sendQueue ?? 0) === 0) {
-      if (Date.now() > deadline) throw new Error("the server's send queue never filled");
-      await Bun.sleep(20);
-    }
+    await waitFor(() => (serverSide(atOnce.port, socket.localPort!)?.sendQueue ?? 0) > 0, "the server's send queue to fill");
     socket.resume();
     await all;
     socket.destroy();

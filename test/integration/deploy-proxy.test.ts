@@ -24,6 +24,7 @@ import { OPENSSL, selfSignedCert } from "../support/tls.ts";
 import { testNeeding } from "../support/tools.ts";
 import { createUpload, patchChunk, randomFile } from "../support/tus.ts";
 import { buildExecutable } from "../../scripts/build.ts";
+import { waitFor } from "../support/wait.ts";
 
 const DEPLOY = path.join(ROOT, "deploy");
 const NGINX = Bun.which("nginx") ?? NGINX_FALLBACK;
@@ -108,10 +109,14 @@ http {
     );
     const proc = Bun.spawn([NGINX, "-p", work.path, "-c", main, "-g", "daemon off;"], { stderr: "inherit" });
     nginxPid = proc.pid;
-    for (let i = 0; (await fetch(`${base}/healthz`, tls()).then((r) => r.status).catch(() => 0)) !== 200; i++) {
-      if (i > 500 || proc.exitCode !== null) throw new Error(`nginx did not come up: ${fs.readFileSync(path.join(work.path, "error.log"), "utf8")}`);
-      await Bun.sleep(10); // nginx prints nothing when ready: poll its port
-    }
+    // nginx prints nothing when ready: poll its port.
+    const answers = async () => {
+      if (proc.exitCode !== null) throw new Error("nginx exited");
+      return (await fetch(`${base}/healthz`, tls()).then((r) => r.status).catch(() => 0)) === 200;
+    };
+    await waitFor(answers, "nginx to answer", 10_000, 10).catch(() => {
+      throw new Error(`nginx did not come up: ${fs.readFileSync(path.join(work.path, "error.log"), "utf8")}`);
+    });
   }, 30_000);
 
   afterAll(async () => {

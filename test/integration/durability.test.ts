@@ -6,6 +6,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { checksumOf } from "../../src/domain/checksum.ts";
 import { client, startServer, tempDir, type FileJson } from "../support/server.ts";
+import { waitFor } from "../support/wait.ts";
 
 test("kill -9 during an upload: after restart no partial file, no temporaries, acknowledged files intact", async () => {
   using data = tempDir();
@@ -26,7 +27,7 @@ test("kill -9 during an upload: after restart no partial file, no temporaries, a
     .fetch("/v1/files?name=partial.bin", { method: "POST", body: endless, duplex: "half" } as RequestInit)
     .catch((e: unknown) => e);
   const tmpDir = path.join(data.path, "tmp");
-  await waitFor(() => fs.readdirSync(tmpDir).some((f) => fs.statSync(path.join(tmpDir, f)).size > 4 * 1024 * 1024));
+  await waitFor(() => fs.readdirSync(tmpDir).some((f) => fs.statSync(path.join(tmpDir, f)).size > 4 * 1024 * 1024), "4 MiB of the upload on disk", 10_000, 0);
   await first.kill9();
   expect(await pending).toBeInstanceOf(Error);
   expect(fs.readdirSync(tmpDir).length).toBe(1); // the crash left a temporary behind
@@ -103,11 +104,3 @@ test("concurrent readers during repeated replaces see wholly old or wholly new c
   expect(torn).toEqual([]);
   expect(new Set(seen).size).toBeGreaterThan(1);
 });
-
-async function waitFor(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setImmediate(r));
-  }
-}

@@ -10,6 +10,7 @@ import path from "node:path";
 import { CreateFileRequestSchema, FileService, UpdateFileContentRequestSchema } from "../../src/gen/cubby/v1/files_pb.ts";
 import { FrameType, H2Error, processUsage, RawH2 } from "../support/h2-raw.ts";
 import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";
+import { waitFor } from "../support/wait.ts";
 
 /** Descriptors and resident memory of the server's serving processes together (one, or its workers). */
 function usage(server: RunningServer): { fds: number; rssMiB: number } {
@@ -17,19 +18,10 @@ function usage(server: RunningServer): { fds: number; rssMiB: number } {
   return { fds: each.reduce((n, u) => n + u.fds, 0), rssMiB: each.reduce((n, u) => n + u.rssMiB, 0) };
 }
 
-/** Polls `done` every 20 ms until it holds; throws after 5 s. */
-async function waitFor(done: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 5000;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(20);
-  }
-}
-
 /** Waits until the server's access log has `count` lines for `method` on `pathname` (requests it has finished). */
 async function handled(server: RunningServer, method: string, pathname: string, count: number): Promise<void> {
   const line = `method=${method} path=${JSON.stringify(pathname)} `;
-  await waitFor(() => server.output().split(line).length - 1 >= count, `${count} × ${method} ${pathname} in the access log`);
+  await waitFor(() => server.output().split(line).length - 1 >= count, `${count} × ${method} ${pathname} in the access log`, 5000);
 }
 
 /** The gRPC length-prefixed message framing (gRPC over HTTP/2, "Length-Prefixed-Message"). */
@@ -59,7 +51,7 @@ describe("abandoned HTTP/2 downloads", () => {
 
   /** Waits until the server holds no more descriptors than `limit`, for up to 5 s. */
   async function descriptorsBackTo(limit: number): Promise<number> {
-    await waitFor(() => usage(server).fds <= limit, "descriptors released").catch(() => {});
+    await waitFor(() => usage(server).fds <= limit, "descriptors released", 5000).catch(() => {});
     return usage(server).fds;
   }
 
@@ -90,7 +82,7 @@ describe("abandoned HTTP/2 downloads", () => {
           throw new Error(`${e}; 200s per connection ${ok}; resets ${resets}; server ${JSON.stringify(usage(server))}`);
         });
         // Every download has its blob open.
-        await waitFor(() => usage(server).fds >= before.fds + 1000, "1000 open blobs");
+        await waitFor(() => usage(server).fds >= before.fds + 1000, "1000 open blobs", 5000);
         const held = usage(server);
         for (const c of connections) {
           c.socket.pause(); // the client never reads another byte
@@ -127,7 +119,7 @@ describe("abandoned HTTP/2 downloads", () => {
     await using c = await RawH2.connect(server.port);
     for (let i = 0; i < 99; i++) c.headers(1 + 2 * i, requestHeaders("GET", path), true);
     await c.until(() => [...c.streams.values()].filter((s) => s.headers[":status"] === "200").length === 99, 10_000, "99 responses");
-    await waitFor(() => usage(server).fds >= before + 1 + 99, "99 open blobs");
+    await waitFor(() => usage(server).fds >= before + 1 + 99, "99 open blobs", 5000);
     c.headers(199, requestHeaders("GET", path), true);
     const last = () => c.streams.get(199)!;
     await c.until(() => last().headers[":status"] !== undefined || last().resetCode !== undefined, 10_000, "the 100th response");
@@ -168,7 +160,7 @@ describe("HTTP/2 request bodies that do not end normally store nothing", () => {
     expect(await (await fetch(`${server.url}/${live.id}`, { headers: { authorization: `Bearer ${key}` } })).text()).toBe("live content");
     // The access-log line is written when the stream closes, which can be before the failed
     // upload has removed its temporary file (seen under load): wait for it, not for a fixed time.
-    await waitFor(() => fs.readdirSync(path.join(server.dataDir, "tmp")).length === 0, "temporary upload files removed");
+    await waitFor(() => fs.readdirSync(path.join(server.dataDir, "tmp")).length === 0, "temporary upload files removed", 5000);
   }
 
   const cases: { name: string; method: string; target: () => string; headers: [string, string][]; send: (c: RawH2, id: number) => Promise<void> }[] = [];

@@ -9,6 +9,7 @@ import net from "node:net";
 import { checksumOf } from "../../src/domain/checksum.ts";
 import { FrameType, RawH2 } from "../support/h2-raw.ts";
 import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";
+import { parseResponses, RawHttp, type RawResponse } from "../support/raw-http.ts";
 
 /** How long a half-closed exchange may take before the test calls it stuck (ms). */
 const EXCHANGE_MS = 20_000;
@@ -41,58 +42,8 @@ function halfClosed(port: number, request: string | Uint8Array): Promise<{ recei
   });
 }
 
-interface Parsed {
-  status: number;
-  headers: Record<string, string>;
-  body: Buffer;
-}
-
-/**
- * The responses in `buf` to requests of `methods`, in order: Content-Length or chunked framing,
- * no body for HEAD, 204 and 304. A response cut short is returned with the bytes that came.
- */
-function parseResponses(buf: Buffer, methods: string[]): Parsed[] {
-  const out: Parsed[] = [];
-  let at = 0;
-  for (const method of methods) {
-    const end = buf.indexOf("\r\n\r\n", at);
-    if (end === -1) break;
-    const [statusLine, ...lines] = buf.toString("latin1", at, end).split("\r\n");
-    const headers: Record<string, string> = {};
-    for (const line of lines) {
-      const colon = line.indexOf(":");
-      headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
-    }
-    const status = Number(statusLine!.split(" ")[1]);
-    at = end + 4;
-    if (method === "HEAD" || status === 204 || status === 304) {
-      out.push({ status, headers, body: Buffer.alloc(0) });
-    } else if (headers["transfer-encoding"] === "chunked") {
-      const parts: Buffer[] = [];
-      for (;;) {
-        const lineEnd = buf.indexOf("\r\n", at);
-        if (lineEnd === -1) break;
-        const size = Number.parseInt(buf.toString("latin1", at, lineEnd), 16);
-        at = lineEnd + 2;
-        if (size === 0) {
-          at += 2;
-          break;
-        }
-        parts.push(buf.subarray(at, Math.min(buf.length, at + size)));
-        at += size + 2;
-      }
-      out.push({ status, headers, body: Buffer.concat(parts) });
-    } else {
-      const length = Number(headers["content-length"] ?? 0);
-      out.push({ status, headers, body: buf.subarray(at, Math.min(buf.length, at + length)) });
-      at += length;
-    }
-  }
-  return out;
-}
-
 /** What a test compares of one response: status, declared and received length, checksum. */
-function summary(r: Parsed | undefined): { status: number; length: number; received: number; checksum: string } | undefined {
+function summary(r: RawResponse | undefined): { status: number; length: number; received: number; checksum: string } | undefined {
   if (r === undefined) return undefined;
   return { status: r.status, length: Number(r.headers["content-length"] ?? r.body.length), received: r.body.length, checksum: checksumOf(r.body) };
 }
@@ -127,7 +78,7 @@ describe("HTTP/1.1 fast path", () => {
     test(`GET of a ${size}-byte public file, then a half-close: every byte arrives${size < 64 * 1024 ? " (answered at once)" : ""}`, async () => {
       const { file, bytes } = files.get(size)!;
       const { received, fin } = await halfClosed(server.port, `GET /${file.id} HTTP/1.1\r\nHost: x\r\n\r\n`);
-      expect({ response: summary(parseResponses(received, ["GET"])[0]), fin }).toEqual({ response: whole(bytes), fin: true });
+      expect({ response: summary(parseResponses(received, ["GET"], true)[0]), fin }).toEqual({ response: whole(bytes), fin: true });
     });
   }
 
@@ -135,34 +86,34 @@ describe("HTTP/1.1 fast path", () => {
     const { file, bytes } = files.get(1_000_000)!;
     const request = `GET /${file.id} HTTP/1.1\r\nHost: x\r\n\r\n`;
     const { received } = await halfClosed(server.port, request + request);
-    expect(parseResponses(received, ["GET", "GET"]).map(summary)).toEqual([whole(bytes), whole(bytes)]);
+    expect(parseResponses(received, ["GET", "GET"], true).map(summary)).toEqual([whole(bytes), whole(bytes)]);
   });
 
   test("a pipelined pair answered at once, then a half-close: both arrive", async () => {
     const { file, bytes } = files.get(40_000)!;
     const request = `GET /${file.id} HTTP/1.1\r\nHost: x\r\n\r\n`;
     const { received } = await halfClosed(server.port, request + request);
-    expect(parseResponses(received, ["GET", "GET"]).map(summary)).toEqual([whole(bytes), whole(bytes)]);
+    expect(parseResponses(received, ["GET", "GET"], true).map(summary)).toEqual([whole(bytes), whole(bytes)]);
   });
 
   for (const size of [40_000, 1_000_000]) {
     test(`GET of a ${size}-byte file with Connection: close, then a half-close: every byte arrives (the lingering close after a FIN)`, async () => {
       const { file, bytes } = files.get(size)!;
       const { received, fin, ms } = await halfClosed(server.port, `GET /${file.id} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
-      expect({ response: summary(parseResponses(received, ["GET"])[0]), fin, quick: ms < 2000 }).toEqual({ response: whole(bytes), fin: true, quick: true });
+      expect({ response: summary(parseResponses(received, ["GET"], true)[0]), fin, quick: ms < 2000 }).toEqual({ response: whole(bytes), fin: true, quick: true });
     });
   }
 
   test("HEAD of a 3 MB file, then a half-close: the head arrives", async () => {
     const { file, bytes } = files.get(3_000_000)!;
     const { received } = await halfClosed(server.port, `HEAD /${file.id} HTTP/1.1\r\nHost: x\r\n\r\n`);
-    const [head] = parseResponses(received, ["HEAD"]);
+    const [head] = parseResponses(received, ["HEAD"], true);
     expect({ status: head?.status, length: head?.headers["content-length"], rest: received.length - received.indexOf("\r\n\r\n") - 4 }).toEqual({ status: 200, length: String(bytes.length), rest: 0 });
   });
 
   test("a GET that gets 404, then a half-close: the answer arrives", async () => {
     const { received } = await halfClosed(server.port, "GET /aaaaaaaaaaaaaaaaaaaaa HTTP/1.1\r\nHost: x\r\n\r\n");
-    const [answer] = parseResponses(received, ["GET"]);
+    const [answer] = parseResponses(received, ["GET"], true);
     expect({ status: answer?.status, whole: answer?.body.length === Number(answer?.headers["content-length"]) }).toEqual({ status: 404, whole: true });
   });
 });
@@ -175,34 +126,34 @@ describe("node:http after the hand-over", () => {
       server.port,
       `GET /${file.id} HTTP/1.1\r\nHost: x\r\n\r\n` + `POST /v1/files?visibility=public HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
     );
-    const [download, upload] = parseResponses(received, ["GET", "POST"]);
+    const [download, upload] = parseResponses(received, ["GET", "POST"], true);
     expect({ download: summary(download), upload: upload?.status, fin }).toEqual({ download: whole(bytes), upload: 200, fin: true });
     expect((JSON.parse(upload!.body.toString()) as FileJson).checksum).toBe(checksumOf(body));
   });
 
   test("a 1 MB private file read with a bearer key behind a request that is not the fast path's, then a half-close", async () => {
     const { received } = await halfClosed(server.port, `GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /${secret.file.id} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n\r\n`);
-    const [health, download] = parseResponses(received, ["GET", "GET"]);
+    const [health, download] = parseResponses(received, ["GET", "GET"], true);
     expect({ health: health?.status, download: summary(download) }).toEqual({ health: 200, download: whole(secret.bytes) });
   });
 
   test("a 3 MB public file behind a POST, then a half-close", async () => {
     const { file, bytes } = files.get(3_000_000)!;
     const { received } = await halfClosed(server.port, `POST /v1/files HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\nGET /${file.id} HTTP/1.1\r\nHost: x\r\n\r\n`);
-    const [refused, download] = parseResponses(received, ["POST", "GET"]);
+    const [refused, download] = parseResponses(received, ["POST", "GET"], true);
     expect({ refused: refused?.status, download: summary(download) }).toEqual({ refused: 401, download: whole(bytes) });
   });
 
   test("a JSON route (the OpenAPI document), then a half-close: the whole document arrives", async () => {
     const expected = Buffer.from(await (await fetch(`${server.url}/openapi.json`)).arrayBuffer());
     const { received } = await halfClosed(server.port, "GET /openapi.json HTTP/1.1\r\nHost: x\r\n\r\n");
-    const [answer] = parseResponses(received, ["GET"]);
+    const [answer] = parseResponses(received, ["GET"], true);
     expect({ status: answer?.status, checksum: checksumOf(answer?.body ?? "") }).toEqual({ status: 200, checksum: checksumOf(expected) });
   });
 
   test("GET /v1/files with a key, then a half-close: the listing arrives", async () => {
     const { received } = await halfClosed(server.port, `GET /v1/files?page_size=100 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n\r\n`);
-    const [answer] = parseResponses(received, ["GET"]);
+    const [answer] = parseResponses(received, ["GET"], true);
     const ids = (JSON.parse(answer!.body.toString()) as { files: FileJson[] }).files.map((f) => f.id);
     expect({ status: answer?.status, listed: ids.includes(secret.file.id) }).toEqual({ status: 200, listed: true });
   });
@@ -211,7 +162,7 @@ describe("node:http after the hand-over", () => {
     const bytes = crypto.getRandomValues(new Uint8Array(2_000_000));
     const head = `POST /v1/files?visibility=public HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/octet-stream\r\nContent-Length: ${bytes.length}\r\n\r\n`;
     const { received } = await halfClosed(server.port, Buffer.concat([Buffer.from(head), bytes]));
-    const [answer] = parseResponses(received, ["POST"]);
+    const [answer] = parseResponses(received, ["POST"], true);
     expect(answer?.status).toBe(200);
     const file = JSON.parse(answer!.body.toString()) as FileJson;
     expect(file.checksum).toBe(checksumOf(bytes));
@@ -219,7 +170,7 @@ describe("node:http after the hand-over", () => {
 
   test("a JSON 404 with a key, then a half-close: the error arrives", async () => {
     const { received } = await halfClosed(server.port, `GET /v1/files/aaaaaaaaaaaaaaaaaaaaa HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n\r\n`);
-    const [answer] = parseResponses(received, ["GET"]);
+    const [answer] = parseResponses(received, ["GET"], true);
     expect({ status: answer?.status, code: (JSON.parse(answer?.body.toString() || "{}") as { code?: number }).code }).toEqual({ status: 404, code: 5 });
   });
 });
@@ -233,27 +184,18 @@ describe("closing", () => {
   test("a request whose head is cut short by the half-close is not waited for: the one before it is answered, then the connection closes", async () => {
     const { file, bytes } = files.get(100_000)!;
     const { received, fin, ms } = await halfClosed(server.port, `GET /${file.id} HTTP/1.1\r\nHost: x\r\n\r\nGET /${file.id} HTTP/1.1\r\nHo`);
-    expect({ responses: parseResponses(received, ["GET", "GET"]).map(summary), fin, quick: ms < 2000 }).toEqual({ responses: [whole(bytes)], fin: true, quick: true });
+    expect({ responses: parseResponses(received, ["GET", "GET"], true).map(summary), fin, quick: ms < 2000 }).toEqual({ responses: [whole(bytes)], fin: true, quick: true });
   });
 
   test("a half-close after an answered request closes the kept-alive connection at once, on both paths", async () => {
     for (const first of [`GET /${files.get(40_000)!.file.id}`, "GET /healthz"]) {
-      const socket = net.connect({ host: "127.0.0.1", port: server.port, allowHalfOpen: true });
-      const chunks: Buffer[] = [];
-      const closed = new Promise<number>((resolve) => socket.on("close", () => resolve(performance.now())));
-      socket.on("error", () => {});
-      const answered = new Promise<void>((resolve) =>
-        socket.on("data", (d: Buffer) => {
-          chunks.push(d);
-          const parsed = parseResponses(Buffer.concat(chunks), ["GET"])[0];
-          if (parsed !== undefined && parsed.body.length === Number(parsed.headers["content-length"])) resolve();
-        }),
-      );
-      socket.write(`${first} HTTP/1.1\r\nHost: x\r\n\r\n`);
-      await answered;
+      using c = await RawHttp.connect(server.port, { allowHalfOpen: true });
+      c.write(`${first} HTTP/1.1\r\nHost: x\r\n\r\n`);
+      await c.next("GET");
       const ended = performance.now();
-      socket.end();
-      expect((await closed) - ended).toBeLessThan(2000);
+      c.socket.end();
+      await c.whenClosed();
+      expect(performance.now() - ended).toBeLessThan(2000);
     }
   });
 });
@@ -287,7 +229,7 @@ describe("a half-close that cuts a request short", () => {
   test("a 1 MB GET on node:http with a head cut short behind it: the GET is answered whole, then the connection closes", async () => {
     const { file, bytes } = files.get(1_000_000)!;
     const { received, fin, ms } = await halfClosed(server.port, `GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /${file.id} HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHo`);
-    const [health, download, more] = parseResponses(received, ["GET", "GET", "GET"]);
+    const [health, download, more] = parseResponses(received, ["GET", "GET", "GET"], true);
     expect({ health: health?.status, download: summary(download), more, fin, quick: ms < 5000 }).toEqual({ health: 200, download: whole(bytes), more: undefined, fin: true, quick: true });
   });
 

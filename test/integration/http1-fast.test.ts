@@ -4,118 +4,13 @@
 // on fast-path connections.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import fs from "node:fs";
-import net from "node:net";
 import { checksumOf } from "../../src/domain/checksum.ts";
 import { BACKEND } from "../support/backend.ts";
 import { processUsage } from "../support/h2-raw.ts";
 import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";
 import { serverSide } from "../support/sockets.ts";
-
-/** Polls `done` every 20 ms until it holds; throws after `ms`. */
-async function waitFor(done: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(20);
-  }
-}
-
-interface Parsed {
-  status: number;
-  headers: Record<string, string>;
-  body: Buffer;
-}
-
-/** A raw client connection that collects what it receives and parses responses from it. */
-class Raw {
-  /** Bytes received so far. */
-  length = 0;
-  closed = false;
-  private chunks: Buffer[] = [];
-  private readonly waiters = new Set<() => void>();
-
-  private constructor(readonly socket: net.Socket) {
-    socket.on("data", (d: Buffer) => {
-      this.chunks.push(d);
-      this.length += d.length;
-      this.wake();
-    });
-    socket.on("error", () => {});
-    socket.on("close", () => {
-      this.closed = true;
-      this.wake();
-    });
-  }
-
-  static connect(port: number): Promise<Raw> {
-    return new Promise((resolve, reject) => {
-      const socket = net.connect({ host: "127.0.0.1", port });
-      socket.once("connect", () => resolve(new Raw(socket)));
-      socket.once("error", reject);
-    });
-  }
-
-  /** Everything received so far. */
-  get received(): Buffer {
-    if (this.chunks.length > 1) this.chunks = [Buffer.concat(this.chunks)];
-    return this.chunks[0] ?? Buffer.alloc(0);
-  }
-
-  private wake(): void {
-    for (const w of this.waiters) w();
-  }
-
-  /** Resolves once `done` holds (checked on every arrival and on close); throws after 10 s. */
-  until(done: () => boolean, what: string): Promise<void> {
-    if (done()) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.waiters.delete(check);
-        reject(new Error(`timed out waiting for ${what}; received ${JSON.stringify(this.received.subarray(0, 2000).toString("latin1"))}`));
-      }, 10_000);
-      const check = () => {
-        if (!done()) return;
-        clearTimeout(timer);
-        this.waiters.delete(check);
-        resolve();
-      };
-      this.waiters.add(check);
-    });
-  }
-
-  /** The responses to `methods` (in order) once all have arrived whole. */
-  async responses(methods: string[]): Promise<Parsed[]> {
-    let parsed: Parsed[] | undefined;
-    await this.until(() => (parsed = parseResponses(this.received, methods)) !== undefined, `${methods.length} responses`);
-    return parsed!;
-  }
-
-  /** Resolves when the server has closed the connection. */
-  whenClosed(): Promise<void> {
-    return this.until(() => this.closed, "the server to close the connection");
-  }
-}
-
-/** Parses `methods.length` responses (Content-Length framed; none for HEAD), or undefined if incomplete. */
-function parseResponses(buf: Buffer, methods: string[]): Parsed[] | undefined {
-  const out: Parsed[] = [];
-  let at = 0;
-  for (const method of methods) {
-    const end = buf.indexOf("\r\n\r\n", at);
-    if (end === -1) return undefined;
-    const [statusLine, ...lines] = buf.toString("latin1", at, end).split("\r\n");
-    const headers: Record<string, string> = {};
-    for (const line of lines) {
-      const colon = line.indexOf(":");
-      headers[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
-    }
-    const length = method === "HEAD" ? 0 : Number(headers["content-length"] ?? 0);
-    if (buf.length < end + 4 + length) return undefined;
-    out.push({ status: Number(statusLine!.split(" ")[1]), headers, body: buf.subarray(end + 4, end + 4 + length) });
-    at = end + 4 + length;
-  }
-  return out;
-}
+import { parseResponses, RawHttp } from "../support/raw-http.ts";
+import { waitFor } from "../support/wait.ts";
 
 /** How many descriptors the server's serving processes hold open on blob files (disk backend: `DATA_DIR/blobs/…`). */
 function blobDescriptors(server: RunningServer): number {
@@ -161,7 +56,7 @@ describe("on one server", () => {
   const path = () => `/${small.id}`;
 
   test("pipelined GET, GET, POST, GET on one connection are answered in order; the POST and what follows go through node:http", async () => {
-    const c = await Raw.connect(server.port);
+    const c = await RawHttp.connect(server.port);
     const body = "hello, pipelined upload";
     c.socket.write(
       `GET ${path()} HTTP/1.1\r\nHost: x\r\nRange: bytes=0-9\r\n\r\n` +
@@ -192,7 +87,7 @@ describe("on one server", () => {
     ["HTTP/1.0", "close", false],
   ] as const) {
     test(`${version} with ${connection === undefined ? "no Connection header" : `Connection: ${connection}`} ${persists ? "stays open" : "is closed after the response"} (RFC 9112 §9.3)`, async () => {
-      const c = await Raw.connect(server.port);
+      const c = await RawHttp.connect(server.port);
       const head = `GET ${path()} ${version}\r\n${connection === undefined ? "" : `Connection: ${connection}\r\n`}\r\n`;
       c.socket.write(head);
       const [first] = await c.responses(["GET"]);
@@ -208,7 +103,7 @@ describe("on one server", () => {
   }
 
   test("HEAD is answered with GET's headers and no body; a request pipelined behind it is read right after its head", async () => {
-    const c = await Raw.connect(server.port);
+    const c = await RawHttp.connect(server.port);
     c.socket.write(`HEAD ${path()} HTTP/1.1\r\n\r\nGET ${path()} HTTP/1.1\r\nConnection: close\r\n\r\n`);
     const [head, get] = await c.responses(["HEAD", "GET"]);
     await c.whenClosed();
@@ -225,7 +120,7 @@ describe("on one server", () => {
   });
 
   test("a malformed request after a fast-path one is answered 400 by node:http after the first answer", async () => {
-    const c = await Raw.connect(server.port);
+    const c = await RawHttp.connect(server.port);
     c.socket.write(`GET ${path()} HTTP/1.1\r\n\r\nGET ${path()} HTTP/1.1\r\nHost x\r\n\r\n`);
     const [ok, bad] = await c.responses(["GET", "GET"]);
     await c.whenClosed();
@@ -235,7 +130,7 @@ describe("on one server", () => {
   test("fast-path requests are counted in the metrics", async () => {
     const before = await (await fetch(`${server.url}/metrics`)).text();
     const count = (text: string) => Number(/cubby_http_requests_total\{method="GET",route="\/:id",status="200"\} (\d+)/.exec(text)?.[1] ?? 0);
-    const c = await Raw.connect(server.port);
+    const c = await RawHttp.connect(server.port);
     c.socket.write(`GET ${path()} HTTP/1.1\r\n\r\nGET ${path()} HTTP/1.1\r\nConnection: close\r\n\r\n`);
     await c.responses(["GET", "GET"]);
     await c.whenClosed();
@@ -257,7 +152,7 @@ describe("large downloads", () => {
 
   test("a client that stops reading a 64 MiB download holds the server to a few buffers; it resumes intact", async () => {
     const before = servingRss(server);
-    const c = await Raw.connect(server.port);
+    const c = await RawHttp.connect(server.port);
     c.socket.write(`GET /${big.id} HTTP/1.1\r\nConnection: close\r\n\r\n`);
     await c.until(() => c.length > 0, "the first bytes");
     c.socket.pause(); // the client reads no more: the kernel's buffers fill, then the server's socket
@@ -276,13 +171,13 @@ describe("large downloads", () => {
     expect(held.rssMiB - before.rssMiB).toBeLessThan(40);
     c.socket.resume();
     await c.whenClosed();
-    const [res] = parseResponses(c.received, ["GET"])!;
+    const [res] = parseResponses(c.received, ["GET"], true)!;
     expect([res!.status, res!.body.length, checksumOf(res!.body)]).toEqual([200, SIZE, big.checksum]);
   });
 
   // Knows the blob is open from its descriptor (an S3 download reads over pooled connections).
   test.skipIf(BACKEND !== "sqlite-disk")("a client that leaves mid-download releases the blob's descriptor", async () => {
-    const c = await Raw.connect(server.port);
+    const c = await RawHttp.connect(server.port);
     c.socket.write(`GET /${big.id} HTTP/1.1\r\n\r\n`);
     await c.until(() => c.length > 1024 * 1024, "a megabyte");
     c.socket.pause();
@@ -292,7 +187,7 @@ describe("large downloads", () => {
   });
 
   test("requests pipelined in pieces while a download is under way are answered after it, in order", async () => {
-    const c = await Raw.connect(server.port);
+    const c = await RawHttp.connect(server.port);
     c.socket.write(`GET /${big.id} HTTP/1.1\r\n\r\n`);
     await c.until(() => c.length > 0, "the first bytes");
     c.socket.pause();
@@ -304,7 +199,7 @@ describe("large downloads", () => {
     await write("ection: close\r\n\r\n");
     c.socket.resume();
     await c.whenClosed();
-    const [download, head, last] = parseResponses(c.received, ["GET", "HEAD", "HEAD"])!;
+    const [download, head, last] = parseResponses(c.received, ["GET", "HEAD", "HEAD"], true)!;
     expect([download!.status, download!.body.length, head!.status, head!.headers["content-length"], last!.status, last!.headers["content-disposition"]]).toEqual([
       200,
       SIZE,
@@ -316,7 +211,7 @@ describe("large downloads", () => {
   });
 
   test("a stop during a download lets it finish, then closes the connection and exits", async () => {
-    const c = await Raw.connect(server.port);
+    const c = await RawHttp.connect(server.port);
     c.socket.write(`GET /${big.id} HTTP/1.1\r\n\r\n`);
     await c.until(() => c.length > 1024 * 1024, "a megabyte");
     c.socket.pause();
@@ -324,7 +219,7 @@ describe("large downloads", () => {
     await server.waitForOutput("SIGTERM: stopping");
     c.socket.resume();
     await c.whenClosed();
-    const [res] = parseResponses(c.received, ["GET"])!;
+    const [res] = parseResponses(c.received, ["GET"], true)!;
     expect([res!.status, res!.body.length, checksumOf(res!.body)]).toEqual([200, SIZE, big.checksum]);
     expect(await server.proc.exited).toBe(0);
   });
@@ -343,7 +238,7 @@ describe("timeouts on fast-path connections", () => {
   afterAll(() => server[Symbol.asyncDispose]());
 
   test("a request trickling its headers after a fast-path response gets 408 and is closed", async () => {
-    const c = await Raw.connect(server.port);
+    const c = await RawHttp.connect(server.port);
     c.socket.write(`GET /${file.id} HTTP/1.1\r\n\r\n`);
     await c.responses(["GET"]);
     const started = Date.now();
@@ -357,7 +252,7 @@ describe("timeouts on fast-path connections", () => {
   });
 
   test("a request pipelined behind a download that outlasts the header timeout is answered, not refused", async () => {
-    const c = await Raw.connect(server.port);
+    const c = await RawHttp.connect(server.port);
     c.socket.write(`GET /${large.id} HTTP/1.1\r\n\r\n`);
     await c.until(() => c.length > 0, "the first bytes");
     // Sent while the download is under way, which then takes longer than the 1 s header timeout.
@@ -366,12 +261,12 @@ describe("timeouts on fast-path connections", () => {
     await Bun.sleep(1500);
     c.socket.resume();
     await c.whenClosed();
-    const [download, next] = parseResponses(c.received, ["GET", "GET"])!;
+    const [download, next] = parseResponses(c.received, ["GET", "GET"], true)!;
     expect([download!.status, download!.body.length, next!.status, next!.body.length]).toEqual([200, 16 * 1024 * 1024, 200, 100]);
   });
 
   test("a silent kept-alive fast-path connection is closed after the idle timeout", async () => {
-    const c = await Raw.connect(server.port);
+    const c = await RawHttp.connect(server.port);
     c.socket.write(`GET /${file.id} HTTP/1.1\r\n\r\n`);
     await c.responses(["GET"]);
     const answered = Date.now();
@@ -390,7 +285,7 @@ describe("a stop while an answer given at once waits in the socket's buffer", ()
     await (await fetch(file.url)).arrayBuffer();
     const path = `/${file.id}`;
     const before = loggedIds(server, path).length;
-    const c = await Raw.connect(server.port);
+    const c = await RawHttp.connect(server.port);
     c.socket.pause(); // the client reads nothing: the kernel's buffers fill, then the socket's
     const sendQueue = () => serverSide(server.port, c.socket.localPort!)?.sendQueue ?? 0;
     // One request at a time until one is held back: the answer before it did not leave at once
@@ -420,7 +315,7 @@ describe("a stop while an answer given at once waits in the socket's buffer", ()
     // The answers given before the stop, the last of them the one that waited, arrive whole;
     // the request held behind it may be answered (Connection: close) or not: a closing
     // connection need not answer a pipelined request (RFC 9112 §9.3.2), its client retries it.
-    const responses = parseResponses(c.received, Array<string>(answered).fill("GET"));
+    const responses = parseResponses(c.received, Array<string>(answered).fill("GET"), false);
     expect(responses).toBeDefined();
     expect(responses!.map((r) => [r.status, r.body.length, r.body.every((b) => b === 98)])).toEqual(Array(answered).fill([200, SIZE, true]));
     expect(await server.proc.exited).toBe(0);

@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import net from "node:net";
 import { startServer, type RunningServer } from "../support/server.ts";
+import { RawHttp } from "../support/raw-http.ts";
 
 let server: RunningServer;
 beforeAll(async () => {
@@ -100,14 +101,10 @@ test("a request line that cannot be read at all is logged with - for method and 
 
 test("a request whose headers run out of time (408) leaves a JSON access-log line with the client's address (LOG_FORMAT=json)", async () => {
   await using slow = await startServer({ env: { HEADER_TIMEOUT_SECONDS: "1", LOG_FORMAT: "json" } });
-  const socket = net.connect({ host: "127.0.0.1", port: slow.port });
-  let received = "";
-  socket.on("data", (d: Buffer) => (received += d.toString("latin1")));
-  socket.on("error", () => {});
-  const closed = new Promise<void>((resolve) => socket.on("close", () => resolve()));
-  socket.write("GET /log-too-slow HTTP/1.1\r\nHost: x\r\n");
-  await closed;
-  expect(received.split("\r\n")[0]).toBe("HTTP/1.1 408 Request Timeout");
+  using c = await RawHttp.connect(slow.port);
+  c.write("GET /log-too-slow HTTP/1.1\r\nHost: x\r\n");
+  await c.whenClosed();
+  expect(c.received.toString("latin1").split("\r\n")[0]).toBe("HTTP/1.1 408 Request Timeout");
   await slow.waitForOutput('"status":408');
   const lines = slow
     .output()

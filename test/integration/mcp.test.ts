@@ -9,6 +9,7 @@ import { checksumOf } from "../../src/domain/checksum.ts";
 import type { ShareJson } from "../../src/domain/share.ts";
 import { blobNames } from "../support/backend.ts";
 import { client, runCli, startServer, type FileJson, type RunningServer } from "../support/server.ts";
+import { waitFor } from "../support/wait.ts";
 
 /** Small enough to pass in a test, big enough for every other upload here. */
 const MAX_UPLOAD_BYTES = 64 * 1024;
@@ -242,11 +243,7 @@ describe("authentication and authorization", () => {
     const id = listed.stdout.split("\n").find((l) => l.includes("\tto-revoke\t"))!.split("\t")[0]!;
     expect((await runCli(["keys", "revoke", id, "--data-dir", server.dataDir])).code).toBe(0);
     const expired = expiring;
-    const deadline = Date.now() + 10_000;
-    while ((await rest(expired, "/v1/files")).status !== 401) {
-      if (Date.now() > deadline) throw new Error("the 1-second key did not expire");
-      await Bun.sleep(50);
-    }
+    await waitFor(async () => (await rest(expired, "/v1/files")).status === 401, "the 1-second key to expire", 10_000, 50);
 
     const cases: [Record<string, string>, string][] = [
       [{}, "missing credentials: send Authorization: Bearer <API key> (/mcp takes API keys, not sign-in cookies)"],

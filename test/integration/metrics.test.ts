@@ -9,6 +9,7 @@ import path from "node:path";
 import { FileService } from "../../src/gen/cubby/v1/files_pb.ts";
 import { BACKEND } from "../support/backend.ts";
 import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";
+import { waitFor } from "../support/wait.ts";
 
 /** Parses the exposition text into `name{labels}` → value. */
 function samples(text: string): Map<string, number> {
@@ -158,7 +159,7 @@ describe("metrics", () => {
     const upload = api.fetch("/v1/files", { method: "POST", body, duplex: "half" } as RequestInit);
     await firstSent;
     const inFlight = async () => samples((await scrape(server)).text).get("cubby_uploads_in_flight");
-    for (let i = 0; i < 200 && (await inFlight()) !== 1; i++) await Bun.sleep(10);
+    await waitFor(async () => (await inFlight()) === 1, "cubby_uploads_in_flight 1", 5_000, 10);
     expect(await inFlight()).toBe(1);
     release();
     expect((await upload).status).toBe(200);

@@ -15,6 +15,7 @@ import type { TappedResponse } from "../../src/server/response-tap.ts";
 import { openServices } from "../../src/service/index.ts";
 import { operationOf, problemOf } from "../support/openapi-check.ts";
 import { client, startServer, tempDir, type RunningServer } from "../support/server.ts";
+import { waitFor } from "../support/wait.ts";
 
 type Doc = { paths: Record<string, Record<string, { responses: Record<string, unknown> }>>; components: { schemas: Record<string, Record<string, unknown>>; responses: Record<string, any> } };
 const doc = openApiDocument as unknown as Doc;
@@ -150,7 +151,7 @@ describe("the response tap and its check", () => {
     await (await api.fetch("/v1/nothing-here")).text();
     const records = () => fs.readFileSync(log, "utf8").trim().split("\n").map((l) => JSON.parse(l) as TappedResponse);
     // Each record is appended when its response closes, which can follow the client's read.
-    for (const deadline = Date.now() + 5000; records().length < 5 && Date.now() < deadline; ) await Bun.sleep(5);
+    await waitFor(() => records().length >= 5, "5 tapped responses", 5000, 5);
     const seen = records();
     expect(seen.map(({ method, path: p, status, contentType, bodyBytes }) => ({ method, p, status, contentType, bodyBytes }))).toEqual([
       { method: "POST", p: "/v1/files", status: 200, contentType: "application/json", bodyBytes: expect.any(Number) },

@@ -8,6 +8,7 @@ import { openPgMetadata, type PgMetadataStore } from "../../src/storage/pg-metad
 import { systemClock } from "../../src/domain/time.ts";
 import { UserService } from "../../src/service/users.ts";
 import { startPostgres } from "../support/postgres.ts";
+import { waitFor } from "../support/wait.ts";
 
 let pg: Awaited<ReturnType<typeof startPostgres>>;
 let url: string;
@@ -26,13 +27,6 @@ afterAll(async () => {
 
 const user = (id: string) => ({ id, email: `${id}@example.com`, issuer: null, subject: null, createdAt: 1 });
 
-async function until(condition: () => boolean, what: string): Promise<void> {
-  for (const deadline = Date.now() + 5_000; !condition(); ) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(10);
-  }
-}
-
 test("quiet: the version holds; own commits move it at once", async () => {
   const v = store.version();
   await Bun.sleep(300); // several heartbeats: pings do not count as changes
@@ -46,7 +40,7 @@ test("a commit through another connection moves the version when its notificatio
   const other = postgres(url, { max: 1, onnotice: () => {} });
   await other`INSERT INTO users (id, email, created_at) VALUES ('other', 'other@example.com', 1)`;
   await other.end();
-  await until(() => store.version() !== v, "the notification");
+  await waitFor(() => store.version() !== v, "the notification", 5_000, 10);
 });
 
 test("ten concurrent first sign-ins of one e-mail make one user, none fails", async () => {

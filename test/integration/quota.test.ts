@@ -15,6 +15,7 @@ import type { UsageJson } from "../../src/http/usage-routes.ts";
 import { BACKEND, blobNames } from "../support/backend.ts";
 import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";
 import { createUpload, patchChunk, tusFetch } from "../support/tus.ts";
+import { waitFor } from "../support/wait.ts";
 
 const QUOTA = 1000;
 let server: RunningServer;
@@ -142,7 +143,7 @@ test("tus: a last PATCH that began before the upload expired and ends after it i
     headers: { authorization: `Bearer ${key}`, "tus-resumable": "1.0.0", "upload-offset": "0", "content-type": "application/offset+octet-stream", "content-length": "600" },
   } as RequestInit);
   // The reservation lapses with the upload's expiry (2 s) while the PATCH is still sending.
-  while ((await usageOf()).reserved_bytes !== 0) await Bun.sleep(100);
+  await waitFor(async () => (await usageOf()).reserved_bytes === 0, "the lapsed reservation to be released", 10_000, 100);
   expect((await api.fetch("/v1/files", { method: "POST", body: bytes(600) })).status).toBe(200);
   sendRest();
   const res = await patch;

@@ -2,9 +2,9 @@
 // routed on their path alone, a malformed Host or :authority is a 400, and absolute-form targets
 // are reduced to their path.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import net from "node:net";
 import { H2Error, RawH2 } from "../support/h2-raw.ts";
 import { client, startServer, type RunningServer } from "../support/server.ts";
+import { parseResponses, RawHttp } from "../support/raw-http.ts";
 
 let server: RunningServer;
 let key: string;
@@ -17,16 +17,11 @@ afterAll(() => server[Symbol.asyncDispose]());
 
 /** Sends one raw HTTP/1.1 request (which should say `Connection: close`) and reads until the server closes. */
 async function raw(request: string): Promise<{ status: number; body: string }> {
-  const socket = net.connect({ host: "127.0.0.1", port: server.port });
-  let received = "";
-  socket.on("data", (d: Buffer) => (received += d.toString("latin1")));
-  socket.write(request);
-  await new Promise<void>((resolve) => {
-    socket.once("close", () => resolve());
-    socket.once("error", () => resolve());
-  });
-  const [head = "", body = ""] = received.split("\r\n\r\n");
-  return { status: Number(head.split(" ")[1]), body };
+  using c = await RawHttp.connect(server.port);
+  c.write(request);
+  await c.whenClosed();
+  const [response] = parseResponses(c.received, ["GET"], true);
+  return { status: response?.status ?? Number.NaN, body: response?.body.toString("latin1") ?? "" };
 }
 
 const get = (target: string, ...headers: string[]) =>

@@ -8,6 +8,7 @@ import postgres from "postgres";
 import { startPostgres } from "../support/postgres.ts";
 import { startS3 } from "../support/s3.ts";
 import { client, runCli, startServer, tempDir, type FileJson } from "../support/server.ts";
+import { waitFor } from "../support/wait.ts";
 
 let pg: Awaited<ReturnType<typeof startPostgres>>;
 let s3: Awaited<ReturnType<typeof startS3>>;
@@ -51,10 +52,7 @@ test("SIGKILL between the object's upload and the commit: no file, the object is
       await tx`LOCK TABLE files IN EXCLUSIVE MODE`;
       const upload = client(first, key).fetch("/v1/files?name=never.txt", { method: "POST", body: new Uint8Array(6 * 1024 * 1024) }).catch(() => "connection lost");
       // The object is complete in the bucket; the row's INSERT waits for the lock.
-      for (let i = 0; (await objects()).length === before.length; i++) {
-        if (i > 1000) throw new Error("the upload's object never appeared");
-        await Bun.sleep(10);
-      }
+      await waitFor(async () => (await objects()).length !== before.length, "the upload's object in the bucket", 10_000, 10);
       await first.kill9();
       expect(await upload).toBe("connection lost");
     });

@@ -6,6 +6,7 @@ import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect
 import { FileService } from "../../src/gen/cubby/v1/files_pb.ts";
 import { blobNames, runSql } from "../support/backend.ts";
 import { client, runCli, startServer, type FileJson, type RunningServer } from "../support/server.ts";
+import { waitFor } from "../support/wait.ts";
 
 let server: RunningServer;
 let owner: string;
@@ -145,11 +146,7 @@ describe("expiring keys", () => {
     const listed = await runCli(["keys", "list", "--email", "alice@example.com", "--data-dir", server.dataDir]);
     expect(listed.stdout.split("\n").find((l) => l.includes("\tbrief\t"))).toMatch(/\tfiles\.read,files\.write\t\S+Z\t\S+Z\t\S+Z$/);
     // Wait for the expiry itself (the key's own time), then every surface refuses it.
-    const deadline = Date.now() + 10_000;
-    while ((await call(brief, "GET", "/v1/files")).status !== 401) {
-      if (Date.now() > deadline) throw new Error("the key did not expire");
-      await Bun.sleep(100);
-    }
+    await waitFor(async () => (await call(brief, "GET", "/v1/files")).status === 401, "the key to expire", 10_000, 100);
     expect(await status(await call(brief, "GET", `/v1/files/${file.id}`))).toMatchObject({ status: 401, code: 16 });
     expect((await call(brief, "GET", `/${file.id}`)).status).toBe(401);
     const rpc = createClient(FileService, createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" }));
@@ -189,20 +186,13 @@ describe("expiring files", () => {
     const stored = async () => (await blobNames(server.dataDir)).some((n) => n.endsWith(blob));
     expect(await stored()).toBe(true);
     expect(await (await fetch(`${server.url}/${made.id}`)).text()).toBe("short-lived");
-    const deadline = Date.now() + 10_000;
-    while ((await fetch(`${server.url}/${made.id}`)).status !== 404) {
-      if (Date.now() > deadline) throw new Error("the file did not expire");
-      await Bun.sleep(100);
-    }
+    await waitFor(async () => (await fetch(`${server.url}/${made.id}`)).status === 404, "the file to expire", 10_000, 100);
     expect(await status(await call(owner, "GET", `/v1/files/${made.id}`))).toMatchObject({ status: 404, code: 5 });
     expect(await status(await call(owner, "DELETE", `/v1/files/${made.id}`))).toMatchObject({ status: 404, code: 5 });
     // The sweep runs every 15 s: the row goes, and the blob 30 s later (REMOVAL_GRACE_MS, for
     // readers that looked it up just before): within 45 s (CONTRACT §8: within a minute).
-    const sweepDeadline = Date.now() + 50_000;
-    while ((await runSql(server.dataDir, "SELECT id FROM files WHERE id = ?", made.id)).length > 0 || (await stored())) {
-      if (Date.now() > sweepDeadline) throw new Error("the sweep did not delete the expired file");
-      await Bun.sleep(250);
-    }
+    const swept = async () => (await runSql(server.dataDir, "SELECT id FROM files WHERE id = ?", made.id)).length === 0 && !(await stored());
+    await waitFor(swept, "the sweep to delete the expired file's row and blob", 50_000, 250);
   }, 70_000);
 
   test("RPC: CreateFile with ttl and UpdateFileExpiry", async () => {

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { checksumOf } from "../../src/domain/checksum.ts";
 import type { ShareJson } from "../../src/domain/share.ts";
 import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";
+import { waitFor } from "../support/wait.ts";
 
 
 let server: RunningServer;
@@ -97,11 +98,7 @@ describe("share links", () => {
     const { json: s } = await share({ ttl: "2s" });
     expect(Date.parse(s.expire_time) - Date.now()).toBeLessThanOrEqual(2000);
     expect((await get(s)).status).toBe(200);
-    const deadline = Date.now() + 10_000;
-    while ((await get(s)).status !== 410) {
-      if (Date.now() > deadline) throw new Error("the share did not expire");
-      await Bun.sleep(100);
-    }
+    await waitFor(async () => (await get(s)).status === 410, "the share to expire", 10_000, 100);
   });
 
   test("a share of a deleted file answers 410; an unknown token 404", async () => {

@@ -3,8 +3,8 @@
 // non-ASCII media types.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { connect } from "node:http2";
-import net from "node:net";
 import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";
+import { RawHttp } from "../support/raw-http.ts";
 
 let server: RunningServer;
 let key: string;
@@ -78,18 +78,16 @@ test("unknown parameters, even repeated, are ignored", async () => {
 
 /** An upload over raw HTTP/1.1 with a Content-Type holding raw bytes; the status line. */
 async function uploadRaw(contentType: Buffer): Promise<string> {
-  const socket = net.connect({ host: "127.0.0.1", port: server.port });
-  let received = "";
-  socket.on("data", (d: Buffer) => (received += d.toString("latin1")));
-  socket.write(
+  using c = await RawHttp.connect(server.port);
+  c.write(
     Buffer.concat([
       Buffer.from(`POST /v1/files HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Length: 1\r\nConnection: close\r\nContent-Type: `),
       contentType,
       Buffer.from("\r\n\r\nx"),
     ]),
   );
-  await new Promise((resolve) => socket.once("close", resolve));
-  return received.split("\r\n")[0]!;
+  await c.whenClosed();
+  return c.received.toString("latin1").split("\r\n")[0]!;
 }
 
 test("a non-ASCII Content-Type is a 400 over HTTP/1.1 and HTTP/2; an ASCII one round-trips exactly", async () => {

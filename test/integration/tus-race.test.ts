@@ -8,12 +8,12 @@
 // the rounds, `cubby fsck` finds every blob as committed. Both backends (test:postgres-s3 runs
 // this file on PostgreSQL + S3, where several instances share the locks).
 import { expect, test } from "bun:test";
-import net from "node:net";
 import { BACKEND } from "../support/backend.ts";
 import { childrenOf } from "../support/processes.ts";
 import { runCli, startServer } from "../support/server.ts";
 import { serverSide } from "../support/sockets.ts";
 import { createUpload, TUS } from "../support/tus.ts";
+import { RawHttp } from "../support/raw-http.ts";
 
 /**
  * Rounds per WORKERS setting: S3 round trips make a round some ten times slower. Set
@@ -22,48 +22,18 @@ import { createUpload, TUS } from "../support/tus.ts";
 const ROUNDS = Number(process.env.CUBBY_TEST_RACE_ROUNDS ?? (BACKEND === "postgres-s3" ? 100 : 1000));
 const LENGTH = 20_000;
 
-/** One keep-alive HTTP/1.1 connection that sends a request and reads its status and headers. */
-class Connection {
-  private buffered = Buffer.alloc(0);
-  private waiting: (() => void) | undefined;
-  private closed = false;
-  private constructor(readonly socket: net.Socket) {
-    socket.on("data", (chunk: Buffer) => {
-      this.buffered = Buffer.concat([this.buffered, chunk]);
-      this.waiting?.();
-    });
-    socket.on("close", () => {
-      this.closed = true;
-      this.waiting?.();
-    });
-  }
+/** A keep-alive connection to `port`, with one request answered on it (so its worker has accepted it). */
+async function open(port: number): Promise<RawHttp> {
+  const c = await RawHttp.connect(port);
+  await request(c, "GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n");
+  return c;
+}
 
-  static async open(port: number): Promise<Connection> {
-    const socket = net.connect(port, "127.0.0.1");
-    await new Promise<void>((resolve, reject) => socket.once("connect", () => resolve()).once("error", reject));
-    const c = new Connection(socket);
-    await c.request("GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n");
-    return c;
-  }
-
-  /** Sends `head` and `body`; resolves with the response's status and headers once its body arrived. */
-  async request(head: string, body?: Buffer): Promise<{ status: number; headers: string }> {
-    this.socket.write(body === undefined ? head : Buffer.concat([Buffer.from(head, "latin1"), body]));
-    for (;;) {
-      const end = this.buffered.indexOf("\r\n\r\n");
-      if (end !== -1) {
-        const headers = this.buffered.subarray(0, end).toString("latin1");
-        const length = Number(/\r\ncontent-length: *(\d+)/i.exec(headers)?.[1] ?? 0);
-        if (this.buffered.length >= end + 4 + length) {
-          this.buffered = this.buffered.subarray(end + 4 + length);
-          return { status: Number(headers.slice(9, 12)), headers };
-        }
-      }
-      if (this.closed) throw new Error(`connection closed; so far: ${this.buffered.toString("latin1").slice(0, 300)}`);
-      await new Promise<void>((resolve) => (this.waiting = resolve));
-      this.waiting = undefined;
-    }
-  }
+/** Sends `head` and `body` on `c`; resolves with the response's status and head once its body arrived. */
+async function request(c: RawHttp, head: string, body?: Buffer): Promise<{ status: number; headers: string }> {
+  c.write(body === undefined ? head : Buffer.concat([Buffer.from(head, "latin1"), body]));
+  const response = await c.next(head.slice(0, head.indexOf(" ")));
+  return { status: response.status, headers: response.head };
 }
 
 for (const workers of [2, 4]) {
@@ -72,11 +42,11 @@ for (const workers of [2, 4]) {
     const key = await server.mintKey("race@example.com");
     const pids = childrenOf(server.proc.pid);
     // Connections until every worker serves at least two.
-    const byWorker = new Map<number, Connection[]>();
-    const all: Connection[] = [];
+    const byWorker = new Map<number, RawHttp[]>();
+    const all: RawHttp[] = [];
     try {
       for (let i = 0; i < 400 && [...byWorker.values()].filter((c) => c.length >= 2).length < pids.length; i++) {
-        const c = await Connection.open(server.port);
+        const c = await open(server.port);
         all.push(c);
         const pid = serverSide(server.port, c.socket.localPort!)?.pid;
         if (pid !== undefined) byWorker.set(pid, [...(byWorker.get(pid) ?? []), c]);
@@ -93,7 +63,7 @@ for (const workers of [2, 4]) {
         const second = workersSeen[(round + 1 + (Math.floor(round / workers) % (workers - 1))) % workers]!;
         const [ca, cb] = [byWorker.get(first)![round % 2]!, byWorker.get(second)![(round + 1) % 2]!];
         const patch = `PATCH ${path} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${key}\r\ntus-resumable: ${TUS["tus-resumable"]}\r\nupload-offset: 0\r\ncontent-type: application/offset+octet-stream\r\ncontent-length: ${LENGTH}\r\n\r\n`;
-        const [ra, rb] = await Promise.all([ca.request(patch, bodies.a), cb.request(patch, bodies.b)]);
+        const [ra, rb] = await Promise.all([request(ca, patch, bodies.a), request(cb, patch, bodies.b)]);
         const statuses = [ra.status, rb.status].sort().join("+");
         if (statuses === "204+409") outcomes["204+409"]++;
         else outcomes.other.push(statuses);

@@ -13,6 +13,7 @@ import type { UnfinishedUploadPageJson } from "../../src/http/uploads-routes.ts"
 import { BACKEND, blobNames, runSql } from "../support/backend.ts";
 import { client, startServer, type RunningServer } from "../support/server.ts";
 import { createUpload, patchChunk, tusFetch } from "../support/tus.ts";
+import { waitFor } from "../support/wait.ts";
 
 /** Each user's quota: the reproduction's (20 uploads of 1 000 bytes fill it). */
 const QUOTA = 20_000;
@@ -203,10 +204,7 @@ function stalledPatch(url: string, token: string, first: string, rest: string): 
 
 /** Waits until the server counts an upload being written (`cubby_uploads_in_flight`, every worker's summed). */
 async function untilWriting(): Promise<void> {
-  for (const deadline = Date.now() + 10_000; !/^cubby_uploads_in_flight 1$/m.test(await (await fetch(`${server.url}/metrics`)).text()); ) {
-    if (Date.now() > deadline) throw new Error("the PATCH never started writing");
-    await Bun.sleep(20);
-  }
+  await waitFor(async () => /^cubby_uploads_in_flight 1$/m.test(await (await fetch(`${server.url}/metrics`)).text()), "the PATCH to start writing");
 }
 
 /**

@@ -6,30 +6,31 @@ import fs from "node:fs";
 import net from "node:net";
 import { childrenOf, isRunning, waitGone } from "../support/processes.ts";
 import { client, runCli, startServer, tempDir, type RunningServer } from "../support/server.ts";
+import { RawHttp } from "../support/raw-http.ts";
 import { serverSide } from "../support/sockets.ts";
 import { createUpload, headOffset, TUS } from "../support/tus.ts";
+import { waitFor } from "../support/wait.ts";
 
 const WORKERS = { WORKERS: "2" };
 
 /** An open TCP connection to `port` and the worker serving it. */
-async function connect(port: number): Promise<{ socket: net.Socket; pid: number }> {
-  const socket = net.connect(port, "127.0.0.1");
-  await new Promise<void>((resolve, reject) => socket.once("connect", () => resolve()).once("error", reject));
+async function connect(port: number): Promise<{ c: RawHttp; pid: number }> {
+  const c = await RawHttp.connect(port);
   // The kernel lists the accepted side once the worker's accept() took it; one request makes sure.
-  socket.write("GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n");
-  await new Promise<void>((resolve) => socket.once("data", () => resolve()));
-  const pid = serverSide(port, socket.localPort!)?.pid;
+  c.write("GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n");
+  await c.next();
+  const pid = serverSide(port, c.socket.localPort!)?.pid;
   if (pid === undefined) throw new Error("no serving process found for the connection");
-  return { socket, pid };
+  return { c, pid };
 }
 
 /** Opens connections until one is served by each of `pids`; the others are closed. */
-async function oneConnectionPerWorker(port: number, pids: number[]): Promise<Map<number, net.Socket>> {
-  const found = new Map<number, net.Socket>();
+async function oneConnectionPerWorker(port: number, pids: number[]): Promise<Map<number, RawHttp>> {
+  const found = new Map<number, RawHttp>();
   for (let i = 0; i < 200 && found.size < pids.length; i++) {
-    const c = await connect(port);
-    if (found.has(c.pid)) c.socket.destroy();
-    else found.set(c.pid, c.socket);
+    const { c, pid } = await connect(port);
+    if (found.has(pid)) c.socket.destroy();
+    else found.set(pid, c);
   }
   if (found.size < pids.length) throw new Error(`connections reached only ${found.size} of ${pids.length} workers`);
   return found;
@@ -45,7 +46,7 @@ test("WORKERS=2: two serving processes, both taking connections, one aggregated 
   expect(pids).toHaveLength(2);
   expect(server.output()).toContain(`2 worker processes (pids ${pids.join(", ")})`);
   const sockets = await oneConnectionPerWorker(server.port, pids);
-  for (const s of sockets.values()) s.destroy();
+  for (const s of sockets.values()) s.socket.destroy();
 
   // Files counted once (each worker reads the same store), requests summed over the workers.
   const key = await server.mintKey("alice@example.com");
@@ -84,7 +85,7 @@ test("a worker that dies is started again; the others serve meanwhile", async ()
   expect(now).toContain(survivor);
   expect(now).not.toContain(victim);
   const sockets = await oneConnectionPerWorker(server.port, now);
-  for (const s of sockets.values()) s.destroy();
+  for (const s of sockets.values()) s.socket.destroy();
 });
 
 test("SIGTERM drains every worker: downloads in flight on each finish, then all exit 0", async () => {
@@ -95,7 +96,7 @@ test("SIGTERM drains every worker: downloads in flight on each finish, then all 
   const sockets = await oneConnectionPerWorker(server.port, workersOf(server));
   // Each client reads the first bytes of its download, then stops reading: the response is
   // under way on both workers, held back by TCP flow control, when the stop comes.
-  const downloads = [...sockets.values()].map((socket) => {
+  const downloads = [...sockets.values()].map(({ socket }) => {
     let bytes = 0;
     let started: () => void = () => {};
     const underway = new Promise<void>((resolve) => (started = resolve));
@@ -114,7 +115,7 @@ test("SIGTERM drains every worker: downloads in flight on each finish, then all 
   const pids = workersOf(server);
   server.proc.kill("SIGTERM");
   await server.waitForOutput("SIGTERM: stopping");
-  for (const s of sockets.values()) s.resume();
+  for (const s of sockets.values()) s.socket.resume();
   for (const bytes of await Promise.all(downloads.map((d) => d.done))) expect(bytes).toBeGreaterThan(size);
   expect(await server.proc.exited).toBe(0);
   expect(await waitGone(pids, 5000)).toBe(true);
@@ -146,8 +147,8 @@ test("one resumable upload written from two workers at once: one writer, the oth
   await using server = await startServer({ env: WORKERS });
   const key = await server.mintKey("alice@example.com");
   const url = await createUpload(server.url, key, 8);
-  const sockets = [...(await oneConnectionPerWorker(server.port, workersOf(server))).values()] as [net.Socket, net.Socket];
-  const answer = (s: net.Socket) => new Promise<string>((resolve) => s.once("data", (c: Buffer) => resolve(c.toString("latin1"))));
+  const sockets = [...(await oneConnectionPerWorker(server.port, workersOf(server))).values()] as [RawHttp, RawHttp];
+  const answer = async (s: RawHttp) => (await s.next("PATCH")).head;
   const patch = (body: string) =>
     `PATCH ${new URL(url).pathname} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${key}\r\ntus-resumable: ${TUS["tus-resumable"]}\r\nupload-offset: 0\r\ncontent-type: application/offset+octet-stream\r\ncontent-length: 8\r\n\r\n${body}`;
   // The first writer sends half its chunk and holds; the second, on the other worker, is refused.
@@ -159,7 +160,7 @@ test("one resumable upload written from two workers at once: one writer, the oth
   expect(await second).toStartWith("HTTP/1.1 409");
   sockets[0].write("AAAA");
   expect(await first).toStartWith("HTTP/1.1 204");
-  for (const s of sockets) s.destroy();
+  for (const s of sockets) s.socket.destroy();
   expect(await headOffset(url, key)).toBe(8);
 });
 
@@ -167,30 +168,27 @@ test("one resumable upload written from two workers at once: one writer, the oth
 async function waitForLock(server: RunningServer, id: string): Promise<void> {
   const file = `${server.dataDir}/uploads/${id}.lock`;
   // The holder writes its PID once it has the lock (storage/upload-locks.ts).
-  for (let i = 0; !/^\d+$/.test(await Bun.file(file).text().catch(() => "")); i++) {
-    if (i > 500) throw new Error(`${file} never named its holder`);
-    await Bun.sleep(10);
-  }
+  await waitFor(async () => /^\d+$/.test(await Bun.file(file).text().catch(() => "")), `${file} to name its holder`, 5_000, 10);
   expect(isRunning(Number(await Bun.file(file).text()))).toBe(true);
 }
 
 test("rate-limit windows are shared by the workers: an address gets the budget once, whichever worker counts", async () => {
   await using server = await startServer({ env: { ...WORKERS, RATE_LIMIT_AUTH_FAILURES: "2" } });
-  const [first, second] = [...(await oneConnectionPerWorker(server.port, workersOf(server))).values()] as [net.Socket, net.Socket];
-  const fail = async (socket: net.Socket) => {
+  const [first, second] = [...(await oneConnectionPerWorker(server.port, workersOf(server))).values()] as [RawHttp, RawHttp];
+  const fail = async (socket: RawHttp) => {
     const answer = responseStatus(socket);
     socket.write("GET /v1/files HTTP/1.1\r\nhost: x\r\nauthorization: Bearer cubby_wrong\r\n\r\n");
     return answer;
   };
   // One failure on each worker spends the budget of two; each worker then refuses the address.
   expect([await fail(first), await fail(second), await fail(first), await fail(second)]).toEqual(["401", "401", "429", "429"]);
-  first.destroy();
-  second.destroy();
+  first.socket.destroy();
+  second.socket.destroy();
 });
 
-/** The status of the next whole response on `socket` (headers, then Content-Length bytes of body). */
-async function responseStatus(socket: net.Socket): Promise<string> {
-  return (await response(socket)).status;
+/** The status of the next whole response on `c`. */
+async function responseStatus(c: RawHttp): Promise<string> {
+  return (await response(c)).status;
 }
 
 test("/metrics with one worker stopped (SIGSTOP): a scrape on the other answers within the bound and names the stopped one", async () => {
@@ -225,7 +223,7 @@ test("/metrics with one worker stopped (SIGSTOP): a scrape on the other answers 
   sockets.get(live)!.write("GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n");
   expect((await again).body).toContain(`cubby_metrics_worker_up{worker="${workerNumber(stopped)}"} 1\n`);
   await server.waitForOutput(`metrics: worker ${workerNumber(stopped)} (pid ${stopped}) answers again`);
-  for (const s of sockets.values()) s.destroy();
+  for (const s of sockets.values()) s.socket.destroy();
 });
 
 /** `promtool check metrics` (Debian's prometheus package) accepts `text`; skipped without promtool unless in CI. */
@@ -241,28 +239,10 @@ async function expectPromtoolAccepts(text: string): Promise<void> {
   expect({ code, out, err }).toEqual({ code: 0, out: "", err: "" });
 }
 
-/**
- * The next whole response on `socket`: its status and body (Content-Length bytes). What arrives
- * before its status line (the end of connect()'s /healthz answer) is skipped.
- */
-function response(socket: net.Socket): Promise<{ status: string; body: string }> {
-  return new Promise((resolve) => {
-    let seen = Buffer.alloc(0);
-    const onData = (chunk: Buffer) => {
-      seen = Buffer.concat([seen, chunk]);
-      const start = seen.indexOf("HTTP/1.1 ");
-      if (start === -1) return;
-      seen = seen.subarray(start);
-      const end = seen.indexOf("\r\n\r\n");
-      if (end === -1) return;
-      const head = seen.subarray(0, end).toString("latin1");
-      const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
-      if (seen.length < end + 4 + length) return;
-      socket.off("data", onData);
-      resolve({ status: head.slice(9, 12), body: seen.subarray(end + 4, end + 4 + length).toString("utf8") });
-    };
-    socket.on("data", onData);
-  });
+/** The next whole response on `c`: its status (as text) and body (UTF-8). */
+async function response(c: RawHttp): Promise<{ status: string; body: string }> {
+  const { status, body } = await c.next();
+  return { status: String(status), body: body.toString("utf8") };
 }
 
 test("/metrics with the supervisor stopped (SIGSTOP): a worker fails the scrape with 503 in about 2 s instead of hanging", async () => {
@@ -280,5 +260,5 @@ test("/metrics with the supervisor stopped (SIGSTOP): a worker fails the scrape 
   } finally {
     process.kill(server.proc.pid, "SIGCONT");
   }
-  for (const s of sockets.values()) s.destroy();
+  for (const s of sockets.values()) s.socket.destroy();
 });

@@ -4,6 +4,7 @@ import path from "node:path";
 import { NGINX_FALLBACK, writeNginxConfig } from "./nginx-config.ts";
 import { freePort, stopPids } from "./processes.ts";
 import { tempDir } from "./server.ts";
+import { waitFor } from "./wait.ts";
 
 const NGINX = Bun.which("nginx") ?? NGINX_FALLBACK;
 
@@ -26,10 +27,14 @@ export async function startNginx(upstreamPorts: number[], serverExtra = ""): Pro
     work[Symbol.dispose]();
   };
   try {
-    for (let i = 0; (await fetch(`${url}/healthz`).then((r) => r.status).catch(() => 0)) !== 200; i++) {
-      if (i > 500 || proc.exitCode !== null) throw new Error(`nginx did not come up: ${fs.readFileSync(path.join(work.path, "error.log"), "utf8")}`);
-      await Bun.sleep(10); // nginx prints nothing when ready: poll its port
-    }
+    // nginx prints nothing when ready: poll its port.
+    const answers = async () => {
+      if (proc.exitCode !== null) throw new Error("nginx exited");
+      return (await fetch(`${url}/healthz`).then((r) => r.status).catch(() => 0)) === 200;
+    };
+    await waitFor(answers, "nginx to answer", 10_000, 10).catch(() => {
+      throw new Error(`nginx did not come up: ${fs.readFileSync(path.join(work.path, "error.log"), "utf8")}`);
+    });
   } catch (err) {
     await stop();
     throw err;

@@ -4,6 +4,7 @@
 import { afterEach, expect, test } from "bun:test";
 import net from "node:net";
 import { FastResponse } from "../../src/server/http1-response.ts";
+import { waitFor } from "../support/wait.ts";
 
 interface Pair {
   server: net.Socket;
@@ -49,7 +50,8 @@ function response(p: Pair, opts: { head?: boolean; http10?: boolean; keepAlive?:
 
 /** Waits until the client has received a text matching `pattern`. */
 async function receivedMatching(p: Pair, pattern: RegExp): Promise<string> {
-  for (let i = 0; i < 500 && !pattern.test(p.received()); i++) await new Promise((r) => setTimeout(r, 5));
+  // A timeout is not thrown here: the caller's comparison shows what did arrive.
+  await waitFor(() => pattern.test(p.received()), `a response matching ${pattern}`, 2_500, 5).catch(() => {});
   return p.received();
 }
 
@@ -153,7 +155,7 @@ test("when the connection closes mid-body, pending write callbacks get an error 
   expect(events).toEqual(["close"]);
   expect(res.destroyed).toBe(true);
   // Every write's callback has run, the unsent ones with an error.
-  for (let i = 0; i < 500 && errors.length < writes; i++) await new Promise((r) => setTimeout(r, 5));
+  await waitFor(() => errors.length >= writes, "every write's callback", 2_500, 5).catch(() => {});
   expect(errors.length).toBe(writes);
   expect(errors.some((e) => e instanceof Error)).toBe(true);
   expect(res.write("late")).toBe(false);

@@ -2,6 +2,7 @@
 import { describe, expect, test } from "bun:test";
 import { Duplex } from "node:stream";
 import { classifyHead, sniffProtocol, type HeadVerdict } from "../../src/server/sniff.ts";
+import { waitFor } from "../support/wait.ts";
 
 describe("classifyHead", () => {
   test.each([
@@ -38,10 +39,6 @@ function readBack(socket: Duplex): string {
   return all;
 }
 
-async function until(condition: () => boolean): Promise<void> {
-  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 5));
-}
-
 describe("sniffProtocol", () => {
   test("an HTTP/1.1 connection is handed over once its headers are complete, with every byte put back", async () => {
     const { socket } = fakeConnection();
@@ -51,7 +48,7 @@ describe("sniffProtocol", () => {
     await new Promise((resolve) => setImmediate(resolve));
     expect(handed).toEqual([]);
     socket.push("Host: x\r\n\r\n");
-    await until(() => handed.length > 0);
+    await waitFor(() => handed.length > 0, "the HTTP/1.1 hand-over", 10_000, 5);
     socket.pause();
     expect({ handed, bytes: readBack(socket) }).toEqual({ handed: ["http1"], bytes: "GET / HTTP/1.1\r\nHost: x\r\n\r\n" });
     socket.destroy();
@@ -62,7 +59,7 @@ describe("sniffProtocol", () => {
     const handed: string[] = [];
     sniffProtocol(socket, { headerTimeoutMs: 10_000, maxHeadBytes: 1024, onHttp1: () => handed.push("http1"), onHttp2: () => handed.push("http2") });
     socket.push("PRI * HTTP/2.0\r\n");
-    await until(() => handed.length > 0);
+    await waitFor(() => handed.length > 0, "the HTTP/2 hand-over", 10_000, 5);
     expect(handed).toEqual(["http2"]);
     socket.destroy();
   });
@@ -74,7 +71,7 @@ describe("sniffProtocol", () => {
     const slow = fakeConnection();
     sniffProtocol(slow.socket, { headerTimeoutMs: 20, maxHeadBytes: 1024, onHttp1: () => {}, onHttp2: () => {} });
     slow.socket.push("GET / HTTP/1.1\r\n");
-    await until(() => big.written.length > 0 && slow.written.length > 0);
+    await waitFor(() => big.written.length > 0 && slow.written.length > 0, "both refusals", 10_000, 5);
     expect([big.written[0]!.split("\r\n")[0], slow.written[0]!.split("\r\n")[0]]).toEqual(["HTTP/1.1 431 Request Header Fields Too Large", "HTTP/1.1 408 Request Timeout"]);
     big.socket.destroy();
     slow.socket.destroy();
