@@ -90,6 +90,16 @@ export interface Config {
    * undefined otherwise.
    */
   testAtOnce?: false | undefined;
+  /**
+   * Tests only: how often expired files are swept, ms (CUBBY_TEST_EXPIRY_SWEEP_MS); undefined:
+   * EXPIRY_SWEEP_MS (service/files.ts, 15 s).
+   */
+  testExpirySweepMs?: number | undefined;
+  /**
+   * Tests only: how long a replaced or deleted blob stays for readers, ms
+   * (CUBBY_TEST_REMOVAL_GRACE_MS); undefined: REMOVAL_GRACE_MS (storage/blob-memory.ts, 30 s).
+   */
+  testRemovalGraceMs?: number | undefined;
 }
 
 /** The most serving processes WORKERS may ask for. */
@@ -250,7 +260,28 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     quotaBytes,
     testResponseLog: emptyToUndefined(get("CUBBY_TEST_RESPONSE_LOG")),
     testAtOnce: get("CUBBY_TEST_AT_ONCE") === "off" ? false : undefined,
+    testExpirySweepMs: testMilliseconds(get, "CUBBY_TEST_EXPIRY_SWEEP_MS", 10),
+    testRemovalGraceMs: testMilliseconds(get, "CUBBY_TEST_REMOVAL_GRACE_MS", 0),
   };
+}
+
+/** The longest period or grace a CUBBY_TEST_*_MS variable may set: an hour. */
+const MAX_TEST_MS = 3_600_000;
+
+/**
+ * A test-only duration (CUBBY_TEST_EXPIRY_SWEEP_MS, CUBBY_TEST_REMOVAL_GRACE_MS), so that a test
+ * waits for a sweep seconds instead of the production periods; undefined when unset or empty.
+ * @param min the smallest accepted value (ms): a sweep period of 0 would run without pause
+ * @returns whole milliseconds from `min` to an hour
+ * @throws ConfigError when the value is not such a whole number
+ */
+function testMilliseconds(get: (name: string) => string | undefined, name: string, min: number): number | undefined {
+  const raw = emptyToUndefined(get(name));
+  if (raw === undefined) return undefined;
+  if (!/^\d{1,7}$/.test(raw) || Number(raw) < min || Number(raw) > MAX_TEST_MS) {
+    throw new ConfigError(`${name} (tests only) must be a whole number of milliseconds from ${min} to ${MAX_TEST_MS} (got "${raw}")`);
+  }
+  return Number(raw);
 }
 
 /** A `postgres://` or `postgresql://` URL with a host and a database, or undefined when unset. */

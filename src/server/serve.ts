@@ -81,7 +81,7 @@ async function serveAsWorker(config: Config, services: Services): Promise<void> 
 async function startMaintenance(services: Services, config: Config): Promise<ReturnType<typeof setInterval>[]> {
   const timers = [
     await startSweeping(services),
-    await repeat("expiry sweep", EXPIRY_SWEEP_MS, () => deleteExpired(services)),
+    await repeat("expiry sweep", config.testExpirySweepMs ?? EXPIRY_SWEEP_MS, () => deleteExpired(services)),
     await repeat("upload sweep", uploadSweepMs(config.uploadExpirySeconds), () => sweepUploads(services)),
   ];
   const expired = await services.sessions.sweepExpired();

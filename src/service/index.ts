@@ -54,6 +54,11 @@ export interface OpenOptions {
   uploadExpirySeconds?: number | undefined;
   /** QUOTA_BYTES: the quota of users without one of their own; absent or null: none. */
   quotaBytes?: number | null | undefined;
+  /**
+   * Tests only (CUBBY_TEST_REMOVAL_GRACE_MS): how long a replaced or deleted blob stays for
+   * readers, ms; absent: REMOVAL_GRACE_MS (storage/blob-memory.ts).
+   */
+  testRemovalGraceMs?: number | undefined;
 }
 
 /** A store that could not be reached or used at start: the message is one line for the operator. */
@@ -123,8 +128,8 @@ async function openMetadata(opts: OpenOptions): Promise<MetadataStore> {
 }
 
 async function openBlobs(opts: OpenOptions): Promise<BlobStore> {
-  if (opts.s3 === undefined) return new DiskBlobStore(opts.dataDir);
-  const blobs = new S3BlobStore(opts.s3);
+  if (opts.s3 === undefined) return new DiskBlobStore(opts.dataDir, opts.testRemovalGraceMs);
+  const blobs = new S3BlobStore(opts.s3, opts.testRemovalGraceMs);
   try {
     await blobs.check();
   } catch (err) {

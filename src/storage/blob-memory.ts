@@ -97,11 +97,21 @@ export class BufferPool implements Disposable {
   }
 }
 
-/** Removals run {@link REMOVAL_GRACE_MS} after they are asked for, at most once per name. */
+/**
+ * Removals run `graceMs` after they are asked for ({@link REMOVAL_GRACE_MS} unless a test
+ * shortens it: CUBBY_TEST_REMOVAL_GRACE_MS, config.ts), at most once per name.
+ */
 export class DelayedRemovals {
   private readonly pending = new Map<string, ReturnType<typeof setTimeout>>();
 
-  constructor(private readonly remove: (name: string) => Promise<void>) {}
+  /**
+   * @param remove removes one blob now
+   * @param graceMs how long a removal waits (ms)
+   */
+  constructor(
+    private readonly remove: (name: string) => Promise<void>,
+    private readonly graceMs = REMOVAL_GRACE_MS,
+  ) {}
 
   /** Removes `name` after the grace period; a failure is logged (the sweep removes it later). */
   schedule(name: string): void {
@@ -109,7 +119,7 @@ export class DelayedRemovals {
     const timer = setTimeout(() => {
       this.pending.delete(name);
       this.remove(name).catch((err) => logError(`blob ${name}: removal failed (the sweep will remove it): ${err}`));
-    }, REMOVAL_GRACE_MS);
+    }, this.graceMs);
     timer.unref();
     this.pending.set(name, timer);
   }

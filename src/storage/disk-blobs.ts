@@ -17,7 +17,7 @@ import { checksumToBase64, crc32cUpdate } from "../domain/checksum.ts";
 import { newBlobName } from "../domain/ids.ts";
 import { gcPacer } from "../gc-pacer.ts";
 import type { BlobChunk, BlobStore, ByteRange, ReadPlan, StagedBlob, WriteOptions } from "./ports.ts";
-import { BufferPool, DelayedRemovals, SMALL_BLOB_BYTES, SmallBlobCache, syncDir } from "./blob-memory.ts";
+import { BufferPool, DelayedRemovals, REMOVAL_GRACE_MS, SMALL_BLOB_BYTES, SmallBlobCache, syncDir } from "./blob-memory.ts";
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./permissions.ts";
 import { DiskPartials } from "./disk-partials.ts";
 
@@ -30,11 +30,17 @@ export class DiskBlobStore implements BlobStore {
   private readonly quarantineDir: string;
   private readonly small = new SmallBlobCache();
   /** Blobs whose removal by a stop is cut short are swept at the next start. */
-  private readonly removals = new DelayedRemovals((name) => this.remove(name));
+  private readonly removals: DelayedRemovals;
   /** Unfinished resumable uploads, DATA_DIR/uploads/{upload ID} (disk-partials.ts). */
   readonly partials: DiskPartials;
 
-  constructor(dataDir: string) {
+  /**
+   * @param dataDir DATA_DIR: blobs/, tmp/ and uploads/ are made in it (0700)
+   * @param removalGraceMs how long a replaced or deleted blob stays for readers (ms;
+   *   REMOVAL_GRACE_MS, blob-memory.ts, unless a test shortens it)
+   */
+  constructor(dataDir: string, removalGraceMs = REMOVAL_GRACE_MS) {
+    this.removals = new DelayedRemovals((name) => this.remove(name), removalGraceMs);
     this.blobDir = path.join(dataDir, "blobs");
     this.tmpDir = path.join(dataDir, "tmp");
     this.quarantineDir = path.join(dataDir, "quarantine");

@@ -19,7 +19,7 @@ import { S3Client } from "bun";
 import { AppError } from "../errors.ts";
 import { checksumToBase64, crc32cUpdate } from "../domain/checksum.ts";
 import { newBlobName } from "../domain/ids.ts";
-import { BufferPool, DelayedRemovals, SMALL_BLOB_BYTES, SmallBlobCache } from "./blob-memory.ts";
+import { BufferPool, DelayedRemovals, REMOVAL_GRACE_MS, SMALL_BLOB_BYTES, SmallBlobCache } from "./blob-memory.ts";
 import type { BlobChunk, BlobStore, ByteRange, ReadPlan, StagedBlob, WriteOptions } from "./ports.ts";
 import { writeObject } from "./s3-object-writer.ts";
 import { S3Partials } from "./s3-partials.ts";
@@ -55,11 +55,20 @@ export class S3BlobStore implements BlobStore {
   private readonly client: S3Client;
   /** Blobs up to 64 KiB read whole are kept in memory, as on disk. */
   private readonly small = new SmallBlobCache();
-  private readonly removals = new DelayedRemovals((name) => this.remove(name));
+  private readonly removals: DelayedRemovals;
   /** Unfinished resumable uploads, one object per chunk under `uploads/` (s3-partials.ts). */
   readonly partials: S3Partials;
 
-  constructor(private readonly settings: S3Settings) {
+  /**
+   * @param settings the bucket and its credentials (S3_*, CONTRACT §7)
+   * @param removalGraceMs how long a replaced or deleted object stays for readers (ms;
+   *   REMOVAL_GRACE_MS, blob-memory.ts, unless a test shortens it)
+   */
+  constructor(
+    private readonly settings: S3Settings,
+    removalGraceMs = REMOVAL_GRACE_MS,
+  ) {
+    this.removals = new DelayedRemovals((name) => this.remove(name), removalGraceMs);
     this.client = new S3Client({
       bucket: settings.bucket,
       endpoint: settings.endpoint,

@@ -148,6 +148,17 @@ describe("loadConfig", () => {
     expect(loadConfig({ ...nas, WORKERS: "3" }).workers).toBe(3);
   });
 
+  test("the tests' expiry sweep period and removal grace: whole milliseconds; unset or empty keeps the production ones", () => {
+    const timings = (env: Record<string, string>) => {
+      const { testExpirySweepMs, testRemovalGraceMs } = loadConfig(env);
+      return { testExpirySweepMs, testRemovalGraceMs };
+    };
+    expect(timings({ CUBBY_TEST_EXPIRY_SWEEP_MS: "200", CUBBY_TEST_REMOVAL_GRACE_MS: "0" })).toEqual({ testExpirySweepMs: 200, testRemovalGraceMs: 0 });
+    expect(timings({ CUBBY_TEST_EXPIRY_SWEEP_MS: " 10 ", CUBBY_TEST_REMOVAL_GRACE_MS: "3600000" })).toEqual({ testExpirySweepMs: 10, testRemovalGraceMs: 3_600_000 });
+    expect(timings({ CUBBY_TEST_EXPIRY_SWEEP_MS: "", CUBBY_TEST_REMOVAL_GRACE_MS: " " })).toEqual({ testExpirySweepMs: undefined, testRemovalGraceMs: undefined });
+    expect(timings({})).toEqual({ testExpirySweepMs: undefined, testRemovalGraceMs: undefined });
+  });
+
   test("a bare machine name in HOSTNAME (as containers set it) is ignored", () => {
     expect(loadConfig({ HOSTNAME: "3f2a9c1b7d" }).hostname).toBeUndefined();
   });
@@ -184,5 +195,10 @@ describe("loadConfig", () => {
     ["too many workers", { WORKERS: "65" }, "WORKERS must be a whole number of serving processes from 1 to 64 (got \"65\"); 1 serves from this process alone"],
     ["a test memory override not a number", { CUBBY_TEST_MEMORY_BYTES: "1G" }, "CUBBY_TEST_MEMORY_BYTES (tests only) must be a whole number from 0 (got \"1G\")"],
     ["a test core override of none", { CUBBY_TEST_CPUS: "0" }, "CUBBY_TEST_CPUS (tests only) must be a whole number from 1 (got \"0\")"],
+    ["a test sweep period with a unit", { CUBBY_TEST_EXPIRY_SWEEP_MS: "1s" }, "CUBBY_TEST_EXPIRY_SWEEP_MS (tests only) must be a whole number of milliseconds from 10 to 3600000 (got \"1s\")"],
+    ["a test sweep period that would spin", { CUBBY_TEST_EXPIRY_SWEEP_MS: "0" }, "CUBBY_TEST_EXPIRY_SWEEP_MS (tests only) must be a whole number of milliseconds from 10 to 3600000 (got \"0\")"],
+    ["a test sweep period past an hour", { CUBBY_TEST_EXPIRY_SWEEP_MS: "3600001" }, "CUBBY_TEST_EXPIRY_SWEEP_MS (tests only) must be a whole number of milliseconds from 10 to 3600000 (got \"3600001\")"],
+    ["a negative test removal grace", { CUBBY_TEST_REMOVAL_GRACE_MS: "-1" }, "CUBBY_TEST_REMOVAL_GRACE_MS (tests only) must be a whole number of milliseconds from 0 to 3600000 (got \"-1\")"],
+    ["a fractional test removal grace", { CUBBY_TEST_REMOVAL_GRACE_MS: "0.5" }, "CUBBY_TEST_REMOVAL_GRACE_MS (tests only) must be a whole number of milliseconds from 0 to 3600000 (got \"0.5\")"],
   ])("%s", (_, env, message) => expect(outcome(() => loadConfig(env))).toEqual({ error: message }));
 });
