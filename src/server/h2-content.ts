@@ -21,7 +21,7 @@ import { contentRequestOf, decideContent, H2_PLAN, writeContent, type ContentDec
 import { routeOf, templateOf } from "./dispatch.ts";
 import { isAnswerable, listenForErrors, resetStream, respondHead, respondWhole } from "./h2-respond.ts";
 import { headerValue, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
-import { isValidAuthority } from "./request-target.ts";
+import { authorityProblem } from "./request-target.ts";
 import { responseTapFile, StreamTap } from "./response-tap.ts";
 
 export interface H2StreamOptions {
@@ -51,7 +51,7 @@ function peerOf(stream: ServerHttp2Stream): string | undefined {
 /** The listener for the HTTP/2 server's `stream` event (the server is given no `request` listener). */
 export function h2StreamListener(opts: H2StreamOptions): (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number, rawHeaders: string[]) => void {
   return (stream, headers, _flags, rawHeaders) => {
-    if (serveOnStream(opts, stream, headers)) return;
+    if (serveOnStream(opts, stream, headers, rawHeaders)) return;
     // What node:http2 does for its `request` event (Node's lib/internal/http2/compat.js).
     const req = new http2.Http2ServerRequest(stream, headers, {}, rawHeaders);
     const res = new http2.Http2ServerResponse(stream);
@@ -75,14 +75,14 @@ export function h2StreamListener(opts: H2StreamOptions): (stream: ServerHttp2Str
 
 /**
  * Answers `stream` here when it is a GET or HEAD of a content URL or share link with a plain
- * target and a valid `:authority`; false (nothing done) for anything else.
+ * target and an `:authority` that passes the dispatch's check ({@link authorityProblem}); false
+ * (nothing done) for anything else.
  */
-function serveOnStream(opts: H2StreamOptions, stream: ServerHttp2Stream, headers: IncomingHttpHeaders): boolean {
+function serveOnStream(opts: H2StreamOptions, stream: ServerHttp2Stream, headers: IncomingHttpHeaders, rawHeaders: string[]): boolean {
   const method = headers[":method"];
   if (method !== "GET" && method !== "HEAD") return false;
   const target = headers[":path"];
-  const authority = headers[":authority"];
-  if (target === undefined || target.charCodeAt(0) !== 47 /* "/" */ || authority === undefined || !isValidAuthority(authority) || headers.expect !== undefined) return false;
+  if (target === undefined || target.charCodeAt(0) !== 47 /* "/" */ || headers[":authority"] === undefined || headers.expect !== undefined || authorityProblem(headers, rawHeaders) !== undefined) return false;
   const route = routeOf(method, target, opts.rpcPaths);
   if (route.kind !== "content" && route.kind !== "share") return false;
 
