@@ -17,12 +17,12 @@ import { errorResponse } from "../http/respond.ts";
 import { shareReply } from "../http/share-content.ts";
 import type { AccessLog } from "./access-log.ts";
 import type { ContentNow } from "./content-now.ts";
-import { contentRequestOf, decideContent, H2_PLAN, writeContent, type ContentDecision, type ContentOptions, type ContentWriter } from "./content.ts";
+import { contentRequestOf, decideContent, H2_PLAN, writeContent, type ContentDecision, type ContentOptions } from "./content.ts";
 import { routeOf, templateOf } from "./dispatch.ts";
 import { isAnswerable, listenForErrors, resetStream, respondHead, respondWhole } from "./h2-respond.ts";
 import { headerValue, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
-import { isValidAuthority } from "./request-target.ts";
-import { responseTapFile, StreamTap } from "./response-tap.ts";
+import { authorityProblem } from "./request-target.ts";
+import { responseTapFile, tapStream } from "./response-tap.ts";
 
 export interface H2StreamOptions {
   /** The dispatch every stream not answered here goes to, with compat request and response. */
@@ -51,7 +51,7 @@ function peerOf(stream: ServerHttp2Stream): string | undefined {
 /** The listener for the HTTP/2 server's `stream` event (the server is given no `request` listener). */
 export function h2StreamListener(opts: H2StreamOptions): (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number, rawHeaders: string[]) => void {
   return (stream, headers, _flags, rawHeaders) => {
-    if (serveOnStream(opts, stream, headers)) return;
+    if (serveOnStream(opts, stream, headers, rawHeaders)) return;
     // What node:http2 does for its `request` event (Node's lib/internal/http2/compat.js).
     const req = new http2.Http2ServerRequest(stream, headers, {}, rawHeaders);
     const res = new http2.Http2ServerResponse(stream);
@@ -75,14 +75,14 @@ export function h2StreamListener(opts: H2StreamOptions): (stream: ServerHttp2Str
 
 /**
  * Answers `stream` here when it is a GET or HEAD of a content URL or share link with a plain
- * target and a valid `:authority`; false (nothing done) for anything else.
+ * target and an `:authority` that passes the dispatch's check ({@link authorityProblem}); false
+ * (nothing done) for anything else.
  */
-function serveOnStream(opts: H2StreamOptions, stream: ServerHttp2Stream, headers: IncomingHttpHeaders): boolean {
+function serveOnStream(opts: H2StreamOptions, stream: ServerHttp2Stream, headers: IncomingHttpHeaders, rawHeaders: string[]): boolean {
   const method = headers[":method"];
   if (method !== "GET" && method !== "HEAD") return false;
   const target = headers[":path"];
-  const authority = headers[":authority"];
-  if (target === undefined || target.charCodeAt(0) !== 47 /* "/" */ || authority === undefined || !isValidAuthority(authority) || headers.expect !== undefined) return false;
+  if (target === undefined || target.charCodeAt(0) !== 47 /* "/" */ || headers[":authority"] === undefined || headers.expect !== undefined || authorityProblem(headers, rawHeaders) !== undefined) return false;
   const route = routeOf(method, target, opts.rpcPaths);
   if (route.kind !== "content" && route.kind !== "share") return false;
 
@@ -98,7 +98,8 @@ function serveOnStream(opts: H2StreamOptions, stream: ServerHttp2Stream, headers
   context.route = templateOf(route);
   const request = contentRequestOf(method, route, headers, context);
   const decide = route.kind === "content" ? () => decideContent(opts.content, request, route) : () => shareReply(opts.content.deps, request, route.token);
-  void answerOnStream(opts.accessLog, stream, method === "HEAD", context, decide, responseTapFile === undefined ? undefined : new StreamTap(method, route.pathname));
+  if (responseTapFile !== undefined) tapStream(stream, method, route.pathname);
+  void answerOnStream(opts.accessLog, stream, method === "HEAD", context, decide);
   return true;
 }
 
@@ -114,7 +115,6 @@ async function answerOnStream(
   head: boolean,
   context: RequestContext,
   decide: () => Promise<ContentDecision>,
-  tap: StreamTap | undefined,
 ): Promise<void> {
   // As Node's response says when nothing was answered (the client reset the stream first).
   let status = 200;
@@ -123,21 +123,16 @@ async function answerOnStream(
   listenForErrors(stream);
   stream.once("close", () => {
     gone?.abort();
-    tap?.close(stream.writableFinished);
     accessLog.close(context, status, length);
   });
-  const writer: ContentWriter = tap === undefined ? stream : tappedWriter(stream, tap);
   const begin = (answer: number, headers: Record<string, string>) => {
     status = answer;
     length = headers["content-length"];
     headers["x-request-id"] = context.requestId;
-    tap?.head(answer, headers);
   };
   const send = (answer: number, headers: Record<string, string>, body?: Uint8Array | string) => {
     begin(answer, headers);
-    if (body === undefined || head) return respondWhole(stream, answer, headers);
-    tap?.chunk(body);
-    respondWhole(stream, answer, headers, body);
+    respondWhole(stream, answer, headers, head ? undefined : body);
   };
   try {
     const { reply, content } = await decide();
@@ -149,7 +144,7 @@ async function answerOnStream(
       begin(reply.status, headers);
       respondHead(stream, reply.status, headers);
       gone = new AbortController();
-      await writeContent(writer, content, reply.range, gone, H2_PLAN);
+      await writeContent(stream, content, reply.range, gone, H2_PLAN);
     }
   } catch (err) {
     if (stream.headersSent) {
@@ -164,18 +159,4 @@ async function answerOnStream(
     error.headers.forEach((value, name) => (headers[name] = value));
     send(error.status, headers, body);
   }
-}
-
-/** `stream` as a {@link ContentWriter} that gives every chunk it writes to the response tap. */
-function tappedWriter(stream: ServerHttp2Stream, tap: StreamTap): ContentWriter {
-  return {
-    write(chunk, callback) {
-      tap.chunk(chunk);
-      return stream.write(chunk, callback);
-    },
-    end(chunk) {
-      if (chunk !== undefined) tap.chunk(chunk);
-      return stream.end(chunk);
-    },
-  };
 }

@@ -34,7 +34,7 @@ import { refuseConnection } from "./lingering-close.ts";
 import type { Metrics } from "./metrics.ts";
 import { serveHttp1Fast } from "./http1-fast.ts";
 import type { FetchHandler, NodeRequest, NodeResponse } from "./node-bridge.ts";
-import { isValidAuthority } from "./request-target.ts";
+import { authorityProblem } from "./request-target.ts";
 import { rpcHandler } from "./rpc-bridge.ts";
 import { sniffProtocol } from "./sniff.ts";
 
@@ -190,9 +190,8 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
           dispatch: (req, res) => dispatch(req as unknown as NodeRequest, res as unknown as NodeResponse),
           answerNow: (head, route, s) => {
             if (route.kind !== "content" || contentNow === undefined) return undefined;
-            // The dispatch's check of the authority (originFormOf); a repeated Host is not the fast path's.
-            const host = head.headers.host;
-            if (typeof host === "string" && !isValidAuthority(host)) return undefined;
+            // The dispatch's check (a repeated Host is not the fast path's): what it refuses goes there.
+            if (authorityProblem(head.headers, undefined) !== undefined) return undefined;
             return contentNow.answer(head.method, route, head.headers, s.remoteAddress);
           },
           answeringNow: (s) => connections.http1AnswerBegun(s),

@@ -55,40 +55,63 @@ function checkAuthority(value: string): boolean {
 const REG_NAME = /^(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})+$/;
 
 /**
+ * The authority check every request passes before anything routes on it, whichever wire read it
+ * (the dispatch, h2-content.ts on the stream, the HTTP/1.1 fast path's answer at once): the
+ * authority it names — an absolute-form target's (RFC 9112 §3.2.3: it replaces Host), else
+ * HTTP/2's `:authority` (RFC 9113 §8.3.1), else its Host header, which a request sends at most
+ * once (RFC 9112 §3.2) — is absent or valid ({@link isValidAuthority}).
+ * @param headers the request's headers by lower-case name
+ * @param rawHeaders its headers as sent (names and values alternating), in which the Host
+ *   headers are counted (Bun's node:http joins repeated ones into one value); undefined when the
+ *   wire has refused a repeated Host itself (http1-head.ts), so `headers.host` is the one sent
+ * @param targetAuthority the authority of an absolute-form target, which then is the one checked
+ * @returns undefined when the request may be routed, else the message of the 400 that refuses it
+ */
+export function authorityProblem(
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+  rawHeaders: readonly string[] | undefined,
+  targetAuthority?: string,
+): string | undefined {
+  let authority = targetAuthority;
+  if (authority === undefined) {
+    const h2Authority = headers[":authority"];
+    if (typeof h2Authority === "string") authority = h2Authority;
+    else if (rawHeaders === undefined) {
+      const host = headers.host;
+      if (typeof host === "string") authority = host;
+    } else {
+      let hosts = 0;
+      for (let i = 0; i < rawHeaders.length; i += 2) {
+        if (rawHeaders[i]!.toLowerCase() === "host") {
+          hosts++;
+          authority = rawHeaders[i + 1]!;
+        }
+      }
+      if (hosts > 1) return "a request has one Host header";
+    }
+  }
+  if (authority !== undefined && !isValidAuthority(authority)) return `malformed Host: ${JSON.stringify(authority.slice(0, 100))}`;
+  return undefined;
+}
+
+/**
  * The request's target in origin form (`/path?query`), or an error message when the request
- * must be refused with 400: a malformed or repeated Host (RFC 9112 §3.2), a malformed
- * `:authority`, or a target that is neither origin form nor absolute form. An absolute-form
- * target (`GET http://host/path`, RFC 9112 §3.2.2) is accepted and reduced to its path; its
- * authority replaces the Host header as RFC 9112 §3.2.3 says. `OPTIONS *` (asterisk form) is
- * answered as `/`.
+ * must be refused with 400: its authority refused by {@link authorityProblem}, or a target that
+ * is neither origin form nor absolute form. An absolute-form target (`GET http://host/path`,
+ * RFC 9112 §3.2.2) is accepted and reduced to its path. `OPTIONS *` (asterisk form) is answered
+ * as `/`.
  */
 export function originFormOf(req: NodeRequest): { target: string } | { problem: string } {
   const raw = req.url ?? "";
   let target = raw;
-  let authority: string | undefined;
+  let targetAuthority: string | undefined;
   if (!raw.startsWith("/")) {
     if (raw === "*" && req.method === "OPTIONS") return { target: "/" };
     const absolute = /^https?:\/\/([^/?#]*)([^#]*)$/i.exec(raw);
     if (absolute === null) return { problem: "the request target must be a path starting with /" };
-    authority = absolute[1]!;
+    targetAuthority = absolute[1]!;
     target = absolute[2]!.startsWith("/") ? absolute[2]! : `/${absolute[2]!}`;
   }
-  if (authority === undefined) {
-    const h2Authority = req.headers[":authority"];
-    if (typeof h2Authority === "string") authority = h2Authority;
-    else {
-      // Bun's node:http joins repeated Host headers with ", ", and a comma is a sub-delim: count
-      // them in the raw headers instead.
-      let hosts = 0;
-      for (let i = 0; i < req.rawHeaders.length; i += 2) {
-        if (req.rawHeaders[i]!.toLowerCase() === "host") {
-          hosts++;
-          authority = req.rawHeaders[i + 1]!;
-        }
-      }
-      if (hosts > 1) return { problem: "a request has one Host header" };
-    }
-  }
-  if (authority !== undefined && !isValidAuthority(authority)) return { problem: `malformed Host: ${JSON.stringify(authority.slice(0, 100))}` };
-  return { target };
+  const problem = authorityProblem(req.headers, req.rawHeaders, targetAuthority);
+  return problem === undefined ? { target } : { problem };
 }

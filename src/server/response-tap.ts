@@ -3,15 +3,19 @@
  * `CUBBY_TEST_RESPONSE_LOG=<file>` (config.ts) each response to a request the dispatch routed
  * (REST, content URLs, share links, pages; not RPC) is appended to the file as one JSON line,
  * and test/support/server.ts validates them against /openapi.json when the server is disposed
- * (CONTRACT §9: every REST response of the tests validates). Unset, as in production, the
- * dispatch pays one `undefined` check per request and nothing else happens.
+ * (CONTRACT §9: every REST response of the tests validates). Unset, as in production, each way
+ * of writing an answer pays one `undefined` check per request and nothing else happens.
  *
- * What is recorded is what went on the wire: the status and headers given to `writeHead` and the
- * bytes given to `write`/`end`, so every way of answering (the fetch bridge, content.ts,
- * `refuse`) is covered by one hook.
+ * What is recorded is what went on the wire: the status and headers given to `writeHead` (or a
+ * stream's `respond`) and the bytes given to `write`/`end`. There is one hook per way of writing
+ * an answer, each one branch where that writer begins: a Node response ({@link tapResponse}, in
+ * the dispatch: the fetch bridge, content.ts, `refuse`), an HTTP/2 stream written with the core
+ * API ({@link tapStream}, h2-content.ts), and an answer written whole at once (content-now.ts's
+ * `sent`, for both wires).
  */
 import fs from "node:fs";
 import type { ServerResponse } from "node:http";
+import type { OutgoingHttpHeaders, ServerHttp2Stream, ServerStreamResponseOptions } from "node:http2";
 import { observeWrites, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
 
 /** One response as the tap records it (one JSON line). */
@@ -85,9 +89,27 @@ export function tapResponse(req: NodeRequest, res: NodeResponse, path: string): 
 }
 
 /**
- * The tap of one response written on an HTTP/2 stream without a Node response
- * (server/h2-content.ts): its writer reports the head, the body chunks and the close. Only
- * created when the tap is on.
+ * Watches a response written on an HTTP/2 stream with the core API (h2-content.ts, no Node
+ * response) and appends its record when the stream closes: the status and headers given to
+ * `respond`, the bytes given to `write`/`end`. Only called when the tap is on.
+ * @param path the request path the dispatch routed on
+ */
+export function tapStream(stream: ServerHttp2Stream, method: string, path: string): void {
+  const tap = new StreamTap(method, path);
+  const respond = stream.respond.bind(stream);
+  stream.respond = ((headers?: OutgoingHttpHeaders, options?: ServerStreamResponseOptions) => {
+    const { ":status": status, ...sent } = headers ?? {};
+    tap.head(Number(status ?? 200), sent);
+    return respond(headers, options);
+  }) as typeof stream.respond;
+  observeWrites(stream as unknown as NodeResponse, (chunk) => tap.chunk(chunk));
+  stream.once("close", () => tap.close(stream.writableFinished));
+}
+
+/**
+ * The record of one response written without a Node response: on an HTTP/2 stream
+ * ({@link tapStream}) or at once (content-now.ts), whose writer reports the head, the body
+ * chunks and the close. Only created when the tap is on.
  */
 export class StreamTap {
   private status: number | undefined;
