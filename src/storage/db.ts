@@ -21,18 +21,29 @@ export type WriteRunner = <T>(write: (db: Db) => T) => Promise<T>;
 export const BUSY_TIMEOUT_MS = 5000;
 
 /**
- * Opens (creating if needed, mode 0600) the database in `dataDir` and sets the pragmas every
- * connection needs. Does not migrate: see {@link migrate}.
+ * Opens (creating if needed, mode 0600) the SQLite database `file` in WAL mode, waiting up to
+ * {@link BUSY_TIMEOUT_MS} for other connections' locks: what every database of cubby's needs
+ * (cubby.db here, rate-limits.db in storage/rate-limits.ts).
+ * @param synchronous `FULL` where a commit must survive power loss, `NORMAL` where losing the
+ *   last commits costs nothing (SQLite's `PRAGMA synchronous`)
  */
-export function openDb(dataDir: string): Db {
-  const file = path.join(dataDir, "cubby.db");
+export function openSqliteFile(file: string, synchronous: "FULL" | "NORMAL"): Database {
   // SQLite would create it 0644 less the umask; it then creates -wal and -shm with this file's
   // mode, so creating it 0600 here makes all three owner-only whatever the umask.
   fs.closeSync(fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_CREAT, PRIVATE_FILE_MODE));
   const client = new Database(file, { create: true, strict: true });
   client.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
   client.exec("PRAGMA journal_mode = WAL");
-  client.exec("PRAGMA synchronous = FULL");
+  client.exec(`PRAGMA synchronous = ${synchronous}`);
+  return client;
+}
+
+/**
+ * Opens (creating if needed, mode 0600) the database in `dataDir` and sets the pragmas every
+ * connection needs. Does not migrate: see {@link migrate}.
+ */
+export function openDb(dataDir: string): Db {
+  const client = openSqliteFile(path.join(dataDir, "cubby.db"), "FULL");
   client.exec("PRAGMA foreign_keys = ON");
   return drizzle({ client, schema }) as Db;
 }

@@ -15,12 +15,10 @@
  * Both answer with one statement (an upsert that returns the new count), so concurrent charges
  * from any number of processes are counted exactly once each.
  */
-import { Database } from "bun:sqlite";
-import fs from "node:fs";
+import type { Database } from "bun:sqlite";
 import path from "node:path";
 import { sql } from "drizzle-orm";
-import { BUSY_TIMEOUT_MS } from "./db.ts";
-import { PRIVATE_FILE_MODE } from "./permissions.ts";
+import { openSqliteFile } from "./db.ts";
 import type { PgDb } from "./pg-metadata.ts";
 
 /** One key's current window. Times are Unix microseconds. */
@@ -57,14 +55,8 @@ export class SqliteRateLimits implements RateLimitTable {
 
   private open(): Database {
     if (this.db !== undefined) return this.db;
-    const file = path.join(this.dataDir, "rate-limits.db");
-    // Created owner-only, as cubby.db (storage/db.ts): its -wal and -shm take this mode.
-    fs.closeSync(fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_CREAT, PRIVATE_FILE_MODE));
-    const db = new Database(file, { create: true, strict: true });
-    db.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
-    db.exec("PRAGMA journal_mode = WAL");
     // A count lost to a power cut only gives an attacker part of one window back.
-    db.exec("PRAGMA synchronous = NORMAL");
+    const db = openSqliteFile(path.join(this.dataDir, "rate-limits.db"), "NORMAL");
     db.exec("CREATE TABLE IF NOT EXISTS rate_limits (key TEXT PRIMARY KEY, reset_at INTEGER NOT NULL, count INTEGER NOT NULL) WITHOUT ROWID");
     this.db = db;
     return db;
