@@ -17,6 +17,7 @@ import { errorResponse, json } from "./respond.ts";
 import { contextOf, requestContext } from "./request-context.ts";
 import { serveStatic } from "./static.ts";
 import { guestRoutes } from "./guest-routes.ts";
+import { validationMessage } from "./inputs.ts";
 import { openApiResponse } from "./openapi.ts";
 import { tusRoutes } from "./tus-routes.ts";
 import { uploadLinksRoutes } from "./upload-links-routes.ts";
@@ -46,11 +47,13 @@ const raw = { parse: "none" } as const;
 export function createApp(deps: AppDeps) {
   const { services, auth, baseUrl } = deps;
 
-  return new Elysia({ name: "cubby" })
+  // normalize: false: a declared body with a field it does not declare is refused, not trimmed.
+  return new Elysia({ name: "cubby", normalize: false })
     .use(requestContext)
     .onError(({ code, error, request }) => {
       if (code === "NOT_FOUND") return errorResponse(new AppError("not_found", "not found"));
-      if (code === "PARSE" || code === "VALIDATION" || code === "INVALID_COOKIE_SIGNATURE") {
+      if (code === "VALIDATION") return errorResponse(new AppError("invalid_argument", validationMessage(error)));
+      if (code === "PARSE" || code === "INVALID_COOKIE_SIGNATURE") {
         return errorResponse(new AppError("invalid_argument", "malformed request", { cause: error }));
       }
       // Looked up, not derived: an error can come before derive has run.
