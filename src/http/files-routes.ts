@@ -12,20 +12,16 @@ import { parseDeclaredChecksum } from "../domain/checksum.ts";
 import {
   DEFAULT_PAGE_SIZE,
   MAX_NAME_QUERY,
-  MAX_PAGE_SIZE,
-  parseFileId,
   parseMediaType,
   parseName,
   parseNameQuery,
-  parsePageSize,
-  parsePageToken,
   parseSlug,
   parseVisibility,
 } from "../domain/params.ts";
 import type { Authenticator } from "../auth/principal.ts";
 import type { FileService } from "../service/files.ts";
-import { AUTH, checksums, detail, errors, FILE_ID, ok, rawContent, type Operation, type Responses } from "./describe.ts";
-import { bodyString, closedBody, jsonBody, parsed, queryParam, strictQuery } from "./inputs.ts";
+import { AUTH, checksums, detail, errors, ok, rawContent, type Operation, type Responses } from "./describe.ts";
+import { bodyString, closedBody, expiryFields, fileIdParams, jsonBody, pagingQuery, queryParam, strictQuery } from "./inputs.ts";
 import { PATTERNS } from "./openapi-schemas.ts";
 import { authRequest, requestContext } from "./request-context.ts";
 import { json } from "./respond.ts";
@@ -41,29 +37,14 @@ export interface FilesRoutesDeps {
 /** Largest PATCH body read, in bytes: three short strings need far less. */
 const MAX_PATCH_BYTES = 64 * 1024;
 
-/** `{id}` of /v1/files/{id}…: a file ID (a malformed one is 400). */
-export const fileIdParams = t.Object({ id: parsed({ ...FILE_ID, description: "File ID (a malformed one answers 400)" }, (raw) => parseFileId(raw as string)) });
-
 // "." and ".." are refused too: no URL can keep them as a segment.
 const SLUG = { maxLength: 128, pattern: "^(?!\\.\\.?$)[A-Za-z0-9._~-]*$" };
 const NAME = { maxLength: 255, pattern: PATTERNS.name };
 
-/** `page_size` and `page_token` of a listing (CONTRACT §2). */
-export const pagingQuery = {
-  page_size: queryParam({ type: "integer", minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE, description: "Items per page" }, parsePageSize),
-  page_token: queryParam({ description: '`next_page_token` of the previous page; absent or "" for the first' }, parsePageToken),
-};
-
-/** The expiry fields of a JSON body (`expire_time` or `ttl`), decided by domain/expiry.ts with the clock. */
-export const expiryFields = {
-  expire_time: t.Optional(bodyString("expire_time", { description: 'RFC 3339; "" clears (where clearing is allowed)' })),
-  ttl: t.Optional(bodyString("ttl", { pattern: PATTERNS.ttl, description: "`90s`, `15m`, `12h`, `7d`" })),
-};
-
 const createQuery = strictQuery({
   slug: queryParam({ ...SLUG, description: "Last segment of the canonical URL" }, parseSlug),
   name: queryParam({ ...NAME, description: "Original file name" }, parseName),
-  visibility: queryParam({ enum: [...VISIBILITIES], default: "internal", description: "Who can open the file by its URL" }, optionalVisibility),
+  visibility: queryParam({ enum: ["", ...VISIBILITIES], default: "internal", description: "Who can open the file by its URL" }, optionalVisibility),
   expire_time: queryParam({ format: "date-time", description: "Delete the file at this time (RFC 3339)" }, (raw) => raw),
   ttl: queryParam({ pattern: PATTERNS.ttl, description: "Delete the file after this long: `90s`, `15m`, `12h`, `7d`" }, (raw) => raw),
 });

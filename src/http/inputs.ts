@@ -14,9 +14,11 @@
 import { Kind, TypeRegistry, type TSchema } from "@sinclair/typebox";
 import { ValueErrorType } from "@sinclair/typebox/errors";
 import { t, type ValidationError } from "elysia";
-import { parseQuery } from "../domain/params.ts";
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, parseFileId, parsePageSize, parsePageToken, parseQuery } from "../domain/params.ts";
 import { AppError } from "../errors.ts";
+import { FILE_ID } from "./describe.ts";
 import { readJsonObject } from "./json-body.ts";
+import { PATTERNS } from "./openapi-schemas.ts";
 
 /** Where a {@link parsed} schema keeps its parser (a symbol: never part of the JSON document). */
 const PARSE = Symbol("cubby.parse");
@@ -135,3 +137,23 @@ export function validationMessage(error: Pick<ValidationError, "type" | "valueEr
   if (failure.type === ValueErrorType.ObjectAdditionalProperties) return `${error.type}: unknown field "${field.slice(0, 40)}"`;
   return `${error.type}${field === "" ? "" : ` ${field}`}: ${failure.message}`;
 }
+
+// --- fields several routes declare ---------------------------------------------------------
+
+/** `{id}` of /v1/files/{id}…: a file ID (a malformed one is 400). */
+export const fileIdParams = t.Object({ id: parsed({ ...FILE_ID, description: "File ID (a malformed one answers 400)" }, (raw) => parseFileId(raw as string)) });
+
+/** The JSON Schema of `page_token`: opaque to the client. */
+export const PAGE_TOKEN = { description: '`next_page_token` of the previous page; absent or "" for the first' };
+
+/** `page_size` and `page_token` of a listing (CONTRACT §2). */
+export const pagingQuery = {
+  page_size: queryParam({ type: "integer", minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE, description: "Items per page" }, parsePageSize),
+  page_token: queryParam(PAGE_TOKEN, parsePageToken),
+};
+
+/** The expiry fields of a JSON body (`expire_time` or `ttl`), decided by domain/expiry.ts with the clock. */
+export const expiryFields = {
+  expire_time: t.Optional(bodyString("expire_time", { description: 'RFC 3339; "" clears (where clearing is allowed)' })),
+  ttl: t.Optional(bodyString("ttl", { pattern: PATTERNS.ttl, description: "`90s`, `15m`, `12h`, `7d`" })),
+};
