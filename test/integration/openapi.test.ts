@@ -8,8 +8,8 @@ import path from "node:path";
 import { Authenticator } from "../../src/auth/principal.ts";
 import { WindowLimiter } from "../../src/auth/rate-limit.ts";
 import { grpcCodeOf, httpStatusOf } from "../../src/errors.ts";
-import { createApp } from "../../src/http/app.ts";
-import { openApiDocument, OUT_OF_SCOPE_PATHS } from "../../src/http/openapi.ts";
+import { createApp, openApiDocument } from "../../src/http/app.ts";
+import { OUT_OF_SCOPE_PATHS } from "../../src/http/openapi.ts";
 import { routeOf } from "../../src/server/dispatch.ts";
 import type { TappedResponse } from "../../src/server/response-tap.ts";
 import { openServices } from "../../src/service/index.ts";
@@ -18,7 +18,7 @@ import { client, startServer, tempDir, type RunningServer } from "../support/ser
 import { waitFor } from "../support/wait.ts";
 
 type Doc = { paths: Record<string, Record<string, { responses: Record<string, unknown> }>>; components: { schemas: Record<string, Record<string, unknown>>; responses: Record<string, any> } };
-const doc = openApiDocument as unknown as Doc;
+const doc = openApiDocument() as unknown as Doc;
 const METHODS = ["get", "head", "post", "put", "patch", "delete", "options"];
 
 let server: RunningServer;
@@ -38,7 +38,7 @@ describe("GET /openapi.json", () => {
     expect(res.headers.get("content-type")).toBe("application/json");
     expect(res.headers.get("cache-control")).toBe("public, max-age=3600");
     const text = await res.text();
-    expect(JSON.parse(text)).toEqual(JSON.parse(JSON.stringify(openApiDocument)));
+    expect(JSON.parse(text)).toEqual(JSON.parse(JSON.stringify(openApiDocument())));
     // Static: nothing of this server's files, users, keys or address.
     for (const leak of ["private-report.pdf", "quarterly", "someone@example.com", key, key.slice(0, 16), String(server.port), "localhost"]) {
       expect(text).not.toContain(leak);
@@ -56,7 +56,7 @@ describe("GET /openapi.json", () => {
   });
 
   test("rejects what swagger-parser should reject (the check can fail)", async () => {
-    const broken = structuredClone(openApiDocument) as unknown as { paths: Record<string, Record<string, { responses: unknown }>> };
+    const broken = structuredClone(openApiDocument()) as unknown as { paths: Record<string, Record<string, { responses: unknown }>> };
     broken.paths["/healthz"]!.get!.responses = "none";
     expect(SwaggerParser.validate(broken as never)).rejects.toThrow();
   });
