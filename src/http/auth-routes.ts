@@ -17,7 +17,7 @@ import { report } from "../context/report.ts";
 import type { ApiKeyInfo, KeyService } from "../service/keys.ts";
 import type { SessionService } from "../service/sessions.ts";
 import type { UserService } from "../service/users.ts";
-import { SCOPES } from "../domain/principal.ts";
+import { parseScopes, SCOPES } from "../domain/principal.ts";
 import { ANYONE, AUTH, detail, errors, htmlErrors, LOCATION, ok, queryParam, SERVER, SESSION, type Responses } from "./describe.ts";
 import { bodyString, closedBody, expiryFields, jsonBody, parsed } from "./inputs.ts";
 import { json } from "./respond.ts";
@@ -51,10 +51,11 @@ const newKeyBody = jsonBody(
     {
       name: t.Optional(bodyString("name", { description: "For you to tell keys apart" })),
       scopes: t.Optional(
-        parsed({ type: "array", items: { type: "string", enum: [...SCOPES] }, description: "Default: all" }, (raw) => {
+        parsed({ type: "array", items: { type: "string", enum: [...SCOPES] }, minItems: 1, description: "Default: all" }, (raw) => {
           if (!Array.isArray(raw) || !raw.every((s) => typeof s === "string")) {
             throw new AppError("invalid_argument", 'scopes: expected a list of scope names, e.g. ["files.read"]');
           }
+          parseScopes(raw);
           return raw as string[];
         }),
       ),

@@ -15,6 +15,7 @@ import { Kind, TypeRegistry, type TSchema } from "@sinclair/typebox";
 import { ValueErrorType } from "@sinclair/typebox/errors";
 import { t, type ValidationError } from "elysia";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, parseFileId, parsePageSize, parsePageToken, parseQuery } from "../domain/params.ts";
+import { parseTtl } from "../domain/expiry.ts";
 import { AppError } from "../errors.ts";
 import { FILE_ID } from "./describe.ts";
 import { readJsonObject } from "./json-body.ts";
@@ -152,8 +153,15 @@ export const pagingQuery = {
   page_token: queryParam(PAGE_TOKEN, parsePageToken),
 };
 
+/** A time to live as sent (`7d`), checked by domain/expiry.ts; the expiry is computed later, with the clock. */
+export const TTL = { pattern: PATTERNS.ttl, description: "`90s`, `15m`, `12h`, `7d`; at most ten years" };
+export function keepTtl(raw: string): string {
+  parseTtl(raw);
+  return raw;
+}
+
 /** The expiry fields of a JSON body (`expire_time` or `ttl`), decided by domain/expiry.ts with the clock. */
 export const expiryFields = {
   expire_time: t.Optional(bodyString("expire_time", { description: 'RFC 3339; "" clears (where clearing is allowed)' })),
-  ttl: t.Optional(bodyString("ttl", { pattern: PATTERNS.ttl, description: "`90s`, `15m`, `12h`, `7d`" })),
+  ttl: t.Optional(bodyString("ttl", TTL, keepTtl)),
 };

@@ -9,7 +9,7 @@ import { AppError } from "../errors.ts";
 import { toShareJson, type ShareRow } from "../domain/share.ts";
 import type { Authenticator } from "../auth/principal.ts";
 import type { FileService } from "../service/files.ts";
-import type { ShareService } from "../service/shares.ts";
+import { checkMaxDownloads, checkSharePassword, MAX_DOWNLOADS, MAX_PASSWORD_CHARS, type ShareService } from "../service/shares.ts";
 import { ANYONE, AUTH, detail, errors, html, LOCATION, ok, SERVER } from "./describe.ts";
 import { bodyString, closedBody, expiryFields, fileIdParams, jsonBody, parsed } from "./inputs.ts";
 import { readBounded } from "./json-body.ts";
@@ -36,12 +36,18 @@ const newShareBody = jsonBody(
     {
       ...expiryFields,
       max_downloads: t.Optional(
-        parsed({ type: ["integer", "null"], minimum: 1, description: "Downloads (GETs from byte 0) before the link answers 410" }, (raw) => {
+        parsed({ type: ["integer", "null"], minimum: 1, maximum: MAX_DOWNLOADS, description: "Downloads (GETs from byte 0) before the link answers 410" }, (raw) => {
           if (raw !== null && typeof raw !== "number") throw new AppError("invalid_argument", "max_downloads: a whole number, or null for no limit");
-          return raw as number | null;
+          if (raw !== null) checkMaxDownloads(raw);
+          return raw;
         }),
       ),
-      password: t.Optional(bodyString("password", { description: "Asked for as the password of HTTP Basic authentication" })),
+      password: t.Optional(
+        bodyString("password", { minLength: 1, maxLength: MAX_PASSWORD_CHARS, description: "Asked for as the password of HTTP Basic authentication; its length counted in UTF-16 code units" }, (raw) => {
+          checkSharePassword(raw);
+          return raw;
+        }),
+      ),
     },
     "Every field optional; an empty body is `{}`",
   ),
