@@ -19,7 +19,7 @@ import type { SessionService } from "../service/sessions.ts";
 import type { UserService } from "../service/users.ts";
 import { parseScopes, SCOPES } from "../domain/principal.ts";
 import { ANYONE, AUTH, detail, errors, htmlErrors, LOCATION, ok, queryParam, SERVER, SESSION, type Responses } from "./describe.ts";
-import { bodyString, closedBody, expiryFields, jsonBody, parsed } from "./inputs.ts";
+import { bodyString, checked, closedBody, expiryFields, jsonBody } from "./inputs.ts";
 import { json } from "./respond.ts";
 import { errorPage } from "./pages.ts";
 import { authRequest, requestContext } from "./request-context.ts";
@@ -51,7 +51,7 @@ const newKeyBody = jsonBody(
     {
       name: t.Optional(bodyString("name", { description: "For you to tell keys apart" })),
       scopes: t.Optional(
-        parsed({ type: "array", items: { type: "string", enum: [...SCOPES] }, minItems: 1, description: "Default: all" }, (raw) => {
+        checked({ type: "array", items: { type: "string", enum: [...SCOPES] }, minItems: 1, description: "Default: all" }, (raw) => {
           if (!Array.isArray(raw) || !raw.every((s) => typeof s === "string")) {
             throw new AppError("invalid_argument", 'scopes: expected a list of scope names, e.g. ["files.read"]');
           }

@@ -21,7 +21,7 @@ import {
 import type { Authenticator } from "../auth/principal.ts";
 import type { FileService } from "../service/files.ts";
 import { AUTH, checksums, detail, errors, ok, rawContent, type Operation, type Responses } from "./describe.ts";
-import { bodyString, closedBody, expiryFields, fileIdParams, jsonBody, keepTtl, pagingQuery, queryParam, strictQuery, TTL } from "./inputs.ts";
+import { bodyString, closedBody, expiryFields, fileIdParams, jsonBody, keepTtl, pagingQuery, queryParam, queryParsed, strictQuery, TTL } from "./inputs.ts";
 import { PATTERNS } from "./openapi-schemas.ts";
 import { authRequest, requestContext } from "./request-context.ts";
 import { json } from "./respond.ts";
@@ -44,7 +44,7 @@ const NAME = { maxLength: 255, pattern: PATTERNS.name };
 const createQuery = strictQuery({
   slug: queryParam({ ...SLUG, description: "Last segment of the canonical URL" }, parseSlug),
   name: queryParam({ ...NAME, description: "Original file name" }, parseName),
-  visibility: queryParam({ enum: ["", ...VISIBILITIES], default: "internal", description: "Who can open the file by its URL" }, optionalVisibility),
+  visibility: queryParsed({ enum: ["", ...VISIBILITIES], default: "internal", description: "Who can open the file by its URL" }, optionalVisibility),
   expire_time: queryParam({ format: "date-time", description: "Delete the file at this time (RFC 3339)" }, (raw) => raw),
   ttl: queryParam({ ...TTL, description: "Delete the file after this long: `90s`, `15m`, `12h`, `7d`; at most ten years" }, keepTtl),
 });

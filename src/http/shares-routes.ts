@@ -11,7 +11,7 @@ import type { Authenticator } from "../auth/principal.ts";
 import type { FileService } from "../service/files.ts";
 import { checkMaxDownloads, checkSharePassword, MAX_DOWNLOADS, MAX_PASSWORD_CHARS, type ShareService } from "../service/shares.ts";
 import { ANYONE, AUTH, detail, errors, html, LOCATION, ok, SERVER } from "./describe.ts";
-import { bodyString, closedBody, expiryFields, fileIdParams, jsonBody, parsed } from "./inputs.ts";
+import { bodyString, checked, closedBody, expiryFields, fileIdParams, jsonBody } from "./inputs.ts";
 import { readBounded } from "./json-body.ts";
 import { sharePasswordPage } from "./pages.ts";
 import { authRequest, requestContext } from "./request-context.ts";
@@ -36,7 +36,7 @@ const newShareBody = jsonBody(
     {
       ...expiryFields,
       max_downloads: t.Optional(
-        parsed({ type: ["integer", "null"], minimum: 1, maximum: MAX_DOWNLOADS, description: "Downloads (GETs from byte 0) before the link answers 410" }, (raw) => {
+        checked({ type: ["integer", "null"], minimum: 1, maximum: MAX_DOWNLOADS, description: "Downloads (GETs from byte 0) before the link answers 410" }, (raw) => {
           if (raw !== null && typeof raw !== "number") throw new AppError("invalid_argument", "max_downloads: a whole number, or null for no limit");
           if (raw !== null) checkMaxDownloads(raw);
           return raw;

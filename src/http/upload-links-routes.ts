@@ -17,7 +17,7 @@ import type { NewUploadLink, UploadLinkService } from "../service/upload-links.t
 import type { UploadService } from "../service/uploads.ts";
 import { toFilePageJson } from "../domain/file-page.ts";
 import { AUTH, detail, errors, FILE_ID, ok, type Responses } from "./describe.ts";
-import { bodyString, closedBody, expiryFields, jsonBody, pagingQuery, parsed, strictQuery } from "./inputs.ts";
+import { bodyString, checked, closedBody, expiryFields, jsonBody, pagingQuery, strictQuery } from "./inputs.ts";
 import { onlyFields, optionalString } from "./json-body.ts";
 import { PATTERNS } from "./openapi-schemas.ts";
 import { authRequest, requestContext } from "./request-context.ts";
@@ -40,10 +40,10 @@ const MAX_BODY_BYTES = 16 * 1024;
 const MAX_FILES_LIMIT = 1_000_000_000;
 
 /** `{id}` of /v1/upload-links/{id}…. */
-const linkIdParams = t.Object({ id: parsed({ ...FILE_ID, description: "Upload link ID" }, (raw) => parseLinkId(raw as string)) });
+const linkIdParams = t.Object({ id: checked({ ...FILE_ID, description: "Upload link ID" }, (raw) => parseLinkId(raw as string)) });
 
 const limit = (key: string, max: number, description: string) =>
-  t.Optional(parsed({ type: ["integer", "null"], minimum: 1, maximum: max, description }, (raw) => optionalLimit({ [key]: raw }, key, max)));
+  t.Optional(checked({ type: ["integer", "null"], minimum: 1, maximum: max, description }, (raw) => optionalLimit({ [key]: raw }, key, max)));
 
 const newLinkBody = jsonBody(
   closedBody(
@@ -52,7 +52,7 @@ const newLinkBody = jsonBody(
       ...expiryFields,
       max_files: limit("max_files", MAX_FILES_LIMIT, "Files the link takes; null: no limit"),
       max_bytes: limit("max_bytes", Number.MAX_SAFE_INTEGER, "Bytes the link takes; null: no limit"),
-      visibility: t.Optional(bodyString("visibility", { enum: ["", ...VISIBILITIES], default: "private" }, (raw) => (raw === "" ? "private" : parseVisibility(raw)))),
+      visibility: t.Optional(bodyString("visibility", { enum: ["", ...VISIBILITIES], default: "private" }, (raw) => (raw === "" ? raw : parseVisibility(raw)))),
     },
     "Every field optional",
   ),

@@ -13,7 +13,7 @@ import { AppError } from "../errors.ts";
 import { formatTimestamp } from "../domain/time.ts";
 import type { UnfinishedUpload, UploadService } from "../service/uploads.ts";
 import { AUTH, detail, errors, ok } from "./describe.ts";
-import { PAGE_TOKEN, pagingQuery, queryParam, strictQuery } from "./inputs.ts";
+import { PAGE_TOKEN, pagingQuery, queryParsed, strictQuery } from "./inputs.ts";
 import { authRequest, requestContext } from "./request-context.ts";
 import { json } from "./respond.ts";
 
@@ -74,7 +74,7 @@ export function uploadsRoutes(deps: { uploads: UploadService; auth: Authenticato
         return json(body, 200, { "cache-control": "no-store" });
       },
       {
-        ...strictQuery({ page_size: pagingQuery.page_size, page_token: queryParam(PAGE_TOKEN, parseUploadPageToken) }),
+        ...strictQuery({ page_size: pagingQuery.page_size, page_token: queryParsed(PAGE_TOKEN, parseUploadPageToken) }),
         detail: detail({
           operationId: "listUploads",
           summary: "The caller's unfinished uploads: their own and those made through their upload links, newest first",
