@@ -3,9 +3,10 @@
  * Elysia schemas (`t.*`), which Elysia validates before the handler runs and from which the
  * OpenAPI document is generated (http/openapi.ts).
  *
- * A field is {@link parsed}: its JSON Schema (what the document shows) paired with the domain
- * parser that decides (domain/params.ts), so validation, its message and the value the handler
- * receives are the parser's, exactly as when the handlers parsed by hand. The order of a request
+ * A field is {@link checked} (or {@link parsed} where the value changes): its JSON Schema (what
+ * the document shows) paired with the domain parser that decides (domain/params.ts), so
+ * validation, its message and the value the handler receives are the parser's, exactly as when
+ * the handlers parsed by hand. The order of a request
  * stays: authentication (the route plugin's `derive`, Elysia's transform stage), then the strict
  * reading of the raw inputs ({@link strictQuery}, {@link jsonBody}: route transforms), then
  * validation, then the handler. A request that fails validation is 400 with code 3 and the
@@ -21,12 +22,12 @@ import { FILE_ID } from "./describe.ts";
 import { readJsonObject } from "./json-body.ts";
 import { PATTERNS } from "./openapi-schemas.ts";
 
-/** Where a {@link parsed} schema keeps its parser (a symbol: never part of the JSON document). */
+/** Where a field's schema keeps its parser (a symbol: never part of the JSON document). */
 const PARSE = Symbol("cubby.parse");
 type Parser<T> = (raw: unknown) => T;
 type ParsedSchema = TSchema & { [PARSE]: Parser<unknown> };
 
-// The check of every parsed field: the value is valid when its parser accepts it.
+// The check of every declared field: the value is valid when its parser accepts it.
 TypeRegistry.Set<ParsedSchema>("Parsed", (schema, value) => {
   try {
     schema[PARSE](value);
@@ -119,7 +120,7 @@ function deferBody(): Record<string, never> {
 /**
  * The route options of a query string: read by {@link parseQuery} (a malformed percent-escape,
  * bytes that are not UTF-8, or a declared parameter given twice are 400; undeclared ones are
- * ignored) in the transform stage, then validated against `schema`. The route's body, if any, is
+ * ignored) in the transform stage, then validated against `properties`. The route's body, if any, is
  * raw (`parse: "none"`): it is the handler's to stream.
  */
 export function strictQuery<P extends Record<string, TSchema>>(properties: P) {
@@ -170,6 +171,8 @@ export const pagingQuery = {
 
 /** A time to live as sent (`7d`), checked by domain/expiry.ts; the expiry is computed later, with the clock. */
 export const TTL = { pattern: PATTERNS.ttl, description: "`90s`, `15m`, `12h`, `7d`; at most ten years" };
+
+/** `raw` when it is a time to live (domain/expiry.ts parseTtl). @throws AppError invalid_argument naming `ttl` */
 export function keepTtl(raw: string): string {
   parseTtl(raw);
   return raw;
