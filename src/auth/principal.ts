@@ -13,7 +13,7 @@ import { AppError } from "../errors.ts";
 import { WindowLimiter } from "./rate-limit.ts";
 import type { Principal } from "../domain/principal.ts";
 import type { KeyService } from "../service/keys.ts";
-import { isNow, settle, type NowOrLater } from "../domain/later.ts";
+import { isNow, settle, type Later, type NowOrLater } from "../domain/later.ts";
 import type { SessionService, ValidSession } from "../service/sessions.ts";
 
 export interface HeaderSource {
@@ -185,6 +185,11 @@ export class Authenticator {
         return principal;
       }
     }
+    return this.optionalLater(request);
+  }
+
+  /** The rest of {@link optional}; a method of its own, so that a request decided now allocates no scope for it. */
+  private optionalLater(request: RequestLike): Later<Principal | null> {
     return async () => this.validOrNull(await this.inspect(request))?.principal ?? null;
   }
 

@@ -15,7 +15,7 @@ import { shareReply, type ShareContentDeps } from "../http/share-content.ts";
 import { errorResponse } from "../http/respond.ts";
 import { isFileId } from "../domain/ids.ts";
 import type { FileContent } from "../service/files.ts";
-import { isNow, settle, type NowOrLater } from "../domain/later.ts";
+import { isNow, settle, type Later, type NowOrLater } from "../domain/later.ts";
 import type { ByteRange, ReadPlan } from "../storage/ports.ts";
 import { failed, HeaderLookup, headerOf, writeResponse, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
 
@@ -84,7 +84,7 @@ export interface ContentDecision {
  *   lookup and `contentReply` do
  */
 export function decideContent(opts: ContentOptions, request: ContentRequest, target: { id: string; slug: string | undefined }): NowOrLater<ContentDecision> {
-  if (!isFileId(target.id)) return () => decideLater(opts, request, target, undefined);
+  if (!isFileId(target.id)) return decideLater(opts, request, target, undefined);
   const content = opts.deps.files.openContent(() => opts.deps.auth.optional(request), target.id);
   if (isNow(content)) {
     try {
@@ -93,11 +93,18 @@ export function decideContent(opts: ContentOptions, request: ContentRequest, tar
       // A malformed `download` parameter: the rest answers 400.
     }
   }
-  return () => decideLater(opts, request, target, content);
+  return decideLater(opts, request, target, content);
 }
 
-/** The rest of {@link decideContent}; `opened`: what FileService.openContent gave already. */
-async function decideLater(opts: ContentOptions, request: ContentRequest, target: { id: string; slug: string | undefined }, opened: NowOrLater<FileContent> | undefined): Promise<ContentDecision> {
+/**
+ * The rest of {@link decideContent}; a function of its own, so that a request decided now
+ * allocates no scope for it. `opened`: what FileService.openContent gave already.
+ */
+function decideLater(opts: ContentOptions, request: ContentRequest, target: { id: string; slug: string | undefined }, opened: NowOrLater<FileContent> | undefined): Later<ContentDecision> {
+  return () => decideRest(opts, request, target, opened);
+}
+
+async function decideRest(opts: ContentOptions, request: ContentRequest, target: { id: string; slug: string | undefined }, opened: NowOrLater<FileContent> | undefined): Promise<ContentDecision> {
   const content = await openContent(opts.deps, request, target.id, opened);
   if ("redirect" in content) return { reply: content.redirect };
   return { reply: contentReply(content.file, request, target.slug, opts.deps.baseUrl()), content };

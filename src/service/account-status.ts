@@ -7,7 +7,7 @@ import type { Clock } from "../domain/time.ts";
 import type { MetadataStore, UserAccount } from "../storage/ports.ts";
 import { ReadCache } from "./read-cache.ts";
 import { logError } from "../log.ts";
-import { settle, type NowOrLater } from "../domain/later.ts";
+import { settle, type Later, type NowOrLater } from "../domain/later.ts";
 
 /** `last_seen_at` is written at most this often per user, as a key's `last_used_at` is. */
 export const LAST_SEEN_RESOLUTION_MICROS = 60_000_000;
@@ -31,7 +31,13 @@ export class AccountStatus {
    */
   admit(userId: string): NowOrLater<boolean> {
     const hit = this.accounts.peek(userId);
-    return hit === undefined ? () => this.load(userId) : this.decide(userId, hit.value);
+    return hit === undefined ? this.loadLater(userId) : this.decide(userId, hit.value);
+  }
+
+  // The rests are made by methods of their own: a closure made in `admit` or `decide` would
+  // give every call, decided now or not, a scope object to allocate.
+  private loadLater(userId: string): Later<boolean> {
+    return () => this.load(userId);
   }
 
   private async load(userId: string): Promise<boolean> {
@@ -42,7 +48,10 @@ export class AccountStatus {
   private decide(userId: string, account: UserAccount | undefined): NowOrLater<boolean> {
     if (account === undefined || account.disabledAt !== null) return false;
     const now = this.deps.clock.nowMicros();
-    if (!lastSeenDue(account, now)) return true;
+    return lastSeenDue(account, now) ? this.touchLater(userId, now) : true;
+  }
+
+  private touchLater(userId: string, now: number): Later<boolean> {
     return async () => {
       try {
         await this.deps.store.users.touch(userId, now);

@@ -10,7 +10,7 @@ import { newFileId } from "../domain/ids.ts";
 import type { PageCursor } from "../domain/params.ts";
 import { parseExpiry, type ExpiryInput } from "../domain/expiry.ts";
 import { requireScope, type Principal, type Scope } from "../domain/principal.ts";
-import { isNow, settle, type NowOrLater } from "../domain/later.ts";
+import { isNow, settle, type Later, type NowOrLater } from "../domain/later.ts";
 import type { Clock } from "../domain/time.ts";
 import type { BlobChunk, BlobStore, ByteRange, MetadataStore, MetadataTables, ReadPlan, StagedBlob } from "../storage/ports.ts";
 import { removeOrphans } from "./orphans.ts";
@@ -362,15 +362,22 @@ export class FileService {
    */
   openContent(principalOf: () => NowOrLater<Principal | null>, id: string): NowOrLater<FileContent> {
     const file = this.readable.peek(id)?.value;
-    if (file === undefined || isExpired(file, this.deps.clock)) return () => this.openLater(principalOf, id, undefined);
+    if (file === undefined || isExpired(file, this.deps.clock)) return this.openLater(principalOf, id, undefined);
     if (file.visibility === "public") return this.contentOf(file);
     const principal = principalOf();
     if (principal !== null && isNow(principal) && canSee(principal, file) && principal.scopes.has("files.read")) return this.contentOf(file);
-    return () => this.openLater(principalOf, id, principal);
+    return this.openLater(principalOf, id, principal);
   }
 
-  /** The rest of {@link openContent}; `principal`: what `principalOf` gave already, if it was asked. */
-  private async openLater(principalOf: () => NowOrLater<Principal | null>, id: string, asked: NowOrLater<Principal | null> | undefined): Promise<FileContent> {
+  /**
+   * The rest of {@link openContent}; a method of its own, so that a request decided now
+   * allocates no scope for it. `asked`: what `principalOf` gave already, if it was asked.
+   */
+  private openLater(principalOf: () => NowOrLater<Principal | null>, id: string, asked: NowOrLater<Principal | null> | undefined): Later<FileContent> {
+    return () => this.open(principalOf, id, asked);
+  }
+
+  private async open(principalOf: () => NowOrLater<Principal | null>, id: string, asked: NowOrLater<Principal | null> | undefined): Promise<FileContent> {
     const file = await this.findForRead(id);
     if (file === undefined) throw notFound();
     if (file.visibility !== "public") {

@@ -12,7 +12,7 @@ import type { ApiKeyRow, MetadataStore } from "../storage/ports.ts";
 import { ReadCache } from "./read-cache.ts";
 import type { AccountStatus } from "./account-status.ts";
 import { logError } from "../log.ts";
-import { settle, type NowOrLater } from "../domain/later.ts";
+import { settle, type Later, type NowOrLater } from "../domain/later.ts";
 
 /** A key as listed: never its secret. Times are Unix microseconds. */
 export interface ApiKeyInfo {
@@ -129,7 +129,13 @@ export class KeyService {
     const hash = hashApiKey(token);
     const key = hash.toString("base64");
     const hit = this.lookups.peek(key);
-    return hit === undefined ? () => this.load(key, hash) : this.decide(hit.value);
+    return hit === undefined ? this.loadLater(key, hash) : this.decide(hit.value);
+  }
+
+  // The rests are made by methods of their own: a closure made in `authenticate` or `decide`
+  // would give every call, decided now or not, a scope object to allocate.
+  private loadLater(key: string, hash: Buffer): Later<Principal | null> {
+    return () => this.load(key, hash);
   }
 
   private async load(key: string, hash: Buffer): Promise<Principal | null> {
@@ -143,7 +149,11 @@ export class KeyService {
     if (isExpiredKey(row, now)) return null;
     const admitted = this.deps.accounts.admit(row.userId);
     if (admitted === false) return null;
-    if (admitted === true && !lastUseDue(row, now)) return principalOf(row);
+    return admitted === true && !lastUseDue(row, now) ? principalOf(row) : this.recordLater(row, now, admitted);
+  }
+
+  /** The rest of {@link decide}: the user's admission, then the last use to record. */
+  private recordLater(row: ApiKeyRow, now: number, admitted: NowOrLater<boolean>): Later<Principal | null> {
     return async () => {
       if (!(await settle(admitted))) return null;
       if (lastUseDue(row, now)) {
