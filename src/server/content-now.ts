@@ -2,7 +2,8 @@
  * Content answered at once. The request a file sharing service answers most — GET or HEAD of a
  * file's content URL — usually needs no I/O: the file's row is in the read cache (valid while
  * nothing commits, service/read-cache.ts), a small file's bytes are in the blob cache, and a
- * bearer key's row and its user's account are cached too (Authenticator.optionalNow).
+ * bearer key's row and its user's account are cached too: decideContent (server/content.ts)
+ * decides it now, without a promise (domain/later.ts).
  * Such a request is decided and written in the turn it arrived, by whichever protocol read it
  * (http1-fast.ts, h2-content.ts), without the Node-style request and response objects, the
  * promises and the listeners of the usual path (server/content.ts), which cost a small GET more
@@ -16,7 +17,8 @@
  */
 import type { RequestContext } from "../context/request-context.ts";
 import type { AccessLog } from "./access-log.ts";
-import { contentRequestOf, decideContentNow, type ContentOptions } from "./content.ts";
+import { contentRequestOf, decideContent, type ContentOptions } from "./content.ts";
+import { isNow } from "../domain/later.ts";
 import { templateOf, type Route } from "./dispatch.ts";
 import { headerValue } from "./node-bridge.ts";
 import { responseTapFile, StreamTap } from "./response-tap.ts";
@@ -69,8 +71,9 @@ export class ContentNow {
    */
   answer(method: "GET" | "HEAD", route: ContentRoute, headers: Readonly<Record<string, string | string[] | undefined>>, peer: string | undefined): ImmediateAnswer | undefined {
     const context = this.accessLog.begin(method, route.pathname, peer, headerValue(headers, "x-forwarded-for"), headerValue(headers, "x-request-id"));
-    const decision = decideContentNow(this.content, contentRequestOf(method, route, headers, context), route);
-    if (decision === undefined || decision.reply.body !== undefined) return undefined;
+    // Not decided now: the rest is dropped unrun (it started nothing), the usual path decides.
+    const decision = decideContent(this.content, contentRequestOf(method, route, headers, context), route);
+    if (!isNow(decision) || decision.reply.body !== undefined) return undefined;
     const { reply, content } = decision;
     let body: Uint8Array | undefined;
     if (reply.range !== undefined && method === "GET") {

@@ -15,6 +15,7 @@ import { shareReply, type ShareContentDeps } from "../http/share-content.ts";
 import { errorResponse } from "../http/respond.ts";
 import { isFileId } from "../domain/ids.ts";
 import type { FileContent } from "../service/files.ts";
+import { isNow, settle, type Later, type NowOrLater } from "../domain/later.ts";
 import type { ByteRange, ReadPlan } from "../storage/ports.ts";
 import { failed, HeaderLookup, headerOf, writeResponse, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
 
@@ -63,7 +64,7 @@ export function serveContent(
   context: RequestContext,
 ): Promise<void> {
   const request = contentRequest(req, pathname, search, context);
-  return answer(req, res, context, () => decideContent(opts, request, target));
+  return answer(req, res, context, () => settle(decideContent(opts, request, target)));
 }
 
 /** What a content answer is: the reply, and the file's content when the reply sends some of it. */
@@ -74,29 +75,39 @@ export interface ContentDecision {
 
 /**
  * Decides the answer to a content URL (http/content.ts: access, then `contentReply`).
- * @throws AppError (not_found, permission_denied, …) as the lookup does
+ *
+ * Decided now ({@link NowOrLater}, domain/later.ts; no I/O) when the file's row is in the read
+ * cache and it is public or opened by credentials the caches resolve (FileService.openContent,
+ * Authenticator.optional), and the reply is not an error: what content-now.ts answers at once.
+ * Else the rest to run, which gives every other answer and error.
+ * @throws (the rest rejects) AppError (not_found, permission_denied, invalid_argument, …) as the
+ *   lookup and `contentReply` do
  */
-export async function decideContent(opts: ContentOptions, request: ContentRequest, target: { id: string; slug: string | undefined }): Promise<ContentDecision> {
-  const opened = await openContent(opts.deps, request, target.id);
-  if ("redirect" in opened) return { reply: opened.redirect };
-  return { reply: contentReply(opened.file, request, target.slug, opts.deps.baseUrl()), content: opened };
+export function decideContent(opts: ContentOptions, request: ContentRequest, target: { id: string; slug: string | undefined }): NowOrLater<ContentDecision> {
+  if (!isFileId(target.id)) return decideLater(opts, request, target, undefined);
+  const content = opts.deps.files.openContent(() => opts.deps.auth.optional(request), target.id);
+  if (isNow(content)) {
+    try {
+      return { reply: contentReply(content.file, request, target.slug, opts.deps.baseUrl()), content };
+    } catch {
+      // A malformed `download` parameter: the rest answers 400.
+    }
+  }
+  return decideLater(opts, request, target, content);
 }
 
 /**
- * {@link decideContent} without waiting, for the answers that need no I/O: a file whose row is
- * in the read cache, public or opened by credentials the caches resolve
- * (FileService.openContentNow, Authenticator.optionalNow). Undefined when the answer needs a
- * lookup or an error (decideContent then gives it); never throws.
+ * The rest of {@link decideContent}; a function of its own, so that a request decided now
+ * allocates no scope for it. `opened`: what FileService.openContent gave already.
  */
-export function decideContentNow(opts: ContentOptions, request: ContentRequest, target: { id: string; slug: string | undefined }): ContentDecision | undefined {
-  if (!isFileId(target.id)) return undefined;
-  const content = opts.deps.files.openContentNow(target.id, () => opts.deps.auth.optionalNow(request));
-  if (content === undefined) return undefined;
-  try {
-    return { reply: contentReply(content.file, request, target.slug, opts.deps.baseUrl()), content };
-  } catch {
-    return undefined; // a malformed `download` parameter: decideContent answers 400
-  }
+function decideLater(opts: ContentOptions, request: ContentRequest, target: { id: string; slug: string | undefined }, opened: NowOrLater<FileContent> | undefined): Later<ContentDecision> {
+  return () => decideRest(opts, request, target, opened);
+}
+
+async function decideRest(opts: ContentOptions, request: ContentRequest, target: { id: string; slug: string | undefined }, opened: NowOrLater<FileContent> | undefined): Promise<ContentDecision> {
+  const content = await openContent(opts.deps, request, target.id, opened);
+  if ("redirect" in content) return { reply: content.redirect };
+  return { reply: contentReply(content.file, request, target.slug, opts.deps.baseUrl()), content };
 }
 
 /** Answers GET or HEAD of a share link, `/s/{token}` (http/share-content.ts decides). */
@@ -128,7 +139,7 @@ async function answer(
   req: NodeRequest,
   res: NodeResponse,
   context: RequestContext,
-  decide: () => Promise<ContentDecision>,
+  decide: () => ContentDecision | Promise<ContentDecision>,
 ): Promise<void> {
   // Watched from the start: a stream reset while the file is looked up (a database round trip)
   // has already closed when the content would be written.

@@ -17,6 +17,7 @@ import { errorResponse } from "../http/respond.ts";
 import { shareReply } from "../http/share-content.ts";
 import type { AccessLog } from "./access-log.ts";
 import type { ContentNow } from "./content-now.ts";
+import { settle } from "../domain/later.ts";
 import { contentRequestOf, decideContent, H2_PLAN, writeContent, type ContentDecision, type ContentOptions } from "./content.ts";
 import { routeOf, templateOf } from "./dispatch.ts";
 import { isAnswerable, listenForErrors, resetStream, respondHead, respondWhole } from "./h2-respond.ts";
@@ -97,7 +98,7 @@ function serveOnStream(opts: H2StreamOptions, stream: ServerHttp2Stream, headers
   const context = opts.accessLog.begin(method, route.pathname, peerOf(stream), headerValue(headers, "x-forwarded-for"), headerValue(headers, "x-request-id"));
   context.route = templateOf(route);
   const request = contentRequestOf(method, route, headers, context);
-  const decide = route.kind === "content" ? () => decideContent(opts.content, request, route) : () => shareReply(opts.content.deps, request, route.token);
+  const decide = route.kind === "content" ? () => settle(decideContent(opts.content, request, route)) : () => shareReply(opts.content.deps, request, route.token);
   if (responseTapFile !== undefined) tapStream(stream, method, route.pathname);
   void answerOnStream(opts.accessLog, stream, method === "HEAD", context, decide);
   return true;
@@ -114,7 +115,7 @@ async function answerOnStream(
   stream: ServerHttp2Stream,
   head: boolean,
   context: RequestContext,
-  decide: () => Promise<ContentDecision>,
+  decide: () => ContentDecision | Promise<ContentDecision>,
 ): Promise<void> {
   // As Node's response says when nothing was answered (the client reset the stream first).
   let status = 200;
