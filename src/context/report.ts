@@ -1,6 +1,6 @@
 /**
  * Where an internal error is logged: {@link report}, called once by whichever edge renders the
- * failure (the HTTP app's onError and sign-in pages, the RPC error wrapper, content URLs (server/content.ts),
+ * failure (the HTTP app's onError and sign-in pages, the RPC error wrapper, content URLs (serving/content.ts),
  * the Node bridge), never by the code that threw.
  */
 import { toAppError, type AppError } from "../errors.ts";

@@ -2,11 +2,12 @@
  * The shape of a decision that is usually made from caches in the turn it is asked for, and
  * sometimes needs I/O: {@link NowOrLater}.
  *
- * Why the rest of the work is a function and not a promise: the content answered at once
- * (server/content-now.ts) asks, and when the answer is not ready it gives up and the usual path
- * asks again from the request. A promise would have started the I/O already — looked a bearer
- * key up before the rate limit charged the attempt (auth/principal.ts: reserve, then check), and
- * done it twice. A {@link Later} starts nothing until it is called, so giving up costs nothing.
+ * Why the rest of the work is a function and not a promise: a decision made of several steps
+ * (serving/content.ts's decideContent: the file, then the caller's key, then the key's user)
+ * asks each step now and, when one is not ready, hands its rest on to be run after the steps
+ * before it (auth/principal.ts: the rate limit charges an attempt before the key is looked up).
+ * A promise would have started that step's I/O at once, out of order; a {@link Later} starts
+ * nothing until it is called, and a decision made now allocates no promise at all.
  */
 
 /** The rest of a decision: starts its I/O when called, never before. */

@@ -2,7 +2,7 @@
  * What a content URL (`/{id}` and `/{id}/{slug}`, CONTRACT §3) answers: access by visibility,
  * slug redirects, conditional requests (RFC 9110 §13), single byte ranges (RFC 9110 §14),
  * Content-Disposition (RFC 6266) and sandboxing of active content. The bytes themselves are
- * written by server/content.ts, the one place that sends content.
+ * written by serving/content.ts, the one place that sends content.
  */
 import { AppError } from "../errors.ts";
 import { canonicalUrl, type FileRecord } from "../domain/file.ts";

@@ -1,13 +1,12 @@
 /**
- * The access log, and where each request's context begins: {@link AccessLog.open} creates the
- * request's {@link RequestContext} (its ID and client address decided once), echoes the ID, and
- * writes the request's one log line when its response closes — for every request, whichever
- * path serves it (RPC, content URLs, the HTTP app, a refused target).
+ * The access log, and where each request's context begins: {@link AccessLog.begin} creates the
+ * request's {@link RequestContext} (its ID and client address decided once) in the dispatch, and
+ * {@link AccessLog.close} writes the request's one log line once its exchange is answered — for
+ * every request, whichever path serves it (RPC, content URLs, the HTTP app, a refused target).
  */
 import { createRequestContext, type RequestContext } from "../context/request-context.ts";
 import { jsonLine, type LogFormat } from "../log.ts";
 import { UNMATCHED_ROUTE, type Metrics } from "./metrics.ts";
-import { headerOf, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
 
 /**
  * `method=GET path="/x" status=200 bytes=12 duration_ms=0.4 request_id=abc`
@@ -87,22 +86,8 @@ export class AccessLog {
   }
 
   /**
-   * Begins one request: its context, its `X-Request-Id` response header, and its log line,
-   * written when `res` closes with the status and Content-Length it was answered with (the
-   * duration is from here to the close, in milliseconds).
-   * @param path what the log shows as the path (no query)
-   */
-  open(req: NodeRequest, res: NodeResponse, path: string): RequestContext {
-    const context = this.begin(req.method ?? "GET", path, req.socket?.remoteAddress, headerOf(req, "x-forwarded-for"), headerOf(req, "x-request-id"));
-    res.setHeader("x-request-id", context.requestId);
-    res.once("close", () => this.close(context, res.statusCode, res.getHeader("content-length") as string | number | undefined));
-    return context;
-  }
-
-  /**
-   * Begins one request served without a Node response object (HTTP/2 content answered on the
-   * stream, h2-content.ts): its context only. The caller sends `X-Request-Id` and calls
-   * {@link close} when the stream closes.
+   * Begins one request (the dispatch, for every exchange): its context only. The exchange sends
+   * `X-Request-Id` and calls {@link close} once answered (serving/exchange.ts's `open`).
    * @param peer the TCP peer's address
    */
   begin(method: string, path: string, peer: string | undefined, forwardedFor: string | null, requestId: string | null): RequestContext {
