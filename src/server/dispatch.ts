@@ -6,12 +6,12 @@
  * bridge to the HTTP app. The bridges are given the Node request and response the exchange was
  * made of (node-exchange.ts).
  */
-import type { AccessLog } from "./access-log.ts";
+import type { AccessLog } from "../serving/access-log.ts";
 import { AppError } from "../errors.ts";
-import { errorAnswer, type Exchange } from "../serving/exchange.ts";
+import { errorAnswer, failed, type Exchange } from "../serving/exchange.ts";
 import { contentTarget, serveContent, serveShare, shareTarget, type ContentOptions } from "../serving/content.ts";
-import { serveMetrics, type Metrics } from "./metrics.ts";
-import { failed, serveWithFetch, type FetchHandler } from "./node-bridge.ts";
+import { serveMetrics, type Metrics } from "../serving/metrics.ts";
+import { serveWithFetch, type FetchHandler } from "./node-bridge.ts";
 import { NodeExchange } from "./node-exchange.ts";
 import { authorityProblem, originFormOf } from "./request-target.ts";
 import { responseTapFile, tapExchange, tapResponse } from "./response-tap.ts";
@@ -96,11 +96,15 @@ export function createDispatch(opts: DispatchOptions): (exchange: Exchange, rout
     context.route = templateOf(route);
     ex.clientAddress = context.clientAddress;
     ex.open(context);
-    if (route.kind === "content" || route.kind === "share") {
-      ex.search = route.search;
+    if (route.kind === "content" || route.kind === "share" || (route.kind === "metrics" && opts.metrics !== undefined)) {
       const tapped = responseTapFile === undefined ? undefined : tapExchange(ex, route.pathname);
-      if (route.kind === "content") serveContent(opts.content, ex, route);
-      else serveShare(opts.content, ex, route.token);
+      if (route.kind === "content") {
+        ex.search = route.search;
+        serveContent(opts.content, ex, route);
+      } else if (route.kind === "share") {
+        ex.search = route.search;
+        serveShare(opts.content, ex, route.token);
+      } else void serveMetrics(opts.metrics!.metrics, opts.metrics!.token, ex).catch((err) => failed(ex, err, context));
       tapped?.();
       return;
     }
@@ -109,7 +113,6 @@ export function createDispatch(opts: DispatchOptions): (exchange: Exchange, rout
     if (req.url !== target) req.url = target;
     if (responseTapFile !== undefined && route.kind !== "rpc") tapResponse(req, res, route.pathname);
     if (route.kind === "rpc") opts.rpc(req, res, context);
-    else if (route.kind === "metrics" && opts.metrics !== undefined) void serveMetrics(opts.metrics.metrics, opts.metrics.token, req, res).catch((err) => failed(res, err, context));
     else void serveWithFetch(req, res, opts.app, context);
   };
 }

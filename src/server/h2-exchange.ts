@@ -13,7 +13,7 @@ import http2, { type Http2Session, type IncomingHttpHeaders, type ServerHttp2Str
 import type { HeaderSource } from "../auth/principal.ts";
 import type { RequestContext } from "../context/request-context.ts";
 import type { Buffering, Exchange, Outgoing } from "../serving/exchange.ts";
-import type { AccessLog } from "./access-log.ts";
+import type { AccessLog } from "../serving/access-log.ts";
 import { routeOf, type Route } from "./dispatch.ts";
 import { H2_BUFFERING, NodeExchange } from "./node-exchange.ts";
 import { headerValue } from "./node-bridge.ts";

@@ -8,7 +8,7 @@ import type { Http2ServerResponse } from "node:http2";
 import type { HeaderSource } from "../auth/principal.ts";
 import type { RequestContext } from "../context/request-context.ts";
 import type { Buffering, Exchange, Outgoing } from "../serving/exchange.ts";
-import type { AccessLog } from "./access-log.ts";
+import type { AccessLog } from "../serving/access-log.ts";
 import { headerValue, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
 
 /** A download over HTTP/1.1: four buffers of 256 KiB keep the socket full (one download per connection). */

@@ -13,15 +13,13 @@
  * Everything else takes the rest of the same function: the lookups, the rate limit's charge of
  * failed credentials, errors, share links, downloads streamed from the store.
  */
-import type { RequestContext } from "../context/request-context.ts";
-import { report } from "../context/report.ts";
 import { isFileId } from "../domain/ids.ts";
 import { isNow, settle, type Later, type NowOrLater } from "../domain/later.ts";
 import { contentReply, openContent, type ContentDeps, type ContentReply, type ContentRequest } from "../http/content.ts";
 import { shareReply, type ShareContentDeps } from "../http/share-content.ts";
 import type { FileContent } from "../service/files.ts";
 import type { ByteRange } from "../storage/ports.ts";
-import { errorAnswer, type Buffering, type Exchange, type Outgoing } from "./exchange.ts";
+import { failed, type Buffering, type Exchange, type Outgoing } from "./exchange.ts";
 
 /** What content URLs and share links are answered with. */
 export interface ContentOptions {
@@ -152,17 +150,8 @@ async function answer(ex: Exchange, decided: ContentDecision | Promise<ContentDe
     out = ex.stream(decision.reply.status, decision.reply.headers);
     await writeContent(out, decision.content!, decision.reply.range!, ex.buffering);
   } catch (err) {
-    fail(ex, out, err, ex.context);
+    failed(ex, err, ex.context, out);
   }
-}
-
-/** Reports `err` and ends the answer: its error when nothing was sent yet, else a reset. */
-function fail(ex: Exchange, out: Outgoing | undefined, err: unknown, context: RequestContext): void {
-  const error = report(err, context);
-  if (out !== undefined) return out.fail();
-  if (ex.gone) return;
-  const { status, headers, body } = errorAnswer(error);
-  ex.respond(status, headers, body);
 }
 
 /**

@@ -14,6 +14,7 @@
  */
 import type { RequestContext } from "../context/request-context.ts";
 import type { HeaderSource } from "../auth/principal.ts";
+import { report } from "../context/report.ts";
 import { httpStatusOf, toRpcStatus, type AppError } from "../errors.ts";
 import { errorHeaders } from "../http/respond.ts";
 
@@ -109,4 +110,16 @@ export function errorAnswer(error: AppError): ErrorAnswer {
   const body = JSON.stringify(toRpcStatus(error));
   const headers: Record<string, string> = { "content-length": String(Buffer.byteLength(body)), "content-type": "application/json", ...errorHeaders(error) };
   return { status: httpStatusOf(error.code), headers, body };
+}
+
+/**
+ * Reports `err` (context/report.ts) and ends the answer: its error when nothing was sent yet,
+ * else, when `out` has begun, a reset.
+ */
+export function failed(ex: Exchange, err: unknown, context: RequestContext, out?: Outgoing): void {
+  const error = report(err, context);
+  if (out !== undefined) return out.fail();
+  if (ex.gone) return;
+  const { status, headers, body } = errorAnswer(error);
+  ex.respond(status, headers, body);
 }

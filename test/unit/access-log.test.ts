@@ -2,7 +2,7 @@
 // response closes (NodeExchange.open), without a socket.
 import { expect, test } from "bun:test";
 import { EventEmitter } from "node:events";
-import { AccessLog } from "../../src/server/access-log.ts";
+import { AccessLog } from "../../src/serving/access-log.ts";
 import type { NodeRequest, NodeResponse } from "../../src/server/node-bridge.ts";
 import { NodeExchange } from "../../src/server/node-exchange.ts";
 
@@ -51,7 +51,7 @@ test("an unusable X-Request-Id is replaced; X-Forwarded-For from an untrusted pe
 });
 
 test("requestLineOf reads the refused request's method and path, or -", async () => {
-  const { requestLineOf } = await import("../../src/server/access-log.ts");
+  const { requestLineOf } = await import("../../src/server/http1-head.ts");
   const pipelined = Buffer.from("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nPOST /b?q=1 HTTP/1.1\r\nHost x\r\n\r\n");
   expect([
     requestLineOf(Buffer.from("GET /a?x=1 HTTP/1.1\r\nHost x\r\n\r\n"), 21),

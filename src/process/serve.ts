@@ -7,7 +7,7 @@ import type { Config } from "../config.ts";
 import { EXPIRY_SWEEP_MS } from "../service/files.ts";
 import { openServices, type Services } from "../service/index.ts";
 import { logError, logInfo, setLogFormat } from "../log.ts";
-import type { Metrics } from "./metrics.ts";
+import type { Metrics } from "../serving/metrics.ts";
 import { SupervisorLink, WorkerPool } from "./workers.ts";
 
 /** How often a server on a shared blob store sweeps orphans (ms). */
@@ -20,7 +20,7 @@ export const SHUTDOWN_GRACE_MS = 10_000;
  * The serving half (server/serving.ts: the app, RPC, the listener), loaded only by a process
  * that serves: a supervisor never does, and stays lighter by what it does not load.
  */
-const serving = () => import("./serving.ts");
+const serving = () => import("./start-serving.ts");
 
 /**
  * Runs the server until SIGTERM or SIGINT; returns once it has stopped and the stores are closed.

@@ -13,10 +13,10 @@ import { fileUnaryMethods } from "../rpc/file-service.ts";
 import { rpcPaths, rpcRoutes } from "../rpc/index.ts";
 import type { Services } from "../service/index.ts";
 import type { BlobStore } from "../storage/ports.ts";
-import { batchedLog, PIPE_ATOMIC_BYTES } from "./access-log.ts";
-import { Metrics } from "./metrics.ts";
-import { listenOnePort, type OnePortServer } from "./one-port.ts";
-import { enableResponseTap } from "./response-tap.ts";
+import { batchedLog, PIPE_ATOMIC_BYTES } from "../log.ts";
+import { Metrics } from "../serving/metrics.ts";
+import { listenOnePort, type OnePortServer } from "../server/one-port.ts";
+import { enableResponseTap } from "../server/response-tap.ts";
 
 /**
  * Builds the app and the RPC routes and listens on the port.
