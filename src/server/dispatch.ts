@@ -14,7 +14,7 @@ import { serveMetrics, type Metrics } from "../serving/metrics.ts";
 import { serveWithFetch, type FetchHandler } from "./node-bridge.ts";
 import { NodeExchange } from "./node-exchange.ts";
 import { authorityProblem, originFormOf } from "./request-target.ts";
-import { responseTapFile, tapExchange, tapResponse } from "./response-tap.ts";
+import { responseTapFile, tapExchange } from "./response-tap.ts";
 import type { RpcHandler } from "./rpc-bridge.ts";
 
 /** Where a request goes: its path (no query) and, for content URLs, the file and the query. */
@@ -111,9 +111,11 @@ export function createDispatch(opts: DispatchOptions): (exchange: Exchange, rout
     // The bridges: only node:http and the HTTP/2 compat pair carry these routes.
     const { req, res } = ex as NodeExchange;
     if (req.url !== target) req.url = target;
-    if (responseTapFile !== undefined && route.kind !== "rpc") tapResponse(req, res, route.pathname);
     if (route.kind === "rpc") opts.rpc(req, res, context);
-    else void serveWithFetch(req, res, opts.app, context);
+    else {
+      if (responseTapFile !== undefined) tapExchange(ex, route.pathname)();
+      void serveWithFetch(ex as NodeExchange, opts.app, context);
+    }
   };
 }
 

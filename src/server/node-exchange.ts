@@ -21,6 +21,10 @@ const H1_BUFFERING: Buffering = { chunkBytes: 256 * 1024, buffers: 4 };
  */
 export const H2_BUFFERING: Buffering = { chunkBytes: 128 * 1024, buffers: 2 };
 
+/** Response headers as a Node response takes them: Set-Cookie may be a list (the fetch bridge's). */
+type NodeHeaders = Readonly<Record<string, string | readonly string[]>>;
+type HeadWriter = NodeResponse & { writeHead(status: number, headers: NodeHeaders): unknown };
+
 /** A Node-style request and response as an exchange. */
 export class NodeExchange implements Exchange, HeaderSource, Outgoing {
   readonly method: string;
@@ -84,16 +88,16 @@ export class NodeExchange implements Exchange, HeaderSource, Outgoing {
     return this.req as AsyncIterable<Uint8Array>;
   }
 
-  respond(status: number, headers: Readonly<Record<string, string>>, body?: Uint8Array | string): void {
+  respond(status: number, headers: NodeHeaders, body?: Uint8Array | string): void {
     if (this.gone) return;
-    const res = this.res as NodeResponse & { writeHead(status: number, headers: Readonly<Record<string, string>>): unknown };
+    const res = this.res as HeadWriter;
     res.writeHead(status, headers);
     if (body === undefined || this.method === "HEAD") res.end();
     else res.end(body);
   }
 
-  stream(status: number, headers: Readonly<Record<string, string>>): Outgoing {
-    (this.res as NodeResponse & { writeHead(status: number, headers: Readonly<Record<string, string>>): unknown }).writeHead(status, headers);
+  stream(status: number, headers: NodeHeaders): Outgoing {
+    (this.res as HeadWriter).writeHead(status, headers);
     return this;
   }
 

@@ -7,15 +7,12 @@
  * of writing an answer pays one `undefined` check per request and nothing else happens.
  *
  * What is recorded is what went on the wire: the status and headers answered and the body bytes
- * given. One hook, in the dispatch, where a routed request is answered: the exchange's `respond`
- * and `stream` ({@link tapExchange}: content URLs and share links, on every wire), and, for the
- * routes served through the fetch bridge (the HTTP app, `/metrics`), the Node response the
- * bridge writes ({@link tapResponse}).
+ * given. One hook, in the dispatch: the exchange's `respond` and `stream` ({@link tapExchange}),
+ * through which every routed answer but RPC's is written, on every wire (content URLs, share
+ * links, `/metrics`, and the HTTP app's answers, which the fetch bridge writes on the exchange).
  */
 import fs from "node:fs";
-import type { ServerResponse } from "node:http";
 import type { Exchange, Outgoing } from "../serving/exchange.ts";
-import { observeWrites, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
 
 /** One response as the tap records it (one JSON line). */
 export interface TappedResponse {
@@ -54,37 +51,6 @@ let tapFd: number | undefined;
 export function enableResponseTap(file: string): void {
   tapFd = fs.openSync(file, "a");
   responseTapFile = file;
-}
-
-/**
- * Watches `res` and appends its record when it closes. Only called when the tap is on.
- * @param path the request path the dispatch routed on
- */
-export function tapResponse(req: NodeRequest, res: NodeResponse, path: string): void {
-  if (responseTapFile === undefined) return;
-  const writer = res as ServerResponse;
-  const chunks: Buffer[] = [];
-  let bodyBytes = 0;
-  let headers: Record<string, unknown> = {};
-  observeWrites(res, (chunk) => {
-    bodyBytes += typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.byteLength;
-    // Copied (the writer may reuse its buffer once written), and only while the body is small.
-    if (bodyBytes <= MAX_BODY_BYTES) chunks.push(Buffer.from(chunk));
-  });
-  const writeHead = writer.writeHead.bind(writer);
-  writer.writeHead = ((status: number, ...rest: unknown[]) => {
-    const given = rest.find((r) => typeof r === "object" && r !== null && !Array.isArray(r));
-    if (given !== undefined) headers = given as Record<string, unknown>;
-    return (writeHead as (...a: unknown[]) => ServerResponse)(status, ...rest);
-  }) as typeof writer.writeHead;
-
-  res.once("close", () => {
-    // A stream the client reset or abandoned before the answer began was never answered.
-    if (!writer.headersSent) return;
-    const names = [...Object.keys(headers), ...res.getHeaderNames()];
-    const type = headerValue(headers, "content-type") ?? (res.getHeader("content-type") as string | undefined) ?? null;
-    append({ method: req.method ?? "GET", path, status: res.statusCode, type, names, bodyBytes, chunks, finished: writer.writableFinished !== false });
-  });
 }
 
 /**
@@ -160,9 +126,4 @@ function append(
   if (r.atOnce === true) record.atOnce = true;
   if (r.type !== null && /json/i.test(String(r.type)) && r.bodyBytes <= MAX_BODY_BYTES) record.body = Buffer.concat(r.chunks).toString("utf8");
   fs.writeSync(tapFd!, `${JSON.stringify(record)}\n`);
-}
-
-function headerValue(headers: Record<string, unknown>, name: string): string | undefined {
-  for (const [k, v] of Object.entries(headers)) if (k.toLowerCase() === name) return String(v);
-  return undefined;
 }
