@@ -74,7 +74,7 @@ export interface Config {
   /**
    * Serving processes sharing the port (WORKERS, default: the cores this process may use, at
    * most one per GiB of memory, {@link defaultWorkers}; 1: one process serves, as before issue
-   * 16). Above 1 a supervisor runs them (server/workers.ts).
+   * 16). Above 1 a supervisor runs them (process/workers.ts).
    */
   workers: number;
   /**

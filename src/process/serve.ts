@@ -17,7 +17,7 @@ const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
 export const SHUTDOWN_GRACE_MS = 10_000;
 
 /**
- * The serving half (server/serving.ts: the app, RPC, the listener), loaded only by a process
+ * The serving half (process/start-serving.ts: the app, RPC, the listener), loaded only by a process
  * that serves: a supervisor never does, and stays lighter by what it does not load.
  */
 const serving = () => import("./start-serving.ts");
@@ -25,7 +25,7 @@ const serving = () => import("./start-serving.ts");
 /**
  * Runs the server until SIGTERM or SIGINT; returns once it has stopped and the stores are closed.
  * With WORKERS = 1 this process serves; above 1 it supervises that many serving processes
- * (server/workers.ts), and in one of those (CUBBY_WORKER) it serves without the sweeps.
+ * (process/workers.ts), and in one of those (CUBBY_WORKER) it serves without the sweeps.
  */
 export async function serve(config: Config): Promise<void> {
   setLogFormat(config.logFormat);
@@ -51,7 +51,7 @@ async function serveAlone(config: Config, services: Services): Promise<void> {
   await server.stop();
 }
 
-/** WORKERS > 1, the supervisor: sweeps, and runs the serving processes (server/workers.ts). */
+/** WORKERS > 1, the supervisor: sweeps, and runs the serving processes (process/workers.ts). */
 async function supervise(config: Config, services: Services): Promise<void> {
   const timers = await startMaintenance(services, config);
   const pool = new WorkerPool({ count: config.workers, port: config.port, dataDir: config.dataDir, graceMs: SHUTDOWN_GRACE_MS });

@@ -1,5 +1,5 @@
 /**
- * The serving half of `cubby serve` (server/serve.ts loads it on demand): the HTTP app with the
+ * The serving half of `cubby serve` (process/serve.ts loads it on demand): the HTTP app with the
  * MCP route on it, the RPC routes, metrics and the one-port listener over opened services. Each
  * surface (http/, mcp/, rpc/) is mounted here, so none of them imports another.
  */

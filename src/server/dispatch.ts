@@ -2,7 +2,7 @@
  * The one dispatch every request reaches, as an exchange (serving/exchange.ts), whichever wire
  * read it: checks the target and its authority, opens the request's context and access-log
  * entry, and routes — GET and HEAD of content URLs and share links to serving/content.ts, RPC
- * paths to the RPC bridge, `/metrics` to server/metrics.ts, everything else through the fetch
+ * paths to the RPC bridge, `/metrics` to serving/metrics.ts, everything else through the fetch
  * bridge to the HTTP app. The bridges are given the Node request and response the exchange was
  * made of (node-exchange.ts).
  */

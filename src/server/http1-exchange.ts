@@ -62,12 +62,24 @@ export function httpDate(): string {
 /** The encoded header lines of shared, frozen header objects (a file version's plain answer, http/content.ts). */
 const encodedBlocks = new WeakMap<object, Buffer>();
 
-/** `name: value\r\n` for each of `headers`: kept by identity when the object is frozen (never changes). */
+/** What Node refuses in a header value (ERR_INVALID_CHAR): controls other than HTAB, DEL, beyond Latin-1. */
+const INVALID_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
+
+/**
+ * `name: value\r\n` for each of `headers`: kept by identity when the object is frozen (never
+ * changes), so a file version's plain answer is encoded and checked once.
+ * @throws TypeError (ERR_INVALID_CHAR) for a value Node would refuse (CR, LF, NUL…): no header
+ *   can be injected, and nothing is written
+ */
 function headerBlock(headers: Readonly<Record<string, string>>): Buffer | string {
   const known = encodedBlocks.get(headers);
   if (known !== undefined) return known;
   let text = "";
-  for (const name in headers) text += `${name}: ${headers[name]}\r\n`;
+  for (const name in headers) {
+    const value = headers[name]!;
+    if (INVALID_VALUE.test(value)) throw Object.assign(new TypeError(`Invalid character in header content ["${name}"]`), { code: "ERR_INVALID_CHAR" });
+    text += `${name}: ${value}\r\n`;
+  }
   if (!Object.isFrozen(headers)) return text;
   const block = Buffer.from(text, "latin1");
   encodedBlocks.set(headers, block);
@@ -140,13 +152,13 @@ export class Http1Exchange implements Exchange, HeaderSource, Outgoing {
    */
   respond(status: number, headers: Readonly<Record<string, string>>, body?: Uint8Array | string): void {
     if (this.state !== 0 || this.closed) return;
+    const block = headerBlock(headers);
     this.state = 2;
     const socket = this.conn.socket;
     const bodiless = this.method === "HEAD" || status === 204 || status === 304 || status < 200;
     const bytes = bodiless || body === undefined ? undefined : typeof body === "string" ? Buffer.from(body) : body;
     let length = headers["content-length"];
     const first = this.statusLine(status);
-    const block = headerBlock(headers);
     let last = `Date: ${httpDate()}\r\n${this.keepAlive ? `Connection: keep-alive\r\nKeep-Alive: timeout=${this.conn.keepAliveSeconds}\r\n\r\n` : "Connection: close\r\n\r\n"}`;
     if (length === undefined && !bodiless) {
       length = String(bytes === undefined ? 0 : bytes.byteLength);
@@ -176,12 +188,13 @@ export class Http1Exchange implements Exchange, HeaderSource, Outgoing {
 
   stream(status: number, headers: Readonly<Record<string, string>>): Outgoing {
     if (this.state !== 0) throw new Error("the exchange was answered already");
+    const block = headerBlock(headers);
     this.state = 1;
     this.status = status;
     this.length = headers["content-length"];
     // No length: the body ends with the connection (HTTP/1.0's way; nothing of cubby's streams without one).
     if (this.length === undefined) this.keepAlive = false;
-    this.conn.socket.write(`${this.statusLine(status)}${headerBlock(headers)}Date: ${httpDate()}\r\n${this.keepAlive ? `Connection: keep-alive\r\nKeep-Alive: timeout=${this.conn.keepAliveSeconds}\r\n\r\n` : "Connection: close\r\n\r\n"}`, "latin1");
+    this.conn.socket.write(`${this.statusLine(status)}${typeof block === "string" ? block : block.toString("latin1")}Date: ${httpDate()}\r\n${this.keepAlive ? `Connection: keep-alive\r\nKeep-Alive: timeout=${this.conn.keepAliveSeconds}\r\n\r\n` : "Connection: close\r\n\r\n"}`, "latin1");
     return this;
   }
 

@@ -127,7 +127,7 @@ class FastConnection<R> implements Http1Connection {
       // A request pipelined behind the one being answered: once its head is whole (or it is
       // past the limit) it waits for the response, so its header clock stops and reading
       // pauses; until then read on only as far as a head may go.
-      // (Paused again if something resumed it: node-bridge's writeResponse resumes the socket.)
+      // (Paused again if something resumed it: the fetch bridge resumes the socket.)
       let whole = this.headWaiting || this.len > this.opts.maxHeadBytes;
       if (!whole) {
         // Scanned from where the last look stopped; left there when found, for next() to find.

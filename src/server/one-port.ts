@@ -43,7 +43,7 @@ import { sniffProtocol } from "./sniff.ts";
 
 export interface OnePortOptions {
   port: number;
-  /** Listen with SO_REUSEPORT, beside the other workers' sockets (server/workers.ts). */
+  /** Listen with SO_REUSEPORT, beside the other workers' sockets (process/workers.ts). */
   reusePort?: boolean;
   /** The HTTP app (`app.handle`): REST, dashboard, sign-in, static files. */
   app: FetchHandler;

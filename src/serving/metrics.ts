@@ -43,7 +43,7 @@ export interface MetricsSources {
   transferred: () => TransferTotals;
   /**
    * In a worker (WORKERS > 1): every worker's metrics aggregated, as the exposition text
-   * (server/workers.ts); undefined: this process's own.
+   * (process/workers.ts); undefined: this process's own.
    */
   aggregate?: (() => Promise<string>) | undefined;
 }
@@ -238,7 +238,7 @@ export class Metrics {
 
   /**
    * This process's metrics as prom-client JSON, with the store's totals read now: what a worker
-   * contributes to an aggregated scrape (server/workers.ts).
+   * contributes to an aggregated scrape (process/workers.ts).
    */
   async snapshot(): Promise<Awaited<ReturnType<Registry["getMetricsAsJSON"]>>> {
     await this.readTotals();

@@ -1,4 +1,4 @@
-// The request series' exposition (server/metrics.ts counts them in plain numbers): buckets are
+// The request series' exposition (serving/metrics.ts counts them in plain numbers): buckets are
 // "less than or equal" and cumulative, statuses are summed over in the histogram, odd methods
 // are one label value.
 import { expect, test } from "bun:test";
