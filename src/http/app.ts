@@ -71,6 +71,7 @@ export function createApp(deps: AppDeps) {
         signInLimiter: deps.signInLimiter,
         users: services.users,
         sessions: services.sessions,
+        loginLinks: services.loginLinks,
         keys: services.keys,
         baseUrl,
         clockMicros: () => services.clock.nowMicros(),

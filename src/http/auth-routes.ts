@@ -15,6 +15,7 @@ import type { WindowLimiter } from "../auth/rate-limit.ts";
 import type { RequestContext } from "../context/request-context.ts";
 import { report } from "../context/report.ts";
 import type { ApiKeyInfo, KeyService } from "../service/keys.ts";
+import type { LoginLinkService } from "../service/login-links.ts";
 import type { SessionService } from "../service/sessions.ts";
 import type { UserService } from "../service/users.ts";
 import { onlyFields, optionalString, readJsonObject } from "./json-body.ts";
@@ -30,6 +31,8 @@ export interface AuthRoutesDeps {
   signInLimiter: WindowLimiter;
   users: UserService;
   sessions: SessionService;
+  /** One-time sign-in links (`cubby login-link`, CONTRACT §11). */
+  loginLinks: LoginLinkService;
   keys: KeyService;
   baseUrl: () => string;
   clockMicros: () => number;
@@ -42,7 +45,7 @@ const MAX_KEY_BODY_BYTES = 4096;
 const raw = { parse: "none" } as const;
 
 const NOT_CONFIGURED =
-  "This cubby has no identity provider yet. Set IDP_CLIENT_ID and IDP_CLIENT_SECRET (and IDP_ISSUER for a provider other than Google), or mint an API key on the server with: cubby keys create --email you@example.com";
+  "This cubby has no identity provider yet. To sign in now, run on the server: cubby login-link --email you@example.com, and open the link it prints. To sign in with a provider, set IDP_CLIENT_ID and IDP_CLIENT_SECRET (and IDP_ISSUER for a provider other than Google). Scripts can use an API key: cubby keys create --email you@example.com";
 
 /**
  * The /auth routes as an Elysia plugin. Failures of /auth/keys and /auth/logout are
@@ -103,6 +106,24 @@ export function authRoutes(deps: AuthRoutesDeps) {
           const user = await deps.users.findOrCreateByIdentity(identity);
           const session = await deps.sessions.create(user.id);
           const headers = new Headers({ location: safeNext(flow.next), "cache-control": "no-store" });
+          headers.append("set-cookie", sessionCookie(session.token, session.expiresAt));
+          return new Response(null, { status: 302, headers });
+        }),
+      raw,
+    )
+    .get(
+      "/link/:token",
+      ({ params, requestContext }) =>
+        signInPage("Sign-in link refused", requestContext, {}, async () => {
+          // Counted like a sign-in callback, before the lookup and kept: guessing costs a window.
+          const reservation = await deps.signInLimiter.reserve(requestContext.clientAddress);
+          if (!reservation.ok) {
+            const wait = reservation.retryAfterSeconds;
+            throw new AppError("resource_exhausted", `too many sign-in attempts from this address; try again in ${wait} s`, { retryAfterSeconds: wait });
+          }
+          const user = await deps.loginLinks.redeem(params.token);
+          const session = await deps.sessions.create(user.id);
+          const headers = new Headers({ location: "/", "cache-control": "no-store", "referrer-policy": "no-referrer" });
           headers.append("set-cookie", sessionCookie(session.token, session.expiresAt));
           return new Response(null, { status: 302, headers });
         }),

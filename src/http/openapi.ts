@@ -458,6 +458,16 @@ const auth: typeof files = {
       responses: { "302": { description: "Signed in: to `next` with a session cookie", headers: LOCATION }, ...htmlErrors(400, 401, 403, 404, 429, ...SERVER) },
     },
   },
+  "/auth/link/{token}": {
+    get: {
+      operationId: "signInWithLink",
+      summary: "Use a one-time sign-in link (`cubby login-link`): starts a session",
+      tags: ["auth"],
+      security: ANYONE,
+      parameters: [{ name: "token", in: "path", required: true, schema: { type: "string" }, description: "The link's token, as `cubby login-link` printed it" }],
+      responses: { "302": { description: "Signed in: to the dashboard with a session cookie", headers: LOCATION }, ...htmlErrors(403, 404, 410, 429, ...SERVER) },
+    },
+  },
   "/auth/logout": {
     post: { operationId: "signOut", summary: "End the session", tags: ["auth"], security: SESSION, responses: { ...ok("Empty"), ...errors(400, ...AUTH) } },
   },
