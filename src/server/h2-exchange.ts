@@ -12,11 +12,10 @@
 import http2, { type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 import type { HeaderSource } from "../auth/principal.ts";
 import type { RequestContext } from "../context/request-context.ts";
-import type { Buffering, Exchange, Outgoing } from "../serving/exchange.ts";
+import { headerValue, type Buffering, type Exchange, type Outgoing } from "../serving/exchange.ts";
 import type { AccessLog } from "../serving/access-log.ts";
 import { routeOf, type Route } from "./dispatch.ts";
 import { H2_BUFFERING, NodeExchange } from "./node-exchange.ts";
-import { headerValue } from "./node-bridge.ts";
 
 export interface H2StreamOptions {
   /** The one dispatch; `route` when the listener routed the stream already. */

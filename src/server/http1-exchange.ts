@@ -10,9 +10,8 @@ import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import type { HeaderSource } from "../auth/principal.ts";
 import type { RequestContext } from "../context/request-context.ts";
-import type { Buffering, Exchange, Outgoing } from "../serving/exchange.ts";
+import { headerValue, type Buffering, type Exchange, type Outgoing } from "../serving/exchange.ts";
 import type { FastHead } from "./http1-head.ts";
-import { headerValue } from "./node-bridge.ts";
 
 /** What an exchange tells the connection that read it. */
 export interface Http1Connection {

@@ -1,8 +1,9 @@
 /**
- * Serves fetch-style handlers on Node-style request/response pairs, which both `node:http`
- * (HTTP/1.1) and `node:http2` (h2c) hand out: turns the request into a `Request` and writes the
- * `Response` back. Small bodies whose length is known go out in one write; others stream with
- * backpressure (a slow reader pauses the body, it is not buffered).
+ * The fetch bridge: serves the fetch-style HTTP app on the Node-style request that `node:http`
+ * (HTTP/1.1) and `node:http2`'s compat API (h2c) hand out (a NodeExchange): turns the request into
+ * a `Request`, its body streamed from the connection, and writes the `Response` back on the
+ * exchange. Small bodies whose length is known go out whole (`respond`); others stream with
+ * backpressure (`stream`: a slow reader holds the body back, it is not buffered).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
@@ -10,7 +11,7 @@ import type { Duplex } from "node:stream";
 import type { RequestContext } from "../context/request-context.ts";
 import { AppError } from "../errors.ts";
 import { attachContext } from "../http/request-context.ts";
-import { failed, type Outgoing } from "../serving/exchange.ts";
+import { failed, headerValue, type Outgoing } from "../serving/exchange.ts";
 import { lingeringClose } from "./lingering-close.ts";
 import type { NodeExchange } from "./node-exchange.ts";
 import { REQUEST_ORIGIN } from "./request-target.ts";
@@ -25,16 +26,9 @@ const SINGLE_WRITE_BYTES = 64 * 1024;
 /** Response headers that belong to one HTTP connection, never copied to the Node response. */
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "set-cookie"]);
 
-/** One request header as a single string (RFC 9110 §5.3 list join; `; ` for Cookie, RFC 9113 §8.2.3). */
+/** One request header as a single string ({@link headerValue}). */
 export function headerOf(req: NodeRequest, name: string): string | null {
   return headerValue(req.headers, name);
-}
-
-/** {@link headerOf} on a headers object (`node:http2`'s stream headers). */
-export function headerValue(headers: Readonly<Record<string, string | string[] | undefined>>, name: string): string | null {
-  const v = headers[name];
-  if (v === undefined) return null;
-  return Array.isArray(v) ? v.join(name === "cookie" ? "; " : ", ") : v;
 }
 
 /**

@@ -7,9 +7,9 @@
 import type { Http2ServerResponse } from "node:http2";
 import type { HeaderSource } from "../auth/principal.ts";
 import type { RequestContext } from "../context/request-context.ts";
-import type { Buffering, Exchange, Outgoing } from "../serving/exchange.ts";
+import { headerValue, type Buffering, type Exchange, type Outgoing } from "../serving/exchange.ts";
 import type { AccessLog } from "../serving/access-log.ts";
-import { headerValue, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
+import type { NodeRequest, NodeResponse } from "./node-bridge.ts";
 
 /** A download over HTTP/1.1: four buffers of 256 KiB keep the socket full (one download per connection). */
 const H1_BUFFERING: Buffering = { chunkBytes: 256 * 1024, buffers: 4 };

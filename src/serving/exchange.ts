@@ -21,6 +21,13 @@ import { errorHeaders } from "../http/respond.ts";
 /** Header values by lower-case name, repeated ones combined as node:http does (Set-Cookie an array). */
 export type HeaderRecord = Readonly<Record<string, string | string[] | undefined>>;
 
+/** One header of `headers` as a single string (RFC 9110 §5.3 list join; `; ` for Cookie, RFC 9113 §8.2.3), or null. */
+export function headerValue(headers: HeaderRecord, name: string): string | null {
+  const v = headers[name];
+  if (v === undefined) return null;
+  return Array.isArray(v) ? v.join(name === "cookie" ? "; " : ", ") : (v as string);
+}
+
 /** How a download is buffered: chunk size (bytes) and buffers held at once (ReadPlan). */
 export interface Buffering {
   chunkBytes: number;
