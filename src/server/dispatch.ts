@@ -108,13 +108,15 @@ export function createDispatch(opts: DispatchOptions): (exchange: Exchange, rout
       tapped?.();
       return;
     }
-    // The bridges: only node:http and the HTTP/2 compat pair carry these routes.
-    const { req, res } = ex as NodeExchange;
+    // The bridges, given the Node request and response: only node:http and the HTTP/2 compat
+    // pair carry these routes (the reader and HTTP/2 content streams route to content only).
+    if (!(ex instanceof NodeExchange)) return failed(ex, new Error(`a ${route.kind} route reached the dispatch without a Node request`), context);
+    const { req, res } = ex;
     if (req.url !== target) req.url = target;
     if (route.kind === "rpc") opts.rpc(req, res, context);
     else {
       if (responseTapFile !== undefined) tapExchange(ex, route.pathname)();
-      void serveWithFetch(ex as NodeExchange, opts.app, context);
+      void serveWithFetch(ex, opts.app, context);
     }
   };
 }
