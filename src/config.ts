@@ -74,7 +74,7 @@ export interface Config {
   /**
    * Serving processes sharing the port (WORKERS, default: the cores this process may use, at
    * most one per GiB of memory, {@link defaultWorkers}; 1: one process serves, as before issue
-   * 16). Above 1 a supervisor runs them (server/workers.ts).
+   * 16). Above 1 a supervisor runs them (process/workers.ts).
    */
   workers: number;
   /**
@@ -85,8 +85,8 @@ export interface Config {
   /** Tests only: a file every response is recorded in (CUBBY_TEST_RESPONSE_LOG, server/response-tap.ts). */
   testResponseLog?: string | undefined;
   /**
-   * Tests only: false when content is never answered at once (CUBBY_TEST_AT_ONCE=off,
-   * server/content-now.ts), so that a test can compare those answers with the usual path's;
+   * Tests only: false when content decided now is still answered after a turn, as if its rest
+   * had run (CUBBY_TEST_AT_ONCE=off, serving/content.ts), so that a test can compare the answers;
    * undefined otherwise.
    */
   testAtOnce?: false | undefined;

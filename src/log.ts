@@ -35,3 +35,55 @@ export function logInfo(msg: string): void {
 export function logError(msg: string): void {
   console.error(format === "json" ? jsonLine("error", { msg }) : msg);
 }
+
+/** Lines kept back at most before a write, whatever the event loop is doing. */
+const LOG_BATCH_LINES = 1024;
+
+/**
+ * PIPE_BUF on Linux (pipe(7)): a write of at most this many bytes to a pipe is never interleaved
+ * with another process's writes. Workers (WORKERS > 1) share their supervisor's stdout.
+ */
+export const PIPE_ATOMIC_BYTES = 4096;
+
+/**
+ * An access log that writes the lines of one event-loop turn together: one `write` for a burst
+ * of requests instead of one per request (nginx's `access_log … buffer=` does the same). A line
+ * waits at most until the loop's next turn; `flush` writes what is waiting at once (on stop).
+ * @param maxWriteBytes the most one write carries, cut at line ends (a longer line goes alone):
+ *   {@link PIPE_ATOMIC_BYTES} where several processes write to one pipe, so lines never mix
+ */
+export function batchedLog(write: (chunk: string) => void, maxWriteBytes = Number.POSITIVE_INFINITY): { log: (line: string) => void; flush: () => void } {
+  let pending: string[] = [];
+  let scheduled = false;
+  const flush = () => {
+    scheduled = false;
+    if (pending.length === 0) return;
+    const lines = pending;
+    pending = [];
+    if (maxWriteBytes === Number.POSITIVE_INFINITY) return write(`${lines.join("\n")}\n`);
+    let chunk = "";
+    let bytes = 0;
+    for (const line of lines) {
+      const size = Buffer.byteLength(line) + 1;
+      if (bytes > 0 && bytes + size > maxWriteBytes) {
+        write(chunk);
+        chunk = "";
+        bytes = 0;
+      }
+      chunk += `${line}\n`;
+      bytes += size;
+    }
+    write(chunk);
+  };
+  return {
+    log(line) {
+      pending.push(line);
+      if (pending.length >= LOG_BATCH_LINES) flush();
+      else if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+    },
+    flush,
+  };
+}

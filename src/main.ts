@@ -17,7 +17,7 @@ import { formatTimestamp } from "./domain/time.ts";
 import { openServices, StoreUnavailableError } from "./service/index.ts";
 import { parseEmail } from "./domain/params.ts";
 import { loginLinkTtl } from "./service/login-links.ts";
-import { serve } from "./server/serve.ts";
+import { serve } from "./process/serve.ts";
 import { createArchiveOutput, interruptible, openArchiveInput } from "./archive-file.ts";
 import { exportArchive } from "./service/archive-export.ts";
 import { importArchive } from "./service/archive-import.ts";

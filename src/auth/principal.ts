@@ -13,6 +13,7 @@ import { AppError } from "../errors.ts";
 import { WindowLimiter } from "./rate-limit.ts";
 import type { Principal } from "../domain/principal.ts";
 import type { KeyService } from "../service/keys.ts";
+import { isNow, settle, type Later, type NowOrLater } from "../domain/later.ts";
 import type { SessionService, ValidSession } from "../service/sessions.ts";
 
 export interface HeaderSource {
@@ -92,7 +93,7 @@ export class Authenticator {
     const secret = token ?? bearerToken(authorization);
     const c = await this.verify(request.clientAddress, secret, async (secret) => {
       if (token === undefined) {
-        const principal = await this.keys.authenticate(secret);
+        const principal = await settle(this.keys.authenticate(secret));
         return principal === null ? undefined : { kind: "valid", principal };
       }
       const session = await this.sessions.validate(token);
@@ -161,28 +162,35 @@ export class Authenticator {
   /**
    * The principal, or null for anonymous callers (content URLs). Invalid credentials count as
    * none, so the caller answers as it would to an anonymous request.
-   * @throws AppError resource_exhausted (429, with Retry-After) when the request carries
-   *   credentials and its client address is rate limited, exactly as {@link require} does: a
-   *   limited address learns nothing about its credentials on any surface
+   *
+   * Decided now ({@link NowOrLater}, domain/later.ts; no I/O, no charge) for a request without
+   * credentials (null), and for a bearer key that {@link KeyService.authenticate} resolves now
+   * to a principal from an address this process does not know to be limited (a passing check
+   * is refunded anyway, so nothing is left uncharged). Anything else — a session cookie, a key
+   * that needs a lookup or is not live, a limited address — is the rest, which charges before
+   * it checks and refuses a limited address.
+   * @throws AppError resource_exhausted (429, with Retry-After), from the rest, when the request
+   *   carries credentials and its client address is rate limited, exactly as {@link require}
+   *   does: a limited address learns nothing about its credentials on any surface
    */
-  async optional(request: RequestLike): Promise<Principal | null> {
-    return this.validOrNull(await this.inspect(request))?.principal ?? null;
+  optional(request: RequestLike): NowOrLater<Principal | null> {
+    const authorization = request.headers.get("authorization");
+    if (authorization === null) {
+      if (this.sessionToken(request.headers) === undefined) return null;
+    } else if (this.failures.knownLimited(request.clientAddress) === 0) {
+      const bearer = bearerToken(authorization);
+      const principal = bearer === undefined ? null : this.keys.authenticate(bearer);
+      if (principal !== null && isNow(principal)) {
+        if (request.context !== undefined) request.context.userId = principal.userId;
+        return principal;
+      }
+    }
+    return this.optionalLater(request);
   }
 
-  /**
-   * {@link optional} without waiting: null for a request without credentials, the principal of
-   * a bearer key that KeyService.authenticateNow resolves from its caches, and undefined for
-   * anything else (a session cookie, a key that needs a lookup or is not live, a rate-limited
-   * address), which `optional` then decides, counting and refusing as it does.
-   */
-  optionalNow(request: RequestLike): Principal | null | undefined {
-    const authorization = request.headers.get("authorization");
-    if (authorization === null) return this.sessionToken(request.headers) === undefined ? null : undefined;
-    if (this.failures.knownLimited(request.clientAddress) > 0) return undefined;
-    const bearer = bearerToken(authorization);
-    const principal = bearer === undefined ? undefined : this.keys.authenticateNow(bearer);
-    if (principal !== undefined && request.context !== undefined) request.context.userId = principal.userId;
-    return principal;
+  /** The rest of {@link optional}; a method of its own, so that a request decided now allocates no scope for it. */
+  private optionalLater(request: RequestLike): Later<Principal | null> {
+    return async () => this.validOrNull(await this.inspect(request))?.principal ?? null;
   }
 
   /**

@@ -1,6 +1,6 @@
 /**
  * Where an internal error is logged: {@link report}, called once by whichever edge renders the
- * failure (the HTTP app's onError and sign-in pages, the RPC error wrapper, content URLs (server/content.ts),
+ * failure (the HTTP app's onError and sign-in pages, the RPC error wrapper, content URLs (serving/content.ts),
  * the Node bridge), never by the code that threw.
  */
 import { toAppError, type AppError } from "../errors.ts";
@@ -36,7 +36,7 @@ function errorText(appError: AppError, cause: unknown, context: RequestContext |
   return `${where}request_id=${context?.requestId ?? "-"} error=${appError.code} cause=${formatCause(cause)}`;
 }
 
-/** LOG_FORMAT=json: the request's fields as in the access log (server/access-log.ts), `error` and `cause`. */
+/** LOG_FORMAT=json: the request's fields as in the access log (serving/access-log.ts), `error` and `cause`. */
 function errorJson(appError: AppError, cause: unknown, context: RequestContext | undefined): string {
   return jsonLine("error", {
     request_id: context?.requestId ?? null,

@@ -2,7 +2,7 @@
  * The request context: what the server decided about one request before any handler runs,
  * created once per request by the listener (`server/dispatch.ts`) and handed down explicitly —
  * to the HTTP app by Elysia's `derive` (`http/request-context.ts`), to Connect handlers by a
- * context key (`rpc/request-context.ts`), to content URLs (server/content.ts) as an argument. Nothing in it
+ * context key (`rpc/request-context.ts`), to content URLs (serving/content.ts) on the exchange. Nothing in it
  * travels as a request header.
  */
 import { clientAddressOf } from "./client-address.ts";

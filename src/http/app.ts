@@ -41,8 +41,8 @@ const raw = { parse: "none" } as const;
 
 /**
  * Builds the Elysia app serving REST, the dashboard, sign-in and health checks. Content URLs
- * are not routed here: the listener sends them to server/content.ts. The other surfaces are
- * mounted beside it by server/serving.ts: `/mcp` on this app (so its errors render here too),
+ * are not routed here: the listener sends them to serving/content.ts. The other surfaces are
+ * mounted beside it by process/start-serving.ts: `/mcp` on this app (so its errors render here too),
  * the RPC routes on the listener.
  */
 export function createApp(deps: AppDeps) {

@@ -2,7 +2,7 @@
  * What a content URL (`/{id}` and `/{id}/{slug}`, CONTRACT §3) answers: access by visibility,
  * slug redirects, conditional requests (RFC 9110 §13), single byte ranges (RFC 9110 §14),
  * Content-Disposition (RFC 6266) and sandboxing of active content. The bytes themselves are
- * written by server/content.ts, the one place that sends content.
+ * written by serving/content.ts, the one place that sends content.
  */
 import { AppError } from "../errors.ts";
 import { canonicalUrl, type FileRecord } from "../domain/file.ts";
@@ -13,6 +13,7 @@ import { parseRange } from "../domain/range.ts";
 import { toHttpDate } from "../domain/time.ts";
 import type { Authenticator, RequestLike } from "../auth/principal.ts";
 import type { FileContent, FileService } from "../service/files.ts";
+import { settle, type NowOrLater } from "../domain/later.ts";
 import type { ByteRange } from "../storage/ports.ts";
 
 export interface ContentDeps {
@@ -77,11 +78,12 @@ export type OpenedContent = { redirect: ContentReply } | FileContent;
  * @throws AppError not_found (also for IDs of the wrong shape) / unauthenticated;
  *   resource_exhausted (429, Retry-After) when a file that needs credentials is asked for with
  *   credentials from a rate-limited address ({@link Authenticator.optional})
+ * @param opened what {@link FileService.openContent} gave for this request already, if it was asked
  */
-export async function openContent(deps: ContentDeps, request: ContentRequest, id: string): Promise<OpenedContent> {
+export async function openContent(deps: ContentDeps, request: ContentRequest, id: string, opened?: NowOrLater<FileContent>): Promise<OpenedContent> {
   if (!isFileId(id)) throw new AppError("not_found", "not found");
   try {
-    return await deps.files.openContent(() => deps.auth.optional(request), id);
+    return await settle(opened ?? deps.files.openContent(() => deps.auth.optional(request), id));
   } catch (err) {
     if (err instanceof AppError && err.code === "unauthenticated" && wantsHtml(request)) {
       const next = request.pathname + request.search;

@@ -1,7 +1,7 @@
 /**
  * REST routes for share links (CONTRACT §8): `POST` and `GET /v1/files/{id}/shares`,
  * `DELETE /v1/shares/{id}`, and the POST of a share's password form at `/s/{token}`. The share
- * URL's GET and HEAD are served on the content path (server/content.ts, http/share-content.ts).
+ * URL's GET and HEAD are served on the content path (serving/content.ts, http/share-content.ts).
  */
 import { serialize as serializeCookie } from "cookie";
 import { Elysia, t } from "elysia";

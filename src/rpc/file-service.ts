@@ -25,6 +25,7 @@ import type { FileService as Files } from "../service/files.ts";
 import { FileSchema, FileService, type File } from "../gen/cubby/v1/files_pb.ts";
 import { rpcErrors } from "./errors.ts";
 import { requestContextKey } from "./request-context.ts";
+import { settle } from "../domain/later.ts";
 
 export interface FileRpcDeps {
   files: Files;
@@ -179,7 +180,7 @@ export function fileServiceImpl(deps: FileRpcDeps, unary: FileUnaryMethods = fil
     async *getFileContent(req, ctx) {
       const who = await principal(ctx);
       // The same access as GetFile: a signed-in caller sees its own files and others' non-private ones.
-      const { file, cached, read } = await files.openContent(async () => who, parseFileId(req.id));
+      const { file, cached, read } = await settle(files.openContent(() => who, parseFileId(req.id)));
       if (cached !== undefined || file.size === 0) {
         yield { contentType: file.contentType, content: cached ?? new Uint8Array(0) };
         return;

@@ -172,7 +172,7 @@ export class Connections {
 
   /**
    * An HTTP/1.1 request on `socket` is answered the moment its headers were complete
-   * (content-now.ts): its header clock stops, as in {@link onHttp1Request}, and it is in flight
+   * by the HTTP/1.1 reader (http1-fast.ts): its header clock stops, as in {@link onHttp1Request}, and it is in flight
    * (a stop does not cut the connection) until {@link http1AnswerWritten}.
    * @returns whether the connection may carry another request: false once the server stops
    */

@@ -1,16 +1,20 @@
 /**
- * The one dispatch every request reaches, HTTP/1.1 or HTTP/2: checks the target, opens the
- * request's context and access-log entry (access-log.ts), and routes — RPC paths to connect-node,
- * GET and HEAD of content URLs and share links to server/content.ts, of `/metrics` to
- * server/metrics.ts, everything else through the fetch bridge to the HTTP app.
+ * The one dispatch every request reaches, as an exchange (serving/exchange.ts), whichever wire
+ * read it: checks the target and its authority, opens the request's context and access-log
+ * entry, and routes — GET and HEAD of content URLs and share links to serving/content.ts, RPC
+ * paths to the RPC bridge, `/metrics` to serving/metrics.ts, everything else through the fetch
+ * bridge to the HTTP app. The bridges are given the Node request and response the exchange was
+ * made of (node-exchange.ts).
  */
+import type { AccessLog } from "../serving/access-log.ts";
 import { AppError } from "../errors.ts";
-import type { AccessLog } from "./access-log.ts";
-import { contentTarget, serveContent, serveShare, shareTarget, type ContentOptions } from "./content.ts";
-import { serveMetrics, type Metrics } from "./metrics.ts";
-import { failed, refuse, serveWithFetch, type FetchHandler, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
-import { originFormOf } from "./request-target.ts";
-import { responseTapFile, tapResponse } from "./response-tap.ts";
+import { errorAnswer, failed, type Exchange } from "../serving/exchange.ts";
+import { contentTarget, serveContent, serveShare, shareTarget, type ContentOptions } from "../serving/content.ts";
+import { serveMetrics, type Metrics } from "../serving/metrics.ts";
+import { serveWithFetch, type FetchHandler } from "./node-bridge.ts";
+import { NodeExchange } from "./node-exchange.ts";
+import { authorityProblem, originFormOf } from "./request-target.ts";
+import { responseTapFile, tapExchange } from "./response-tap.ts";
 import type { RpcHandler } from "./rpc-bridge.ts";
 
 /** Where a request goes: its path (no query) and, for content URLs, the file and the query. */
@@ -67,28 +71,61 @@ export interface DispatchOptions {
   accessLog: AccessLog;
   /** The metrics and METRICS_TOKEN; undefined: `/metrics` is not served. */
   metrics?: { metrics: Metrics; token: string | undefined };
-  /** Told first of every HTTP/1.1 request (its connection's header deadline and keep-alive). */
-  onHttp1Request: (req: NodeRequest, res: NodeResponse) => void;
 }
 
-/** The request listener both `node:http` and `node:http2` are given. */
-export function createDispatch(opts: DispatchOptions): (req: NodeRequest, res: NodeResponse) => void {
-  return (req, res) => {
-    if (req.httpVersionMajor === 1) opts.onHttp1Request(req, res);
-    const checked = originFormOf(req);
-    if ("problem" in checked) {
-      opts.accessLog.open(req, res, (req.url ?? "").slice(0, 200));
-      return refuse(res, new AppError("invalid_argument", checked.problem));
+/**
+ * The dispatch: serves one exchange. `route`, when given, is the route of its target, which the
+ * wire has already read as origin form (the HTTP/1.1 reader, HTTP/2 content streams); its
+ * authority is checked here all the same.
+ */
+export function createDispatch(opts: DispatchOptions): (exchange: Exchange, route?: Route) => void {
+  return (ex, route) => {
+    let problem: string | undefined;
+    let target = ex.target;
+    if (route === undefined) {
+      const checked = originFormOf(ex.method, ex.target, ex.headerRecord, ex.rawHeaders);
+      if ("problem" in checked) problem = checked.problem;
+      else route = routeOf(ex.method, (target = checked.target), opts.rpcPaths);
+    } else problem = authorityProblem(ex.headerRecord, ex.rawHeaders);
+    if (route === undefined || problem !== undefined) {
+      refuse(ex, opts.accessLog, problem ?? "");
+      return;
     }
-    if (req.url !== checked.target) req.url = checked.target;
-    const route = routeOf(req.method, checked.target, opts.rpcPaths);
-    const context = opts.accessLog.open(req, res, route.pathname);
+    ex.pathname = route.pathname;
+    const context = opts.accessLog.begin(ex.method, route.pathname, ex.peer, ex.headers.get("x-forwarded-for"), ex.headers.get("x-request-id"));
     context.route = templateOf(route);
-    if (responseTapFile !== undefined && route.kind !== "rpc") tapResponse(req, res, route.pathname);
+    ex.clientAddress = context.clientAddress;
+    ex.open(context);
+    if (route.kind === "content" || route.kind === "share" || (route.kind === "metrics" && opts.metrics !== undefined)) {
+      const tapped = responseTapFile === undefined ? undefined : tapExchange(ex, route.pathname);
+      if (route.kind === "content") {
+        ex.search = route.search;
+        serveContent(opts.content, ex, route);
+      } else if (route.kind === "share") {
+        ex.search = route.search;
+        serveShare(opts.content, ex, route.token);
+      } else void serveMetrics(opts.metrics!.metrics, opts.metrics!.token, ex).catch((err) => failed(ex, err, context));
+      tapped?.();
+      return;
+    }
+    // The bridges, given the Node request and response: only node:http and the HTTP/2 compat
+    // pair carry these routes (the reader and HTTP/2 content streams route to content only).
+    if (!(ex instanceof NodeExchange)) return failed(ex, new Error(`a ${route.kind} route reached the dispatch without a Node request`), context);
+    const { req, res } = ex;
+    if (req.url !== target) req.url = target;
     if (route.kind === "rpc") opts.rpc(req, res, context);
-    else if (route.kind === "metrics" && opts.metrics !== undefined) void serveMetrics(opts.metrics.metrics, opts.metrics.token, req, res).catch((err) => failed(res, err, context));
-    else if (route.kind === "content") void serveContent(opts.content, req, res, route, route.pathname, route.search, context);
-    else if (route.kind === "share") void serveShare(opts.content, req, res, route.token, route.pathname, route.search, context);
-    else void serveWithFetch(req, res, opts.app, context);
+    else {
+      if (responseTapFile !== undefined) tapExchange(ex, route.pathname)();
+      void serveWithFetch(ex, opts.app, context);
+    }
   };
+}
+
+/** Answers 400 to a request whose target or authority the dispatch refuses (its context's path: what of the target fits a log). */
+function refuse(ex: Exchange, accessLog: AccessLog, problem: string): void {
+  const context = accessLog.begin(ex.method, ex.target.slice(0, 200), ex.peer, ex.headers.get("x-forwarded-for"), ex.headers.get("x-request-id"));
+  ex.clientAddress = context.clientAddress;
+  ex.open(context);
+  const { status, headers, body } = errorAnswer(new AppError("invalid_argument", problem));
+  ex.respond(status, headers, body);
 }

@@ -2,8 +2,8 @@
  * The HTTP/1.1 fast path. Bun's `node:http` parsing and writing over a socket handed to it by
  * the listener cost ~40% of a small GET before cubby does any work (docs/benchmarks.md), so the
  * requests that matter — GET and HEAD of content URLs and share links — are read and answered
- * here: the head is parsed by http1-head.ts and served through the usual dispatch with light
- * request and response objects (http1-response.ts), the answer written in one `socket.write`.
+ * here: the head is parsed by http1-head.ts and handed to the one dispatch as an exchange
+ * (http1-exchange.ts), whose answer is written straight to the socket.
  *
  * The first request that is not ours (another method or route, a body, anything odd or
  * malformed, a head too large) hands the connection to node:http for good, as the sniff does
@@ -21,47 +21,14 @@
  * already read are answered in order, then the server closes its side too (CONTRACT §10). A
  * half-closed connection with nothing to answer closes at once, so it is never held open.
  */
-import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
+import type { RequestContext } from "../context/request-context.ts";
 import { logError } from "../log.ts";
-import type { ImmediateAnswer } from "./content-now.ts";
 import { lingeringClose } from "./lingering-close.ts";
 import { parseRequestHead, type FastHead } from "./http1-head.ts";
-import { FastResponse, httpDate, POOLED_BYTES, pooledBuffer, reusePooled, type ResponseOwner } from "./http1-response.ts";
+import { Http1Exchange, type Http1Connection } from "./http1-exchange.ts";
 
-/**
- * The part of Node's `IncomingMessage` that the dispatch and what it calls read, for a request
- * without a body (so it is `complete` from the start).
- */
-export class FastRequest {
-  readonly httpVersionMajor = 1;
-  readonly httpVersionMinor: 0 | 1;
-  readonly httpVersion: "1.0" | "1.1";
-  readonly method: "GET" | "HEAD";
-  url: string;
-  readonly headers: Record<string, string | string[]>;
-  readonly rawHeaders: string[];
-  readonly complete = true;
-  aborted = false;
-
-  constructor(
-    head: FastHead,
-    readonly socket: Socket,
-  ) {
-    this.httpVersionMinor = head.versionMinor;
-    this.httpVersion = head.versionMinor === 1 ? "1.1" : "1.0";
-    this.method = head.method;
-    this.url = head.target;
-    this.headers = head.headers;
-    this.rawHeaders = head.rawHeaders;
-  }
-
-  get connection(): Socket {
-    return this.socket;
-  }
-}
-
-/** @typeParam R what `route` says of a request the fast path takes, handed back to `answerNow` */
+/** @typeParam R what `route` says of a request the fast path takes, handed back to `dispatch` */
 export interface FastPathOptions<R> {
   /** Header bytes a request may take; a longer head is handed over (node:http answers 431). */
   maxHeadBytes: number;
@@ -69,21 +36,18 @@ export interface FastPathOptions<R> {
   keepAliveSeconds: number;
   /** The route of a request for `target` (origin form) with `method` when the fast path serves it; undefined: it does not. */
   route: (method: "GET" | "HEAD", target: string) => R | undefined;
-  /** Serves one request (the listener's dispatch). */
-  dispatch: (req: FastRequest, res: FastResponse) => void;
+  /** Serves one exchange (the listener's dispatch), answering now or later. */
+  dispatch: (exchange: Http1Exchange, route: R) => void;
+  /** Writes an exchange's access-log line (AccessLog.close). */
+  logClose: (context: RequestContext, status: number, bytes: string | undefined) => void;
   /**
-   * Answers at once, when it can, a request of `route` (content-now.ts): the answer, which is
-   * written whole before the next request is read; undefined: `dispatch` serves it.
-   */
-  answerNow?: (head: FastHead, route: R, socket: Socket) => ImmediateAnswer | undefined;
-  /**
-   * A request of `socket` is being answered at once: its header clock stops, and it is in
-   * flight until {@link answerWritten}.
+   * A request of `socket` has been read whole: its header clock stops, and it is in flight
+   * until {@link answerWritten}.
    * @returns whether the connection may carry another request (false once the server stops)
    */
-  answeringNow?: (socket: Socket) => boolean;
-  /** The answer given at once on `socket` has left the socket's buffer (not called if the connection closes first). */
-  answerWritten?: (socket: Socket) => void;
+  requestRead: (socket: Socket) => boolean;
+  /** The answer to the request in flight on `socket` has left the socket's buffer (not called if the connection closes first). */
+  answerWritten: (socket: Socket) => void;
   /** Gives the connection to node:http, paused, with its unread bytes put back. */
   onHandOver: (socket: Socket) => void;
   /** A request's head has arrived whole while the one before it is being answered (its header clock stops). */
@@ -101,48 +65,37 @@ export function serveHttp1Fast<R>(socket: Socket, opts: FastPathOptions<R>): voi
 
 const HEAD_END = Buffer.from("\r\n\r\n");
 
-/** The encoded header lines of shared, frozen header objects (a file version's plain answer, http/content.ts). */
-const encodedBlocks = new WeakMap<object, Buffer>();
-
-/** `name: value\r\n` for each of `headers`: kept by identity when the object is frozen (never changes). */
-function headerBlock(headers: Readonly<Record<string, string>>): Buffer | string {
-  const known = encodedBlocks.get(headers);
-  if (known !== undefined) return known;
-  let text = "";
-  for (const name in headers) text += `${name}: ${headers[name]}\r\n`;
-  if (!Object.isFrozen(headers)) return text;
-  const block = Buffer.from(text, "latin1");
-  encodedBlocks.set(headers, block);
-  return block;
-}
-
-class FastConnection<R> implements ResponseOwner {
+class FastConnection<R> implements Http1Connection {
   /** Bytes read and not yet consumed: `buf[0, len)`; `buf` may be a chunk as read, or a growing copy. */
   private buf: Buffer | undefined;
   private len = 0;
   private owned = false;
   /** Where to resume looking for the head's end (a head that trickles is scanned once). */
   private scanFrom = 0;
-  private current: FastResponse | undefined;
-  private currentRequest: FastRequest | undefined;
+  /** The exchange being answered (until its bytes have left the socket's buffer). */
+  private current: Http1Exchange | undefined;
+  /** The exchange whose whole answer is still in the socket's buffer. */
+  private drainingExchange: Http1Exchange | undefined;
   private pausedByUs = false;
   /** Whether a pipelined head (or more than a head may take) waits for the response in flight. */
   private headWaiting = false;
   private looping = false;
-  /** An answer written at once is still in the socket's buffer: the next request waits until it has left. */
-  private draining = false;
   private done = false;
   /** The client has shut down its sending side (FIN): nothing more will arrive. */
   private clientEnded = false;
   private readonly onData = (chunk: Buffer) => this.received(chunk);
   private readonly onClose = () => this.closed();
   private readonly onEnd = () => this.ended();
-  private readonly onWrittenNow = (err?: Error | null) => this.writtenNow(err);
+  /** @see Http1Connection */
+  readonly onWritten = (err?: Error | null) => this.writtenNow(err);
+  readonly keepAliveSeconds: number;
 
   constructor(
-    private readonly socket: Socket,
+    readonly socket: Socket,
     private readonly opts: FastPathOptions<R>,
-  ) {}
+  ) {
+    this.keepAliveSeconds = opts.keepAliveSeconds;
+  }
 
   start(): void {
     this.socket.on("data", this.onData);
@@ -162,7 +115,7 @@ class FastConnection<R> implements ResponseOwner {
    * The socket is ended, not destroyed: what is still in its buffer goes out first.
    */
   private closeIfDone(): void {
-    if (!this.clientEnded || this.done || this.current !== undefined || this.draining) return;
+    if (!this.clientEnded || this.done || this.current !== undefined) return;
     this.finish();
     this.socket.end();
   }
@@ -170,11 +123,11 @@ class FastConnection<R> implements ResponseOwner {
   private received(chunk: Buffer): void {
     if (this.done) return;
     this.append(chunk);
-    if (this.current !== undefined || this.draining) {
+    if (this.current !== undefined) {
       // A request pipelined behind the one being answered: once its head is whole (or it is
       // past the limit) it waits for the response, so its header clock stops and reading
       // pauses; until then read on only as far as a head may go.
-      // (Paused again if something resumed it: node-bridge's writeResponse resumes the socket.)
+      // (Paused again if something resumed it: the fetch bridge resumes the socket.)
       let whole = this.headWaiting || this.len > this.opts.maxHeadBytes;
       if (!whole) {
         // Scanned from where the last look stopped; left there when found, for next() to find.
@@ -231,7 +184,7 @@ class FastConnection<R> implements ResponseOwner {
     if (this.looping) return;
     this.looping = true;
     try {
-      while (!this.done && this.current === undefined && !this.draining && this.len > 0) {
+      while (!this.done && this.current === undefined && this.len > 0) {
         const buf = this.len === this.buf!.length ? this.buf! : this.buf!.subarray(0, this.len);
         const parsed = parseRequestHead(buf, 0, this.opts.maxHeadBytes, this.scanFrom);
         if (parsed.kind === "more") {
@@ -251,14 +204,10 @@ class FastConnection<R> implements ResponseOwner {
   }
 
   private serve(head: FastHead, route: R): void {
-    const now = this.opts.answerNow?.(head, route, this.socket);
-    if (now !== undefined) return this.writeNow(head, now);
-    const req = new FastRequest(head, this.socket);
-    const res = new FastResponse(this.socket, this, head.method === "HEAD", head.versionMinor === 0, head.keepAlive, this.opts.keepAliveSeconds);
-    this.current = res;
-    this.currentRequest = req;
+    const exchange = new Http1Exchange(this, head, this.opts.requestRead(this.socket));
+    this.current = exchange;
     try {
-      this.opts.dispatch(req, res);
+      this.opts.dispatch(exchange, route);
     } catch (err) {
       // The dispatch catches what its handlers throw; this is a bug in it: the connection goes.
       logError(`http1-fast: the dispatch threw: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
@@ -266,64 +215,43 @@ class FastConnection<R> implements ResponseOwner {
     }
   }
 
-  /**
-   * Writes an answer decided at once in one `write`, as FastResponse would frame it (the same
-   * head: status line, X-Request-Id, the reply's headers, Date, Connection and Keep-Alive).
-   * The next request is read once the bytes have left the socket's buffer: at once, or when the
-   * write's callback says so. Not on `drain`: a stream emits that only after a write that
-   * reached its high-water mark (16 KiB), and a smaller answer the kernel took in part would
-   * leave the connection waiting for good.
-   */
-  private writeNow(head: FastHead, answer: ImmediateAnswer): void {
-    const socket = this.socket;
-    const keepAlive = (this.opts.answeringNow?.(socket) ?? true) && head.keepAlive;
-    const first = `HTTP/1.1 ${answer.status} ${STATUS_CODES[answer.status]}\r\nx-request-id: ${answer.context.requestId}\r\n`;
-    const block = headerBlock(answer.headers);
-    const last = `Date: ${httpDate()}\r\n${keepAlive ? `Connection: keep-alive\r\nKeep-Alive: timeout=${this.opts.keepAliveSeconds}\r\n\r\n` : "Connection: close\r\n\r\n"}`;
-    const body = answer.body;
-    const size = first.length + block.length + last.length + (body === undefined ? 0 : body.byteLength);
-    const pooled = size <= POOLED_BYTES ? pooledBuffer() : undefined;
-    const out = pooled ?? Buffer.allocUnsafe(size);
-    let at = out.write(first, 0, "latin1");
-    at += typeof block === "string" ? out.write(block, at, "latin1") : block.copy(out, at);
-    at += out.write(last, at, "latin1");
-    if (body !== undefined) out.set(body, at);
-    socket.write(pooled === undefined ? out : out.subarray(0, size), this.onWrittenNow);
-    // Bun's socket has written it all to the kernel by now, unless the client reads slowly.
-    if (socket.writableLength === 0) {
-      if (pooled !== undefined) reusePooled(pooled);
-      this.opts.answerWritten?.(socket);
-    } else this.draining = true;
-    answer.sent();
-    if (!keepAlive) {
-      this.finish();
-      lingeringClose(socket);
-    }
+  /** @see Http1Connection */
+  logClose(context: RequestContext, status: number, bytes: string | undefined): void {
+    this.opts.logClose(context, status, bytes);
+  }
+
+  /** @see Http1Connection */
+  draining(exchange: Http1Exchange): void {
+    this.drainingExchange = exchange;
+  }
+
+  /** @see Http1Connection */
+  closing(): void {
+    if (this.done) return;
+    // Half-close after the answer and read what the client still sends (lingering-close.ts).
+    this.finish();
+    lingeringClose(this.socket);
   }
 
   /**
-   * A write of {@link writeNow} has completed (`err`: failed, the connection is closing). Also
+   * A whole answer's write has completed (`err`: failed, the connection is closing). Also
    * called, a tick late, for answers that left at once: only the one waited for counts, once
    * nothing is left in the socket's buffer.
    */
   private writtenNow(err: Error | null | undefined): void {
-    if (!this.draining || err != null || this.socket.writableLength > 0) return;
-    this.draining = false;
-    this.opts.answerWritten?.(this.socket);
-    this.responseDone(true);
+    const exchange = this.drainingExchange;
+    if (exchange === undefined || err != null || this.socket.writableLength > 0) return;
+    this.drainingExchange = undefined;
+    this.answered(exchange, true);
   }
 
-  /** @see ResponseOwner */
-  responseDone(keepAlive: boolean): void {
+  /** @see Http1Connection */
+  answered(exchange: Http1Exchange, keepAlive: boolean): void {
+    if (this.current !== exchange) return;
     this.current = undefined;
-    this.currentRequest = undefined;
+    this.opts.answerWritten(this.socket);
     if (this.done) return;
-    if (!keepAlive) {
-      // Half-close after the response and read what the client still sends (lingering-close.ts).
-      this.finish();
-      lingeringClose(this.socket);
-      return;
-    }
+    if (!keepAlive) return this.closing();
     this.headWaiting = false;
     if (this.pausedByUs) {
       this.pausedByUs = false;
@@ -366,10 +294,9 @@ class FastConnection<R> implements ResponseOwner {
 
   private closed(): void {
     this.finish();
-    const res = this.current;
-    if (this.currentRequest !== undefined) this.currentRequest.aborted = true;
+    const exchange = this.current;
     this.current = undefined;
-    this.currentRequest = undefined;
-    res?.connectionClosed();
+    this.drainingExchange = undefined;
+    exchange?.connectionClosed();
   }
 }

@@ -4,8 +4,9 @@
  * ASCII value — and says "not ours" for everything else, which Bun's `node:http` then parses
  * and answers as before. It never has to reject anything itself: its only failure mode that
  * matters is accepting a head that node:http would read differently (request smuggling), so
- * every doubt hands over.
+ * every doubt hands over. Also here: what the access log shows of a head node:http refused.
  */
+import { UNREAD, type RequestLine } from "../serving/access-log.ts";
 
 /** A request head the fast path serves. */
 export interface FastHead {
@@ -147,4 +148,40 @@ export function parseRequestHead(buf: Buffer, start: number, maxHeadBytes: numbe
   // RFC 9112 §9.3: HTTP/1.1 persists unless "close"; HTTP/1.0 only with "keep-alive".
   const keepAlive = !close && (versionMinor === 1 || keepAliveOption);
   return { kind: "ours", head: { method: line[1] as "GET" | "HEAD", target: line[2]!, versionMinor, headers, rawHeaders, keepAlive }, end: headEnd + 4 };
+}
+
+/** RFC 9110 §5.6.2 `token`, the form of a method. */
+const METHOD_TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** An origin-form target of visible ASCII (RFC 9112 §3.2.1): anything else is not shown. */
+const ORIGIN_FORM = /^\/[\x21-\x7e]*$/;
+/** The longest path a refused request's line shows (its target is the client's to choose). */
+const MAX_LOGGED_PATH = 1024;
+
+/**
+ * The method and path of the request that an HTTP/1.x parser refused, from the bytes it was
+ * given: the request starts after the last head that ended before `errorAt` (pipelined requests
+ * without bodies before it), and its line (RFC 9112 §3: `method SP request-target SP
+ * HTTP-version`) is read if it has that shape; a method that is not a token, or a target not in
+ * origin form, is "-". A guess for a request behind one with a body: then most often "-".
+ * @param bytes the chunk the parser failed on (node:http's `err.rawPacket`), if known
+ * @param errorAt the offset in `bytes` where parsing failed (`err.bytesParsed`); unknown: the
+ *   bytes are the head of one request (the sniff's)
+ */
+export function requestLineOf(bytes: Uint8Array | undefined, errorAt?: number): RequestLine {
+  if (bytes === undefined || bytes.byteLength === 0) return UNREAD;
+  const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const end = Math.min(errorAt ?? 0, buf.length);
+  const lastHead = end >= CRLFCRLF.length ? buf.lastIndexOf(CRLFCRLF, end - CRLFCRLF.length) : -1;
+  const start = lastHead === -1 ? 0 : lastHead + CRLFCRLF.length;
+  const lineEnd = buf.indexOf(0x0a, start);
+  const line = buf.toString("latin1", start, Math.min(lineEnd === -1 ? buf.length : lineEnd, start + MAX_LOGGED_PATH + 64)).replace(/\r$/, "");
+  const parts = line.split(" ");
+  if (parts.length !== 3 || !/^HTTP\/\d\.\d$/.test(parts[2]!)) return UNREAD;
+  const target = parts[1]!;
+  const query = target.indexOf("?");
+  const path = query === -1 ? target : target.slice(0, query);
+  return {
+    method: METHOD_TOKEN.test(parts[0]!) ? parts[0]! : "-",
+    path: ORIGIN_FORM.test(path) && path.length <= MAX_LOGGED_PATH ? path : "-",
+  };
 }

@@ -1,19 +1,19 @@
 /**
- * Serves fetch-style handlers on Node-style request/response pairs, which both `node:http`
- * (HTTP/1.1) and `node:http2` (h2c) hand out: turns the request into a `Request` and writes the
- * `Response` back. Small bodies whose length is known go out in one write; others stream with
- * backpressure (a slow reader pauses the body, it is not buffered).
+ * The fetch bridge: serves the fetch-style HTTP app on the Node-style request that `node:http`
+ * (HTTP/1.1) and `node:http2`'s compat API (h2c) hand out (a NodeExchange): turns the request into
+ * a `Request`, its body streamed from the connection, and writes the `Response` back on the
+ * exchange. Small bodies whose length is known go out whole (`respond`); others stream with
+ * backpressure (`stream`: a slow reader holds the body back, it is not buffered).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { Duplex } from "node:stream";
-import type { HeaderSource } from "../auth/principal.ts";
 import type { RequestContext } from "../context/request-context.ts";
-import { report } from "../context/report.ts";
-import { AppError, httpStatusOf, toRpcStatus } from "../errors.ts";
+import { AppError } from "../errors.ts";
 import { attachContext } from "../http/request-context.ts";
-import { errorHeaders } from "../http/respond.ts";
+import { failed, headerValue, type Outgoing } from "../serving/exchange.ts";
 import { lingeringClose } from "./lingering-close.ts";
+import type { NodeExchange } from "./node-exchange.ts";
 import { REQUEST_ORIGIN } from "./request-target.ts";
 
 export type NodeRequest = IncomingMessage | Http2ServerRequest;
@@ -26,54 +26,42 @@ const SINGLE_WRITE_BYTES = 64 * 1024;
 /** Response headers that belong to one HTTP connection, never copied to the Node response. */
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "set-cookie"]);
 
-/** One request header as a single string (RFC 9110 §5.3 list join; `; ` for Cookie, RFC 9113 §8.2.3). */
+/** One request header as a single string ({@link headerValue}). */
 export function headerOf(req: NodeRequest, name: string): string | null {
   return headerValue(req.headers, name);
 }
 
-/** {@link headerOf} on a headers object (`node:http2`'s stream headers). */
-export function headerValue(headers: Readonly<Record<string, string | string[] | undefined>>, name: string): string | null {
-  const v = headers[name];
-  if (v === undefined) return null;
-  return Array.isArray(v) ? v.join(name === "cookie" ? "; " : ", ") : v;
-}
-
-/** A headers object by lower-case name as a {@link HeaderSource} (what the authenticator and content replies read). */
-export class HeaderLookup implements HeaderSource {
-  constructor(private readonly headers: Readonly<Record<string, string | string[] | undefined>>) {}
-
-  get(name: string): string | null {
-    return headerValue(this.headers, name);
-  }
-}
-
 /**
  * Handles one request with the fetch-style `app`, the request's `context` attached for the
- * app's handlers (http/request-context.ts). Errors are reported and end the response with a 500
- * if nothing was sent.
+ * app's handlers (http/request-context.ts), and writes its answer on `ex`. Errors are reported
+ * and answered with their JSON if nothing was sent yet, else the answer is reset.
  */
-export async function serveWithFetch(req: NodeRequest, res: NodeResponse, app: FetchHandler, context: RequestContext): Promise<void> {
+export async function serveWithFetch(ex: NodeExchange, app: FetchHandler, context: RequestContext): Promise<void> {
+  let out: Outgoing | undefined;
   try {
-    const request = toRequest(req);
+    const request = toRequest(ex.req);
     attachContext(request, context);
-    await writeResponse(req, res, await app(request));
+    const response = await app(request);
+    out = await writeResponse(ex, response);
+    if (out !== undefined) await writeBody(out, response.body!);
   } catch (err) {
-    failed(res, err, context);
+    failed(ex, err, context, out);
   }
 }
 
 /**
- * Writes `response` to `res`: status, headers (Set-Cookie kept apart, hop-by-hop ones dropped)
- * and body (none for HEAD). Resolves when the body is handed to the connection.
+ * Writes `response` on `ex`: status, headers (Set-Cookie kept apart, hop-by-hop ones dropped)
+ * and body (none for HEAD): whole when its length is known and small, else its head, returning
+ * the {@link Outgoing} its body is to be streamed into.
  */
-export async function writeResponse(req: NodeRequest, res: NodeResponse, response: Response): Promise<void> {
+async function writeResponse(ex: NodeExchange, response: Response): Promise<Outgoing | undefined> {
   const out: Record<string, string | string[]> = {};
   response.headers.forEach((value, name) => {
     if (!HOP_BY_HOP.has(name)) out[name] = value;
   });
   const cookies = response.headers.getSetCookie();
   if (cookies.length > 0) out["set-cookie"] = cookies;
-  const writer = res as ServerResponse;
+  const { req, res } = ex;
   // A body read stopped part-way (bodyStream) leaves the connection paused: it reads again now.
   if (req.httpVersionMajor === 1) (req.socket as Duplex | undefined)?.resume();
   if (!req.complete && req.httpVersionMajor === 1) {
@@ -81,7 +69,7 @@ export async function writeResponse(req: NodeRequest, res: NodeResponse, respons
     // response instead of parsing leftover body bytes as the next request, and lingers so the
     // client, still sending, reads the answer instead of a reset (lingering-close.ts).
     out.connection = "close";
-    writer.shouldKeepAlive = false;
+    (res as ServerResponse).shouldKeepAlive = false;
     // Bun's IncomingMessage sometimes no longer has its socket here (seen when a disk-full
     // upload failed part-way): the response's is the same connection.
     const socket = (req.socket ?? (res as ServerResponse).socket) as (Duplex & { destroySoon?: () => void }) | null;
@@ -93,46 +81,31 @@ export async function writeResponse(req: NodeRequest, res: NodeResponse, respons
     // A bodiless answer says so, rather than being sent as an empty chunked body.
     const bodiless = response.status === 204 || response.status === 304 || response.status < 200;
     if (response.body === null && !bodiless && out["content-length"] === undefined) out["content-length"] = "0";
-    writer.writeHead(response.status, out);
-    writer.end();
-    return;
+    ex.respond(response.status, out);
+    return undefined;
   }
   if (Number(out["content-length"] ?? Number.NaN) <= SINGLE_WRITE_BYTES) {
-    const bytes = await response.bytes();
-    writer.writeHead(response.status, out);
-    writer.end(bytes);
-    return;
+    ex.respond(response.status, out, await response.bytes());
+    return undefined;
   }
-  writer.writeHead(response.status, out);
-  await writeBody(res, response.body);
+  return ex.stream(response.status, out);
 }
 
-/** Streams `body` into `res` and ends it, waiting for `drain` whenever `res` is full. */
-async function writeBody(res: NodeResponse, body: ReadableStream<Uint8Array>): Promise<void> {
-  const writer = res as ServerResponse;
+/** Streams `body` into `out` and ends it, each chunk once the one before has left (a slow reader holds the body back). */
+async function writeBody(out: Outgoing, body: ReadableStream<Uint8Array>): Promise<void> {
   for await (const chunk of body) {
-    if (isGone(res)) return;
-    if (!writer.write(chunk)) await drained(res);
+    if (out.signal.aborted) return;
+    await new Promise<void>((resolve) => {
+      const signal = out.signal;
+      const done = () => {
+        signal.removeEventListener("abort", done);
+        resolve();
+      };
+      signal.addEventListener("abort", done);
+      out.write(chunk, done);
+    });
   }
-  writer.end();
-}
-
-/** Reports a failure (context/report.ts) and ends the response: its error if nothing was sent yet, else a reset. */
-export function failed(res: NodeResponse, err: unknown, context: RequestContext): void {
-  const error = report(err, context);
-  if (!res.headersSent) refuse(res, error);
-  else res.destroy();
-}
-
-/**
- * Answers with `err`'s HTTP status and its JSON error body (CONTRACT §2), written on the Node
- * response itself: the renderer for failures outside the HTTP app.
- */
-export function refuse(res: NodeResponse, err: AppError): void {
-  const body = JSON.stringify(toRpcStatus(err));
-  const headers = { ...errorHeaders(err), "content-type": "application/json", "content-length": Buffer.byteLength(body) };
-  (res as ServerResponse).writeHead(httpStatusOf(err.code), headers);
-  res.end(body);
+  if (!out.signal.aborted) out.end();
 }
 
 /**
@@ -219,49 +192,4 @@ function bodyEndProblem(req: NodeRequest, received: number): string | undefined 
     return `the request body has ${received} bytes, not the ${declared} its Content-Length declares`;
   }
   return undefined;
-}
-
-/**
- * Whether the client can no longer receive `res`: the connection or, for HTTP/2, the stream is
- * destroyed (Bun's HTTP/2 response has no `destroyed` of its own).
- */
-function isGone(res: NodeResponse): boolean {
-  return res.destroyed === true || (res as Http2ServerResponse).stream?.destroyed === true;
-}
-
-/** Resolves when `res` can take more data, or has closed. */
-function drained(res: NodeResponse): Promise<void> {
-  return new Promise<void>((resolve) => {
-    const done = () => {
-      res.off("drain", done);
-      res.off("close", done);
-      resolve();
-    };
-    res.on("drain", done);
-    res.on("close", done);
-  });
-}
-
-/**
- * Calls `onChunk` with every chunk given to `res.write` and `res.end`, each once, for observers
- * (metrics' HTTP/2 byte count, the tests' response tap); the calls themselves are unchanged.
- * Bun's HTTP/2 `end(chunk)` writes its chunk through `write`: a call made inside another is not
- * seen again.
- */
-export function observeWrites(res: NodeResponse, onChunk: (chunk: string | Uint8Array) => void): void {
-  const writer = res as unknown as Record<"write" | "end", (...args: unknown[]) => unknown>;
-  let inside = false;
-  for (const method of ["write", "end"] as const) {
-    const original = writer[method];
-    writer[method] = function (this: unknown, chunk?: unknown, ...rest: unknown[]) {
-      if (inside) return original.call(this, chunk, ...rest);
-      if (typeof chunk === "string" || chunk instanceof Uint8Array) onChunk(chunk);
-      inside = true;
-      try {
-        return original.call(this, chunk, ...rest);
-      } finally {
-        inside = false;
-      }
-    };
-  }
 }

@@ -10,8 +10,10 @@
  *   request on an in-process `node:http` server (Bun's), handed the socket with
  *   `emit("connection")`.
  *
- * Both servers share one dispatch (dispatch.ts); connections are counted, watched and stopped
- * by connections.ts. Tried and dropped (docs/design.md): relaying HTTP/1.1 over loopback to
+ * Every wire hands the one dispatch (dispatch.ts) an exchange (serving/exchange.ts): the
+ * HTTP/1.1 reader (http1-exchange.ts), node:http's and the HTTP/2 compat API's request and
+ * response (node-exchange.ts), HTTP/2 content streams (h2-exchange.ts). Connections are
+ * counted, watched and stopped by connections.ts. Tried and dropped (docs/design.md): relaying HTTP/1.1 over loopback to
  * Bun.serve (slow), and letting Bun's `node:http` own the port and hand h2c connections over
  * from its HPE_PAUSED_H2_UPGRADE client error (fast, but about one streamed RPC in a thousand
  * was reset).
@@ -23,24 +25,25 @@ import net from "node:net";
 import type { Duplex } from "node:stream";
 import type { LogFormat } from "../log.ts";
 import type { FileUnaryMethods } from "../rpc/file-service.ts";
-import { AccessLog, requestLineOf } from "./access-log.ts";
+import type { ContentDeps } from "../http/content.ts";
+import type { ShareContentDeps } from "../http/share-content.ts";
+import { AccessLog } from "../serving/access-log.ts";
+import { requestLineOf } from "./http1-head.ts";
 import { Connections } from "./connections.ts";
-import { ContentNow } from "./content-now.ts";
 import { createDispatch, routeOf } from "./dispatch.ts";
-import { h2StreamListener, notePeer } from "./h2-content.ts";
+import { h2StreamListener, notePeer } from "./h2-exchange.ts";
 import { CorkedSocket } from "./h2-socket.ts";
-import type { ContentOptions } from "./content.ts";
 import { refuseConnection } from "./lingering-close.ts";
-import type { Metrics } from "./metrics.ts";
+import type { Metrics } from "../serving/metrics.ts";
 import { serveHttp1Fast } from "./http1-fast.ts";
-import type { FetchHandler, NodeRequest, NodeResponse } from "./node-bridge.ts";
-import { authorityProblem } from "./request-target.ts";
+import type { FetchHandler } from "./node-bridge.ts";
+import { NodeExchange } from "./node-exchange.ts";
 import { rpcHandler } from "./rpc-bridge.ts";
 import { sniffProtocol } from "./sniff.ts";
 
 export interface OnePortOptions {
   port: number;
-  /** Listen with SO_REUSEPORT, beside the other workers' sockets (server/workers.ts). */
+  /** Listen with SO_REUSEPORT, beside the other workers' sockets (process/workers.ts). */
   reusePort?: boolean;
   /** The HTTP app (`app.handle`): REST, dashboard, sign-in, static files. */
   app: FetchHandler;
@@ -50,9 +53,9 @@ export interface OnePortOptions {
   rpcPaths: ReadonlySet<string>;
   /** FileService's unary methods, for the unary fast path (rpc/unary.ts); undefined: connect-node serves every call. */
   unary?: FileUnaryMethods;
-  /** Content URLs (GET/HEAD of `/{id}` and `/{id}/{slug}`). */
-  content: ContentOptions;
-  /** Whether content that needs no I/O is answered at once (content-now.ts); true unless a test says otherwise. */
+  /** What content URLs (GET/HEAD of `/{id}` and `/{id}/{slug}`) and share links are answered with. */
+  content: ContentDeps & ShareContentDeps;
+  /** Whether content decided now is answered now (serving/content.ts); true unless a test says otherwise. */
   answerAtOnce?: boolean;
   /** Writes one access-log line. */
   log: (line: string) => void;
@@ -115,7 +118,6 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
     idleTimeoutMs,
     onRefused: (socket, status) => accessLog.refused(peerOf(socket), status),
   });
-  const contentNow = opts.answerAtOnce === false ? undefined : new ContentNow(opts.content, accessLog);
   const dispatch = createDispatch({
     rpcPaths: opts.rpcPaths,
     rpc: rpcHandler(
@@ -123,14 +125,13 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
       metrics === undefined ? [] : [metrics.interceptor()],
       opts.unary === undefined ? undefined : { methods: opts.unary, observe: metrics === undefined ? undefined : (procedure, code) => metrics.observeRpc(procedure, code) },
     ),
-    content: opts.content,
+    content: { deps: opts.content, atOnce: opts.answerAtOnce !== false },
     app: opts.app,
     accessLog,
     metrics: opts.metrics,
-    onHttp1Request: (req, res) => connections.onHttp1Request(req, res),
   });
 
-  // No `request` listener: h2-content.ts answers content GETs on the stream and builds the
+  // No `request` listener: h2-exchange.ts answers content GETs on the stream and builds the
   // compat request and response for the rest.
   // strictSingleValueFields: false skips Bun's check, on every response, that no single-value
   // field (Content-Type, ETag, …) is given twice: cubby's header objects have one lower-case key
@@ -140,13 +141,16 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
     strictSingleValueFields: false,
     settings: { initialWindowSize: H2_WINDOW_BYTES, maxConcurrentStreams: H2_MAX_CONCURRENT_STREAMS },
   });
-  h2.on("stream", h2StreamListener({ dispatch, rpcPaths: opts.rpcPaths, content: opts.content, contentNow, accessLog }));
+  h2.on("stream", h2StreamListener({ dispatch, rpcPaths: opts.rpcPaths, accessLog }));
   h2.on("session", (session) => {
     notePeer(session, session.socket?.remoteAddress);
     connections.watchSession(session);
     session.setLocalWindowSize(H2_WINDOW_BYTES);
   });
-  const h1 = http.createServer({ maxHeaderSize: MAX_HEAD_BYTES, requireHostHeader: false, keepAliveTimeout: idleTimeoutMs }, dispatch);
+  const h1 = http.createServer({ maxHeaderSize: MAX_HEAD_BYTES, requireHostHeader: false, keepAliveTimeout: idleTimeoutMs }, (req, res) => {
+    connections.onHttp1Request(req, res);
+    dispatch(new NodeExchange(req, res, accessLog));
+  });
   // A client's FIN ends what it sends, not what it receives (CONTRACT §10): the responses to the
   // requests it sent are written, the last one closes the connection (Node's and Bun's
   // `httpAllowHalfOpen`; without it, the FIN ended the socket at once and cut answers in flight).
@@ -187,14 +191,9 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
             const route = routeOf(method, target, opts.rpcPaths);
             return route.kind === "content" || route.kind === "share" ? route : undefined;
           },
-          dispatch: (req, res) => dispatch(req as unknown as NodeRequest, res as unknown as NodeResponse),
-          answerNow: (head, route, s) => {
-            if (route.kind !== "content" || contentNow === undefined) return undefined;
-            // The dispatch's check (a repeated Host is not the fast path's): what it refuses goes there.
-            if (authorityProblem(head.headers, undefined) !== undefined) return undefined;
-            return contentNow.answer(head.method, route, head.headers, s.remoteAddress);
-          },
-          answeringNow: (s) => connections.http1AnswerBegun(s),
+          dispatch,
+          logClose: (context, status, bytes) => accessLog.close(context, status, bytes),
+          requestRead: (s) => connections.http1AnswerBegun(s),
           answerWritten: (s) => connections.http1AnswerWritten(s),
           onHandOver: (s) => h1.emit("connection", s),
           onPipelinedHead: (s) => connections.onHttp1HeadReceived(s),

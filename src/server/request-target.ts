@@ -5,7 +5,6 @@
  * x/v1/files?` once made `GET /healthz` list the caller's files). Public links use HOSTNAME.
  */
 import net from "node:net";
-import type { NodeRequest } from "./node-bridge.ts";
 
 /** The origin every request URL is built on; never shown to anyone. */
 export const REQUEST_ORIGIN = "http://localhost";
@@ -56,7 +55,7 @@ const REG_NAME = /^(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})+$/;
 
 /**
  * The authority check every request passes before anything routes on it, whichever wire read it
- * (the dispatch, h2-content.ts on the stream, the HTTP/1.1 fast path's answer at once): the
+ * (called by the one dispatch, dispatch.ts): the
  * authority it names — an absolute-form target's (RFC 9112 §3.2.3: it replaces Host), else
  * HTTP/2's `:authority` (RFC 9113 §8.3.1), else its Host header, which a request sends at most
  * once (RFC 9112 §3.2) — is absent or valid ({@link isValidAuthority}).
@@ -101,17 +100,21 @@ export function authorityProblem(
  * RFC 9112 §3.2.2) is accepted and reduced to its path. `OPTIONS *` (asterisk form) is answered
  * as `/`.
  */
-export function originFormOf(req: NodeRequest): { target: string } | { problem: string } {
-  const raw = req.url ?? "";
+export function originFormOf(
+  method: string,
+  raw: string,
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+  rawHeaders: readonly string[] | undefined,
+): { target: string } | { problem: string } {
   let target = raw;
   let targetAuthority: string | undefined;
   if (!raw.startsWith("/")) {
-    if (raw === "*" && req.method === "OPTIONS") return { target: "/" };
+    if (raw === "*" && method === "OPTIONS") return { target: "/" };
     const absolute = /^https?:\/\/([^/?#]*)([^#]*)$/i.exec(raw);
     if (absolute === null) return { problem: "the request target must be a path starting with /" };
     targetAuthority = absolute[1]!;
     target = absolute[2]!.startsWith("/") ? absolute[2]! : `/${absolute[2]!}`;
   }
-  const problem = authorityProblem(req.headers, req.rawHeaders, targetAuthority);
+  const problem = authorityProblem(headers, rawHeaders, targetAuthority);
   return problem === undefined ? { target } : { problem };
 }

@@ -7,6 +7,7 @@ import type { Clock } from "../domain/time.ts";
 import type { MetadataStore, UserAccount } from "../storage/ports.ts";
 import { ReadCache } from "./read-cache.ts";
 import { logError } from "../log.ts";
+import { settle, type Later, type NowOrLater } from "../domain/later.ts";
 
 /** `last_seen_at` is written at most this often per user, as a key's `last_used_at` is. */
 export const LAST_SEEN_RESOLUTION_MICROS = 60_000_000;
@@ -25,30 +26,41 @@ export class AccountStatus {
   /**
    * Whether `userId` exists and is not disabled; when so, records the request as their last
    * seen (at most every {@link LAST_SEEN_RESOLUTION_MICROS}; a failed write is logged, not thrown).
+   * Decided now (no I/O, no allocation) when the account is in the read cache and current and
+   * no last-seen write is due; else the rest to run ({@link NowOrLater}, domain/later.ts).
    */
-  async admit(userId: string): Promise<boolean> {
-    const account = await this.accounts.get(userId, () => this.deps.store.users.account(userId));
+  admit(userId: string): NowOrLater<boolean> {
+    const hit = this.accounts.peek(userId);
+    return hit === undefined ? this.loadLater(userId) : this.decide(userId, hit.value);
+  }
+
+  // The rests are made by methods of their own: a closure made in `admit` or `decide` would
+  // give every call, decided now or not, a scope object to allocate.
+  private loadLater(userId: string): Later<boolean> {
+    return () => this.load(userId);
+  }
+
+  private async load(userId: string): Promise<boolean> {
+    return settle(this.decide(userId, await this.accounts.get(userId, () => this.deps.store.users.account(userId))));
+  }
+
+  /** {@link admit} of a looked-up account: a write to make is the rest. */
+  private decide(userId: string, account: UserAccount | undefined): NowOrLater<boolean> {
     if (account === undefined || account.disabledAt !== null) return false;
     const now = this.deps.clock.nowMicros();
-    if (lastSeenDue(account, now)) {
+    return lastSeenDue(account, now) ? this.touchLater(userId, now) : true;
+  }
+
+  private touchLater(userId: string, now: number): Later<boolean> {
+    return async () => {
       try {
         await this.deps.store.users.touch(userId, now);
       } catch (err) {
         // Bookkeeping only: a busy database must not fail the request it belongs to.
         logError(`user ${userId}: could not record last seen: ${err}`);
       }
-    }
-    return true;
-  }
-
-  /**
-   * {@link admit} without waiting: true when the account is in the cache and current, enabled,
-   * and its last-seen time needs no write; undefined when `admit` must decide (or would refuse).
-   */
-  admitNow(userId: string): true | undefined {
-    const account = this.accounts.peek(userId)?.value;
-    if (account === undefined || account.disabledAt !== null || lastSeenDue(account, this.deps.clock.nowMicros())) return undefined;
-    return true;
+      return true;
+    };
   }
 }
 

@@ -10,6 +10,7 @@ import { newFileId } from "../domain/ids.ts";
 import type { PageCursor } from "../domain/params.ts";
 import { parseExpiry, type ExpiryInput } from "../domain/expiry.ts";
 import { requireScope, type Principal, type Scope } from "../domain/principal.ts";
+import { isNow, settle, type Later, type NowOrLater } from "../domain/later.ts";
 import type { Clock } from "../domain/time.ts";
 import type { BlobChunk, BlobStore, ByteRange, MetadataStore, MetadataTables, ReadPlan, StagedBlob } from "../storage/ports.ts";
 import { removeOrphans } from "./orphans.ts";
@@ -348,36 +349,42 @@ export class FileService {
   /**
    * A file as served at its URL (CONTRACT §3), with its content: public to anyone, internal to
    * any signed-in user, private to its owner. `principalOf` is asked only for files that are
-   * not public, so serving a public file never looks at credentials.
-   * @throws not_found when there is no such file, or the signed-in caller may not see it;
-   *   unauthenticated when an anonymous caller may not see it; what `principalOf` throws
+   * not public, so serving a public file never looks at credentials, and at most once.
+   *
+   * Decided now ({@link NowOrLater}, domain/later.ts; no I/O) when the file's row is in the
+   * read cache and current, it has not expired, and it is public or `principalOf` gives now a
+   * principal who may open it. Anything else is the rest to run, which looks the row up (again)
+   * and gives the answer or the error; a principal `principalOf` gave now is kept for it, a rest
+   * it gave is run only then.
+   * @throws (the rest rejects) not_found when there is no such file, or the signed-in caller may
+   *   not see it; unauthenticated when an anonymous caller may not see it; permission_denied
+   *   without files.read; what `principalOf` throws
    */
-  async openContent(principalOf: () => Promise<Principal | null>, id: string): Promise<FileContent> {
-    const file = await this.findForRead(id);
-    if (file === undefined) throw notFound();
-    if (file.visibility !== "public") {
-      const principal = await principalOf();
-      if (principal === null) throw new AppError("unauthenticated", "sign in to open this file");
-      if (!canSee(principal, file)) throw notFound();
-      requireScope(principal, "files.read");
-    }
-    return this.contentOf(file);
+  openContent(principalOf: () => NowOrLater<Principal | null>, id: string): NowOrLater<FileContent> {
+    const file = this.readable.peek(id)?.value;
+    if (file === undefined || isExpired(file, this.deps.clock)) return this.openLater(principalOf, id, undefined);
+    if (file.visibility === "public") return this.contentOf(file);
+    const principal = principalOf();
+    if (principal !== null && isNow(principal) && canSee(principal, file) && principal.scopes.has("files.read")) return this.contentOf(file);
+    return this.openLater(principalOf, id, principal);
   }
 
   /**
-   * {@link openContent} answered from the read cache without waiting: the content when the
-   * file's row is cached and current, it has not expired, and it is public or `principalNow`
-   * (asked only then) gives a principal who may open it; undefined when that cannot be known
-   * without I/O, or the answer is anything else (not found, credentials needed or refused),
-   * which {@link openContent} then gives. Never throws.
-   * @param principalNow the caller without waiting: null for anonymous, undefined when unknown
+   * The rest of {@link openContent}; a method of its own, so that a request decided now
+   * allocates no scope for it. `asked`: what `principalOf` gave already, if it was asked.
    */
-  openContentNow(id: string, principalNow: () => Principal | null | undefined): FileContent | undefined {
-    const file = this.readable.peek(id)?.value;
-    if (file === undefined || isExpired(file, this.deps.clock)) return undefined;
+  private openLater(principalOf: () => NowOrLater<Principal | null>, id: string, asked: NowOrLater<Principal | null> | undefined): Later<FileContent> {
+    return () => this.open(principalOf, id, asked);
+  }
+
+  private async open(principalOf: () => NowOrLater<Principal | null>, id: string, asked: NowOrLater<Principal | null> | undefined): Promise<FileContent> {
+    const file = await this.findForRead(id);
+    if (file === undefined) throw notFound();
     if (file.visibility !== "public") {
-      const principal = principalNow();
-      if (principal === null || principal === undefined || !canSee(principal, file) || !principal.scopes.has("files.read")) return undefined;
+      const principal = await settle(asked === undefined ? principalOf() : asked);
+      if (principal === null) throw new AppError("unauthenticated", "sign in to open this file");
+      if (!canSee(principal, file)) throw notFound();
+      requireScope(principal, "files.read");
     }
     return this.contentOf(file);
   }

@@ -12,6 +12,7 @@ import type { ApiKeyRow, MetadataStore } from "../storage/ports.ts";
 import { ReadCache } from "./read-cache.ts";
 import type { AccountStatus } from "./account-status.ts";
 import { logError } from "../log.ts";
+import { settle, type Later, type NowOrLater } from "../domain/later.ts";
 
 /** A key as listed: never its secret. Times are Unix microseconds. */
 export interface ApiKeyInfo {
@@ -117,39 +118,59 @@ export class KeyService {
    * The principal a bearer token stands for, or null when it is not a live key or its user is
    * disabled (`cubby users disable`, from the next request on). Records
    * `last_used_at` (see {@link LAST_USED_RESOLUTION_MICROS}).
+   *
+   * Decided now (no I/O; no allocation but the principal) when the key's row and its user's
+   * account are in the read caches and current and neither a last use nor a last-seen time needs
+   * writing; else the rest to run, which starts nothing until called ({@link NowOrLater},
+   * domain/later.ts): the rate limit charges an attempt before its check (auth/principal.ts).
    */
-  async authenticate(token: string): Promise<Principal | null> {
+  authenticate(token: string): NowOrLater<Principal | null> {
     if (!isApiKeyShaped(token)) return null;
     const hash = hashApiKey(token);
-    const row = await this.lookups.get(hash.toString("base64"), () => this.deps.store.keys.byHash(hash));
+    const key = hash.toString("base64");
+    const hit = this.lookups.peek(key);
+    return hit === undefined ? this.loadLater(key, hash) : this.decide(hit.value);
+  }
+
+  // The rests are made by methods of their own: a closure made in `authenticate` or `decide`
+  // would give every call, decided now or not, a scope object to allocate.
+  private loadLater(key: string, hash: Buffer): Later<Principal | null> {
+    return () => this.load(key, hash);
+  }
+
+  private async load(key: string, hash: Buffer): Promise<Principal | null> {
+    return settle(this.decide(await this.lookups.get(key, () => this.deps.store.keys.byHash(hash))));
+  }
+
+  /** {@link authenticate} of a looked-up row: the user's admission or a write to make is the rest. */
+  private decide(row: ApiKeyRow | undefined): NowOrLater<Principal | null> {
     if (!row) return null;
     const now = this.deps.clock.nowMicros();
     if (isExpiredKey(row, now)) return null;
-    if (!(await this.deps.accounts.admit(row.userId))) return null;
-    if (lastUseDue(row, now)) {
-      try {
-        await this.deps.store.keys.touch(row.id, now);
-      } catch (err) {
-        // Bookkeeping only: a busy database must not fail the request it belongs to.
-        logError(`api key ${row.id}: could not record last use: ${err}`);
-      }
-    }
-    return { userId: row.userId, via: "api_key", scopes: scopesOf(row.scopes) };
+    const admitted = this.deps.accounts.admit(row.userId);
+    if (admitted === false) return null;
+    return admitted === true && !lastUseDue(row, now) ? principalOf(row) : this.recordLater(row, now, admitted);
   }
 
-  /**
-   * {@link authenticate} without waiting, for a live key whose row and user are in the read
-   * caches and current, and whose last use (and its user's last-seen time) needs no write;
-   * undefined when `authenticate` must decide, also for a token that is not a live key.
-   */
-  authenticateNow(token: string): Principal | undefined {
-    if (!isApiKeyShaped(token)) return undefined;
-    const row = this.lookups.peek(hashApiKey(token).toString("base64"))?.value;
-    if (row === undefined) return undefined;
-    const now = this.deps.clock.nowMicros();
-    if (isExpiredKey(row, now) || lastUseDue(row, now) || this.deps.accounts.admitNow(row.userId) === undefined) return undefined;
-    return { userId: row.userId, via: "api_key", scopes: scopesOf(row.scopes) };
+  /** The rest of {@link decide}: the user's admission, then the last use to record. */
+  private recordLater(row: ApiKeyRow, now: number, admitted: NowOrLater<boolean>): Later<Principal | null> {
+    return async () => {
+      if (!(await settle(admitted))) return null;
+      if (lastUseDue(row, now)) {
+        try {
+          await this.deps.store.keys.touch(row.id, now);
+        } catch (err) {
+          // Bookkeeping only: a busy database must not fail the request it belongs to.
+          logError(`api key ${row.id}: could not record last use: ${err}`);
+        }
+      }
+      return principalOf(row);
+    };
   }
+}
+
+function principalOf(row: ApiKeyRow): Principal {
+  return { userId: row.userId, via: "api_key", scopes: scopesOf(row.scopes) };
 }
 
 function isExpiredKey(row: ApiKeyRow, now: number): boolean {

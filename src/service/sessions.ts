@@ -11,6 +11,7 @@ import type { Clock } from "../domain/time.ts";
 import { ALL_SCOPES, type Principal } from "../domain/principal.ts";
 import type { MetadataStore } from "../storage/ports.ts";
 import type { AccountStatus } from "./account-status.ts";
+import { settle } from "../domain/later.ts";
 
 /** A session lives this long after it was created or last renewed. */
 export const SESSION_LIFETIME_MICROS = 30 * 24 * 3600 * 1_000_000;
@@ -61,7 +62,7 @@ export class SessionService {
       await this.deps.store.sessions.delete(id);
       return null;
     }
-    if (!(await this.deps.accounts.admit(row.userId))) return null;
+    if (!(await settle(this.deps.accounts.admit(row.userId)))) return null;
     const session: ValidSession = { principal: { userId: row.userId, via: "session", scopes: ALL_SCOPES }, sessionId: id };
     if (row.expiresAt - now < SESSION_LIFETIME_MICROS / 2) {
       const until = now + SESSION_LIFETIME_MICROS;

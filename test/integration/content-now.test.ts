@@ -1,4 +1,4 @@
-// Content answered at once (src/server/content-now.ts) says exactly what the usual path says.
+// Content answered at once (src/serving/content.ts deciding now) says exactly what the usual path says.
 // Two servers share one data directory (and store); one never answers at once
 // (CUBBY_TEST_AT_ONCE=off). The same requests — generated: GET and HEAD, slugs, queries, ranges,
 // conditionals, HTTP/1.0 and 1.1, pipelined pairs — go to both over raw TCP, and over h2c, and

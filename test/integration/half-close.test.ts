@@ -1,7 +1,7 @@
 // Clients that half-close (CONTRACT §10): a client that shuts down its sending side after its
 // request (`shutdown(SHUT_WR)`, as `nc -N`, some scripts and proxies do) still receives the whole
 // answer, on every path — the HTTP/1.1 fast path (content streamed from the store), content
-// answered at once (content-now.ts), node:http after the hand-over (a download with a key, JSON
+// answered at once (serving/content.ts), node:http after the hand-over (a download with a key, JSON
 // routes, uploads, errors) and h2c — and the server closes its side once the answer is out.
 // A half-closed connection with nothing in flight closes at once.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";

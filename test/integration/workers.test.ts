@@ -1,4 +1,4 @@
-// WORKERS > 1 (issue 16, server/workers.ts): a supervisor and serving processes sharing the port
+// WORKERS > 1 (issue 16, process/workers.ts): a supervisor and serving processes sharing the port
 // with SO_REUSEPORT. Which worker a connection reaches is read from the kernel (`ss -tnp`), so
 // the tests know when they have one connection on each worker instead of hoping for it.
 import { expect, test } from "bun:test";
@@ -186,6 +186,34 @@ test("rate-limit windows are shared by the workers: an address gets the budget o
   second.socket.destroy();
 });
 
+// A content GET with a bearer key whose row and user a worker has cached is decided from the
+// caches, without reading the shared rate-limit window (docs/design.md, "Rate limits and the
+// answer decided now"): the key was verified before, and a guessing client is caught by its
+// failed guesses, which every worker charges to the shared window. What a limited address still
+// gets, whichever worker its connections reach: 429 for every guess, for REST and RPC with the
+// right key, and for content GETs with the key once that worker has seen the address limited.
+test("WORKERS=2: a limited address gets 429 for its guesses and its REST calls on both workers, and for content GETs once the worker has seen it limited", async () => {
+  await using server = await startServer({ env: { ...WORKERS, RATE_LIMIT_AUTH_FAILURES: "2" } });
+  const key = await server.mintKey("limited@example.com");
+  const file = await client(server, key).upload("internal bytes", "?visibility=internal");
+  const [first, second] = [...(await oneConnectionPerWorker(server.port, workersOf(server))).values()] as [RawHttp, RawHttp];
+  const send = async (socket: RawHttp, target: string, bearer: string) => {
+    socket.write(`GET ${target} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${bearer}\r\n\r\n`);
+    return responseStatus(socket);
+  };
+  // Each worker verifies the key and caches its row, its user and the file's row.
+  for (const socket of [first, second, first, second]) expect(await send(socket, `/${file.id}`, key)).toBe("200");
+  // One failed guess on each worker spends the budget of two; every further guess is refused.
+  const wrong = "cubby_wrong0000000000000000000000000000000";
+  expect([await send(first, `/${file.id}`, wrong), await send(second, "/v1/files", wrong)]).toEqual(["401", "401"]);
+  expect([await send(first, "/v1/files", key), await send(second, "/v1/files", key)]).toEqual(["429", "429"]);
+  expect([await send(first, `/${file.id}`, wrong), await send(second, `/${file.id}`, wrong)]).toEqual(["429", "429"]);
+  // Both workers have now seen the address limited: the cached key is refused on content URLs too.
+  expect([await send(first, `/${file.id}`, key), await send(second, `/${file.id}`, key)]).toEqual(["429", "429"]);
+  first.socket.destroy();
+  second.socket.destroy();
+});
+
 /** The status of the next whole response on `c`. */
 async function responseStatus(c: RawHttp): Promise<string> {
   return (await response(c)).status;
@@ -208,7 +236,7 @@ test("/metrics with one worker stopped (SIGSTOP): a scrape on the other answers 
     const ms = performance.now() - started;
     console.log(`scrape with worker ${workerNumber(stopped)} stopped answered in ${ms.toFixed(0)} ms`);
     expect(status).toBe("200");
-    // The gathering's deadline is 500 ms (server/workers.ts); 2 s before it was bounded.
+    // The gathering's deadline is 500 ms (process/workers.ts); 2 s before it was bounded.
     expect(ms).toBeLessThan(1500);
     expect(body).toContain(`cubby_metrics_worker_up{worker="${workerNumber(stopped)}"} 0\n`);
     expect(body).toContain(`cubby_metrics_worker_up{worker="${workerNumber(live)}"} 1\n`);

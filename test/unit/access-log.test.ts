@@ -1,8 +1,18 @@
-// Where a request's context begins: AccessLog.open, without a socket.
+// Where a request's context begins (AccessLog.begin) and its line is written once its Node
+// response closes (NodeExchange.open), without a socket.
 import { expect, test } from "bun:test";
 import { EventEmitter } from "node:events";
-import { AccessLog } from "../../src/server/access-log.ts";
+import { AccessLog } from "../../src/serving/access-log.ts";
 import type { NodeRequest, NodeResponse } from "../../src/server/node-bridge.ts";
+import { NodeExchange } from "../../src/server/node-exchange.ts";
+
+/** What the dispatch does for a request: its context begun, the exchange opened with it. */
+function open(log: AccessLog, req: NodeRequest, res: NodeResponse, path: string) {
+  const ex = new NodeExchange(req, res, log);
+  const context = log.begin(ex.method, path, ex.peer, ex.headers.get("x-forwarded-for"), ex.headers.get("x-request-id"));
+  ex.open(context);
+  return context;
+}
 
 function fakeResponse() {
   const headers = new Map<string, string>();
@@ -19,7 +29,7 @@ test("the context is decided once; the ID is echoed; the line is written when th
   const log = new AccessLog((line) => lines.push(line), new Set(["10.0.0.1"]));
   const req = { method: "GET", headers: { "x-forwarded-for": "203.0.113.7", "x-request-id": "abc" }, socket: { remoteAddress: "::ffff:10.0.0.1" } } as unknown as NodeRequest;
   const { res, headers } = fakeResponse();
-  const context = log.open(req, res, "/v1/files");
+  const context = open(log, req, res, "/v1/files");
   expect({ requestId: context.requestId, clientAddress: context.clientAddress, echoed: headers.get("x-request-id"), lines }).toEqual({
     requestId: "abc",
     clientAddress: "203.0.113.7",
@@ -36,12 +46,12 @@ test("the context is decided once; the ID is echoed; the line is written when th
 test("an unusable X-Request-Id is replaced; X-Forwarded-For from an untrusted peer is ignored", () => {
   const log = new AccessLog(() => {}, new Set());
   const req = { method: "GET", headers: { "x-forwarded-for": "203.0.113.7", "x-request-id": "has spaces" }, socket: { remoteAddress: "192.0.2.5" } } as unknown as NodeRequest;
-  const context = log.open(req, fakeResponse().res, "/");
+  const context = open(log, req, fakeResponse().res, "/");
   expect({ idLength: context.requestId.length, clientAddress: context.clientAddress }).toEqual({ idLength: 12, clientAddress: "192.0.2.5" });
 });
 
 test("requestLineOf reads the refused request's method and path, or -", async () => {
-  const { requestLineOf } = await import("../../src/server/access-log.ts");
+  const { requestLineOf } = await import("../../src/server/http1-head.ts");
   const pipelined = Buffer.from("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nPOST /b?q=1 HTTP/1.1\r\nHost x\r\n\r\n");
   expect([
     requestLineOf(Buffer.from("GET /a?x=1 HTTP/1.1\r\nHost x\r\n\r\n"), 21),

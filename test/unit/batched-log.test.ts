@@ -1,6 +1,6 @@
 // The access log writes the lines of one event-loop turn together.
 import { expect, test } from "bun:test";
-import { batchedLog } from "../../src/server/access-log.ts";
+import { batchedLog } from "../../src/log.ts";
 
 test("lines of one turn go out in one write, on the next turn", async () => {
   const writes: string[] = [];

@@ -49,7 +49,7 @@ describe("src/'s imports follow the layout (docs/design.md)", () => {
 
   test("the scan sees the imports (a guard against a regex that matches nothing)", () => {
     expect(edges).toContainEqual({ from: "service/files.ts", to: "storage/ports.ts" });
-    expect(edges).toContainEqual({ from: "server/serve.ts", to: "server/serving.ts" });
+    expect(edges).toContainEqual({ from: "process/serve.ts", to: "process/start-serving.ts" });
   });
 
   test("no import cycle between folders", () => {

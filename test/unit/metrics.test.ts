@@ -1,8 +1,8 @@
-// The request series' exposition (server/metrics.ts counts them in plain numbers): buckets are
+// The request series' exposition (serving/metrics.ts counts them in plain numbers): buckets are
 // "less than or equal" and cumulative, statuses are summed over in the histogram, odd methods
 // are one label value.
 import { expect, test } from "bun:test";
-import { Metrics } from "../../src/server/metrics.ts";
+import { Metrics } from "../../src/serving/metrics.ts";
 
 test("request counts and duration buckets, as Prometheus's histogram semantics say", async () => {
   const m = new Metrics({ stored: async () => ({ files: 2, bytes: 30 }), transferred: () => ({ received: 5, sent: 7 }) });

@@ -3,7 +3,7 @@
  * its workers.
  *
  * The **supervisor** (the process `cubby serve` started) opens the store first (migrations run
- * once), sweeps what a crash left and runs the periodic sweeps (server/serve.ts), then starts
+ * once), sweeps what a crash left and runs the periodic sweeps (process/serve.ts), then starts
  * the **workers**: the same executable with `serve` and CUBBY_WORKER=n. Each worker opens the
  * store itself and listens on the port with SO_REUSEPORT, so the kernel spreads new connections
  * over them (Linux: by a hash of the connection's addresses and ports; a connection stays with

@@ -1,5 +1,5 @@
 /**
- * The serving half of `cubby serve` (server/serve.ts loads it on demand): the HTTP app with the
+ * The serving half of `cubby serve` (process/serve.ts loads it on demand): the HTTP app with the
  * MCP route on it, the RPC routes, metrics and the one-port listener over opened services. Each
  * surface (http/, mcp/, rpc/) is mounted here, so none of them imports another.
  */
@@ -13,10 +13,10 @@ import { fileUnaryMethods } from "../rpc/file-service.ts";
 import { rpcPaths, rpcRoutes } from "../rpc/index.ts";
 import type { Services } from "../service/index.ts";
 import type { BlobStore } from "../storage/ports.ts";
-import { batchedLog, PIPE_ATOMIC_BYTES } from "./access-log.ts";
-import { Metrics } from "./metrics.ts";
-import { listenOnePort, type OnePortServer } from "./one-port.ts";
-import { enableResponseTap } from "./response-tap.ts";
+import { batchedLog, PIPE_ATOMIC_BYTES } from "../log.ts";
+import { Metrics } from "../serving/metrics.ts";
+import { listenOnePort, type OnePortServer } from "../server/one-port.ts";
+import { enableResponseTap } from "../server/response-tap.ts";
 
 /**
  * Builds the app and the RPC routes and listens on the port.
@@ -69,7 +69,7 @@ export async function startServing(
     routes,
     rpcPaths: rpcPaths(routes),
     unary,
-    content: { deps: { files: services.files, shares: services.shares, auth, baseUrl: () => baseUrl } },
+    content: { files: services.files, shares: services.shares, auth, baseUrl: () => baseUrl },
     answerAtOnce: config.testAtOnce !== false,
     log,
     logFormat: config.logFormat,

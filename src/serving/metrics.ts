@@ -18,12 +18,11 @@
  */
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import crypto from "node:crypto";
-import type { ServerResponse } from "node:http";
 import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from "prom-client";
 import { bearerToken } from "../auth/principal.ts";
 import { plainAddress } from "../context/client-address.ts";
 import { AppError } from "../errors.ts";
-import { headerOf, refuse, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
+import { errorAnswer, type Exchange } from "./exchange.ts";
 
 /** What the store holds, for `cubby_files` and `cubby_stored_bytes`. */
 export interface StoredTotals {
@@ -44,7 +43,7 @@ export interface MetricsSources {
   transferred: () => TransferTotals;
   /**
    * In a worker (WORKERS > 1): every worker's metrics aggregated, as the exposition text
-   * (server/workers.ts); undefined: this process's own.
+   * (process/workers.ts); undefined: this process's own.
    */
   aggregate?: (() => Promise<string>) | undefined;
 }
@@ -239,7 +238,7 @@ export class Metrics {
 
   /**
    * This process's metrics as prom-client JSON, with the store's totals read now: what a worker
-   * contributes to an aggregated scrape (server/workers.ts).
+   * contributes to an aggregated scrape (process/workers.ts).
    */
   async snapshot(): Promise<Awaited<ReturnType<Registry["getMetricsAsJSON"]>>> {
     await this.readTotals();
@@ -293,13 +292,13 @@ export class Metrics {
 }
 
 /**
- * Whether `req` may read the metrics without a token: from a loopback address, and not relayed
+ * Whether `ex` may read the metrics without a token: from a loopback address, and not relayed
  * by a proxy on the same machine (a forwarded request speaks for a client elsewhere).
  */
-export function isLocalRequest(req: NodeRequest): boolean {
-  const peer = plainAddress(req.socket?.remoteAddress ?? "");
+export function isLocalRequest(ex: Exchange): boolean {
+  const peer = plainAddress(ex.peer ?? "");
   const loopback = peer === "::1" || peer.startsWith("127.");
-  return loopback && headerOf(req, "x-forwarded-for") === null && headerOf(req, "forwarded") === null;
+  return loopback && ex.headers.get("x-forwarded-for") === null && ex.headers.get("forwarded") === null;
 }
 
 /** Compares a presented bearer token with the configured one in constant time. */
@@ -311,20 +310,18 @@ function tokenMatches(authorization: string | null, token: string): boolean {
 }
 
 /**
- * Answers `GET` or `HEAD /metrics` under the access rule of the module comment.
+ * Answers `GET` or `HEAD /metrics` on `ex` under the access rule of the module comment.
  * @param token METRICS_TOKEN, or undefined
  */
-export async function serveMetrics(metrics: Metrics, token: string | undefined, req: NodeRequest, res: NodeResponse): Promise<void> {
-  if (!isLocalRequest(req)) {
-    if (token === undefined) return refuse(res, new AppError("not_found", "not found"));
-    if (!tokenMatches(headerOf(req, "authorization"), token)) {
-      res.setHeader("www-authenticate", 'Bearer realm="metrics"');
-      return refuse(res, new AppError("unauthenticated", "send Authorization: Bearer <METRICS_TOKEN>"));
+export async function serveMetrics(metrics: Metrics, token: string | undefined, ex: Exchange): Promise<void> {
+  if (!isLocalRequest(ex)) {
+    const refused =
+      token === undefined ? new AppError("not_found", "not found") : tokenMatches(ex.headers.get("authorization"), token) ? undefined : new AppError("unauthenticated", "send Authorization: Bearer <METRICS_TOKEN>");
+    if (refused !== undefined) {
+      const { status, headers, body } = errorAnswer(refused);
+      return ex.respond(status, headers, body);
     }
   }
   const body = await metrics.render();
-  const writer = res as ServerResponse;
-  writer.writeHead(200, { "content-type": metrics.contentType, "content-length": Buffer.byteLength(body), "cache-control": "no-store" });
-  if (req.method === "HEAD") writer.end();
-  else writer.end(body);
+  ex.respond(200, { "content-type": metrics.contentType, "content-length": String(Buffer.byteLength(body)), "cache-control": "no-store" }, body);
 }

@@ -7,7 +7,7 @@ import type { Config } from "../config.ts";
 import { EXPIRY_SWEEP_MS } from "../service/files.ts";
 import { openServices, type Services } from "../service/index.ts";
 import { logError, logInfo, setLogFormat } from "../log.ts";
-import type { Metrics } from "./metrics.ts";
+import type { Metrics } from "../serving/metrics.ts";
 import { SupervisorLink, WorkerPool } from "./workers.ts";
 
 /** How often a server on a shared blob store sweeps orphans (ms). */
@@ -17,15 +17,15 @@ const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
 export const SHUTDOWN_GRACE_MS = 10_000;
 
 /**
- * The serving half (server/serving.ts: the app, RPC, the listener), loaded only by a process
+ * The serving half (process/start-serving.ts: the app, RPC, the listener), loaded only by a process
  * that serves: a supervisor never does, and stays lighter by what it does not load.
  */
-const serving = () => import("./serving.ts");
+const serving = () => import("./start-serving.ts");
 
 /**
  * Runs the server until SIGTERM or SIGINT; returns once it has stopped and the stores are closed.
  * With WORKERS = 1 this process serves; above 1 it supervises that many serving processes
- * (server/workers.ts), and in one of those (CUBBY_WORKER) it serves without the sweeps.
+ * (process/workers.ts), and in one of those (CUBBY_WORKER) it serves without the sweeps.
  */
 export async function serve(config: Config): Promise<void> {
   setLogFormat(config.logFormat);
@@ -52,7 +52,7 @@ async function serveAlone(config: Config, services: Services): Promise<void> {
   await server.stop();
 }
 
-/** WORKERS > 1, the supervisor: sweeps, and runs the serving processes (server/workers.ts). */
+/** WORKERS > 1, the supervisor: sweeps, and runs the serving processes (process/workers.ts). */
 async function supervise(config: Config, services: Services): Promise<void> {
   const timers = await startMaintenance(services, config);
   const pool = new WorkerPool({ count: config.workers, port: config.port, dataDir: config.dataDir, graceMs: SHUTDOWN_GRACE_MS });

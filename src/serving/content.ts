@@ -1,0 +1,179 @@
+/**
+ * Where content URLs (`/{id}`, `/{id}/{slug}`, CONTRACT §3) and share links (`/s/{token}`,
+ * CONTRACT §8) are answered, for every wire (GET and HEAD, routed here by server/dispatch.ts):
+ * what to answer is decided by http/content.ts (access, then the pure `contentReply`) and
+ * http/share-content.ts; this module writes it on the {@link Exchange}, and is the one place
+ * that sends a file's bytes.
+ *
+ * The request a file sharing service answers most, a GET of a file whose row is in the read
+ * cache and whose small content is in the blob cache, public or opened by a bearer key whose
+ * row and user are cached, needs no I/O: {@link decideContent} decides it now (NowOrLater,
+ * domain/later.ts) and {@link serveContent} answers it before it returns, with no promise,
+ * closure, listener or AbortController (on HTTP/1.1 head and body leave in one `write`).
+ * Everything else takes the rest of the same function: the lookups, the rate limit's charge of
+ * failed credentials, errors, share links, downloads streamed from the store.
+ */
+import { isFileId } from "../domain/ids.ts";
+import { isNow, settle, type Later, type NowOrLater } from "../domain/later.ts";
+import { contentReply, openContent, type ContentDeps, type ContentReply, type ContentRequest } from "../http/content.ts";
+import { shareReply, type ShareContentDeps } from "../http/share-content.ts";
+import type { FileContent } from "../service/files.ts";
+import type { ByteRange } from "../storage/ports.ts";
+import { failed, type Buffering, type Exchange, type Outgoing } from "./exchange.ts";
+
+/** What content URLs and share links are answered with. */
+export interface ContentOptions {
+  deps: ContentDeps & ShareContentDeps;
+  /** Whether an answer decided now is written now; false only in tests (CUBBY_TEST_AT_ONCE=off), to compare. */
+  atOnce: boolean;
+}
+
+/** A content URL's file ID and slug (percent-decoded; undefined for the ID-only form). */
+export interface ContentTarget {
+  id: string;
+  slug: string | undefined;
+}
+
+/** `/{21-char id}` or `/{21-char id}/{one segment}`. */
+const CONTENT_PATH = /^\/([A-Za-z0-9_-]{21})(?:\/([^/]+))?$/;
+
+/**
+ * The file ID and slug when `pathname` is a content URL; undefined otherwise. The slug is
+ * percent-decoded (an undecodable one is kept as sent: it matches no slug, so it redirects).
+ */
+export function contentTarget(pathname: string): ContentTarget | undefined {
+  const m = CONTENT_PATH.exec(pathname);
+  if (m === null) return undefined;
+  const raw = m[2];
+  if (raw === undefined || !raw.includes("%")) return { id: m[1]!, slug: raw };
+  try {
+    return { id: m[1]!, slug: decodeURIComponent(raw) };
+  } catch {
+    return { id: m[1]!, slug: raw };
+  }
+}
+
+/** `/s/{token}`: a share link (CONTRACT §8); the token's shape is checked when it is looked up. */
+const SHARE_PATH = /^\/s\/([A-Za-z0-9_-]{1,64})$/;
+
+/** The token when `pathname` is a share URL; undefined otherwise. */
+export function shareTarget(pathname: string): string | undefined {
+  return SHARE_PATH.exec(pathname)?.[1];
+}
+
+/** What a content answer is: the reply, and the file's content when the reply sends some of it. */
+export interface ContentDecision {
+  reply: ContentReply;
+  content?: FileContent | undefined;
+}
+
+/**
+ * Answers GET or HEAD of a content URL on `ex` (its context opened by the dispatch): before
+ * returning when {@link decideContent} decides now and the bytes are in memory, else once the
+ * rest has run.
+ */
+export function serveContent(opts: ContentOptions, ex: Exchange, target: ContentTarget): void {
+  const decision = decideContent(opts.deps, ex, target);
+  if (opts.atOnce && isNow(decision) && answerWhole(ex, decision)) return;
+  void answer(ex, settle(decision));
+}
+
+/** Answers GET or HEAD of a share link, `/s/{token}` (http/share-content.ts decides; a lookup always). */
+export function serveShare(opts: ContentOptions, ex: Exchange, token: string): void {
+  void answer(ex, shareReply(opts.deps, ex, token));
+}
+
+/**
+ * Decides the answer to a content URL (http/content.ts: access, then `contentReply`).
+ *
+ * Decided now ({@link NowOrLater}, domain/later.ts; no I/O) when the file's row is in the read
+ * cache and it is public or opened by credentials the caches resolve (FileService.openContent,
+ * Authenticator.optional), and the reply is not an error. Else the rest to run, which gives
+ * every other answer and error.
+ * @throws (the rest rejects) AppError (not_found, permission_denied, invalid_argument, …) as the
+ *   lookup and `contentReply` do
+ */
+export function decideContent(deps: ContentDeps, request: ContentRequest, target: ContentTarget): NowOrLater<ContentDecision> {
+  if (!isFileId(target.id)) return decideLater(deps, request, target, undefined);
+  const content = deps.files.openContent(() => deps.auth.optional(request), target.id);
+  if (isNow(content)) {
+    try {
+      return { reply: contentReply(content.file, request, target.slug, deps.baseUrl()), content };
+    } catch {
+      // A malformed `download` parameter: the rest answers 400.
+    }
+  }
+  return decideLater(deps, request, target, content);
+}
+
+/**
+ * The rest of {@link decideContent}; a function of its own, so that a request decided now
+ * allocates no scope for it. `opened`: what FileService.openContent gave already.
+ */
+function decideLater(deps: ContentDeps, request: ContentRequest, target: ContentTarget, opened: NowOrLater<FileContent> | undefined): Later<ContentDecision> {
+  return () => decideRest(deps, request, target, opened);
+}
+
+async function decideRest(deps: ContentDeps, request: ContentRequest, target: ContentTarget, opened: NowOrLater<FileContent> | undefined): Promise<ContentDecision> {
+  const content = await openContent(deps, request, target.id, opened);
+  if ("redirect" in content) return { reply: content.redirect };
+  return { reply: contentReply(content.file, request, target.slug, deps.baseUrl()), content };
+}
+
+/**
+ * Writes `decision` whole when it needs no read from the store: its own body, no body (HEAD,
+ * redirects, 304, 416, empty files), or a range of content held in memory.
+ * @returns false (nothing written) when the bytes must be read from the store
+ */
+function answerWhole(ex: Exchange, { reply, content }: ContentDecision): boolean {
+  const range = reply.range;
+  if (reply.body !== undefined || range === undefined || ex.method === "HEAD" || content === undefined) {
+    ex.respond(reply.status, reply.headers, reply.body);
+    return true;
+  }
+  const cached = content.cached;
+  if (cached === undefined) return false;
+  ex.respond(reply.status, reply.headers, range.start === 0 && range.length === cached.byteLength ? cached : cached.subarray(range.start, range.start + range.length));
+  return true;
+}
+
+/**
+ * Writes what `decided` answers: whole when it can ({@link answerWhole}), else the head and the
+ * content's range streamed from the store. Errors are reported and become the usual
+ * `google.rpc.Status` JSON; a failure after the head went out resets the answer.
+ */
+async function answer(ex: Exchange, decided: ContentDecision | Promise<ContentDecision>): Promise<void> {
+  let out: Outgoing | undefined;
+  try {
+    const decision = await decided;
+    if (ex.gone || answerWhole(ex, decision)) return;
+    out = ex.stream(decision.reply.status, decision.reply.headers);
+    await writeContent(out, decision.content!, decision.reply.range!, ex.buffering);
+  } catch (err) {
+    failed(ex, err, ex.context, out);
+  }
+}
+
+/**
+ * Sends `range` of a file's content from the store, chunk by chunk, each chunk released (and its
+ * buffer refilled) only in the write's callback, and ends the answer. Stops, releasing the blob
+ * and its buffers, as soon as the client goes (`out.signal`: connection closed, stream reset,
+ * GOAWAY, session closed or timed out, a write failed).
+ * @param buffering the chunk size and count of buffers held at once (the wire's)
+ * @throws what reading the blob throws (the caller resets the answer)
+ */
+export async function writeContent(out: Outgoing, content: FileContent, range: ByteRange, buffering: Buffering): Promise<void> {
+  if (content.cached !== undefined) {
+    out.write(content.cached.subarray(range.start, range.start + range.length), ignore);
+    out.end();
+    return;
+  }
+  const signal = out.signal;
+  for await (const chunk of content.read(range, { ...buffering, signal })) {
+    out.write(chunk.bytes, () => chunk.release());
+    if (signal.aborted) break;
+  }
+  if (!signal.aborted) out.end();
+}
+
+function ignore(): void {}
