@@ -12,11 +12,11 @@ import type { RequestContext } from "../context/request-context.ts";
 import { report } from "../context/report.ts";
 import { contentReply, openContent, type ContentDeps, type ContentReply, type ContentRequest } from "../http/content.ts";
 import { shareReply, type ShareContentDeps } from "../http/share-content.ts";
-import { errorResponse } from "../http/respond.ts";
+import { negotiatedError } from "../http/pages.ts";
 import { isFileId } from "../domain/ids.ts";
 import type { FileContent } from "../service/files.ts";
 import type { ByteRange, ReadPlan } from "../storage/ports.ts";
-import { failed, HeaderLookup, headerOf, writeResponse, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
+import { failed, HeaderLookup, headerOf, type NodeRequest, type NodeResponse } from "./node-bridge.ts";
 
 export interface ContentOptions {
   deps: ContentDeps & ShareContentDeps;
@@ -146,7 +146,13 @@ async function answer(
     else await writeContent(res as ServerResponse, content, reply.range, gone, (res as Http2ServerResponse).stream === undefined ? H1_PLAN : H2_PLAN);
   } catch (err) {
     if (res.headersSent) failed(res, err, context);
-    else await writeResponse(req, res, errorResponse(report(err, context))).catch((e: unknown) => failed(res, e, context));
+    else {
+      // A page for a browser navigation, JSON for a program (CONTRACT §11).
+      const error = negotiatedError(report(err, context), headerOf(req, "accept") ?? null, req.method);
+      (res as ServerResponse).writeHead(error.status, error.headers);
+      if (error.body === undefined) res.end();
+      else res.end(error.body);
+    }
   } finally {
     res.off("close", close);
   }

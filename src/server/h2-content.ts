@@ -13,7 +13,7 @@
 import http2, { type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 import type { RequestContext } from "../context/request-context.ts";
 import { report } from "../context/report.ts";
-import { errorResponse } from "../http/respond.ts";
+import { negotiatedError } from "../http/pages.ts";
 import { shareReply } from "../http/share-content.ts";
 import type { AccessLog } from "./access-log.ts";
 import type { ContentNow } from "./content-now.ts";
@@ -99,7 +99,7 @@ function serveOnStream(opts: H2StreamOptions, stream: ServerHttp2Stream, headers
   const request = contentRequestOf(method, route, headers, context);
   const decide = route.kind === "content" ? () => decideContent(opts.content, request, route) : () => shareReply(opts.content.deps, request, route.token);
   if (responseTapFile !== undefined) tapStream(stream, method, route.pathname);
-  void answerOnStream(opts.accessLog, stream, method === "HEAD", context, decide);
+  void answerOnStream(opts.accessLog, stream, method === "HEAD", headerValue(headers, "accept") ?? null, context, decide);
   return true;
 }
 
@@ -113,6 +113,7 @@ async function answerOnStream(
   accessLog: AccessLog,
   stream: ServerHttp2Stream,
   head: boolean,
+  accept: string | null,
   context: RequestContext,
   decide: () => Promise<ContentDecision>,
 ): Promise<void> {
@@ -152,11 +153,9 @@ async function answerOnStream(
       resetStream(stream);
       return;
     }
-    const error = errorResponse(report(err, context));
-    const body = await error.bytes();
+    // A page for a browser navigation, JSON for a program (CONTRACT §11).
+    const error = negotiatedError(report(err, context), accept);
     if (!isAnswerable(stream)) return;
-    const headers: Record<string, string> = {};
-    error.headers.forEach((value, name) => (headers[name] = value));
-    send(error.status, headers, body);
+    send(error.status, error.headers, error.body);
   }
 }
