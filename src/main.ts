@@ -16,6 +16,7 @@ import { AppError } from "./errors.ts";
 import { formatTimestamp } from "./domain/time.ts";
 import { openServices, StoreUnavailableError } from "./service/index.ts";
 import { parseEmail } from "./domain/params.ts";
+import { loginLinkTtl } from "./service/login-links.ts";
 import { serve } from "./server/serve.ts";
 import { createArchiveOutput, interruptible, openArchiveInput } from "./archive-file.ts";
 import { exportArchive } from "./service/archive-export.ts";
@@ -29,6 +30,7 @@ const USAGE = `usage:
                     [--ttl 30d | --expire-time T] [--data-dir DIR]
   cubby keys list --email E [--data-dir DIR]
   cubby keys revoke ID [--data-dir DIR]
+  cubby login-link --email E [--ttl 15m] [--data-dir DIR]
 ${USERS_USAGE}
   cubby fsck [--repair] [--data-dir DIR]
   cubby backup DEST [--data-dir DIR]
@@ -87,6 +89,9 @@ async function main(argv: string[]): Promise<number> {
     }
     case "keys":
       return keysCommand(sub, rest, values, flags);
+    case "login-link":
+      if (sub !== undefined) throw new UsageError(`login-link takes no arguments (got "${sub}")`);
+      return loginLinkCommand(values, flags);
     case "users":
       return usersCommand(loadConfig(process.env, flags), sub, rest, { yes: values.yes === true });
     case "fsck": {
@@ -174,6 +179,26 @@ async function fsckCommand(config: Config, repair: boolean): Promise<number> {
       : `${report.problems.length} problem(s)${report.repaired ? `, quarantined in ${path.join(config.dataDir, "quarantine")}` : "; run with --repair to quarantine them"}`;
   console.log(`checked ${report.filesChecked} file(s), ${report.bytesRead} bytes: ${verdict}`);
   return report.problems.length === 0 ? 0 : 1;
+}
+
+/**
+ * `cubby login-link --email E [--ttl 15m]` (CONTRACT §11): prints one URL,
+ * `{HOSTNAME}/auth/link/{token}`, that signs E in once within the TTL (default 15 minutes, at
+ * most 24 hours), with or without an identity provider. Only the URL goes to stdout, so
+ * `URL=$(cubby login-link --email …)` works; when HOSTNAME is unset it is
+ * `http://localhost:PORT`, as `cubby serve` says in its start-up line.
+ */
+async function loginLinkCommand(values: { email?: string | undefined; ttl?: string | undefined }, flags: ConfigFlags): Promise<number> {
+  if (values.email === undefined) throw new UsageError("login-link needs --email, the address of who the link signs in");
+  const email = parseEmail(values.email);
+  const ttl = loginLinkTtl(values.ttl);
+  const config = loadConfig(process.env, flags);
+  await using services = await openServices(config);
+  const link = await services.loginLinks.mint(email, ttl);
+  const base = config.hostname ?? `http://localhost:${config.port}`;
+  process.stdout.write(`${base}/auth/link/${link.token}\n`);
+  console.error(`this link signs ${email} in once, until ${formatTimestamp(link.expiresAt)}`);
+  return 0;
 }
 
 async function keysCommand(

@@ -18,7 +18,9 @@ import { errorResponse, json } from "./respond.ts";
 import { contextOf, requestContext } from "./request-context.ts";
 import { serveStatic } from "./static.ts";
 import { guestRoutes } from "./guest-routes.ts";
-import { openApiResponse } from "./openapi.ts";
+import { validationMessage } from "./inputs.ts";
+import { ANYONE, detail, errors, json as jsonContent, ok, SERVER } from "./describe.ts";
+import { openApiDocumentOf, openApiResponse, type OpenApiDocument } from "./openapi.ts";
 import { tusRoutes } from "./tus-routes.ts";
 import { uploadLinksRoutes } from "./upload-links-routes.ts";
 import { uploadsRoutes } from "./uploads-routes.ts";
@@ -53,19 +55,33 @@ function negotiatedResponse(error: AppError, request: Request, explanation?: str
 export function createApp(deps: AppDeps) {
   const { services, auth, baseUrl } = deps;
 
-  return new Elysia({ name: "cubby" })
+  // normalize: false: a declared body with a field it does not declare is refused, not trimmed.
+  return new Elysia({ name: "cubby", normalize: false })
     .use(requestContext)
     .onError(({ code, error, request }) => {
       // An unknown path: a page for a browser navigation, JSON for a program (CONTRACT §11).
       if (code === "NOT_FOUND") return negotiatedResponse(new AppError("not_found", "not found"), request, "There is nothing at this address. Check the link, or ask whoever sent it for a new one.");
-      if (code === "PARSE" || code === "VALIDATION" || code === "INVALID_COOKIE_SIGNATURE") {
+      if (code === "VALIDATION") return errorResponse(new AppError("invalid_argument", validationMessage(error)));
+      if (code === "PARSE" || code === "INVALID_COOKIE_SIGNATURE") {
         return errorResponse(new AppError("invalid_argument", "malformed request", { cause: error }));
       }
       // Looked up, not derived: an error can come before derive has run.
       return errorResponse(report(error, contextOf(request)));
     })
-    .get("/healthz", () => json({ status: "ok" }), raw)
-    .get("/openapi.json", openApiResponse, raw)
+    .get("/healthz", () => json({ status: "ok" }), {
+      ...raw,
+      detail: detail({ operationId: "health", summary: "200 while serving", tags: ["service"], security: ANYONE, responses: { ...ok("Health"), ...errors(...SERVER) } }),
+    })
+    .get("/openapi.json", () => openApiResponse(openApiDocument()), {
+      ...raw,
+      detail: detail({
+        operationId: "openApi",
+        summary: "This document",
+        tags: ["service"],
+        security: ANYONE,
+        responses: { "200": { description: "OpenAPI 3.1", content: jsonContent({ type: "object" }) }, ...errors(...SERVER) },
+      }),
+    })
     .get("/", () => serveStatic("/")!, raw)
     .get("/app.js", () => serveStatic("/app.js")!, raw)
     .get("/app.css", () => serveStatic("/app.css")!, raw)
@@ -79,6 +95,7 @@ export function createApp(deps: AppDeps) {
         signInLimiter: deps.signInLimiter,
         users: services.users,
         sessions: services.sessions,
+        loginLinks: services.loginLinks,
         keys: services.keys,
         baseUrl,
         clockMicros: () => services.clock.nowMicros(),
@@ -91,4 +108,27 @@ export function createApp(deps: AppDeps) {
     .use(uploadLinksRoutes({ links: services.uploadLinks, uploads: services.uploads, auth, baseUrl, clockMicros: () => services.clock.nowMicros() }))
     .use(guestRoutes({ links: services.uploadLinks, baseUrl, maxUploadBytes: deps.maxUploadBytes }))
     .use(usageRoutes({ quotas: services.quotas, auth }));
+}
+
+/**
+ * Dependencies of an app built only to be described: the routes are declared, never called, so
+ * nothing of a service is used; a call fails loudly rather than quietly doing nothing.
+ */
+const DESCRIBE_ONLY: AppDeps = new Proxy(function describeOnly() {}, {
+  get: (_target, key) => (key === "then" ? undefined : DESCRIBE_ONLY),
+  apply: () => {
+    throw new Error("an app built to describe the API was asked to serve");
+  },
+}) as unknown as AppDeps;
+
+let document: OpenApiDocument | undefined;
+
+/**
+ * The OpenAPI document of the HTTP app (GET /openapi.json; http/openapi.ts): generated once per
+ * process from the routes, the same for every server since no route's declaration depends on
+ * its dependencies.
+ */
+export function openApiDocument(): OpenApiDocument {
+  document ??= openApiDocumentOf(createApp(DESCRIBE_ONLY));
+  return document;
 }

@@ -4,7 +4,7 @@
  * (session only: a bearer key cannot mint or list keys).
  */
 import { parse as parseCookies, serialize as serializeCookie } from "cookie";
-import { Elysia } from "elysia";
+import { Elysia, t } from "elysia";
 import { AppError } from "../errors.ts";
 import { formatExpiry } from "../domain/expiry.ts";
 import { formatTimestamp } from "../domain/time.ts";
@@ -15,9 +15,12 @@ import type { WindowLimiter } from "../auth/rate-limit.ts";
 import type { RequestContext } from "../context/request-context.ts";
 import { report } from "../context/report.ts";
 import type { ApiKeyInfo, KeyService } from "../service/keys.ts";
+import type { LoginLinkService } from "../service/login-links.ts";
 import type { SessionService } from "../service/sessions.ts";
 import type { UserService } from "../service/users.ts";
-import { onlyFields, optionalString, readJsonObject } from "./json-body.ts";
+import { parseScopes, SCOPES } from "../domain/principal.ts";
+import { ANYONE, AUTH, detail, errors, htmlErrors, LOCATION, ok, queryParam, SERVER, SESSION, type Responses } from "./describe.ts";
+import { bodyString, checked, closedBody, expiryFields, jsonBody } from "./inputs.ts";
 import { json } from "./respond.ts";
 import { errorPage } from "./pages.ts";
 import { authRequest, requestContext } from "./request-context.ts";
@@ -30,6 +33,8 @@ export interface AuthRoutesDeps {
   signInLimiter: WindowLimiter;
   users: UserService;
   sessions: SessionService;
+  /** One-time sign-in links (`cubby login-link`, CONTRACT §11). */
+  loginLinks: LoginLinkService;
   keys: KeyService;
   baseUrl: () => string;
   clockMicros: () => number;
@@ -39,17 +44,44 @@ export interface AuthRoutesDeps {
 const FLOW_MAX_AGE_SECONDS = 600;
 const MAX_KEY_BODY_BYTES = 4096;
 
-const raw = { parse: "none" } as const;
+/**
+ * The optional body of POST /auth/keys: `{"name", "scopes": ["files.read", …], "expire_time" |
+ * "ttl"}`, every field optional (CONTRACT §8); the scopes and the expiry are decided by the key
+ * service.
+ */
+const newKeyBody = jsonBody(
+  closedBody(
+    {
+      name: t.Optional(bodyString("name", { description: "For you to tell keys apart" })),
+      scopes: t.Optional(
+        checked({ type: "array", items: { type: "string", enum: [...SCOPES] }, minItems: 1, description: "Default: all" }, (raw) => {
+          if (!Array.isArray(raw) || !raw.every((s) => typeof s === "string")) {
+            throw new AppError("invalid_argument", 'scopes: expected a list of scope names, e.g. ["files.read"]');
+          }
+          parseScopes(raw);
+          return raw as string[];
+        }),
+      ),
+      ...expiryFields,
+    },
+    "Every field optional; default scopes: all",
+  ),
+  { maxBytes: MAX_KEY_BODY_BYTES, emptyIsObject: true, what: "the key's settings" },
+);
+
+/** A route of the signed-in dashboard's session (a bearer key cannot mint or list keys). */
+const sessionOp = (operationId: string, summary: string, responses: Responses) =>
+  detail({ operationId, summary, tags: ["auth"], security: SESSION, responses: { ...responses, ...errors(400, ...AUTH) } });
 
 const NOT_CONFIGURED =
-  "This cubby has no identity provider yet. Set IDP_CLIENT_ID and IDP_CLIENT_SECRET (and IDP_ISSUER for a provider other than Google), or mint an API key on the server with: cubby keys create --email you@example.com";
+  "This cubby has no identity provider yet. To sign in now, run on the server: cubby login-link --email you@example.com, and open the link it prints. To sign in with a provider, set IDP_CLIENT_ID and IDP_CLIENT_SECRET (and IDP_ISSUER for a provider other than Google). Scripts can use an API key: cubby keys create --email you@example.com";
 
 /**
  * The /auth routes as an Elysia plugin. Failures of /auth/keys and /auth/logout are
  * `google.rpc.Status` JSON; sign-in outcomes meant for a person are HTML pages.
  * Longer than 60 lines on purpose: one page of routes (as picoshare's routes.go), a chain of
  * short route definitions sharing the cookie helpers above; the steps with logic of their own are
- * functions below (signInPage, readFlow, readKeyName).
+ * functions below (signInPage, readFlow).
  */
 export function authRoutes(deps: AuthRoutesDeps) {
   const secure = () => deps.baseUrl().startsWith("https:");
@@ -82,7 +114,18 @@ export function authRoutes(deps: AuthRoutesDeps) {
           return new Response(null, { status: 302, headers: { location: url, "set-cookie": cookie(flowCookieName(), value, FLOW_MAX_AGE_SECONDS), "cache-control": "no-store" } });
         });
       },
-      raw,
+      {
+        parse: "none",
+        // Its query is read by the handler: a refusal here is a page for a person, not JSON.
+        detail: detail({
+          operationId: "signIn",
+          summary: "Start signing in at the identity provider",
+          tags: ["auth"],
+          security: ANYONE,
+          parameters: [queryParam("next", { type: "string" }, "Same-origin path to return to")],
+          responses: { "302": { description: "To the provider", headers: LOCATION }, ...htmlErrors(400, 404, 429, ...SERVER) },
+        }),
+      },
     )
     .get(
       "/idp/callback",
@@ -106,16 +149,46 @@ export function authRoutes(deps: AuthRoutesDeps) {
           headers.append("set-cookie", sessionCookie(session.token, session.expiresAt));
           return new Response(null, { status: 302, headers });
         }),
-      raw,
-    )
-    .post(
-      "/logout",
-      async ({ request, requestContext }) => {
-        const session = await deps.auth.requireSession(authRequest(request, requestContext));
-        await deps.sessions.revoke(session.token);
-        return json({}, 200, { "set-cookie": cookie(sessionCookieName(deps.baseUrl()), "", 0) });
+      {
+        parse: "none",
+        detail: detail({
+          operationId: "signInCallback",
+          summary: "The provider's redirect back: starts a session",
+          tags: ["auth"],
+          security: ANYONE,
+          parameters: [queryParam("code", { type: "string" }, "Authorization code"), queryParam("state", { type: "string" }, "Flow state")],
+          responses: { "302": { description: "Signed in: to `next` with a session cookie", headers: LOCATION }, ...htmlErrors(400, 401, 403, 404, 429, ...SERVER) },
+        }),
       },
-      raw,
+    )
+    .get(
+      "/link/:token",
+      ({ params, requestContext }) =>
+        signInPage("Sign-in link refused", requestContext, {}, async () => {
+          // Counted like a sign-in callback, before the lookup and kept: guessing costs a window.
+          const reservation = await deps.signInLimiter.reserve(requestContext.clientAddress);
+          if (!reservation.ok) {
+            const wait = reservation.retryAfterSeconds;
+            throw new AppError("resource_exhausted", `too many sign-in attempts from this address; try again in ${wait} s`, { retryAfterSeconds: wait });
+          }
+          const user = await deps.loginLinks.redeem(params.token);
+          const session = await deps.sessions.create(user.id);
+          const headers = new Headers({ location: "/", "cache-control": "no-store", "referrer-policy": "no-referrer" });
+          headers.append("set-cookie", sessionCookie(session.token, session.expiresAt));
+          return new Response(null, { status: 302, headers });
+        }),
+      {
+        parse: "none",
+        // Any token is looked up (an unknown one is a 404 page): no schema, whose 400 would be JSON.
+        detail: detail({
+          operationId: "signInWithLink",
+          summary: "Use a one-time sign-in link (`cubby login-link`): starts a session",
+          tags: ["auth"],
+          security: ANYONE,
+          parameters: [{ name: "token", in: "path", required: true, schema: { type: "string" }, description: "The link's token, as `cubby login-link` printed it" }],
+          responses: { "302": { description: "Signed in: to the dashboard with a session cookie", headers: LOCATION }, ...htmlErrors(403, 404, 410, 429, ...SERVER) },
+        }),
+      },
     )
     .get(
       "/session",
@@ -132,36 +205,59 @@ export function authRoutes(deps: AuthRoutesDeps) {
           session?.renewedUntil === undefined ? {} : { "set-cookie": sessionCookie(session.token, session.renewedUntil) };
         return json(body, 200, renewed);
       },
-      raw,
+      {
+        parse: "none",
+        detail: detail({
+          operationId: "getSession",
+          summary: "Who is signed in (the dashboard asks on load)",
+          tags: ["auth"],
+          security: [{}, { session: [] }],
+          responses: { ...ok("Session"), ...errors(400, 429, ...SERVER) },
+        }),
+      },
+    )
+    .use(sessionRoutes(deps, cookie));
+}
+
+/**
+ * The routes of a signed-in dashboard's session: /auth/logout and /auth/keys (a bearer key cannot
+ * mint or list keys). Their own plugin, so that its authentication (`derive`) runs for them alone.
+ */
+function sessionRoutes(deps: AuthRoutesDeps, cookie: (name: string, value: string, maxAgeSeconds: number) => string) {
+  return new Elysia({ name: "session-routes" })
+    .use(requestContext)
+    .derive(async ({ request, requestContext }) => ({ session: await deps.auth.requireSession(authRequest(request, requestContext)) }))
+    .post(
+      "/logout",
+      async ({ session }) => {
+        await deps.sessions.revoke(session.token);
+        return json({}, 200, { "set-cookie": cookie(sessionCookieName(deps.baseUrl()), "", 0) });
+      },
+      { parse: "none", detail: sessionOp("signOut", "End the session", ok("Empty")) },
     )
     .post(
       "/keys",
-      async ({ request, requestContext }) => {
-        const { principal } = await deps.auth.requireSession(authRequest(request, requestContext));
-        const body = await readKeyBody(request);
-        const minted = await deps.keys.create(principal.userId, body.name, deps.keys.options(body));
+      async ({ session, body }) => {
+        const minted = await deps.keys.create(session.principal.userId, body.name ?? "", deps.keys.options(body));
         return json({ ...keyJson(minted), key: minted.key });
       },
-      raw,
+      { ...newKeyBody, detail: sessionOp("createApiKey", "Mint an API key (the secret is shown this once)", { ...ok("NewApiKey"), ...errors(415) }) },
     )
-    .get(
-      "/keys",
-      async ({ request, requestContext }) => {
-        const { principal } = await deps.auth.requireSession(authRequest(request, requestContext));
-        return json({
-          keys: (await deps.keys.list(principal.userId)).map(keyJson),
-        });
-      },
-      raw,
-    )
+    .get("/keys", async ({ session }) => json({ keys: (await deps.keys.list(session.principal.userId)).map(keyJson) }), {
+      parse: "none",
+      detail: sessionOp("listApiKeys", "The user's API keys (never their secrets)", ok("ApiKeyList")),
+    })
     .delete(
       "/keys/:id",
-      async ({ request, params, requestContext }) => {
-        const { principal } = await deps.auth.requireSession(authRequest(request, requestContext));
-        await deps.keys.revoke(params.id, principal.userId);
+      async ({ session, params }) => {
+        await deps.keys.revoke(params.id, session.principal.userId);
         return json({});
       },
-      raw,
+      {
+        params: t.Object({ id: t.String({ description: "Key ID" }) }),
+        parse: "none",
+        detail: sessionOp("revokeApiKey", "Revoke an API key", { ...ok("Empty"), ...errors(404) }),
+      },
     );
 }
 
@@ -205,19 +301,3 @@ function keyJson(k: ApiKeyInfo) {
     last_used_at: k.lastUsedAt === null ? null : formatTimestamp(k.lastUsedAt),
   };
 }
-
-/**
- * The optional body of POST /auth/keys: `{"name", "scopes": ["files.read", …], "expire_time" |
- * "ttl"}`, every field optional (CONTRACT §8).
- */
-async function readKeyBody(request: Request): Promise<{ name: string; scopes: string[] | undefined; expire_time: string | undefined; ttl: string | undefined }> {
-  const body = await readJsonObject(request, { maxBytes: MAX_KEY_BODY_BYTES, emptyIsObject: true, what: "the key's settings" });
-  onlyFields(body, KEY_FIELDS);
-  const scopes = body.scopes;
-  if (scopes !== undefined && (!Array.isArray(scopes) || !scopes.every((s) => typeof s === "string"))) {
-    throw new AppError("invalid_argument", 'scopes: expected a list of scope names, e.g. ["files.read"]');
-  }
-  return { name: optionalString(body, "name") ?? "", scopes, expire_time: optionalString(body, "expire_time"), ttl: optionalString(body, "ttl") };
-}
-
-const KEY_FIELDS = new Set(["name", "scopes", "expire_time", "ttl"]);

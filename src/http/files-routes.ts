@@ -1,17 +1,28 @@
 /**
- * REST routes for files under /v1 (CONTRACT §2): query strings, headers and JSON bodies become
- * domain values here, the service decides, and records become the spec's File JSON.
+ * REST routes for files under /v1 (CONTRACT §2): each route declares its path, query and JSON
+ * body (http/inputs.ts), which Elysia validates after the caller is authenticated; the service
+ * decides, and records become the spec's File JSON. Raw uploads stream from the request body.
  */
-import { Elysia } from "elysia";
+import { Elysia, t } from "elysia";
 import { AppError } from "../errors.ts";
 import { formatExpiry } from "../domain/expiry.ts";
-import { toFileJson, type Visibility } from "../domain/file.ts";
+import { toFileJson, VISIBILITIES, type Visibility } from "../domain/file.ts";
 import { toFilePageJson } from "../domain/file-page.ts";
 import { parseDeclaredChecksum } from "../domain/checksum.ts";
-import { parseFileId, parseMediaType, parseNameQuery, parseQuery, parseName, parsePaging, parseSlug, parseVisibility } from "../domain/params.ts";
+import {
+  DEFAULT_PAGE_SIZE,
+  MAX_NAME_QUERY,
+  parseMediaType,
+  parseName,
+  parseNameQuery,
+  parseSlug,
+  parseVisibility,
+} from "../domain/params.ts";
 import type { Authenticator } from "../auth/principal.ts";
-import type { FilePatch, FileService } from "../service/files.ts";
-import { readJsonObject, onlyFields, optionalString } from "./json-body.ts";
+import type { FileService } from "../service/files.ts";
+import { AUTH, checksums, detail, errors, ok, rawContent, type Operation, type Responses } from "./describe.ts";
+import { bodyString, closedBody, expiryFields, fileIdParams, jsonBody, keepTtl, pagingQuery, queryParam, queryParsed, strictQuery, TTL } from "./inputs.ts";
+import { PATTERNS } from "./openapi-schemas.ts";
 import { authRequest, requestContext } from "./request-context.ts";
 import { json } from "./respond.ts";
 
@@ -26,9 +37,44 @@ export interface FilesRoutesDeps {
 /** Largest PATCH body read, in bytes: three short strings need far less. */
 const MAX_PATCH_BYTES = 64 * 1024;
 
-// Bodies are parsed by the handlers themselves (raw content streams to disk; PATCH JSON is
-// checked strictly), so Elysia's body parsing is off on every route.
-const raw = { parse: "none" } as const;
+// "." and ".." are refused too: no URL can keep them as a segment.
+const SLUG = { maxLength: 128, pattern: "^(?!\\.\\.?$)[A-Za-z0-9._~-]*$" };
+const NAME = { maxLength: 255, pattern: PATTERNS.name };
+
+const createQuery = strictQuery({
+  slug: queryParam({ ...SLUG, description: "Last segment of the canonical URL" }, parseSlug),
+  name: queryParam({ ...NAME, description: "Original file name" }, parseName),
+  visibility: queryParsed({ enum: ["", ...VISIBILITIES], default: "internal", description: "Who can open the file by its URL" }, optionalVisibility),
+  expire_time: queryParam({ format: "date-time", description: "Delete the file at this time (RFC 3339)" }, (raw) => raw),
+  ttl: queryParam({ ...TTL, description: "Delete the file after this long: `90s`, `15m`, `12h`, `7d`; at most ten years" }, keepTtl),
+});
+
+const listQuery = strictQuery({
+  q: queryParam({ maxLength: MAX_NAME_QUERY, description: "Only files whose name contains this text" }, parseNameQuery),
+  ...pagingQuery,
+});
+
+const patchBody = jsonBody(
+  closedBody(
+    {
+      slug: t.Optional(bodyString("slug", { ...SLUG, description: '"" clears' }, parseSlug)),
+      name: t.Optional(bodyString("name", { ...NAME, description: '"" clears' }, parseName)),
+      visibility: t.Optional(bodyString("visibility", { enum: [...VISIBILITIES] }, parseVisibility)),
+    },
+    "Absent fields are unchanged; unknown fields are refused",
+  ),
+  { maxBytes: MAX_PATCH_BYTES, what: "the changes" },
+);
+
+const expiryBody = jsonBody(closedBody(expiryFields, '`expire_time` or `ttl`; `{"expire_time": ""}` clears'), {
+  maxBytes: MAX_PATCH_BYTES,
+  what: "the expiry",
+});
+
+/** A file operation on /v1/files/{id}…: authenticated, owner-only changes (CONTRACT §2). */
+function fileOp(operationId: string, summary: string, responses: Responses, extra: Partial<Operation> = {}) {
+  return detail({ operationId, summary, tags: ["files"], ...extra, responses: { ...responses, ...errors(400, 404, ...AUTH) } });
+}
 
 /** The /v1 file routes as an Elysia plugin. */
 export function filesRoutes(deps: FilesRoutesDeps) {
@@ -37,115 +83,117 @@ export function filesRoutes(deps: FilesRoutesDeps) {
 
   return new Elysia({ name: "files-routes", prefix: "/v1/files" })
     .use(requestContext)
+    .derive(async ({ request, requestContext }) => ({ principal: await auth.require(authRequest(request, requestContext)) }))
     .post(
       "",
-      async ({ request, requestContext }) => {
-        const principal = await auth.require(authRequest(request, requestContext));
-        const query = parseQuery(new URL(request.url).search, ["slug", "name", "visibility", "expire_time", "ttl"]);
+      async ({ request, principal, query }) => {
         const input = {
-          slug: parseSlug(query.get("slug") ?? ""),
-          name: parseName(query.get("name") ?? ""),
-          visibility: optionalVisibility(query.get("visibility")),
-          expiresAt: files.expiryFrom({ expire_time: query.get("expire_time"), ttl: query.get("ttl") }),
+          slug: query.slug ?? "",
+          name: query.name ?? "",
+          visibility: query.visibility,
+          expiresAt: files.expiryFrom({ expire_time: query.expire_time, ttl: query.ttl }),
           ...uploadHeaders(request, deps.maxUploadBytes),
           content: request.body,
         };
         return json(fileJson(await files.create(principal, input)));
       },
-      raw,
+      {
+        ...createQuery,
+        detail: detail({
+          operationId: "createFile",
+          summary: "Upload a file",
+          tags: ["files"],
+          parameters: checksums,
+          requestBody: rawContent,
+          responses: { ...ok("File", "The new file"), ...errors(400, 413, ...AUTH) },
+        }),
+      },
     )
     .get(
       "",
-      async ({ request, requestContext }) => {
-        const principal = await auth.require(authRequest(request, requestContext));
-        const query = parseQuery(new URL(request.url).search, ["q", "page_size", "page_token"]);
-        const nameContains = parseNameQuery(query.get("q") ?? "");
-        const { pageSize, cursor } = parsePaging(query);
-        return json(toFilePageJson(deps.baseUrl(), await files.list(principal, pageSize, cursor, nameContains)));
+      async ({ principal, query }) =>
+        json(toFilePageJson(deps.baseUrl(), await files.list(principal, query.page_size ?? DEFAULT_PAGE_SIZE, query.page_token, query.q ?? ""))),
+      {
+        ...listQuery,
+        detail: detail({
+          operationId: "listFiles",
+          summary: "List the caller's files, newest first",
+          tags: ["files"],
+          responses: { ...ok("FilePage"), ...errors(400, ...AUTH) },
+        }),
       },
-      raw,
     )
-    .get(
-      "/:id",
-      async ({ request, params, requestContext }) => {
-        const principal = await auth.require(authRequest(request, requestContext));
-        return json(fileJson(await files.get(principal, parseFileId(params.id))));
-      },
-      raw,
-    )
+    .get("/:id", async ({ principal, params }) => json(fileJson(await files.get(principal, params.id))), {
+      params: fileIdParams,
+      parse: "none",
+      detail: fileOp("getFile", "A file's metadata", ok("File")),
+    })
     .put(
       "/:id/content",
-      async ({ request, params, requestContext }) => {
-        const principal = await auth.require(authRequest(request, requestContext));
-        const id = parseFileId(params.id);
+      async ({ request, principal, params }) => {
         const input = { ...uploadHeaders(request, deps.maxUploadBytes), content: request.body };
-        return json(fileJson(await files.replaceContent(principal, id, input)));
+        return json(fileJson(await files.replaceContent(principal, params.id, input)));
       },
-      raw,
-    )
-    .patch(
-      "/:id",
-      async ({ request, params, requestContext }) => {
-        const principal = await auth.require(authRequest(request, requestContext));
-        const id = parseFileId(params.id);
-        const patch = await readFilePatch(request);
-        return json(fileJson(await files.update(principal, id, patch)));
+      {
+        params: fileIdParams,
+        parse: "none",
+        detail: fileOp("replaceFileContent", "Replace the content; ID and URL stay", { ...ok("File"), ...errors(413) }, { parameters: checksums, requestBody: rawContent }),
       },
-      raw,
     )
-    .get(
-      "/:id/expiry",
-      async ({ request, params, requestContext }) => {
-        const principal = await auth.require(authRequest(request, requestContext));
-        return json({ expire_time: formatExpiry(await files.expiry(principal, parseFileId(params.id))) });
-      },
-      raw,
-    )
+    .patch("/:id", async ({ principal, params, body }) => json(fileJson(await files.update(principal, params.id, body))), {
+      params: fileIdParams,
+      ...patchBody,
+      detail: fileOp("updateFile", "Set or clear slug, name, visibility", { ...ok("File", "The file; its `url` is the new canonical URL"), ...errors(415) }, {
+        requestBody: { required: true },
+      }),
+    })
+    .get("/:id/expiry", async ({ principal, params }) => json({ expire_time: formatExpiry(await files.expiry(principal, params.id)) }), {
+      params: fileIdParams,
+      parse: "none",
+      detail: fileOp("getFileExpiry", "When the file deletes itself", ok("Expiry")),
+    })
     .patch(
       "/:id/expiry",
-      async ({ request, params, requestContext }) => {
-        const principal = await auth.require(authRequest(request, requestContext));
-        const id = parseFileId(params.id);
-        const body = await readJsonObject(request, { maxBytes: MAX_PATCH_BYTES, what: "the expiry" });
-        onlyFields(body, EXPIRY_FIELDS);
-        const expiry = files.expiryFrom({ expire_time: optionalString(body, "expire_time"), ttl: optionalString(body, "ttl") }, { allowClear: true });
+      async ({ principal, params, body }) => {
+        const expiry = files.expiryFrom(body, { allowClear: true });
         if (expiry === undefined) throw new AppError("invalid_argument", 'send {"expire_time": "<RFC 3339>"}, {"ttl": "7d"}, or {"expire_time": ""} for never');
-        return json({ expire_time: formatExpiry(await files.setExpiry(principal, id, expiry)) });
+        return json({ expire_time: formatExpiry(await files.setExpiry(principal, params.id, expiry)) });
       },
-      raw,
+      {
+        params: fileIdParams,
+        ...expiryBody,
+        detail: fileOp("setFileExpiry", "Set or clear the expiry", { ...ok("Expiry"), ...errors(415) }, { requestBody: { required: true } }),
+      },
     )
     .post(
       "/:id/publish",
-      async ({ request, params, requestContext }) => {
-        const principal = await auth.require(authRequest(request, requestContext));
-        await files.publish(principal, parseFileId(params.id));
+      async ({ principal, params }) => {
+        await files.publish(principal, params.id);
         return json({});
       },
-      raw,
+      { params: fileIdParams, parse: "none", detail: fileOp("publishFile", "Make a file public", ok("Empty")) },
     )
     .post(
       "/:id/unpublish",
-      async ({ request, params, requestContext }) => {
-        const principal = await auth.require(authRequest(request, requestContext));
-        await files.unpublish(principal, parseFileId(params.id));
+      async ({ principal, params }) => {
+        await files.unpublish(principal, params.id);
         return json({});
       },
-      raw,
+      { params: fileIdParams, parse: "none", detail: fileOp("unpublishFile", "Make a public file `internal` again", ok("Empty")) },
     )
     .delete(
       "/:id",
-      async ({ request, params, requestContext }) => {
-        const principal = await auth.require(authRequest(request, requestContext));
-        await files.delete(principal, parseFileId(params.id));
+      async ({ principal, params }) => {
+        await files.delete(principal, params.id);
         return json({});
       },
-      raw,
+      { params: fileIdParams, parse: "none", detail: fileOp("deleteFile", "Delete a file (owner only)", ok("Empty")) },
     );
 }
 
-/** `visibility` from a query string; absent or empty means "use the default". */
-function optionalVisibility(raw: string | undefined): Visibility | undefined {
-  return raw === undefined || raw === "" ? undefined : parseVisibility(raw);
+/** `visibility` from a query string; empty means "use the default". */
+function optionalVisibility(raw: string): Visibility | undefined {
+  return raw === "" ? undefined : parseVisibility(raw);
 }
 
 /**
@@ -160,25 +208,4 @@ function uploadHeaders(request: Request, maxUploadBytes: number) {
     throw new AppError("payload_too_large", `content is larger than the limit of ${maxUploadBytes} bytes`);
   }
   return { contentType, expectedChecksum };
-}
-
-const PATCH_FIELDS = new Set(["slug", "name", "visibility"]);
-const EXPIRY_FIELDS = new Set(["expire_time", "ttl"]);
-
-/**
- * The JSON body of PATCH /v1/files/{id}: an object with optional string fields `slug`, `name`
- * and `visibility`. Unknown fields, wrong types and non-objects are 400; a body that is not
- * `application/json` is 415 (CONTRACT §2).
- */
-async function readFilePatch(request: Request): Promise<FilePatch> {
-  const body = await readJsonObject(request, { maxBytes: MAX_PATCH_BYTES, what: "the changes" });
-  onlyFields(body, PATCH_FIELDS);
-  const slug = optionalString(body, "slug");
-  const name = optionalString(body, "name");
-  const visibility = optionalString(body, "visibility");
-  return {
-    slug: slug === undefined ? undefined : parseSlug(slug),
-    name: name === undefined ? undefined : parseName(name),
-    visibility: visibility === undefined ? undefined : parseVisibility(visibility),
-  };
 }

@@ -3,13 +3,16 @@
  * that uploads files through tus without signing in, and `POST /u/{token}?name=…`, a raw upload
  * for scripts that answers with the File JSON. Files land in the link owner's account.
  */
-import { Elysia } from "elysia";
+import { Elysia, t } from "elysia";
 import { parseDeclaredChecksum } from "../domain/checksum.ts";
 import { toFileJson } from "../domain/file.ts";
-import { parseMediaType, parseName, parseQuery } from "../domain/params.ts";
+import { parseMediaType, parseName } from "../domain/params.ts";
 import { AppError, httpStatusOf } from "../errors.ts";
 import { report } from "../context/report.ts";
 import type { UploadLinkService } from "../service/upload-links.ts";
+import { ANYONE, checksums, detail, errors, html, htmlErrors, ok, rawContent, SERVER } from "./describe.ts";
+import { queryParam, strictQuery } from "./inputs.ts";
+import { PATTERNS } from "./openapi-schemas.ts";
 import { contextOf, requestContext } from "./request-context.ts";
 import { json } from "./respond.ts";
 import { DASHBOARD_HEADERS } from "./static.ts";
@@ -20,7 +23,8 @@ export interface GuestRoutesDeps {
   maxUploadBytes: number;
 }
 
-const raw = { parse: "none" } as const;
+/** `{token}` of /u/{token}. */
+const tokenParams = t.Object({ token: t.String({ description: "The link's token" }) });
 
 /** The /u/{token} routes as an Elysia plugin. */
 export function guestRoutes(deps: GuestRoutesDeps) {
@@ -40,25 +44,46 @@ export function guestRoutes(deps: GuestRoutesDeps) {
           return page(status, title, `<p>${escapeHtml(error.message)}</p>`, false);
         }
       },
-      raw,
+      {
+        params: tokenParams,
+        parse: "none",
+        detail: detail({
+          operationId: "guestUploadPage",
+          summary: "The guest upload page (HTML)",
+          tags: ["upload-links"],
+          security: ANYONE,
+          responses: { "200": { description: "The page", content: html }, ...htmlErrors(404, 410, 429, ...SERVER) },
+        }),
+      },
     )
     .post(
       "/:token",
-      async ({ request, params }) => {
-        const query = parseQuery(new URL(request.url).search, ["name"]);
+      async ({ request, params, query }) => {
         const length = request.headers.get("content-length");
         if (length !== null && /^\d+$/.test(length) && Number(length) > deps.maxUploadBytes) {
           throw new AppError("payload_too_large", `content is larger than the limit of ${deps.maxUploadBytes} bytes`);
         }
         const file = await links.upload(params.token, {
-          name: parseName(query.get("name") ?? ""),
+          name: query.name ?? "",
           contentType: parseMediaType(request.headers.get("content-type")),
           expectedChecksum: parseDeclaredChecksum(request.headers),
           content: request.body,
         });
         return json(toFileJson(deps.baseUrl(), file));
       },
-      raw,
+      {
+        params: tokenParams,
+        ...strictQuery({ name: queryParam({ maxLength: 255, pattern: PATTERNS.name, description: "File name" }, parseName) }),
+        detail: detail({
+          operationId: "guestUpload",
+          summary: "Upload a file through a guest upload link, without an account",
+          tags: ["upload-links"],
+          security: ANYONE,
+          parameters: checksums,
+          requestBody: rawContent,
+          responses: { ...ok("File", "The file, now in the link owner's account"), ...errors(400, 404, 410, 413, 429, ...SERVER) },
+        }),
+      },
     );
 }
 

@@ -4,14 +4,15 @@
  * URL's GET and HEAD are served on the content path (server/content.ts, http/share-content.ts).
  */
 import { serialize as serializeCookie } from "cookie";
-import { Elysia } from "elysia";
+import { Elysia, t } from "elysia";
 import { AppError } from "../errors.ts";
-import { parseFileId } from "../domain/params.ts";
 import { toShareJson, type ShareRow } from "../domain/share.ts";
 import type { Authenticator } from "../auth/principal.ts";
 import type { FileService } from "../service/files.ts";
-import type { ShareService } from "../service/shares.ts";
-import { onlyFields, optionalString, readBounded, readJsonObject } from "./json-body.ts";
+import { checkMaxDownloads, checkSharePassword, MAX_DOWNLOADS, MAX_PASSWORD_CHARS, type ShareService } from "../service/shares.ts";
+import { ANYONE, AUTH, detail, errors, html, LOCATION, ok, SERVER } from "./describe.ts";
+import { bodyString, checked, closedBody, expiryFields, fileIdParams, jsonBody } from "./inputs.ts";
+import { readBounded } from "./json-body.ts";
 import { sharePasswordPage } from "./pages.ts";
 import { authRequest, requestContext } from "./request-context.ts";
 import { json } from "./respond.ts";
@@ -24,73 +25,136 @@ export interface SharesRoutesDeps {
   baseUrl: () => string;
 }
 
-const raw = { parse: "none" } as const;
-const SHARE_FIELDS = new Set(["expire_time", "ttl", "max_downloads", "password"]);
 /** Largest body read for a new share or a password form, in bytes. */
 const MAX_BODY_BYTES = 16 * 1024;
 
+/** `{token}` of a share link's URL. */
+const tokenParams = t.Object({ token: t.String({ description: "The share's token (from its `url`)" }) });
+
+const newShareBody = jsonBody(
+  closedBody(
+    {
+      ...expiryFields,
+      max_downloads: t.Optional(
+        checked({ type: ["integer", "null"], minimum: 1, maximum: MAX_DOWNLOADS, description: "Downloads (GETs from byte 0) before the link answers 410" }, (raw) => {
+          if (raw !== null && typeof raw !== "number") throw new AppError("invalid_argument", "max_downloads: a whole number, or null for no limit");
+          if (raw !== null) checkMaxDownloads(raw);
+          return raw;
+        }),
+      ),
+      password: t.Optional(
+        bodyString("password", { minLength: 1, maxLength: MAX_PASSWORD_CHARS, description: "Asked for as the password of HTTP Basic authentication; its length counted in UTF-16 code units" }, (raw) => {
+          checkSharePassword(raw);
+          return raw;
+        }),
+      ),
+    },
+    "Every field optional; an empty body is `{}`",
+  ),
+  { maxBytes: MAX_BODY_BYTES, emptyIsObject: true, what: "the share's settings" },
+);
+
 /** The share routes as an Elysia plugin. */
 export function sharesRoutes(deps: SharesRoutesDeps) {
+  return (
+    new Elysia({ name: "shares-routes" })
+      .use(requestContext)
+      // The password form of a share link: anyone with the link, so before authentication.
+      .post(
+        "/s/:token",
+        async ({ request, params, requestContext }) => {
+          const form = await readPasswordForm(request);
+          const { share, ok } = await checkFormPassword(deps, requestContext.clientAddress, params.token, form);
+          if (!ok) {
+            const page = sharePasswordPage(401, "Wrong password. Try again.");
+            return new Response(page.body, { status: page.status, headers: page.headers });
+          }
+          const path = `/s/${params.token}`;
+          const cookie = serializeCookie(SHARE_UNLOCK_COOKIE, unlockValue(share), {
+            path,
+            httpOnly: true,
+            sameSite: "lax",
+            secure: deps.baseUrl().startsWith("https:"),
+            maxAge: 24 * 3600,
+          });
+          return new Response(null, { status: 303, headers: { location: path, "set-cookie": cookie, "cache-control": "no-store" } });
+        },
+        {
+          params: tokenParams,
+          parse: "none",
+          detail: detail({
+            operationId: "unlockShare",
+            summary: "The password form's POST: leaves an unlock cookie and redirects back",
+            tags: ["shares"],
+            security: ANYONE,
+            requestBody: {
+              required: true,
+              content: { "application/x-www-form-urlencoded": { schema: { type: "object", properties: { password: { type: "string" } }, required: ["password"] } } },
+            },
+            responses: {
+              "303": { description: "Unlocked: back to the share's URL", headers: LOCATION },
+              "401": { description: "Wrong password: the form again", content: html },
+              ...errors(400, 404, 410, 415, 429, ...SERVER),
+            },
+          }),
+        },
+      )
+      .use(sharesOfFiles(deps))
+  );
+}
+
+/** The authenticated share routes: their own plugin, so that its authentication runs for them alone. */
+function sharesOfFiles(deps: SharesRoutesDeps) {
   const { auth, shares } = deps;
   const toJson = (s: ShareRow) => toShareJson(deps.baseUrl(), s);
-  return new Elysia({ name: "shares-routes" })
-    .use(requestContext)
-    .post(
-      "/v1/files/:id/shares",
-      async ({ request, params, requestContext }) => {
-        const principal = await auth.require(authRequest(request, requestContext));
-        const id = parseFileId(params.id);
-        const body = await readJsonObject(request, { maxBytes: MAX_BODY_BYTES, emptyIsObject: true, what: "the share's settings" });
-        onlyFields(body, SHARE_FIELDS);
-        const max = body.max_downloads;
-        if (max !== undefined && max !== null && typeof max !== "number") throw new AppError("invalid_argument", "max_downloads: a whole number, or null for no limit");
-        const input = {
-          expiresAt: deps.files.expiryFrom({ expire_time: optionalString(body, "expire_time"), ttl: optionalString(body, "ttl") }),
-          maxDownloads: max as number | null | undefined,
-          password: optionalString(body, "password"),
-        };
-        return json(toJson(await shares.create(principal, id, input)));
-      },
-      raw,
-    )
-    .get(
-      "/v1/files/:id/shares",
-      async ({ request, params, requestContext }) => {
-        const principal = await auth.require(authRequest(request, requestContext));
-        return json({ shares: (await shares.list(principal, parseFileId(params.id))).map(toJson) });
-      },
-      raw,
-    )
-    .delete(
-      "/v1/shares/:id",
-      async ({ request, params, requestContext }) => {
-        const principal = await auth.require(authRequest(request, requestContext));
-        await shares.delete(principal, params.id);
-        return json({});
-      },
-      raw,
-    )
-    .post(
-      "/s/:token",
-      async ({ request, params, requestContext }) => {
-        const form = await readPasswordForm(request);
-        const { share, ok } = await checkFormPassword(deps, requestContext.clientAddress, params.token, form);
-        if (!ok) {
-          const page = sharePasswordPage(401, "Wrong password. Try again.");
-          return new Response(page.body, { status: page.status, headers: page.headers });
-        }
-        const path = `/s/${params.token}`;
-        const cookie = serializeCookie(SHARE_UNLOCK_COOKIE, unlockValue(share), {
-          path,
-          httpOnly: true,
-          sameSite: "lax",
-          secure: deps.baseUrl().startsWith("https:"),
-          maxAge: 24 * 3600,
-        });
-        return new Response(null, { status: 303, headers: { location: path, "set-cookie": cookie, "cache-control": "no-store" } });
-      },
-      raw,
-    );
+  return (
+    new Elysia({ name: "shares-of-files" })
+      .use(requestContext)
+      .derive(async ({ request, requestContext }) => ({ principal: await auth.require(authRequest(request, requestContext)) }))
+      .post(
+        "/v1/files/:id/shares",
+        async ({ principal, params, body }) => {
+          const input = {
+            expiresAt: deps.files.expiryFrom({ expire_time: body.expire_time, ttl: body.ttl }),
+            maxDownloads: body.max_downloads,
+            password: body.password,
+          };
+          return json(toJson(await shares.create(principal, params.id, input)));
+        },
+        {
+          params: fileIdParams,
+          ...newShareBody,
+          detail: detail({
+            operationId: "createShare",
+            summary: "Share a file by link",
+            tags: ["shares"],
+            responses: { ...ok("Share"), ...errors(400, 404, 415, ...AUTH) },
+          }),
+        },
+      )
+      .get("/v1/files/:id/shares", async ({ principal, params }) => json({ shares: (await shares.list(principal, params.id)).map(toJson) }), {
+        params: fileIdParams,
+        parse: "none",
+        detail: detail({ operationId: "listShares", summary: "A file's share links", tags: ["shares"], responses: { ...ok("ShareList"), ...errors(400, 404, ...AUTH) } }),
+      })
+      .delete(
+        "/v1/shares/:id",
+        async ({ principal, params }) => {
+          await shares.delete(principal, params.id);
+          return json({});
+        },
+        {
+          params: t.Object({ id: t.String({ description: "Share ID" }) }),
+          parse: "none",
+          detail: detail({
+            operationId: "deleteShare",
+            summary: "Delete a share link (its URL answers 410 from then on)",
+            tags: ["shares"],
+            responses: { ...ok("Empty"), ...errors(400, 404, ...AUTH) },
+          }),
+        },
+      )
+  );
 }
 
 /** `password` from the form's `application/x-www-form-urlencoded` body. @throws invalid_argument / unsupported_media_type */

@@ -9,7 +9,7 @@
  * with tus's statuses (409 offset conflict, 410 expired, 412, 460 checksum mismatch). The
  * finished upload's file ID is sent as `Cubby-File-Id` on the last PATCH and every later HEAD.
  */
-import { Elysia } from "elysia";
+import { Elysia, t } from "elysia";
 import type { Authenticator } from "../auth/principal.ts";
 import type { RequestContext } from "../context/request-context.ts";
 import { report } from "../context/report.ts";
@@ -29,6 +29,8 @@ import {
 import { AppError } from "../errors.ts";
 import type { UploadLinkService } from "../service/upload-links.ts";
 import type { UploadService, UploadState } from "../service/uploads.ts";
+import { always, ANYONE, AUTH, detail, errors, header, headerParam, LOCATION, SERVER, type Operation, type Security } from "./describe.ts";
+import { PATTERNS } from "./openapi-schemas.ts";
 import { requestContext } from "./request-context.ts";
 import { errorResponse } from "./respond.ts";
 import { uploaderOf } from "./uploader.ts";
@@ -43,6 +45,42 @@ export interface TusRoutesDeps {
 }
 
 const raw = { parse: "none" } as const;
+
+// What the document says of the tus routes. Their inputs are headers the tus handlers read
+// themselves (a missing or wrong Tus-Resumable is 412 with Tus-Version, not a schema's 400), and an
+// upload ID of the wrong shape is 404 like any unknown upload: so no `t.*` schema, only `detail`.
+const tusResumable = headerParam("tus-resumable", { const: TUS_VERSION }, "The tus version; anything else answers 412", true);
+const uploadId = t.Object({ id: t.String({ description: "Upload ID (from the creation's Location)" }) });
+const TUS: Security = [{ apiKey: [] }, { session: [] }, { uploadLinkToken: [] }];
+const tusHeaders = {
+  "tus-resumable": always("`1.0.0`"),
+  "upload-offset": always("Bytes received so far", { type: "string", pattern: "^[0-9]+$" }),
+  "upload-expires": header("While unfinished: when the upload expires (HTTP-date)"),
+  "cubby-file-id": header("Once finished: the File's ID", { type: "string", pattern: PATTERNS.fileId }),
+};
+const TUS_ERRORS = errors(400, 404, 409, 410, 412, 413, 415, 460, ...AUTH);
+const tusOptions = (operationId: string) =>
+  detail({
+    operationId,
+    summary: "What the tus server supports",
+    tags: ["uploads"],
+    security: ANYONE,
+    responses: {
+      "204": {
+        description: `tus ${TUS_VERSION}; extensions ${TUS_EXTENSIONS.join(", ")}; checksums ${TUS_CHECKSUM_ALGORITHMS.join(", ")}`,
+        headers: {
+          "tus-resumable": always(TUS_VERSION),
+          "tus-version": always(TUS_VERSION),
+          "tus-extension": always(TUS_EXTENSIONS.join(",")),
+          "tus-max-size": always("MAX_UPLOAD_BYTES"),
+          "tus-checksum-algorithm": always(TUS_CHECKSUM_ALGORITHMS.join(",")),
+        },
+      },
+      ...errors(...SERVER),
+    },
+  });
+/** A tus route's options: no body parsing (the handler streams it), its `detail`. */
+const tusRoute = (operation: Operation, params?: typeof uploadId) => ({ ...raw, ...(params === undefined ? {} : { params }), detail: detail({ security: TUS, ...operation }) });
 const CHUNK_TYPE = "application/offset+octet-stream";
 /** Upload IDs as service/uploads.ts makes them. */
 const UPLOAD_ID = /^[A-Za-z0-9_-]{26}$/;
@@ -65,8 +103,8 @@ export function tusRoutes(deps: TusRoutesDeps) {
 
   return new Elysia({ name: "tus-routes", prefix: "/v1/uploads" })
     .use(requestContext)
-    .options("", options, raw)
-    .options("/:id", options, raw)
+    .options("", options, { ...raw, detail: tusOptions("tusOptions") })
+    .options("/:id", options, { ...raw, params: uploadId, detail: tusOptions("tusOptionsUpload") })
     .post(
       "",
       tus(async (request, context) => {
@@ -80,7 +118,19 @@ export function tusRoutes(deps: TusRoutesDeps) {
         const state = await uploads.create(who, { length, metadata, content: withData ? request.body : null, checksum });
         return new Response(null, { status: 201, headers: { location: `${deps.baseUrl()}/v1/uploads/${state.id}`, ...stateHeaders(state) } });
       }),
-      raw,
+      tusRoute({
+        operationId: "createUpload",
+        summary: "Create a resumable upload (tus creation, creation-with-upload)",
+        tags: ["uploads"],
+        parameters: [
+          tusResumable,
+          headerParam("upload-length", { type: "string", pattern: "^[0-9]+$" }, "Total size in bytes", true),
+          headerParam("upload-metadata", { type: "string" }, "`key base64value,…`: filename, filetype, slug, visibility, expire_time"),
+          headerParam("upload-checksum", { type: "string" }, "`crc32c <base64>` or `sha1 <base64>` of the bytes sent with the creation"),
+        ],
+        requestBody: { description: "Optionally the first bytes (Content-Type: application/offset+octet-stream)", content: { "application/offset+octet-stream": {} } },
+        responses: { "201": { description: "Created", headers: { ...LOCATION, ...tusHeaders } }, ...TUS_ERRORS },
+      }),
     )
     .head(
       "/:id",
@@ -90,7 +140,16 @@ export function tusRoutes(deps: TusRoutesDeps) {
         if (Object.keys(state.metadata).length > 0) headers["upload-metadata"] = formatUploadMetadata(state.metadata);
         return new Response(null, { status: 200, headers });
       }),
-      raw,
+      tusRoute(
+        {
+          operationId: "getUploadOffset",
+          summary: "Where an upload stands",
+          tags: ["uploads"],
+          parameters: [tusResumable],
+          responses: { "200": { description: "Upload-Offset, Upload-Length, Upload-Metadata", headers: tusHeaders }, ...TUS_ERRORS },
+        },
+        uploadId,
+      ),
     )
     .patch(
       "/:id",
@@ -103,7 +162,21 @@ export function tusRoutes(deps: TusRoutesDeps) {
         const state = await uploads.append(who, id, offset, request.body, checksum);
         return new Response(null, { status: 204, headers: stateHeaders(state) });
       }),
-      raw,
+      tusRoute(
+        {
+          operationId: "appendUpload",
+          summary: "Send bytes at the current offset",
+          tags: ["uploads"],
+          parameters: [
+            tusResumable,
+            headerParam("upload-offset", { type: "string", pattern: "^[0-9]+$" }, "Must equal the upload's offset (409 otherwise)", true),
+            headerParam("upload-checksum", { type: "string" }, "`crc32c <base64>` or `sha1 <base64>` of this chunk (460 on mismatch)"),
+          ],
+          requestBody: { required: true, content: { "application/offset+octet-stream": {} } },
+          responses: { "204": { description: "Accepted; the last chunk's answer carries Cubby-File-Id", headers: tusHeaders }, ...TUS_ERRORS },
+        },
+        uploadId,
+      ),
     )
     .delete(
       "/:id",
@@ -115,7 +188,18 @@ export function tusRoutes(deps: TusRoutesDeps) {
         },
         { restToo: true },
       ),
-      raw,
+      tusRoute(
+        {
+          operationId: "terminateUpload",
+          summary: "End an upload (tus termination): its bytes are removed and what it reserved is released",
+          description:
+            "Also a plain REST request: without Tus-Resumable. The owner ends their own and their links' uploads; a guest those of their link. 409 while a PATCH is writing the upload.",
+          tags: ["uploads"],
+          parameters: [headerParam("tus-resumable", { const: TUS_VERSION }, "The tus version, or absent (a REST request); another answers 412")],
+          responses: { "204": { description: "Gone", headers: { "tus-resumable": always("`1.0.0`") } }, ...TUS_ERRORS },
+        },
+        uploadId,
+      ),
     );
 }
 

@@ -5,17 +5,21 @@
  * through one, `GET /v1/upload-links/{id}/files`. The JSON body becomes a {@link NewUploadLink}
  * here; the service decides.
  */
-import { Elysia } from "elysia";
+import { Elysia, t } from "elysia";
 import type { Authenticator } from "../auth/principal.ts";
 import { parseExpiry } from "../domain/expiry.ts";
-import { parseName, parsePaging, parseQuery, parseVisibility } from "../domain/params.ts";
-import { requireScope } from "../domain/principal.ts";
+import { VISIBILITIES } from "../domain/file.ts";
+import { DEFAULT_PAGE_SIZE, parseName, parseVisibility } from "../domain/params.ts";
+import { requireScope, type Principal } from "../domain/principal.ts";
 import { toUploadLinkJson } from "../domain/upload-link.ts";
 import { AppError } from "../errors.ts";
 import type { NewUploadLink, UploadLinkService } from "../service/upload-links.ts";
 import type { UploadService } from "../service/uploads.ts";
 import { toFilePageJson } from "../domain/file-page.ts";
-import { onlyFields, optionalString, readJsonObject } from "./json-body.ts";
+import { AUTH, detail, errors, FILE_ID, ok, type Responses } from "./describe.ts";
+import { bodyString, checked, closedBody, expiryFields, jsonBody, pagingQuery, strictQuery } from "./inputs.ts";
+import { onlyFields, optionalString } from "./json-body.ts";
+import { PATTERNS } from "./openapi-schemas.ts";
 import { authRequest, requestContext } from "./request-context.ts";
 import { json } from "./respond.ts";
 
@@ -28,7 +32,6 @@ export interface UploadLinksRoutesDeps {
   clockMicros: () => number;
 }
 
-const raw = { parse: "none" } as const;
 const LINK_FIELDS = new Set(["name", "expire_time", "ttl", "max_files", "max_bytes", "visibility"]);
 const LINK_ID = /^[A-Za-z0-9_-]{21}$/;
 /** A new link's body is a few short fields. */
@@ -36,48 +39,77 @@ const MAX_BODY_BYTES = 16 * 1024;
 /** max_files at most this: a billion files through one link is a typo. */
 const MAX_FILES_LIMIT = 1_000_000_000;
 
+/** `{id}` of /v1/upload-links/{id}…. */
+const linkIdParams = t.Object({ id: checked({ ...FILE_ID, description: "Upload link ID" }, (raw) => parseLinkId(raw as string)) });
+
+const limit = (key: string, max: number, description: string) =>
+  t.Optional(checked({ type: ["integer", "null"], minimum: 1, maximum: max, description }, (raw) => optionalLimit({ [key]: raw }, key, max)));
+
+const newLinkBody = jsonBody(
+  closedBody(
+    {
+      name: t.Optional(bodyString("name", { maxLength: 255, pattern: PATTERNS.name, description: "Shown on the guest page" }, parseName)),
+      ...expiryFields,
+      max_files: limit("max_files", MAX_FILES_LIMIT, "Files the link takes; null: no limit"),
+      max_bytes: limit("max_bytes", Number.MAX_SAFE_INTEGER, "Bytes the link takes; null: no limit"),
+      visibility: t.Optional(bodyString("visibility", { enum: ["", ...VISIBILITIES], default: "private" }, (raw) => (raw === "" ? raw : parseVisibility(raw)))),
+    },
+    "Every field optional",
+  ),
+  { maxBytes: MAX_BODY_BYTES, emptyIsObject: true, what: "the link" },
+);
+
+const linkOp = (operationId: string, summary: string, responses: Responses) => detail({ operationId, summary, tags: ["upload-links"], responses: { ...responses, ...errors(400, ...AUTH) } });
+
 /** The /v1/upload-links routes as an Elysia plugin. */
 export function uploadLinksRoutes(deps: UploadLinksRoutesDeps) {
   const { links, auth } = deps;
   return new Elysia({ name: "upload-links-routes", prefix: "/v1/upload-links" })
     .use(requestContext)
+    .derive(async ({ request, requestContext }) => ({ principal: await auth.require(authRequest(request, requestContext)) }))
     .post(
       "",
-      async ({ request, requestContext }) => {
-        const principal = await auth.require(authRequest(request, requestContext));
-        requireScope(principal, "files.write");
-        const input = parseNewUploadLink(await readJsonObject(request, { maxBytes: MAX_BODY_BYTES, emptyIsObject: true, what: "the link" }), deps.clockMicros());
+      async ({ principal, body }) => {
+        // Validated field by field already; this makes the link (and decides the expiry with the clock).
+        const input = parseNewUploadLink(body, deps.clockMicros());
         return json(toUploadLinkJson(deps.baseUrl(), await links.create(principal, input)));
       },
-      raw,
+      {
+        ...newLinkBody,
+        // A key without files.write is refused before its body is read.
+        transform: [({ principal }: { principal: Principal }) => requireScope(principal, "files.write"), newLinkBody.transform],
+        detail: linkOp("createUploadLink", "Create a guest upload link", { ...ok("UploadLink"), ...errors(415) }),
+      },
     )
     .get(
       "",
-      async ({ request, requestContext }) => {
-        const principal = await auth.require(authRequest(request, requestContext));
+      async ({ principal }) => {
         const rows = await links.list(principal);
         return json({ upload_links: rows.map((l) => toUploadLinkJson(deps.baseUrl(), l)) });
       },
-      raw,
+      { parse: "none", detail: linkOp("listUploadLinks", "The caller's upload links", ok("UploadLinkList")) },
     )
     .get(
       "/:id/files",
-      async ({ request, params, requestContext }) => {
-        const principal = await auth.require(authRequest(request, requestContext));
-        const id = parseLinkId(params.id);
-        const { pageSize, cursor } = parsePaging(parseQuery(new URL(request.url).search, ["page_size", "page_token"]));
-        return json(toFilePageJson(deps.baseUrl(), await links.files(principal, id, pageSize, cursor)));
+      async ({ principal, params, query }) =>
+        json(toFilePageJson(deps.baseUrl(), await links.files(principal, params.id, query.page_size ?? DEFAULT_PAGE_SIZE, query.page_token))),
+      {
+        params: linkIdParams,
+        ...strictQuery(pagingQuery),
+        detail: linkOp("listUploadLinkFiles", "The files that arrived through an upload link, newest first", { ...ok("FilePage"), ...errors(404) }),
       },
-      raw,
     )
     .delete(
       "/:id",
-      async ({ request, params, requestContext }) => {
-        const principal = await auth.require(authRequest(request, requestContext));
-        await deps.uploads.deleteLink(principal, parseLinkId(params.id));
+      async ({ principal, params }) => {
+        await deps.uploads.deleteLink(principal, params.id);
         return json({});
       },
-      raw,
+      {
+        params: linkIdParams,
+        parse: "none",
+        detail: linkOp("deleteUploadLink", "Delete an upload link: it takes no more uploads, and its unfinished uploads end", { ...ok("Empty"), ...errors(404) }),
+      },
     );
 }
 

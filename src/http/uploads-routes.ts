@@ -8,10 +8,12 @@
 import { Elysia } from "elysia";
 import type { Authenticator } from "../auth/principal.ts";
 import { formatExpiry } from "../domain/expiry.ts";
-import { encodePageToken, parsePaging, parseQuery, type PageCursor } from "../domain/params.ts";
+import { DEFAULT_PAGE_SIZE, encodePageToken, type PageCursor } from "../domain/params.ts";
 import { AppError } from "../errors.ts";
 import { formatTimestamp } from "../domain/time.ts";
 import type { UnfinishedUpload, UploadService } from "../service/uploads.ts";
+import { AUTH, detail, errors, ok } from "./describe.ts";
+import { PAGE_TOKEN, pagingQuery, queryParsed, strictQuery } from "./inputs.ts";
 import { authRequest, requestContext } from "./request-context.ts";
 import { json } from "./respond.ts";
 
@@ -54,24 +56,35 @@ export function toUnfinishedUploadJson(baseUrl: string, u: UnfinishedUpload): Un
 
 /** The GET /v1/uploads route as an Elysia plugin. */
 export function uploadsRoutes(deps: { uploads: UploadService; auth: Authenticator; baseUrl: () => string }) {
-  return new Elysia({ name: "uploads-routes" }).use(requestContext).get(
-    "/v1/uploads",
-    async ({ request, requestContext }) => {
+  return new Elysia({ name: "uploads-routes" })
+    .use(requestContext)
+    .onTransform(({ request }) => {
       // Elysia answers HEAD with a GET route; /v1/uploads has no HEAD (tus HEADs an upload's URL).
       if (request.method !== "GET") throw new AppError("not_found", "not found");
-      const principal = await deps.auth.require(authRequest(request, requestContext));
-      const query = parseQuery(new URL(request.url).search, ["page_size", "page_token"]);
-      const cursor = parseUploadPageToken(query.get("page_token") ?? "");
-      query.delete("page_token");
-      const page = await deps.uploads.list(principal, parsePaging(query).pageSize, cursor);
-      const body: UnfinishedUploadPageJson = {
-        uploads: page.uploads.map((u) => toUnfinishedUploadJson(deps.baseUrl(), u)),
-        next_page_token: page.next === undefined ? "" : encodePageToken(page.next),
-      };
-      return json(body, 200, { "cache-control": "no-store" });
-    },
-    { parse: "none" },
-  );
+    })
+    .derive(async ({ request, requestContext }) => ({ principal: await deps.auth.require(authRequest(request, requestContext)) }))
+    .get(
+      "/v1/uploads",
+      async ({ principal, query }) => {
+        const page = await deps.uploads.list(principal, query.page_size ?? DEFAULT_PAGE_SIZE, query.page_token);
+        const body: UnfinishedUploadPageJson = {
+          uploads: page.uploads.map((u) => toUnfinishedUploadJson(deps.baseUrl(), u)),
+          next_page_token: page.next === undefined ? "" : encodePageToken(page.next),
+        };
+        return json(body, 200, { "cache-control": "no-store" });
+      },
+      {
+        ...strictQuery({ page_size: pagingQuery.page_size, page_token: queryParsed(PAGE_TOKEN, parseUploadPageToken) }),
+        detail: detail({
+          operationId: "listUploads",
+          summary: "The caller's unfinished uploads: their own and those made through their upload links, newest first",
+          description:
+            "An upload made through a guest link holds a file and its Upload-Length of the link's max_files and max_bytes from its creation until it finishes, expires or is ended (DELETE), and its Upload-Length of the owner's quota.",
+          tags: ["uploads"],
+          responses: { ...ok("UnfinishedUploadPage"), ...errors(400, ...AUTH) },
+        }),
+      },
+    );
 }
 
 /**

@@ -7,6 +7,7 @@ import { Elysia } from "elysia";
 import type { Authenticator } from "../auth/principal.ts";
 import { requireScope } from "../domain/principal.ts";
 import type { Quotas, Usage } from "../service/quota.ts";
+import { AUTH, detail, errors, ok } from "./describe.ts";
 import { authRequest, requestContext } from "./request-context.ts";
 import { json } from "./respond.ts";
 
@@ -30,13 +31,18 @@ export function toUsageJson(u: Usage): UsageJson {
 
 /** The /v1/usage route as an Elysia plugin. */
 export function usageRoutes(deps: { quotas: Quotas; auth: Authenticator }) {
-  return new Elysia({ name: "usage-routes" }).use(requestContext).get(
-    "/v1/usage",
-    async ({ request, requestContext }) => {
-      const principal = await deps.auth.require(authRequest(request, requestContext));
-      requireScope(principal, "files.read");
-      return json(toUsageJson(await deps.quotas.usage(principal.userId)), 200, { "cache-control": "no-store" });
-    },
-    { parse: "none" },
-  );
+  return new Elysia({ name: "usage-routes" })
+    .use(requestContext)
+    .derive(async ({ request, requestContext }) => ({ principal: await deps.auth.require(authRequest(request, requestContext)) }))
+    .get(
+      "/v1/usage",
+      async ({ principal }) => {
+        requireScope(principal, "files.read");
+        return json(toUsageJson(await deps.quotas.usage(principal.userId)), 200, { "cache-control": "no-store" });
+      },
+      {
+        parse: "none",
+        detail: detail({ operationId: "getUsage", summary: "The caller's storage use and quota", tags: ["files"], responses: { ...ok("Usage"), ...errors(400, ...AUTH) } }),
+      },
+    );
 }

@@ -45,6 +45,7 @@ async function serveAlone(config: Config, services: Services): Promise<void> {
   const timers = await startMaintenance(services, config);
   const server = await (await serving()).startServing(config, services, { reusePort: false, graceMs: SHUTDOWN_GRACE_MS });
   logInfo(`cubby ${pkg.version} listening on port ${server.port}; public URL ${server.baseUrl}; data in ${config.dataDir}`);
+  logSignInHint(config);
   const signal = await stopSignal();
   logInfo(`${signal}: stopping; in-flight requests have ${SHUTDOWN_GRACE_MS / 1000}s to finish`);
   for (const timer of timers) clearInterval(timer);
@@ -59,6 +60,7 @@ async function supervise(config: Config, services: Services): Promise<void> {
     const port = await pool.start();
     const baseUrl = config.hostname ?? `http://localhost:${port}`;
     logInfo(`cubby ${pkg.version} listening on port ${port}; public URL ${baseUrl}; data in ${config.dataDir}; ${config.workers} worker processes (pids ${pool.pids().join(", ")})`);
+    logSignInHint(config);
     const signal = await stopSignal();
     logInfo(`${signal}: stopping; in-flight requests have ${SHUTDOWN_GRACE_MS / 1000}s to finish`);
   } finally {
@@ -75,6 +77,15 @@ async function serveAsWorker(config: Config, services: Services): Promise<void> 
   link.listening(server.port);
   await Promise.race([stopSignal(), link.gone()]);
   await server.stop();
+}
+
+/**
+ * Without an identity provider, says how to sign in to the dashboard anyway (CONTRACT §11): a
+ * one-time link from `cubby login-link`. One line after the listening line, which scripts parse.
+ */
+function logSignInHint(config: Config): void {
+  if (config.idp.clientId !== undefined && config.idp.clientSecret !== undefined) return;
+  logInfo("no identity provider is configured (IDP_CLIENT_ID, IDP_CLIENT_SECRET); to sign in to the dashboard, run: cubby login-link --email you@example.com");
 }
 
 /** Sweeps now and starts the periodic sweeps (one process does these: the supervisor, or the only one). @returns their timers */
@@ -136,6 +147,8 @@ async function deleteExpired(services: Services): Promise<void> {
   let total = 0;
   for (let n = -1; n !== 0; total += n) n = await services.files.deleteExpired(1000);
   if (total > 0) logInfo(`deleted ${total} expired file(s)`);
+  // Expired login links sign nobody in (redeem checks the time); this only keeps the table small.
+  await services.loginLinks.sweepExpired();
 }
 
 /**

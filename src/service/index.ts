@@ -16,6 +16,7 @@ import { FileLocks, PgAdvisoryLocks } from "../storage/upload-locks.ts";
 import { openSqliteMetadata } from "../storage/sqlite-metadata.ts";
 import { FileService } from "./files.ts";
 import { KeyService } from "./keys.ts";
+import { LoginLinkService } from "./login-links.ts";
 import { SessionService } from "./sessions.ts";
 import { ShareService } from "./shares.ts";
 import { Quotas } from "./quota.ts";
@@ -36,6 +37,7 @@ export interface Services extends AsyncDisposable {
   users: UserService;
   userAdmin: UserAdmin;
   sessions: SessionService;
+  loginLinks: LoginLinkService;
   shares: ShareService;
   uploads: UploadService;
   uploadLinks: UploadLinkService;
@@ -92,6 +94,7 @@ export async function openServices(opts: OpenOptions): Promise<Services> {
   const quotas = new Quotas({ store, clock, defaultQuotaBytes: opts.quotaBytes ?? null });
   const files = new FileService({ store, blobs, clock, maxUploadBytes: opts.maxUploadBytes, quotas });
   const uploadLinks = new UploadLinkService({ store, clock, files, maxUploadBytes: opts.maxUploadBytes });
+  const users = new UserService({ store, clock });
   const expiryMicros = (opts.uploadExpirySeconds ?? 24 * 3600) * 1_000_000;
   // One machine shares DATA_DIR (flock); several instances share PostgreSQL (advisory locks).
   const locks = opts.databaseUrl === undefined ? new FileLocks(path.join(opts.dataDir, "uploads")) : new PgAdvisoryLocks(opts.databaseUrl);
@@ -105,7 +108,8 @@ export async function openServices(opts: OpenOptions): Promise<Services> {
     uploadLinks,
     quotas,
     keys: new KeyService({ store, clock, accounts }),
-    users: new UserService({ store, clock }),
+    users,
+    loginLinks: new LoginLinkService({ store, clock, users }),
     userAdmin: new UserAdmin({ store, blobs, clock, quotas }),
     sessions: new SessionService({ store, clock, accounts }),
     async [Symbol.asyncDispose]() {

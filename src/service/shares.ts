@@ -47,12 +47,8 @@ export class ShareService {
     const now = this.deps.clock.nowMicros();
     const { expiresAt = null, maxDownloads = null, password } = input;
     if (expiresAt !== null && expiresAt <= now) throw new AppError("invalid_argument", "expire_time must be in the future");
-    if (maxDownloads !== null && (!Number.isSafeInteger(maxDownloads) || maxDownloads < 1 || maxDownloads > MAX_DOWNLOADS)) {
-      throw new AppError("invalid_argument", `max_downloads: a whole number from 1 to ${MAX_DOWNLOADS}`);
-    }
-    if (password !== undefined && (password.length === 0 || password.length > MAX_PASSWORD_CHARS)) {
-      throw new AppError("invalid_argument", `password: 1 to ${MAX_PASSWORD_CHARS} characters`);
-    }
+    if (maxDownloads !== null) checkMaxDownloads(maxDownloads);
+    if (password !== undefined) checkSharePassword(password);
     const share: ShareRow = {
       id: newShareId(),
       fileId: file.id,
@@ -125,4 +121,14 @@ export class ShareService {
 
 function gone(message: string): AppError {
   return new AppError("gone", message);
+}
+
+/** A share's download limit: a whole number from 1 to {@link MAX_DOWNLOADS}. @throws AppError invalid_argument */
+export function checkMaxDownloads(n: number): void {
+  if (!Number.isSafeInteger(n) || n < 1 || n > MAX_DOWNLOADS) throw new AppError("invalid_argument", `max_downloads: a whole number from 1 to ${MAX_DOWNLOADS}`);
+}
+
+/** A share's password: 1 to {@link MAX_PASSWORD_CHARS} characters (UTF-16 code units). @throws AppError invalid_argument */
+export function checkSharePassword(password: string): void {
+  if (password.length === 0 || password.length > MAX_PASSWORD_CHARS) throw new AppError("invalid_argument", `password: 1 to ${MAX_PASSWORD_CHARS} characters`);
 }

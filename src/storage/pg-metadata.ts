@@ -23,6 +23,7 @@ import type {
   ApiKeyRow,
   FileTable,
   KeyTable,
+  LoginLinkTable,
   MetadataStore,
   MetadataTables,
   ShareTable,
@@ -37,6 +38,7 @@ import type {
 import { containsPattern, inIdOrder, newestFirstAfter, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
 import * as schema from "./pg-schema.ts";
 import { PgUploadLinks, PgUploads } from "./pg-uploads.ts";
+import { PgLoginLinks } from "./login-links.ts";
 import { PgRateLimits } from "./rate-limits.ts";
 import { countAll, liveFilesOf, reservingUploadsOf, sumOf } from "./user-conditions.ts";
 import type { UploadLinkTable, UploadTable } from "./upload-ports.ts";
@@ -105,6 +107,7 @@ export class PgMetadataStore implements MetadataStore {
   readonly uploads: UploadTable;
   readonly uploadLinks: UploadLinkTable;
   readonly rateLimits: PgRateLimits;
+  readonly loginLinks: LoginLinkTable;
   private current = 0;
   /** When this store last heard a notification on the channel (its own ping or a change), ms. */
   private lastHeard = 0;
@@ -127,6 +130,7 @@ export class PgMetadataStore implements MetadataStore {
     this.uploads = new PgUploads(driver.db, changed);
     this.uploadLinks = new PgUploadLinks(driver.db, changed);
     this.rateLimits = new PgRateLimits(driver.db);
+    this.loginLinks = new PgLoginLinks(driver.db);
   }
 
   /**

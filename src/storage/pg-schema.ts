@@ -185,3 +185,15 @@ export const uploads = pgTable(
   },
   (t) => [index("uploads_expires_idx").on(t.expiresAt), index("uploads_owner_idx").on(t.ownerId)],
 );
+
+/** One-time sign-in links, as in schema.ts. */
+export const loginLinks = pgTable(
+  "login_links",
+  {
+    tokenHash: bytea("token_hash").primaryKey(),
+    email: text("email").notNull(),
+    createdAt: micros("created_at").notNull(),
+    expiresAt: micros("expires_at").notNull(),
+  },
+  (t) => [index("login_links_expires_idx").on(t.expiresAt)],
+);

@@ -193,6 +193,28 @@ export interface SessionTable {
   all(): AsyncIterable<SessionRow>;
 }
 
+/** A one-time sign-in link (`cubby login-link`, CONTRACT §11); the token itself is never stored. */
+export interface LoginLinkRow {
+  /** SHA-256 of the token. */
+  tokenHash: Uint8Array;
+  /** Lower-cased e-mail address of who the link signs in. */
+  email: string;
+  createdAt: number;
+  expiresAt: number;
+}
+
+/** The login links table: written outside transactions, each call one atomic statement. */
+export interface LoginLinkTable {
+  insert(link: LoginLinkRow): Promise<void>;
+  /**
+   * Deletes the link with this token hash and returns it, or undefined when there is none. The
+   * delete is the claim: of two concurrent calls (any processes, any instances) one gets the row.
+   */
+  take(tokenHash: Uint8Array): Promise<LoginLinkRow | undefined>;
+  /** @returns how many expired links were deleted */
+  deleteExpired(now: number): Promise<number>;
+}
+
 /** The tables, as reached inside or outside a transaction. */
 export interface MetadataTables {
   files: FileTable;
@@ -230,6 +252,8 @@ export interface MetadataStore extends MetadataTables, AsyncDisposable {
    * transactions, outside the version above, and never exported.
    */
   readonly rateLimits: RateLimitTable;
+  /** One-time sign-in links: outside transactions, never exported (they live minutes). */
+  readonly loginLinks: LoginLinkTable;
 }
 
 /**

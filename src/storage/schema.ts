@@ -178,3 +178,20 @@ export const uploads = sqliteTable(
   },
   (t) => [index("uploads_expires_idx").on(t.expiresAt), index("uploads_owner_idx").on(t.ownerId)],
 );
+
+/**
+ * One-time sign-in links (`cubby login-link`, CONTRACT §11): only SHA-256 of the token is kept.
+ * A link is deleted when it is used (single use: the delete that returns it is the claim) and
+ * swept once expired. Keyed by e-mail, not user: the user is created when the link is used.
+ */
+export const loginLinks = sqliteTable(
+  "login_links",
+  {
+    tokenHash: blob("token_hash", { mode: "buffer" }).primaryKey(),
+    /** Lower-cased e-mail address of who the link signs in. */
+    email: text("email").notNull(),
+    createdAt: integer("created_at").notNull(),
+    expiresAt: integer("expires_at").notNull(),
+  },
+  (t) => [index("login_links_expires_idx").on(t.expiresAt)],
+);

@@ -15,6 +15,7 @@ import type {
   ApiKeyRow,
   FileTable,
   KeyTable,
+  LoginLinkTable,
   MetadataStore,
   MetadataTables,
   ShareTable,
@@ -34,6 +35,7 @@ import { containsPattern, inIdOrder, newestFirstAfter, ownerFilesAfter, PAGE_ROW
 import { apiKeys, files, sessions, shares, uploadLinks, uploads, users } from "./schema.ts";
 import { countAll, liveFilesOf, reservingUploadsOf, sumOf } from "./user-conditions.ts";
 import { SqliteUploadLinks, SqliteUploads } from "./sqlite-uploads.ts";
+import { SqliteLoginLinks } from "./login-links.ts";
 import { SqliteRateLimits } from "./rate-limits.ts";
 import type { UploadLinkTable, UploadTable } from "./upload-ports.ts";
 
@@ -57,6 +59,7 @@ export class SqliteMetadataStore implements MetadataStore {
   readonly shares: ShareTable;
   readonly uploads: UploadTable;
   readonly uploadLinks: UploadLinkTable;
+  readonly loginLinks: LoginLinkTable;
   /** The tables as a transaction sees them: on the write connection, writes run at once. */
   private readonly inTransaction: MetadataTables;
   /** Settles when the last queued write has finished. */
@@ -77,6 +80,7 @@ export class SqliteMetadataStore implements MetadataStore {
     this.shares = new SqliteShares(reader, queued);
     this.uploads = new SqliteUploads(reader, queued);
     this.uploadLinks = new SqliteUploadLinks(reader, queued);
+    this.loginLinks = new SqliteLoginLinks(queued);
     this.inTransaction = {
       files: new SqliteFiles(writer, now),
       keys: new SqliteKeys(writer, now),

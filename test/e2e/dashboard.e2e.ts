@@ -40,7 +40,7 @@ test("without a provider the dashboard explains how to configure one", async ({ 
     await shot(page, "01-not-configured");
     expect(errors).toEqual([]);
   } finally {
-    plain.stop();
+    await plain.stop();
   }
 });
 

@@ -1,15 +1,17 @@
-// Support for the browser tests, in plain Node.js (Playwright's runner): builds dist/cubby,
-// starts the real OpenID provider and the binary on loopback ports, and stops them.
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+// Support for the browser tests, in plain Node.js (Playwright's runner): builds dist/cubby, and
+// starts the binary, the real OpenID provider and nginx through the tests' one launcher
+// (test/support/launch.ts) on loopback ports, and stops them.
+import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Page } from "@playwright/test";
-import { freePort } from "../support/idp.ts";
-import { NGINX_FALLBACK, writeNginxConfig } from "../support/nginx-config.ts";
+import { IDP_CLIENT, startIdp, type RunningIdp } from "../support/idp.ts";
+import { BUN, launchCubby, ROOT, type Launched } from "../support/launch.ts";
+import { startNginx, type RunningNginx } from "../support/nginx.ts";
+import { freePort } from "../support/processes.ts";
 
-export const ROOT = path.resolve(import.meta.dirname, "../..");
-const BUN = path.join(ROOT, "node_modules/.bin/bun");
+export { ROOT } from "../support/launch.ts";
 export const SCREENSHOTS = path.join(ROOT, "test-results/screenshots");
 
 /** Builds dist/cubby once per run. */
@@ -19,39 +21,12 @@ export function buildBinary(): string {
   return path.join(ROOT, "dist/cubby");
 }
 
-
-/** Spawns a process and waits for a line matching `ready` on stdout. */
-function spawnReady(cmd: string, args: string[], env: Record<string, string>, ready: RegExp): Promise<{ proc: ChildProcess; match: RegExpExecArray }> {
-  // Its own process group (detached): stopping the stack kills cubby's worker processes with it.
-  const proc = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"], detached: true });
-  let out = "";
-  let err = "";
-  proc.stderr!.on("data", (c) => (err += c));
-  return new Promise((resolve, reject) => {
-    proc.stdout!.on("data", (c) => {
-      out += c;
-      const m = ready.exec(out);
-      if (m) resolve({ proc, match: m });
-    });
-    proc.on("exit", (code) => reject(new Error(`${cmd} exited (${code}): ${out}\n${err}`)));
-  });
-}
-
-/** SIGKILLs `proc` and, when it leads a process group of its own (spawnReady), everything in it. */
-function killGroup(proc: ChildProcess): void {
-  if (proc.pid === undefined || proc.exitCode !== null || proc.signalCode !== null) return;
-  try {
-    process.kill(-proc.pid, "SIGKILL");
-  } catch {
-    proc.kill("SIGKILL");
-  }
-}
-
 export interface Stack {
   url: string;
   issuer?: string;
   dataDir: string;
-  stop(): void;
+  /** Stops every process of the stack (cubby with its workers, the provider, nginx) and removes its files. */
+  stop(): Promise<void>;
 }
 
 /**
@@ -61,49 +36,40 @@ export interface Stack {
  * environment (e.g. QUOTA_BYTES).
  */
 export async function startStack(binary: string, withIdp: boolean, opts: { nginx?: string; env?: Record<string, string> } = {}): Promise<Stack> {
+  // The port is chosen first: HOSTNAME and the provider's redirect URI name it.
   const port = await freePort();
-  const procs: ChildProcess[] = [];
   const work = fs.mkdtempSync(path.join(os.tmpdir(), "cubby-e2e-"));
   const dataDir = path.join(work, "data");
-  const stop = () => {
-    for (const p of procs) killGroup(p);
+  let nginx: RunningNginx | undefined;
+  let idp: RunningIdp | undefined;
+  let cubby: Launched | undefined;
+  const stop = async () => {
+    await Promise.all([cubby?.kill9(), idp?.[Symbol.asyncDispose](), nginx?.[Symbol.asyncDispose]()]);
     fs.rmSync(work, { recursive: true, force: true });
   };
   try {
-    return await start();
-  } catch (err) {
-    stop();
-    throw err;
-  }
-
-  async function start(): Promise<Stack> {
     let url = `http://localhost:${port}`;
     if (opts.nginx !== undefined) {
-      const nginxPort = await freePort();
-      const nginxDir = path.join(work, "nginx");
-      fs.mkdirSync(nginxDir);
-      const nginx = spawn(fs.existsSync(NGINX_FALLBACK) ? NGINX_FALLBACK : "nginx", writeNginxConfig(nginxDir, nginxPort, [port], opts.nginx), { stdio: "ignore" });
-      procs.push(nginx);
       // localhost, not 127.0.0.1: the OpenID provider is on 127.0.0.1, and cookies ignore ports.
-      url = `http://localhost:${nginxPort}`;
+      // nginx answers /healthz once cubby is up behind it (502 before): it is started after cubby.
+      url = `http://localhost:${await freePort()}`;
     }
-    const env: Record<string, string> = { HOSTNAME: url, RATE_LIMIT_AUTH_FAILURES: "0", RATE_LIMIT_SIGN_INS: "0" };
+    const env: Record<string, string> = { HOSTNAME: url };
     let issuer: string | undefined;
     if (withIdp) {
-      const idp = await spawnReady(BUN, ["test/support/idp-server.ts", `${url}/auth/idp/callback`], {}, /issuer=(\S+)/);
-      procs.push(idp.proc);
-      issuer = idp.match[1]!;
-      Object.assign(env, { IDP_ISSUER: issuer, IDP_CLIENT_ID: "cubby", IDP_CLIENT_SECRET: "cubby-test-secret" });
+      idp = await startIdp([`${url}/auth/idp/callback`]);
+      issuer = idp.issuer;
+      Object.assign(env, { IDP_ISSUER: issuer, ...IDP_CLIENT });
     }
     Object.assign(env, opts.env);
-    const cubby = await spawnReady(binary, ["serve", "--port", String(port), "--data-dir", dataDir], env, /listening on port/);
-    procs.push(cubby.proc);
-    // nginx prints nothing when ready: wait until cubby answers through it.
-    for (let i = 0; (await fetch(`${url}/healthz`).then((r) => r.status).catch(() => 0)) !== 200; i++) {
-      if (i > 500) throw new Error(`${url} did not answer`);
-      await new Promise((r) => setTimeout(r, 10));
+    cubby = (await launchCubby({ executable: binary, port, dataDir, env })).proc;
+    if (opts.nginx !== undefined) {
+      nginx = await startNginx([port], opts.nginx, { host: "localhost", port: Number(new URL(url).port) });
     }
     return { url, issuer, dataDir, stop };
+  } catch (err) {
+    await stop();
+    throw err;
   }
 }
 

@@ -23,8 +23,8 @@ test.beforeAll(async () => {
   scratch = fs.mkdtempSync(path.join(os.tmpdir(), "cubby-e2e-files-"));
   stack = await startStack(buildBinary(), true, { nginx: "client_max_body_size 16m;" });
 });
-test.afterAll(() => {
-  stack?.stop();
+test.afterAll(async () => {
+  await stack?.stop();
   if (scratch) fs.rmSync(scratch, { recursive: true, force: true });
 });
 

@@ -7,6 +7,7 @@ import path from "node:path";
 import { checksumOf } from "../../src/domain/checksum.ts";
 import { client, ROOT, runCli, startServer, tempDir } from "../support/server.ts";
 import { testNeeding } from "../support/tools.ts";
+import { waitFor } from "../support/wait.ts";
 
 let bin: string;
 const dir = tempDir("cubby-bin-");
@@ -45,9 +46,10 @@ test("start to first /healthz 200, and size (printed for the record)", async () 
   using data = tempDir();
   const started = performance.now();
   await using server = await startServer({ executable: bin, cwd: dir.path, dataDir: data.path });
-  let res: Response;
-  do res = await fetch(`${server.url}/healthz`);
-  while (res.status !== 200);
+  const res = await waitFor(async () => {
+    const r = await fetch(`${server.url}/healthz`);
+    return r.status === 200 ? r : undefined;
+  }, "/healthz to answer 200", { pollMs: 0 });
   const ms = performance.now() - started;
   const mib = fs.statSync(bin).size / 1024 / 1024;
   console.log(`dist/cubby: ${mib.toFixed(1)} MiB; spawn to first /healthz 200: ${ms.toFixed(0)} ms (includes the test's own spawn overhead)`);

@@ -7,6 +7,7 @@ import path from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 import { BACKEND } from "../support/backend.ts";
 import { runCli, startServer, tempDir } from "../support/server.ts";
+import { waitFor } from "../support/wait.ts";
 
 test("version", async () => {
   // From source it says so; an executable names the Bun runtime it was built for (release.test.ts).
@@ -110,7 +111,7 @@ test.skipIf(BACKEND !== "sqlite-disk")("SIGTERM lets an in-flight upload finish,
   } as RequestInit);
   // The upload is in flight once its temporary file exists.
   const tmp = path.join(server.dataDir, "tmp");
-  while (fs.readdirSync(tmp).length === 0) await new Promise((r) => setImmediate(r));
+  await waitFor(() => fs.readdirSync(tmp).length > 0, "the upload's temporary file", { pollMs: 0 });
   server.proc.kill("SIGTERM");
   await server.waitForOutput("SIGTERM: stopping");
   release();

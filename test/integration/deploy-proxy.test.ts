@@ -17,7 +17,8 @@ import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import * as tus from "tus-js-client";
 import { checksumOf } from "../../src/domain/checksum.ts";
-import { NGINX_FALLBACK } from "../support/nginx-config.ts";
+import type { Launched } from "../support/launch.ts";
+import { launchNginx, NGINX } from "../support/nginx.ts";
 import { childrenOf, freePort, stopPids } from "../support/processes.ts";
 import { client, type FileJson, ROOT, type RunningServer, startServer, tempDir } from "../support/server.ts";
 import { OPENSSL, selfSignedCert } from "../support/tls.ts";
@@ -27,7 +28,6 @@ import { buildExecutable } from "../../scripts/build.ts";
 import { waitFor } from "../support/wait.ts";
 
 const DEPLOY = path.join(ROOT, "deploy");
-const NGINX = Bun.which("nginx") ?? NGINX_FALLBACK;
 const SYSTEMD_ANALYZE = Bun.which("systemd-analyze") ?? "/usr/bin/systemd-analyze";
 const BUF = path.join(ROOT, "node_modules/.bin/buf");
 const STRACE = Bun.which("strace") ?? "/usr/bin/strace";
@@ -66,7 +66,7 @@ const proxyTest = testNeeding("the deploy/nginx.conf tests", [
 describe("deploy/nginx.conf: HTTPS in front of cubby", () => {
   const work = tempDir("cubby-deploy-");
   let server: RunningServer;
-  let nginxPid = 0;
+  let nginx: Launched | undefined;
   let base = ""; // https://localhost:PORT, nginx
   let httpBase = ""; // http://127.0.0.1:PORT, nginx's redirect
   let pem = "";
@@ -107,20 +107,11 @@ http {
 }
 `,
     );
-    const proc = Bun.spawn([NGINX, "-p", work.path, "-c", main, "-g", "daemon off;"], { stderr: "inherit" });
-    nginxPid = proc.pid;
-    // nginx prints nothing when ready: poll its port.
-    const answers = async () => {
-      if (proc.exitCode !== null) throw new Error("nginx exited");
-      return (await fetch(`${base}/healthz`, tls()).then((r) => r.status).catch(() => 0)) === 200;
-    };
-    await waitFor(answers, "nginx to answer", 10_000, 10).catch(() => {
-      throw new Error(`nginx did not come up: ${fs.readFileSync(path.join(work.path, "error.log"), "utf8")}`);
-    });
+    nginx = await launchNginx(["-p", work.path, "-c", main, "-g", "daemon off;"], `${base}/healthz`, path.join(work.path, "error.log"), tls());
   }, 30_000);
 
   afterAll(async () => {
-    if (nginxPid !== 0) await stopPids([nginxPid]);
+    await nginx?.stop(5_000);
     const log = path.join(work.path, "error.log");
     if (fs.existsSync(log) && fs.statSync(log).size > 0) console.log(`nginx's error.log:\n${fs.readFileSync(log, "utf8")}`);
     await server?.[Symbol.asyncDispose]();
@@ -148,9 +139,9 @@ http {
     /** Bytes of the upload cubby has on disk so far (its temporary file), waiting up to 5 s for at least `atLeast`. */
     const onDisk = async (atLeast: number) => {
       let bytes = 0;
-      for (const deadline = Date.now() + 5_000; bytes < atLeast && Date.now() < deadline; await Bun.sleep(20)) {
-        bytes = Math.max(0, ...fs.readdirSync(tmp).map((f) => fs.statSync(path.join(tmp, f), { throwIfNoEntry: false })?.size ?? 0));
-      }
+      const measure = () => (bytes = Math.max(0, ...fs.readdirSync(tmp).map((f) => fs.statSync(path.join(tmp, f), { throwIfNoEntry: false })?.size ?? 0)));
+      // What was measured is the answer: the caller's expectation reports a shortfall.
+      await waitFor(() => measure() >= atLeast, `${atLeast} bytes on disk`, 5_000).catch(() => {});
       return bytes;
     };
     let seenBeforeTail = -1;

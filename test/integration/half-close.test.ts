@@ -5,7 +5,6 @@
 // routes, uploads, errors) and h2c — and the server closes its side once the answer is out.
 // A half-closed connection with nothing in flight closes at once.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import net from "node:net";
 import { checksumOf } from "../../src/domain/checksum.ts";
 import { FrameType, RawH2 } from "../support/h2-raw.ts";
 import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";
@@ -19,27 +18,13 @@ const EXCHANGE_MS = 20_000;
  * server closes its side.
  * @returns everything received, and whether the server ended its side with a FIN (not a reset)
  */
-function halfClosed(port: number, request: string | Uint8Array): Promise<{ received: Buffer; fin: boolean; ms: number }> {
-  return new Promise((resolve, reject) => {
-    const started = performance.now();
-    const chunks: Buffer[] = [];
-    let fin = false;
-    const socket = net.connect({ host: "127.0.0.1", port, allowHalfOpen: true }, () => {
-      socket.write(request);
-      socket.end();
-    });
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(new Error(`the server did not close within ${EXCHANGE_MS} ms; received ${Buffer.concat(chunks).length} bytes: ${Buffer.concat(chunks).subarray(0, 300).toString("latin1")}`));
-    }, EXCHANGE_MS);
-    socket.on("data", (d: Buffer) => chunks.push(d));
-    socket.on("end", () => (fin = true));
-    socket.on("error", () => {});
-    socket.on("close", () => {
-      clearTimeout(timer);
-      resolve({ received: Buffer.concat(chunks), fin, ms: performance.now() - started });
-    });
-  });
+async function halfClosed(port: number, request: string | Uint8Array): Promise<{ received: Buffer; fin: boolean; ms: number }> {
+  const started = performance.now();
+  using c = await RawHttp.connect(port, { allowHalfOpen: true });
+  c.write(request);
+  c.socket.end();
+  await c.whenClosed(EXCHANGE_MS);
+  return { received: c.received, fin: c.fin, ms: performance.now() - started };
 }
 
 /** What a test compares of one response: status, declared and received length, checksum. */

@@ -5,6 +5,7 @@ import fs from "node:fs";
 import { randomBytes } from "node:crypto";
 import path from "node:path";
 import postgres from "postgres";
+import { BUN, cleanEnv, launch } from "../support/launch.ts";
 import { startPostgres } from "../support/postgres.ts";
 import { childrenOf, isRunning, waitGone } from "../support/processes.ts";
 import { startS3 } from "../support/s3.ts";
@@ -55,15 +56,8 @@ console.log(JSON.stringify({ pids: [pg.pid, ...childrenOf(pg.pid)], dir: pg.dir 
 await Bun.sleep(60_000);
 `,
   );
-  const child = Bun.spawn([process.execPath, script], { stdout: "pipe", stderr: "inherit" });
-  const reader = child.stdout.getReader();
-  let line = "";
-  while (!line.includes("\n")) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`child ended before starting PostgreSQL: ${line}`);
-    line += new TextDecoder().decode(value);
-  }
-  const { pids, dir: clusterDir } = JSON.parse(line) as { pids: number[]; dir: string };
+  const child = await launch({ name: "the test process", command: [BUN, script], env: cleanEnv(), ready: /^(.*)\n/, readyTimeoutMs: 30_000 });
+  const { pids, dir: clusterDir } = JSON.parse(child.readyMatch![1]!) as { pids: number[]; dir: string };
   expect(pids.every(isRunning)).toBe(true);
   child.kill("SIGKILL");
   await child.exited;

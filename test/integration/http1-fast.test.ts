@@ -294,16 +294,12 @@ describe("a stop while an answer given at once waits in the socket's buffer", ()
     for (;;) {
       c.socket.write(`GET ${path} HTTP/1.1\r\nHost: localhost\r\n\r\n`);
       const sent = Date.now();
-      let held = false;
-      while (loggedIds(server, path).length - before === answered) {
-        if (Date.now() - sent > 500 && sendQueue() > 0) {
-          held = true;
-          break;
-        }
-        if (Date.now() - sent > 10_000) throw new Error(`request ${answered + 1} not answered, and nothing waits in the kernel`);
-        await Bun.sleep(10);
-      }
-      if (held) break;
+      const outcome = await waitFor(
+        () => (loggedIds(server, path).length - before > answered ? "answered" : Date.now() - sent > 500 && sendQueue() > 0 ? "held" : undefined),
+        `request ${answered + 1} to be answered, or held with bytes waiting in the kernel`,
+        { timeoutMs: 10_000, pollMs: 10 },
+      );
+      if (outcome === "held") break;
       answered++;
       if (answered > 2000) throw new Error("every answer left at once: the client's buffers never filled");
     }

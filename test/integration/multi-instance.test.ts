@@ -65,6 +65,16 @@ test("a key revoked through the CLI is refused by every instance on its next req
   for (const s of instances) expect((await client(s, key).fetch("/v1/files")).status).toBe(401);
 });
 
+test("a login link used at once through all three instances signs in exactly once", async () => {
+  for (let round = 0; round < 4; round++) {
+    const minted = await runCli(["login-link", "--email", `multi-link${round}@example.com`, "--data-dir", instances[0]!.dataDir], { env });
+    expect(minted.code).toBe(0);
+    const path = new URL(minted.stdout.trim()).pathname;
+    const statuses = await Promise.all(Array.from({ length: 24 }, async (_, i) => (await fetch(`${instances[i % 3]!.url}${path}`, { redirect: "manual" })).status));
+    expect(statuses.sort()).toEqual([302, ...Array<number>(23).fill(404)]);
+  }
+});
+
 test("failed authentications are counted once across the instances: 30 wrong keys at once over three, limit 20: 20 checked", async () => {
   // From 127.0.0.2, so the other tests' address keeps its budget.
   const from = (s: RunningServer) => `http://127.0.0.2:${s.port}`;

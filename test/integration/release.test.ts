@@ -11,8 +11,7 @@ import path from "node:path";
 import { hostTarget, TARGETS, type Target } from "../../scripts/build.ts";
 import { buildRelease, writeChecksums } from "../../scripts/release.ts";
 import { checksumOf } from "../../src/domain/checksum.ts";
-import { stopPids } from "../support/processes.ts";
-import { client, ROOT, tempDir } from "../support/server.ts";
+import { client, ROOT, startServer, tempDir } from "../support/server.ts";
 import { testNeeding } from "../support/tools.ts";
 
 const dir = tempDir("cubby-release-");
@@ -157,38 +156,14 @@ describe("cubby-linux-arm64 under qemu-aarch64-static", () => {
   qemuTest(
     "serves /healthz, and an upload whose CRC32C it computes",
     async () => {
-      const data = path.join(dir.path, "data");
-      const keys = Bun.spawn([...(await arm64()), "keys", "create", "--email", "arm@example.com", "--data-dir", data], { cwd: dir.path, env, stdout: "pipe", stderr: "pipe" });
-      const [key, keyErr] = await Promise.all([new Response(keys.stdout).text(), new Response(keys.stderr).text()]);
-      expect({ code: await keys.exited, keyErr }).toMatchObject({ code: 0 });
+      // Emulated, the runtime takes seconds to start (~10 s here against ~0.1 s natively).
+      await using server = await startServer({ executable: await arm64(), cwd: dir.path, dataDir: path.join(dir.path, "data"), env, readyTimeoutMs: 60_000 });
+      const health = await fetch(`${server.url}/healthz`);
+      expect({ status: health.status, body: await health.json() }).toEqual({ status: 200, body: { status: "ok" } });
 
-      const proc = Bun.spawn([...(await arm64()), "serve", "--port", "0", "--data-dir", data], { cwd: dir.path, env, stdin: "ignore", stdout: "pipe", stderr: "inherit" });
-      try {
-        // Emulated, the runtime takes seconds to start (~10 s here against ~0.1 s natively).
-        // Read stdout to its end (the access log goes there: a closed pipe would end cubby).
-        let out = "";
-        const { promise: listening, resolve } = Promise.withResolvers<string | undefined>();
-        void (async () => {
-          const decoder = new TextDecoder();
-          for await (const chunk of proc.stdout) {
-            out += decoder.decode(chunk, { stream: true });
-            const m = /listening on port (\d+)/.exec(out);
-            if (m) resolve(m[1]);
-          }
-          resolve(undefined);
-        })();
-        const port = await listening;
-        if (port === undefined) throw new Error(`cubby under qemu exited (${await proc.exited}) without listening:\n${out}`);
-        const url = `http://127.0.0.1:${port}`;
-        const health = await fetch(`${url}/healthz`);
-        expect({ status: health.status, body: await health.json() }).toEqual({ status: 200, body: { status: "ok" } });
-
-        const bytes = crypto.getRandomValues(new Uint8Array(200_000));
-        const file = await client({ url }, key.trim()).upload(bytes, "?name=arm.bin");
-        expect({ checksum: file.checksum, size: file.size }).toEqual({ checksum: checksumOf(bytes), size: String(bytes.byteLength) });
-      } finally {
-        await stopPids([proc.pid]);
-      }
+      const bytes = crypto.getRandomValues(new Uint8Array(200_000));
+      const file = await client(server, await server.mintKey("arm@example.com")).upload(bytes, "?name=arm.bin");
+      expect({ checksum: file.checksum, size: file.size }).toEqual({ checksum: checksumOf(bytes), size: String(bytes.byteLength) });
     },
     120_000,
   );

@@ -9,6 +9,7 @@ import { startNginx } from "../support/nginx.ts";
 import { freePort } from "../support/processes.ts";
 import { client, startServer, tempDir, type FileJson, type RunningServer } from "../support/server.ts";
 import { createUpload, headOffset, patchChunk, randomFile, tusFetch, tusUpload } from "../support/tus.ts";
+import { waitFor } from "../support/wait.ts";
 
 const MiB = 1024 * 1024;
 let server: RunningServer;
@@ -168,12 +169,12 @@ test("an unfinished upload expires: the sweep removes its row and bytes, and its
   expect(patched.status).toBe(204);
   expect(Date.parse(patched.headers.get("upload-expires")!)).toBeLessThanOrEqual(Date.now() + 3000);
   expect((await blobNames(short.dataDir)).length).toBeGreaterThan(before.length);
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const rows = await runSql(short.dataDir, "SELECT id FROM uploads WHERE id = ?", id);
-    if (rows.length === 0 && JSON.stringify(await blobNames(short.dataDir)) === JSON.stringify(before)) break;
-    if (Date.now() > deadline) throw new Error(`not swept: ${rows.length} row(s), blobs ${await blobNames(short.dataDir)}`);
-    await short.waitForOutput(/swept \d+ expired/, 5_000).catch(() => {});
-  }
+  let seen = "";
+  const swept = async () => {
+    const [rows, blobs] = [await runSql(short.dataDir, "SELECT id FROM uploads WHERE id = ?", id), await blobNames(short.dataDir)];
+    seen = `${rows.length} row(s), blobs ${blobs}`;
+    return rows.length === 0 && JSON.stringify(blobs) === JSON.stringify(before);
+  };
+  await waitFor(swept, "the sweep to remove the upload's row and bytes", { timeoutMs: 20_000, pollMs: 100, detail: () => `not swept: ${seen}` });
   expect(await headOffset(url, owner)).toBe("status 404");
 }, 40_000);

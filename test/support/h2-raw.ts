@@ -10,6 +10,7 @@ import fs from "node:fs";
 import net from "node:net";
 // @ts-expect-error hpack.js ships no types
 import hpack from "hpack.js";
+import { waitFor } from "./wait.ts";
 
 /** Frame types (RFC 9113 §6). */
 export const FrameType = { DATA: 0, HEADERS: 1, RST_STREAM: 3, SETTINGS: 4, PING: 6, GOAWAY: 7, WINDOW_UPDATE: 8, CONTINUATION: 9 } as const;
@@ -80,7 +81,7 @@ export class RawH2 implements AsyncDisposable {
   private buffered: Buffer = Buffer.alloc(0);
   private readonly decompressor = hpack.decompressor.create({ table: { size: 4096 } });
   private headerBlock: { streamId: number; flags: number; parts: Buffer[] } | undefined;
-  private waiters: (() => void)[] = [];
+  private readonly waiters = new Set<() => void>();
   closed = false;
 
   private constructor(readonly socket: net.Socket) {
@@ -147,22 +148,13 @@ export class RawH2 implements AsyncDisposable {
 
   /** Waits until `done()` holds, the connection closes, or `timeoutMs` passes (then throws). */
   async until(done: () => boolean, timeoutMs = 10_000, what = "condition"): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!done()) {
-      if (this.closed) {
-        if (done()) return;
-        throw new Error(`connection closed before ${what}`);
-      }
-      const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`timed out waiting for ${what}`);
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, Math.min(left, 100));
-        this.waiters.push(() => {
-          clearTimeout(t);
-          resolve();
-        });
-      });
-    }
+    const check = () => {
+      if (done()) return true;
+      if (this.closed) throw new Error(`connection closed before ${what}`);
+      return false;
+    };
+    // Checked on every frame that arrives and on close (wake), not polled.
+    await waitFor(check, what, { timeoutMs, pollMs: Infinity, wake: (recheck) => (this.waiters.add(recheck), () => this.waiters.delete(recheck)) });
   }
 
   /** Waits until the server ended or reset stream `id`, and returns what it sent. */
@@ -183,7 +175,7 @@ export class RawH2 implements AsyncDisposable {
   }
 
   private wake(): void {
-    for (const w of this.waiters.splice(0)) w();
+    for (const w of this.waiters) w();
   }
 
   private onData(chunk: Buffer): void {

@@ -1,48 +1,35 @@
 /**
  * Test support for sign-in: starts the real OpenID provider (test/support/idp-server.ts) as a
- * child process, and drives its login form over HTTP the way a browser would.
+ * child process, and drives its login form over HTTP the way a browser would. Plain Node.js as
+ * well as Bun (the browser tests start the provider with it).
  */
-import net from "node:net";
 import path from "node:path";
-import type { Subprocess } from "bun";
+import { BUN, cleanEnv, launch, type Launched } from "./launch.ts";
+
+export { freePort } from "./processes.ts";
 
 export const IDP_CLIENT = { IDP_CLIENT_ID: "cubby", IDP_CLIENT_SECRET: "cubby-test-secret" };
 
-/** A free TCP port on loopback (bound and released). */
-export async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", () => r()));
-  const port = (srv.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
-
 export interface RunningIdp extends AsyncDisposable {
   issuer: string;
-  proc: Subprocess;
+  proc: Launched;
 }
 
-/** Starts the provider, accepting the given redirect URIs. */
+/**
+ * Starts the provider (test/support/idp-server.ts, through launch.ts) on a loopback port of its
+ * own, accepting the given redirect URIs, and waits until it prints its issuer URL.
+ */
 export async function startIdp(redirectUris: string[]): Promise<RunningIdp> {
-  const proc = Bun.spawn([process.execPath, path.join(import.meta.dir, "idp-server.ts"), ...redirectUris], {
-    stdout: "pipe",
-    stderr: "inherit",
+  const proc = await launch({
+    name: "the OpenID provider",
+    command: [BUN, path.join(import.meta.dirname, "idp-server.ts"), ...redirectUris],
+    env: cleanEnv(),
+    ready: /issuer=(\S+)/,
   });
-  const reader = proc.stdout.getReader();
-  let out = "";
-  while (!/issuer=(\S+)/.test(out)) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`idp exited: ${out}`);
-    out += new TextDecoder().decode(value);
-  }
-  reader.releaseLock();
   return {
-    issuer: /issuer=(\S+)/.exec(out)![1]!,
+    issuer: proc.readyMatch![1]!,
     proc,
-    async [Symbol.asyncDispose]() {
-      proc.kill("SIGKILL");
-      await proc.exited;
-    },
+    [Symbol.asyncDispose]: () => proc.kill9(),
   };
 }
 

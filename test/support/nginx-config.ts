@@ -1,7 +1,7 @@
 /**
- * The nginx configuration tests put in front of cubby, shared by the Bun tests (nginx.ts) and
- * the browser tests (e2e/fixtures.ts, which run under Node): one process (`master_process
- * off`), so stopping it by its PID leaves no worker behind, with every file under `dir`.
+ * The nginx configuration tests put in front of cubby (started by nginx.ts, for the Bun tests
+ * and the browser tests alike): one process (`master_process off`), so stopping it by its PID
+ * leaves no worker behind, with every file under `dir`.
  */
 import fs from "node:fs";
 import path from "node:path";

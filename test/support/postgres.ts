@@ -13,6 +13,7 @@ import fs from "node:fs";
 import path from "node:path";
 import type { Subprocess } from "bun";
 import { childrenOf, freePort, scratchDir, stopPids, waitGone } from "./processes.ts";
+import { waitFor } from "./wait.ts";
 
 export interface RunningPostgres {
   /** `postgres://cubby:PASSWORD@127.0.0.1:PORT/cubby`: password (SCRAM) over TCP, as in production. */
@@ -262,9 +263,8 @@ export async function startPostgres(opts: { timeoutMs?: number } = {}): Promise<
  * postmaster writes once it accepts connections.
  */
 async function waitReady(proc: Subprocess, data: string, timeoutMs: number): Promise<"ready" | "exited" | "timeout"> {
-  const deadline = Date.now() + timeoutMs;
   const pidFile = path.join(data, "postmaster.pid");
-  while (Date.now() < deadline) {
+  const state = (): "ready" | "exited" | undefined => {
     if (proc.exitCode !== null || proc.signalCode !== null) return "exited";
     try {
       const lines = fs.readFileSync(pidFile, "utf8").split("\n");
@@ -272,9 +272,9 @@ async function waitReady(proc: Subprocess, data: string, timeoutMs: number): Pro
     } catch {
       // Not written yet.
     }
-    await Bun.sleep(10);
-  }
-  return "timeout";
+    return undefined;
+  };
+  return await waitFor(state, "the postmaster to be ready", timeoutMs, 10).catch(() => "timeout" as const);
 }
 
 /** SIGINT (PostgreSQL's fast shutdown), SIGKILL after 10 s; waits for its backends too. */

@@ -7,6 +7,7 @@ import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { waitFor } from "./wait.ts";
 
 /**
  * Where throwaway server directories go: /dev/shm (tmpfs) when there is one, os.tmpdir()
@@ -71,12 +72,10 @@ export function childrenOf(pid: number): number[] {
 
 /** Resolves true once none of `pids` runs, false when `timeoutMs` passes first. */
 export async function waitGone(pids: number[], timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (!pids.some(isRunning)) return true;
-    if (Date.now() >= deadline) return false;
-    await Bun.sleep(20);
-  }
+  return await waitFor(() => !pids.some(isRunning), `processes ${pids.join(", ")} to end`, timeoutMs).then(
+    () => true,
+    () => false,
+  );
 }
 
 /**

@@ -2,6 +2,7 @@
 // chooses (pipelined requests, malformed framing, a half-close) and reads the server's responses
 // as they are framed on the wire. fetch() cannot do either; tests that only need a response use it.
 import net from "node:net";
+import { waitFor } from "./wait.ts";
 
 /** One response as it came over the wire. */
 export interface RawResponse {
@@ -93,6 +94,21 @@ export function parseResponses(buf: Buffer, methods: string[], closed: boolean):
   return out;
 }
 
+/**
+ * Every response in the bytes of a connection that has ended, to requests of `method` (GET, say,
+ * for any method but HEAD); a cut-short last one comes with `complete: false`.
+ */
+export function parseAll(buf: Buffer, method = "GET"): RawResponse[] {
+  const out: RawResponse[] = [];
+  for (let at = 0; at < buf.length; ) {
+    const parsed = parseResponse(buf, at, method, true);
+    if (parsed === undefined) break;
+    out.push(parsed.response);
+    at = parsed.end;
+  }
+  return out;
+}
+
 /** Where and how to connect: 127.0.0.1 unless `host`; see net.connect for the others. */
 export interface RawConnectOptions {
   host?: string;
@@ -114,6 +130,8 @@ export class RawHttp {
   closed = false;
   /** The server ended its side with a FIN (rather than a reset). */
   fin = false;
+  /** The socket's error, if one ended the connection (e.g. a reset: ECONNRESET). */
+  error: Error | undefined;
   private chunks: Buffer[] = [];
   private readonly waiters = new Set<() => void>();
   /** Offset in `received` of the first byte `next` has not returned. */
@@ -125,8 +143,11 @@ export class RawHttp {
       this.length += d.length;
       this.wake();
     });
-    socket.on("end", () => (this.fin = true));
-    socket.on("error", () => {});
+    socket.on("end", () => {
+      this.fin = true;
+      this.wake();
+    });
+    socket.on("error", (e) => (this.error ??= e));
     socket.on("close", () => {
       this.closed = true;
       this.wake();
@@ -161,20 +182,12 @@ export class RawHttp {
    * Resolves once `done` holds, checked now, on every arrival and on close (no polling).
    * @throws after `timeoutMs`, with the first 2000 bytes received in the message
    */
-  until(done: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-    if (done()) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.waiters.delete(check);
-        reject(new Error(`timed out waiting for ${what}; received ${JSON.stringify(this.received.subarray(0, 2000).toString("latin1"))}`));
-      }, timeoutMs);
-      const check = () => {
-        if (!done()) return;
-        clearTimeout(timer);
-        this.waiters.delete(check);
-        resolve();
-      };
-      this.waiters.add(check);
+  async until(done: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+    await waitFor(done, what, {
+      timeoutMs,
+      pollMs: Infinity,
+      wake: (recheck) => (this.waiters.add(recheck), () => this.waiters.delete(recheck)),
+      detail: () => `received ${JSON.stringify(this.received.subarray(0, 2000).toString("latin1"))}`,
     });
   }
 
@@ -208,6 +221,14 @@ export class RawHttp {
   /** Resolves when the connection has closed; throws after `timeoutMs`. */
   whenClosed(timeoutMs = 10_000): Promise<void> {
     return this.until(() => this.closed, "the server to close the connection", timeoutMs);
+  }
+
+  /**
+   * Resolves when the server has ended its side (FIN) or the connection has closed (with
+   * `allowHalfOpen`, a FIN leaves ours open); throws after `timeoutMs`.
+   */
+  whenEnded(timeoutMs = 10_000): Promise<void> {
+    return this.until(() => this.fin || this.closed, "the server to end the connection", timeoutMs);
   }
 
   /** Destroys the socket. */

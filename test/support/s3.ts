@@ -13,6 +13,7 @@ import path from "node:path";
 import type { Subprocess } from "bun";
 import { AwsClient } from "aws4fetch";
 import { freePortBlock, scratchDir, stopPids } from "./processes.ts";
+import { waitFor } from "./wait.ts";
 
 export interface RunningS3 {
   /** `http://127.0.0.1:PORT`, path-style. */
@@ -135,14 +136,12 @@ async function startOnce(base: number, bucket: string, timeoutMs: number): Promi
   }
 
   const ports = [OFFSETS.proxy, OFFSETS.object, OFFSETS.container, OFFSETS.account].map((o) => base + o);
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
+  const listening = async () => {
     const ended = procs.find((p) => p.exitCode !== null || p.signalCode !== null);
-    if (ended !== undefined) await fail(`a Swift server ended (${ended.exitCode ?? ended.signalCode}) while starting`);
-    if ((await Promise.all(ports.map(accepts))).every(Boolean)) break;
-    if (Date.now() > deadline) await fail("Swift did not listen in time");
-    await Bun.sleep(50);
-  }
+    if (ended !== undefined) throw new Error(`a Swift server ended (${ended.exitCode ?? ended.signalCode}) while starting`);
+    return (await Promise.all(ports.map(accepts))).every(Boolean);
+  };
+  await waitFor(listening, "Swift to listen", timeoutMs, 50).catch((err: Error) => fail(err.message));
 
   const endpoint = `http://127.0.0.1:${base}`;
   const createBucket = async (name: string) => {

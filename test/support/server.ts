@@ -1,19 +1,18 @@
 /**
- * Test support: runs the real `cubby` (from source, or a given executable) as a child process
- * on port 0 with a temporary data directory, and mints API keys through the real CLI.
+ * Test support for bun test: runs the real `cubby` (from source, or a given executable) on port 0
+ * with a temporary data directory through the one launcher (launch.ts), on this run's stores
+ * (backend.ts), checks its responses against /openapi.json, and mints API keys through the real CLI.
  */
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { Subprocess } from "bun";
 import type { FileJson } from "../../src/domain/file.ts";
 import type { TappedResponse } from "../../src/server/response-tap.ts";
 import { backendEnv } from "./backend.ts";
+import { cleanEnv, cubbyCommand, launchCubby, ROOT, type Launched } from "./launch.ts";
 import { checkResponseLog, readResponseLog } from "./openapi-check.ts";
-import { childrenOf, waitGone } from "./processes.ts";
 
-export const ROOT = path.resolve(import.meta.dir, "../..");
-const MAIN = path.join(ROOT, "src/main.ts");
+export { ROOT, tempDir } from "./launch.ts";
 
 export interface ServerOptions {
   /** Extra environment variables. */
@@ -22,9 +21,11 @@ export interface ServerOptions {
   dataDir?: string;
   /** A fixed port (sign-in tests need the redirect URI before start); 0 otherwise. */
   port?: number;
-  /** Run this executable instead of `bun src/main.ts`. */
-  executable?: string;
+  /** Run this executable (or command, e.g. an emulator and the executable) instead of `bun src/main.ts`. */
+  executable?: string | string[];
   cwd?: string;
+  /** How long to wait for the server to listen, in milliseconds (default 25 s). */
+  readyTimeoutMs?: number;
   /**
    * Whether disposing the server checks every response it sent against /openapi.json
    * (test/support/openapi-check.ts; CONTRACT §9); true unless a test says otherwise.
@@ -36,16 +37,16 @@ export interface RunningServer extends AsyncDisposable {
   url: string;
   port: number;
   dataDir: string;
-  proc: Subprocess<"ignore", "pipe", "pipe">;
+  /** The `cubby serve` process (the supervisor when WORKERS > 1). */
+  proc: Launched;
   /** Everything the server printed on stdout so far. */
   output(): string;
   /** Everything the server printed on stderr so far. */
   errors(): string;
-  /** Waits until stdout contains `text` (or throws after `timeoutMs`). */
-  waitForOutput(text: string | RegExp, timeoutMs?: number): Promise<void>;
-  /** Waits until stderr contains `text` (or throws after `timeoutMs`). */
-  waitForErrors(text: string | RegExp, timeoutMs?: number): Promise<void>;
-  /** Mints an API key for `email` through `cubby keys create`. */
+  /** Waits until stdout contains `text` (or throws after `timeoutMs`, default 10 s). @returns the match */
+  waitForOutput(text: string | RegExp, timeoutMs?: number): Promise<string[]>;
+  /** Waits until stderr contains `text` (or throws after `timeoutMs`, default 10 s). @returns the match */
+  waitForErrors(text: string | RegExp, timeoutMs?: number): Promise<string[]>;
   /** A new key for `email` (`cubby keys create`), with `args` such as ["--scope", "files.read", "--ttl", "1h"]. */
   mintKey(email: string, ...args: string[]): Promise<string>;
   /**
@@ -55,7 +56,7 @@ export interface RunningServer extends AsyncDisposable {
   servingPids(): number[];
   /** SIGTERM and wait for exit. @returns the exit code */
   stop(): Promise<number | null>;
-  /** SIGKILL and wait for exit. */
+  /** SIGKILL, workers and all, and wait until they are gone (launch.ts). */
   kill9(): Promise<void>;
   /**
    * Problems of the responses sent so far against /openapi.json (openapi-check.ts); disposing
@@ -66,24 +67,14 @@ export interface RunningServer extends AsyncDisposable {
   responses(): TappedResponse[];
 }
 
-/** A fresh temporary directory, removed by the returned disposer. */
-export function tempDir(prefix = "cubby-test-"): { path: string } & Disposable {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
-  return { path: dir, [Symbol.dispose]: () => fs.rmSync(dir, { recursive: true, force: true }) };
-}
-
-function command(executable: string | undefined, args: string[]): string[] {
-  return executable === undefined ? [process.execPath, MAIN, ...args] : [executable, ...args];
-}
-
 /** Runs a CLI command to completion. */
 export async function runCli(
   args: string[],
-  opts: { executable?: string; env?: Record<string, string>; cwd?: string } = {},
+  opts: { executable?: string | string[]; env?: Record<string, string>; cwd?: string } = {},
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   const dataDir = args[args.indexOf("--data-dir") + 1];
   const stores = args.includes("--data-dir") && dataDir !== undefined ? await backendEnv(dataDir) : {};
-  const proc = Bun.spawn(command(opts.executable, args), {
+  const proc = Bun.spawn(cubbyCommand(opts.executable, args), {
     cwd: opts.cwd ?? ROOT,
     env: { ...cleanEnv(), ...stores, ...opts.env },
     stdout: "pipe",
@@ -97,87 +88,43 @@ export async function runCli(
   return { code, stdout, stderr };
 }
 
-/** The environment without cubby's own variables, so a developer's shell cannot leak into tests. */
-function cleanEnv(): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (v === undefined) continue;
-    if (/^(PORT|DATA_DIR|HOSTNAME|IDP_|ALLOWED_DOMAINS|MAX_UPLOAD_BYTES|QUOTA_BYTES|RATE_LIMIT_|HEADER_TIMEOUT_|IDLE_TIMEOUT_|TRUSTED_PROXIES|MAX_CONNECTIONS|DATABASE_URL|S3_|AWS_)/.test(k)) continue;
-    env[k] = v;
-  }
-  return env;
-}
-
-/** Starts a server and waits until it listens. */
+/**
+ * Starts a server (test/support/launch.ts's launchCubby) on this run's stores (backend.ts) and
+ * waits until it listens; unless `checkResponses` is false, it records every response for the
+ * check against /openapi.json that disposing it runs.
+ */
 export async function startServer(opts: ServerOptions = {}): Promise<RunningServer> {
   const ownDir = opts.dataDir === undefined ? fs.mkdtempSync(path.join(os.tmpdir(), "cubby-data-")) : undefined;
   const dataDir = opts.dataDir ?? ownDir!;
   // Outside the data directory: tests reuse and inspect that one.
   const responseLog = opts.checkResponses === false ? undefined : path.join(fs.mkdtempSync(path.join(os.tmpdir(), "cubby-responses-")), "responses.jsonl");
-  const proc = Bun.spawn(command(opts.executable, ["serve", "--port", String(opts.port ?? 0), "--data-dir", dataDir]), {
-    cwd: opts.cwd ?? ROOT,
-    // Tests fail authentication on purpose, many times, from one address: no limits unless a
-    // test sets them.
-    env: { ...cleanEnv(), ...(await backendEnv(dataDir)), RATE_LIMIT_AUTH_FAILURES: "0", RATE_LIMIT_SIGN_INS: "0", ...(responseLog === undefined ? {} : { CUBBY_TEST_RESPONSE_LOG: responseLog }), ...opts.env },
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  let out = "";
-  let err = "";
-  const waiters: (() => void)[] = [];
-  const pump = async (stream: ReadableStream<Uint8Array>, onText: (t: string) => void) => {
-    const decoder = new TextDecoder();
-    for await (const chunk of stream) {
-      onText(decoder.decode(chunk, { stream: true }));
-      for (const w of waiters.splice(0)) w();
-    }
-    for (const w of waiters.splice(0)) w();
-  };
-  void pump(proc.stdout, (t) => (out += t));
-  void pump(proc.stderr, (t) => (err += t));
-
-  const waitFor = async (stream: () => string, text: string | RegExp, timeoutMs = 10_000) => {
-    const deadline = Date.now() + timeoutMs;
-    const has = () => (typeof text === "string" ? stream().includes(text) : text.test(stream()));
-    while (!has()) {
-      if (proc.exitCode !== null || proc.signalCode !== null) {
-        throw new Error(`server exited (${proc.exitCode ?? proc.signalCode}) before printing ${text}\n${out}\n${err}`);
-      }
-      const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`timed out waiting for ${text}\nstdout:\n${out}\nstderr:\n${err}`);
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, Math.min(left, 200));
-        waiters.push(() => {
-          clearTimeout(t);
-          resolve();
-        });
-      });
-    }
-  };
-  const waitForOutput = (text: string | RegExp, timeoutMs?: number) => waitFor(() => out, text, timeoutMs);
-  const waitForErrors = (text: string | RegExp, timeoutMs?: number) => waitFor(() => err, text, timeoutMs);
-  // A supervisor starts its workers before it says so (WORKERS > 1): slower on a busy machine.
-  // A server that does not come up is stopped, workers and all, before the error goes on.
-  await waitForOutput(/listening on port \d+/, 25_000).catch(async (err: unknown) => {
-    const workers = childrenOf(proc.pid);
-    proc.kill("SIGKILL");
-    for (const pid of workers) killPid(pid);
-    await proc.exited;
+  const removeResponseLog = () => responseLog !== undefined && fs.rmSync(path.dirname(responseLog), { recursive: true, force: true });
+  let started: Awaited<ReturnType<typeof launchCubby>>;
+  try {
+    started = await launchCubby({
+      dataDir,
+      port: opts.port,
+      executable: opts.executable,
+      cwd: opts.cwd,
+      readyTimeoutMs: opts.readyTimeoutMs,
+      env: { ...(await backendEnv(dataDir)), ...(responseLog === undefined ? {} : { CUBBY_TEST_RESPONSE_LOG: responseLog }), ...opts.env },
+    });
+  } catch (err) {
+    if (ownDir !== undefined) fs.rmSync(ownDir, { recursive: true, force: true });
+    removeResponseLog();
     throw err;
-  });
-  const port = Number(/listening on port (\d+)/.exec(out)![1]);
-  const url = `http://localhost:${port}`;
+  }
+  const { url, port, proc } = started;
 
   const server: RunningServer = {
     url,
     port,
     dataDir,
     proc,
-    output: () => out,
-    errors: () => err,
-    waitForOutput,
-    waitForErrors,
+    output: proc.output,
+    errors: proc.errors,
+    waitForOutput: proc.waitForOutput,
+    waitForErrors: proc.waitForErrors,
     async mintKey(email: string, ...args: string[]) {
       const r = await runCli(["keys", "create", "--email", email, ...args, "--data-dir", dataDir], {
         executable: opts.executable,
@@ -188,46 +135,24 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       return r.stdout.trim();
     },
     servingPids() {
-      const workers = childrenOf(proc.pid);
+      const workers = proc.children();
       return workers.length > 0 ? workers : [proc.pid];
     },
-    async stop() {
-      if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGTERM");
-      return await proc.exited;
-    },
-    async kill9() {
-      // The supervisor first (it would start killed workers again), then its workers (WORKERS >
-      // 1), known from before. Not a process group of its own: bun test stops the processes a
-      // timed-out test spawned, and one in a session of its own escaped it (a worker left alone
-      // also stops by itself once its supervisor's IPC channel closes).
-      const workers = childrenOf(proc.pid);
-      if (proc.exitCode === null && proc.signalCode === null) proc.kill("SIGKILL");
-      for (const pid of workers) killPid(pid);
-      await proc.exited;
-      await waitGone(workers, 5000);
-    },
+    stop: () => proc.stop(),
+    kill9: () => proc.kill9(),
     responseProblems: () => (responseLog === undefined ? [] : checkResponseLog(responseLog)),
     responses: () => (responseLog === undefined ? [] : readResponseLog(responseLog)),
     async [Symbol.asyncDispose]() {
       await server.kill9();
       if (ownDir !== undefined) fs.rmSync(ownDir, { recursive: true, force: true });
       const problems = server.responseProblems();
-      if (responseLog !== undefined) fs.rmSync(path.dirname(responseLog), { recursive: true, force: true });
+      removeResponseLog();
       if (problems.length > 0) {
         throw new Error(`responses that do not follow /openapi.json (src/http/openapi.ts):\n${problems.slice(0, 30).join("\n")}`);
       }
     },
   };
   return server;
-}
-
-/** SIGKILLs `pid`, if it still runs. */
-function killPid(pid: number): void {
-  try {
-    process.kill(pid, "SIGKILL");
-  } catch {
-    // Gone already.
-  }
 }
 
 /** A client bound to one server and one API key. */

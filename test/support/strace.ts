@@ -6,6 +6,8 @@
  * strace counts invocations for `when=` per system call and per thread ("Accounting of syscalls
  * that are subject to injection is done per syscall and per tracee", strace(1)).
  */
+import { cleanEnv, launch } from "./launch.ts";
+
 /** True when strace exists and may trace a child of ours (ptrace is allowed here). */
 export function canStrace(): boolean {
   const r = Bun.spawnSync(["strace", "-qq", "-e", "trace=none", "true"], { stderr: "pipe" });
@@ -29,44 +31,17 @@ export interface Tracer {
  * @throws if strace ends or does not attach within `timeoutMs`
  */
 export async function attach(pid: number, args: string[], traceFile = "/dev/null", timeoutMs = 10_000): Promise<Tracer> {
-  const proc = Bun.spawn(["strace", "-f", "-p", String(pid), "-o", traceFile, ...args], {
-    stdin: "ignore",
-    stdout: "ignore",
-    stderr: "pipe",
-  });
-  let err = "";
-  let wake: () => void = () => {};
-  void (async () => {
-    const decoder = new TextDecoder();
-    for await (const chunk of proc.stderr) {
-      err += decoder.decode(chunk, { stream: true });
-      wake();
-    }
-    wake();
-  })();
+  const proc = await launch({ name: "strace", command: ["strace", "-f", "-p", String(pid), "-o", traceFile, ...args], env: cleanEnv() });
   // strace prints "Process PID attached with N threads" once it holds them all.
-  const deadline = Date.now() + timeoutMs;
-  while (!/Process \d+ attached/.test(err)) {
-    if (proc.exitCode !== null) throw new Error(`strace ended before attaching: ${err}`);
-    const left = deadline - Date.now();
-    if (left <= 0) {
-      proc.kill();
-      throw new Error(`strace did not attach to ${pid}: ${err}`);
-    }
-    await new Promise<void>((resolve) => {
-      const t = setTimeout(resolve, Math.min(left, 100));
-      wake = () => {
-        clearTimeout(t);
-        resolve();
-      };
-    });
-  }
+  await proc.waitForErrors(/Process \d+ attached/, timeoutMs).catch(async (err: unknown) => {
+    await proc.stop();
+    throw new Error(`strace did not attach to ${pid}: ${(err as Error).message}`);
+  });
   return {
-    log: () => err,
+    log: proc.errors,
     exited: proc.exited,
     async detach() {
-      if (proc.exitCode === null) proc.kill("SIGTERM");
-      await proc.exited;
+      await proc.stop();
     },
   };
 }

@@ -6,6 +6,7 @@ import fc from "fast-check";
 import http from "node:http";
 import net from "node:net";
 import { parseRequestHead, type FastHead, type HeadParse } from "../../src/server/http1-head.ts";
+import { RawHttp } from "../support/raw-http.ts";
 
 const MAX = 64 * 1024;
 const parse = (head: string, max = MAX): HeadParse => parseRequestHead(Buffer.from(head, "latin1"), 0, max);
@@ -177,11 +178,9 @@ afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 /** What node:http made of `bytes` followed by a sentinel request on one connection. */
 async function nodeHttpReads(bytes: Buffer): Promise<Seen[]> {
   seen = [];
-  const socket = net.connect(port, "127.0.0.1");
-  socket.on("data", () => {});
-  socket.on("error", () => {});
-  socket.write(Buffer.concat([bytes, Buffer.from("GET /sentinel HTTP/1.1\r\nConnection: close\r\n\r\n")]));
-  await new Promise<void>((resolve) => socket.on("close", () => resolve()));
+  using c = await RawHttp.connect(port);
+  c.write(Buffer.concat([bytes, Buffer.from("GET /sentinel HTTP/1.1\r\nConnection: close\r\n\r\n")]));
+  await c.whenClosed();
   return seen;
 }
 
