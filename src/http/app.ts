@@ -13,6 +13,7 @@ import { authRoutes } from "./auth-routes.ts";
 import type { Services } from "../service/index.ts";
 import { filesRoutes } from "./files-routes.ts";
 import { sharesRoutes } from "./shares-routes.ts";
+import { negotiatedError } from "./pages.ts";
 import { errorResponse, json } from "./respond.ts";
 import { contextOf, requestContext } from "./request-context.ts";
 import { serveStatic } from "./static.ts";
@@ -39,6 +40,12 @@ export interface AppDeps {
 
 const raw = { parse: "none" } as const;
 
+/** {@link negotiatedError} as a fetch Response. */
+function negotiatedResponse(error: AppError, request: Request, explanation?: string): Response {
+  const { status, headers, body } = negotiatedError(error, request.headers.get("accept"), request.method, explanation);
+  return new Response(body ?? null, { status, headers });
+}
+
 /**
  * Builds the Elysia app serving REST, the dashboard, sign-in and health checks. Content URLs
  * are not routed here: the listener sends them to serving/content.ts. The other surfaces are
@@ -52,7 +59,8 @@ export function createApp(deps: AppDeps) {
   return new Elysia({ name: "cubby", normalize: false })
     .use(requestContext)
     .onError(({ code, error, request }) => {
-      if (code === "NOT_FOUND") return errorResponse(new AppError("not_found", "not found"));
+      // An unknown path: a page for a browser navigation, JSON for a program (CONTRACT §11).
+      if (code === "NOT_FOUND") return negotiatedResponse(new AppError("not_found", "not found"), request, "There is nothing at this address. Check the link, or ask whoever sent it for a new one.");
       if (code === "VALIDATION") return errorResponse(new AppError("invalid_argument", validationMessage(error)));
       if (code === "PARSE" || code === "INVALID_COOKIE_SIGNATURE") {
         return errorResponse(new AppError("invalid_argument", "malformed request", { cause: error }));

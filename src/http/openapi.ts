@@ -63,14 +63,31 @@ const contentParams = [
   headerParam("if-range", { type: "string" }, "The Range applies only if this still matches"),
 ];
 const anyContent = { "*/*": {} };
+/**
+ * Errors of a URL people open in a browser (CONTRACT §11): the JSON of §2 for a program, an HTML
+ * page with the same status for a browser navigation (`Accept` with `text/html`).
+ */
+const errorsOrPages = (...statuses: number[]): Responses =>
+  Object.fromEntries(
+    statuses.map((s) => {
+      return [String(s), { description: `HTTP ${s}: \`google.rpc.Status\`; for a browser, an HTML page saying so`, ...errorHeaders(s), content: { ...json(statusSchema(s)), ...html } }];
+    }),
+  );
+
 /** What a content GET answers; HEAD answers the same without a body. */
-const contentResponses = (redirect: string | undefined, extraErrors: number[]): Responses => ({
-  "200": { description: "The content, with its stored Content-Type", headers: contentHeaders, content: anyContent },
+const contentResponses = (redirect: string | undefined, extraErrors: number[], page = false): Responses => ({
+  "200": page
+    ? {
+        description: "The content, with its stored Content-Type and the headers below; or, for a browser navigation without `download`, the share page (HTML, none of the content headers)",
+        headers: Object.fromEntries(Object.entries(contentHeaders).map(([name, h]) => [name, { ...h, required: false }])),
+        content: anyContent,
+      }
+    : { description: "The content, with its stored Content-Type", headers: contentHeaders, content: anyContent },
   "206": { description: "The requested range", headers: { ...contentHeaders, "content-range": always("`bytes start-end/size`") }, content: anyContent },
   ...(redirect === undefined ? {} : { "302": { description: redirect, headers: LOCATION } }),
   "304": { description: "Not modified" },
   "416": { description: "Range not satisfiable", headers: { "content-range": always("`bytes */size`") } },
-  ...errors(400, 404, 429, ...extraErrors, ...SERVER),
+  ...errorsOrPages(400, 404, 429, ...extraErrors, ...SERVER),
 });
 
 /** GET and HEAD of a content URL (`head` has no body, so no `content`). */
@@ -101,11 +118,12 @@ const listenerPaths: Record<string, PathItem> = {
   "/{id}/{slug}": getAndHead("getContentWithSlug", "A file's content", { ...contentOp(), parameters: [...contentOp().parameters!, slugParam] }),
   "/s/{token}": getAndHead("getSharedContent", "A shared file's content", {
     tags: ["shares"],
-    description: "Anyone with the link, whatever the file's visibility. A GET from byte 0 counts as a download; past its limits the link answers 410.",
+    description:
+      "Anyone with the link, whatever the file's visibility. A GET from byte 0 counts as a download; past its limits the link answers 410. A browser navigation (`Accept` with `text/html`, no `download` parameter) gets the share page instead, which counts nothing (CONTRACT §11); `?download=0` is the page's inline preview, `?download=1` its Download button.",
     security: [{}, { sharePassword: [] }, { shareUnlock: [] }],
     parameters: [shareToken, ...contentParams],
     responses: {
-      ...contentResponses(undefined, [410]),
+      ...contentResponses(undefined, [410], true),
       "401": {
         description: "The share has a password: a form for a browser, else a JSON error with `WWW-Authenticate: Basic`",
         headers: { "www-authenticate": header("`Basic`") },

@@ -1,26 +1,78 @@
-/** Small HTML pages for people (sign-in outcomes), styled like the dashboard, no script. */
-import { httpStatusOf, type AppError } from "../errors.ts";
+/**
+ * Small HTML pages for people (sign-in outcomes, share pages, errors of browser navigations),
+ * styled by the dashboard's stylesheet, no script (CONTRACT §11: pages for people, JSON for
+ * programs).
+ */
+import { httpStatusOf, toRpcStatus, type AppError } from "../errors.ts";
 import { errorHeaders } from "./respond.ts";
 
-const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+/** Text made safe for HTML content and attribute values (`&`, `<`, `>`, `"`, `'` as references). */
+export const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+const escape = escapeHtml;
+
+/** The start of every page, up to `</head>`: charset, viewport, `{title} · cubby`, icon, stylesheet. */
+export function pageHead(title: string): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escape(title)} · cubby</title><link rel="icon" href="/icon.svg" type="image/svg+xml"><link rel="stylesheet" href="/app.css"></head>`;
+}
+
+/** The headers of a page: HTML, never cached, no script (CSP), no sniffing. */
+const PAGE_HEADERS = {
+  "content-type": "text/html; charset=utf-8",
+  "cache-control": "no-store",
+  "content-security-policy": "default-src 'none'; style-src 'self'; img-src 'self' data:",
+  "x-content-type-options": "nosniff",
+};
+
+function messagePageBody(title: string, message: string): string {
+  return `${pageHead(title)}
+<body><main class="narrow"><h1>${escape(title)}</h1><p role="alert">${escape(message)}</p><p><a class="button" href="/">Back to cubby</a></p></main></body></html>
+`;
+}
 
 /** A page with a title, a message and a link back to the dashboard. */
 export function htmlPage(status: number, title: string, message: string, extraHeaders?: Record<string, string>): Response {
-  const body = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escape(title)} · cubby</title><link rel="icon" href="data:,"><link rel="stylesheet" href="/app.css"></head>
-<body><main class="narrow"><h1>${escape(title)}</h1><p role="alert">${escape(message)}</p><p><a href="/">Back to cubby</a></p></main></body></html>
-`;
-  return new Response(body, {
-    status,
-    headers: {
-      "content-type": "text/html; charset=utf-8",
-      "cache-control": "no-store",
-      "content-security-policy": "default-src 'none'; style-src 'self'; img-src 'self' data:",
-      "x-content-type-options": "nosniff",
-      ...extraHeaders,
-    },
-  });
+  return new Response(messagePageBody(title, message), { status, headers: { ...PAGE_HEADERS, ...extraHeaders } });
+}
+
+/** The title of an error page by status: what a person needs to know first. */
+function errorTitle(status: number): string {
+  if (status === 401) return "Sign-in needed";
+  if (status === 403) return "Not allowed";
+  if (status === 404) return "Nothing here";
+  if (status === 410) return "This link no longer works";
+  if (status === 429) return "Too many requests";
+  if (status >= 500) return "Something went wrong";
+  return "That did not work";
+}
+
+/** "this share link has expired" → "This share link has expired." */
+function sentence(message: string): string {
+  const s = message.charAt(0).toUpperCase() + message.slice(1);
+  return /[.!?]$/.test(s) ? s : `${s}.`;
+}
+
+/**
+ * An error answered to a browser navigation or a program, by content negotiation (CONTRACT
+ * §11): with `text/html` in `Accept`, a page with the same status, a one-line explanation and a
+ * way back; otherwise the `google.rpc.Status` JSON of §2. Both carry {@link errorHeaders}. The
+ * error was reported (context/report.ts) by the caller.
+ * @param accept the request's Accept header, or null
+ * @param explanation the page's sentence, when the error's message is meant for programs
+ * @returns status, headers (with content-length) and the body, for any writer
+ */
+export function negotiatedError(error: AppError, accept: string | null, method = "GET", explanation?: string): { status: number; headers: Record<string, string>; body: string | undefined } {
+  const status = httpStatusOf(error.code);
+  const html = accept !== null && accept.includes("text/html");
+  const body = html ? messagePageBody(errorTitle(status), explanation ?? sentence(error.message)) : JSON.stringify(toRpcStatus(error));
+  const headers: Record<string, string> = {
+    ...(html ? PAGE_HEADERS : { "content-type": "application/json" }),
+    vary: "Accept",
+    ...errorHeaders(error),
+    "content-length": String(Buffer.byteLength(body)),
+  };
+  return { status, headers, body: method === "HEAD" ? undefined : body };
 }
 
 /**
@@ -38,9 +90,7 @@ export function errorPage(title: string, error: AppError): Response {
  * @param message shown above the form ("" for none, e.g. "Wrong password")
  */
 export function sharePasswordPage(status: number, message: string): { status: number; headers: Record<string, string>; body: string } {
-  const body = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Password needed · cubby</title><link rel="icon" href="data:,"><link rel="stylesheet" href="/app.css"></head>
+  const body = `${pageHead("Password needed")}
 <body><main class="narrow"><h1>Password needed</h1>${message === "" ? "" : `<p role="alert">${escape(message)}</p>`}
 <form method="post"><label>Password <input type="password" name="password" autocomplete="current-password" required autofocus></label> <button type="submit">Open</button></form></main></body></html>
 `;

@@ -1,7 +1,8 @@
 /**
  * What a share link's URL, `/s/{token}` (CONTRACT §8), answers to GET and HEAD: the shared
  * file's content with the headers of §3 (ranges, ETag, sandbox), whatever the file's visibility.
- * A GET that starts at byte 0 counts as a download, never past the share's limit. A share with a
+ * A GET that starts at byte 0 counts as a download, never past the share's limit. A browser
+ * navigation gets the share page instead (share-page.ts), which counts nothing. A share with a
  * password wants it as the password of HTTP Basic authentication (RFC 7617; the user name is
  * ignored), or, from a browser, through the small form this answers with, whose POST leaves an
  * unlock cookie for this share's path only.
@@ -14,12 +15,16 @@ import type { FileContent, FileService } from "../service/files.ts";
 import type { ShareService } from "../service/shares.ts";
 import { contentReply, wantsHtml, type ContentReply, type ContentRequest } from "./content.ts";
 import { sharePasswordPage } from "./pages.ts";
+import { sharePage } from "./share-page.ts";
+import { parseQuery } from "../domain/params.ts";
 
 export interface ShareContentDeps {
   files: FileService;
   shares: ShareService;
   auth: Authenticator;
   baseUrl: () => string;
+  /** Now, Unix microseconds (the share page's "expires in"). */
+  clockMicros: () => number;
 }
 
 /** The cookie a share's password form leaves (Path=/s/{token}: sent to that share only). */
@@ -57,6 +62,7 @@ export function basicPassword(authorization: string | null): string | undefined 
 export async function shareReply(deps: ShareContentDeps, request: ContentRequest, token: string): Promise<{ reply: ContentReply; content?: FileContent }> {
   const { share, file } = await deps.shares.open(token);
   if (share.passwordHash !== null && !(await unlocked(deps, request, share))) return { reply: passwordWanted(request) };
+  if (isPageRequest(request)) return { reply: sharePage({ share, file, sharer: await deps.shares.sharerEmail(share), nowMicros: deps.clockMicros() }, request.method) };
   const fileReply = contentReply(file, request, undefined, deps.baseUrl());
   // Whoever has the link may read; nothing about the reply is for shared caches.
   const headers: Record<string, string> = { ...fileReply.headers, "cache-control": "no-cache, private", "referrer-policy": "no-referrer" };
@@ -65,6 +71,15 @@ export async function shareReply(deps: ShareContentDeps, request: ContentRequest
   const fromStart = reply.status === 200 || (reply.status === 206 && reply.range?.start === 0);
   if (request.method === "GET" && fromStart) await deps.shares.countDownload(share);
   return { reply, content: deps.files.contentOf(file) };
+}
+
+/**
+ * Whether a share request is a person's browser navigation, answered with the share page
+ * (CONTRACT §11): `text/html` in `Accept` and no `download` parameter (`?download=0` is the
+ * page's own inline preview, `?download=1` its Download button).
+ */
+function isPageRequest(request: ContentRequest): boolean {
+  return wantsHtml(request) && (request.search === "" || !parseQuery(request.search, ["download"]).has("download"));
 }
 
 /** The unlock cookie, or a right Basic password (a wrong one counts towards the rate limit). */
@@ -88,7 +103,7 @@ function passwordWanted(request: ContentRequest): ContentReply {
 }
 
 /** For the form's POST: whether `password` is right (counted like a wrong Basic password). */
-export async function checkFormPassword(deps: ShareContentDeps, clientAddress: string, token: string, password: string): Promise<{ share: ShareRow; ok: boolean }> {
+export async function checkFormPassword(deps: Pick<ShareContentDeps, "shares" | "auth">, clientAddress: string, token: string, password: string): Promise<{ share: ShareRow; ok: boolean }> {
   const { share } = await deps.shares.open(token);
   if (share.passwordHash === null) return { share, ok: true };
   return { share, ok: await deps.auth.checkSecret(clientAddress, () => deps.shares.passwordMatches(share, password)) };

@@ -69,7 +69,7 @@ export async function startServing(
     routes,
     rpcPaths: rpcPaths(routes),
     unary,
-    content: { files: services.files, shares: services.shares, auth, baseUrl: () => baseUrl },
+    content: { files: services.files, shares: services.shares, auth, baseUrl: () => baseUrl, clockMicros: () => services.clock.nowMicros() },
     answerAtOnce: config.testAtOnce !== false,
     log,
     logFormat: config.logFormat,

@@ -98,6 +98,11 @@ export class ShareService {
     return { share, file };
   }
 
+  /** The e-mail of who made the share (the share page says who shared the file), if the user still exists. */
+  async sharerEmail(share: ShareRow): Promise<string | undefined> {
+    return (await this.deps.store.users.byId(share.ownerId))?.email;
+  }
+
   /** Whether `password` is the share's (argon2id verify; a share without a password takes any). */
   async passwordMatches(share: ShareRow, password: string | undefined): Promise<boolean> {
     if (share.passwordHash === null) return true;

@@ -16,6 +16,7 @@ import type { RequestContext } from "../context/request-context.ts";
 import type { HeaderSource } from "../auth/principal.ts";
 import { report } from "../context/report.ts";
 import { httpStatusOf, toRpcStatus, type AppError } from "../errors.ts";
+import { negotiatedError } from "../http/pages.ts";
 import { errorHeaders } from "../http/respond.ts";
 
 /** Header values by lower-case name, repeated ones combined as node:http does (Set-Cookie an array). */
@@ -111,9 +112,16 @@ export interface ErrorAnswer {
 /**
  * The answer to `error` (reported already, context/report.ts): its status (errors.ts), its JSON,
  * and the headers of http/respond.ts's `errorResponse`, in the order a fetch `Headers` gives them
- * (by name), as they went out when they were written through one.
+ * (by name), as they went out when they were written through one. Given the request's `accept`
+ * (a URL people open in a browser: content URLs, share links), it is negotiated instead
+ * (http/pages.ts `negotiatedError`): an HTML page for `text/html`, else the same JSON.
  */
-export function errorAnswer(error: AppError): ErrorAnswer {
+export function errorAnswer(error: AppError, accept?: string | null): ErrorAnswer {
+  if (accept !== undefined) {
+    // A page for a browser navigation, JSON for a program (CONTRACT §11), varying by Accept.
+    const negotiated = negotiatedError(error, accept);
+    return { status: negotiated.status, headers: negotiated.headers, body: negotiated.body ?? "" };
+  }
   const body = JSON.stringify(toRpcStatus(error));
   const headers: Record<string, string> = { "content-length": String(Buffer.byteLength(body)), "content-type": "application/json", ...errorHeaders(error) };
   return { status: httpStatusOf(error.code), headers, body };
@@ -127,6 +135,6 @@ export function failed(ex: Exchange, err: unknown, context: RequestContext, out?
   const error = report(err, context);
   if (out !== undefined) return out.fail();
   if (ex.gone) return;
-  const { status, headers, body } = errorAnswer(error);
+  const { status, headers, body } = errorAnswer(error, ex.headers.get("accept"));
   ex.respond(status, headers, body);
 }

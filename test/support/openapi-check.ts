@@ -93,6 +93,8 @@ export function problemOf(r: TappedResponse): string | undefined {
   if (op === undefined) {
     // Not an operation: must be a refusal with the contract's error body.
     if (r.status < 400) return `${where}: no such operation in the document, yet answered ${r.status}`;
+    // An unknown path opened in a browser gets the 404 page instead (CONTRACT §11).
+    if (r.status === 404 && r.contentType !== null && r.contentType.startsWith("text/html")) return undefined;
     const error = `Error${r.status}`;
     if (DOC.components.responses[error] === undefined) return `${where}: no such operation in the document, and ${r.status} is no error status of errors.ts`;
     return bodyProblem(r, `/components/responses/${error}/content/application~1json/schema`, where);

@@ -1,0 +1,129 @@
+/**
+ * The page a person gets for a share link (CONTRACT §11): a browser navigation to `/s/{token}`
+ * (`Accept` contains `text/html`, no `download` parameter) is answered with what the file is —
+ * name, size, type, who shared it, expiry, downloads left — an inline preview for images, audio,
+ * video, PDF and text, and a Download button. Scripts get the bytes as before (§8).
+ *
+ * How `max_downloads` stays exact: the page itself sends none of the file and counts nothing.
+ * Its preview and its Download button fetch the share URL like any client (the preview with
+ * `?download=0`, inline; the button with `?download=1`, attachment), so a preview that sends the
+ * file from byte 0 counts as a download by the same atomic counter as a script's GET
+ * (service/shares.ts `countDownload`), and the content never leaves more than `max_downloads`
+ * times. To keep a look from costing a download unasked, a share with a limit shows its preview
+ * closed (`<details>`: nothing inside is fetched until the person opens it, which says what it
+ * costs); without a limit it is open. With a limit, audio and video also load nothing until
+ * played (`preload="none"`: a media element fetches even inside closed `<details>`); playing
+ * counts once (its first request starts at byte 0), seeking does not (ranges after byte 0 are
+ * not downloads, §8).
+ *
+ * No script: the page's CSP allows only cubby's own stylesheet and media from the share itself.
+ */
+import type { FileRecord } from "../domain/file.ts";
+import { essenceOf } from "../domain/params.ts";
+import type { ShareRow } from "../domain/share.ts";
+import type { ContentReply } from "./content.ts";
+import { escapeHtml, pageHead } from "./pages.ts";
+
+/** What the page shows: the share, its file, and the sharer's e-mail (undefined if unknown). */
+export interface SharePageView {
+  share: ShareRow;
+  file: FileRecord;
+  sharer: string | undefined;
+  /** Unix microseconds, for "expires in". */
+  nowMicros: number;
+}
+
+/** Text files larger than this are not previewed (the frame would load all of them): 1 MiB. */
+const MAX_TEXT_PREVIEW_BYTES = 1024 * 1024;
+
+/** The page's CSP: our stylesheet, the share's own media and frames, no script, no forms elsewhere. */
+const PAGE_CSP = "default-src 'none'; style-src 'self'; img-src 'self' data:; media-src 'self'; frame-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/**
+ * The share page for a browser (see the module comment).
+ * @returns a reply with its own body: 200, `text/html`, never cached (it shows downloads left)
+ */
+export function sharePage(view: SharePageView, method: string): ContentReply {
+  const { share, file } = view;
+  const self = `/s/${share.token}`;
+  const name = file.name === "" ? "Untitled file" : file.name;
+  const facts = [
+    `<div><dt>Size</dt><dd>${escapeHtml(formatBytes(file.size))}</dd></div>`,
+    `<div><dt>Type</dt><dd>${escapeHtml(file.contentType)}</dd></div>`,
+    view.sharer === undefined ? "" : `<div><dt>Shared by</dt><dd>${escapeHtml(view.sharer)}</dd></div>`,
+    `<div><dt>Expires</dt><dd>${share.expiresAt === null ? "Never" : escapeHtml(formatWhen(share.expiresAt, view.nowMicros))}</dd></div>`,
+    `<div><dt>Downloads left</dt><dd>${share.maxDownloads === null ? "No limit" : `${Math.max(0, share.maxDownloads - share.downloadCount)} of ${share.maxDownloads}`}</dd></div>`,
+  ].join("");
+  const body = `${pageHead(name)}
+<body><main class="narrow share-page">
+<p class="muted">A file shared with you</p>
+<h1 class="file-name">${escapeHtml(name)}</h1>
+<dl class="facts">${facts}</dl>
+<p><a class="button primary download" href="${self}?download=1" download>Download <span class="muted-on-accent">(${escapeHtml(formatBytes(file.size))})</span></a></p>
+${previewOf(file, self, share.maxDownloads !== null)}
+</main></body></html>
+`;
+  return {
+    status: 200,
+    headers: {
+      "content-type": "text/html; charset=utf-8",
+      "cache-control": "no-store",
+      "content-security-policy": PAGE_CSP,
+      "x-content-type-options": "nosniff",
+      "referrer-policy": "no-referrer",
+      vary: "Accept",
+      "content-length": String(Buffer.byteLength(body)),
+    },
+    body: method === "HEAD" ? undefined : body,
+  };
+}
+
+/**
+ * The preview element for a file's type, or "" when there is none (other types, large text).
+ * @param limited the share has a download limit: the preview starts closed
+ */
+function previewOf(file: FileRecord, self: string, limited: boolean): string {
+  const src = `${self}?download=0`;
+  const title = escapeHtml(file.name === "" ? "the file" : file.name);
+  const type = essenceOf(file.contentType);
+  const preload = limited ? "none" : "metadata";
+  let element: string;
+  if (type === "image/svg+xml" || type.startsWith("image/")) element = `<img class="preview-media" src="${src}" alt="Preview of ${title}" loading="lazy">`;
+  else if (type.startsWith("video/")) element = `<video class="preview-media" src="${src}" controls preload="${preload}" aria-label="Preview of ${title}"></video>`;
+  else if (type.startsWith("audio/")) element = `<audio src="${src}" controls preload="${preload}" aria-label="Preview of ${title}"></audio>`;
+  else if (type === "application/pdf") element = `<iframe class="preview-frame" src="${src}" title="Preview of ${title}" loading="lazy"></iframe>`;
+  else if ((type.startsWith("text/") || type === "application/json") && file.size <= MAX_TEXT_PREVIEW_BYTES) {
+    element = `<iframe class="preview-frame text" src="${src}" title="Preview of ${title}" loading="lazy" sandbox></iframe>`;
+  } else return "";
+  const summary = limited ? "Preview (opening it uses one download)" : "Preview";
+  return `<details class="preview"${limited ? "" : " open"}><summary>${summary}</summary>${element}</details>`;
+}
+
+/** 1536 → "1.5 KB" (decimal units, as file managers show them); under 1000: "999 bytes". */
+export function formatBytes(n: number): string {
+  if (n < 1000) return n === 1 ? "1 byte" : `${n} bytes`;
+  const units = ["KB", "MB", "GB", "TB", "PB"];
+  let value = n;
+  let unit = -1;
+  while (value >= 1000 && unit < units.length - 1) {
+    value /= 1000;
+    unit++;
+  }
+  return `${value >= 100 ? Math.round(value) : value.toFixed(1)} ${units[unit]}`;
+}
+
+/** An expiry as "26 Nov 2026, 13:20 UTC (in 3 days)". */
+function formatWhen(atMicros: number, nowMicros: number): string {
+  const at = new Date(atMicros / 1000);
+  const date = at.toLocaleString("en-GB", { day: "numeric", month: "short", year: "numeric", hour: "2-digit", minute: "2-digit", timeZone: "UTC", hour12: false });
+  return `${date} UTC (${relative(atMicros - nowMicros)})`;
+}
+
+function relative(deltaMicros: number): string {
+  const minutes = Math.round(deltaMicros / 60_000_000);
+  if (minutes < 1) return "in less than a minute";
+  if (minutes < 90) return `in ${minutes} minute${minutes === 1 ? "" : "s"}`;
+  const hours = Math.round(minutes / 60);
+  if (hours < 36) return `in ${hours} hours`;
+  return `in ${Math.round(hours / 24)} days`;
+}

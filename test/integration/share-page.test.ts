@@ -1,0 +1,188 @@
+// Pages for people at the far end of a link (CONTRACT §11), over real HTTP: a browser navigation
+// to a share link gets the share page (name, size, type, sharer, expiry, downloads left, preview,
+// Download) and counts nothing; scripts get the bytes as in §8; the limit stays exact with pages
+// and downloads racing; errors of share links, content URLs and unknown paths are pages for
+// browsers and the same JSON as before for programs, with the same status. Over h2c as well.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import type { ShareJson } from "../../src/domain/share.ts";
+import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";
+import { h2Request } from "../support/h2.ts";
+
+let server: RunningServer;
+let owner: string;
+
+/** What Chromium sends for a navigation. */
+const BROWSER = { accept: "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8" };
+
+beforeAll(async () => {
+  server = await startServer({ env: { RATE_LIMIT_AUTH_FAILURES: "2" } });
+  owner = await server.mintKey("sharer@example.com");
+}, 60_000);
+afterAll(() => server?.[Symbol.asyncDispose]());
+
+async function upload(body: string | Uint8Array, query: string): Promise<FileJson> {
+  return client(server, owner).upload(body, query);
+}
+
+async function share(file: FileJson, body: Record<string, unknown> = {}): Promise<ShareJson> {
+  const res = await client(server, owner).fetch(`/v1/files/${file.id}/shares`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  expect(res.status).toBe(200);
+  return (await res.json()) as ShareJson;
+}
+
+async function downloadCount(file: FileJson, s: ShareJson): Promise<number> {
+  const listed = (await (await client(server, owner).fetch(`/v1/files/${file.id}/shares`)).json()) as { shares: ShareJson[] };
+  return listed.shares.find((x) => x.id === s.id)!.download_count;
+}
+
+test("a browser gets the share page: name, size, type, sharer, expiry, downloads left, preview and Download; it counts nothing", async () => {
+  const file = await client(server, owner).upload(new Uint8Array(2500).fill(7), "?name=holiday%20%3Cphoto%3E.png&visibility=private", { "content-type": "image/png" });
+  const s = await share(file, { max_downloads: 3, ttl: "2d" });
+  const page = await fetch(s.url, { headers: BROWSER });
+  expect(page.status).toBe(200);
+  expect(page.headers.get("content-type")).toBe("text/html; charset=utf-8");
+  expect(page.headers.get("cache-control")).toBe("no-store");
+  expect(page.headers.get("vary")).toBe("Accept");
+  expect(page.headers.get("content-security-policy")).not.toContain("script-src");
+  const html = await page.text();
+  expect(html).toContain("<h1 class=\"file-name\">holiday &#60;photo&#62;.png</h1>");
+  for (const fact of ["2.5 KB", "image/png", "sharer@example.com", "UTC (in 2 days)", "3 of 3"]) expect(html).toContain(fact);
+  const path = new URL(s.url).pathname;
+  expect(html).toContain(`href="${path}?download=1" download`);
+  // A limited share's preview starts closed, and says what opening it costs.
+  expect(html).toContain(`<details class="preview"><summary>Preview (opening it uses one download)</summary><img class="preview-media" src="${path}?download=0"`);
+  expect(await downloadCount(file, s)).toBe(0);
+
+  const head = await fetch(s.url, { method: "HEAD", headers: BROWSER });
+  expect({ status: head.status, type: head.headers.get("content-type"), length: head.headers.get("content-length") }).toEqual({
+    status: 200,
+    type: "text/html; charset=utf-8",
+    length: String(Buffer.byteLength(html)),
+  });
+  expect(await downloadCount(file, s)).toBe(0);
+});
+
+test("scripts get the bytes as before; ?download=1 and ?download=0 get them from a browser too, each counted", async () => {
+  const file = await client(server, owner).upload("plain words\n", "?name=notes.txt&visibility=private", { "content-type": "text/plain" });
+  const s = await share(file);
+  const script = await fetch(s.url);
+  expect({ status: script.status, type: script.headers.get("content-type"), body: await script.text() }).toEqual({ status: 200, type: "text/plain", body: "plain words\n" });
+  const curl = await fetch(s.url, { headers: { accept: "*/*" } });
+  expect(await curl.text()).toBe("plain words\n");
+  const button = await fetch(`${s.url}?download=1`, { headers: BROWSER });
+  expect({ status: button.status, disposition: button.headers.get("content-disposition"), body: await button.text() }).toEqual({
+    status: 200,
+    disposition: expect.stringMatching(/^attachment; filename="notes.txt"/),
+    body: "plain words\n",
+  });
+  const preview = await fetch(`${s.url}?download=0`, { headers: BROWSER });
+  expect({ disposition: preview.headers.get("content-disposition"), body: await preview.text() }).toEqual({ disposition: expect.stringMatching(/^inline/), body: "plain words\n" });
+  expect(await downloadCount(file, s)).toBe(4);
+  // No limit: the text preview is open.
+  expect(await (await fetch(s.url, { headers: BROWSER })).text()).toContain('<details class="preview" open><summary>Preview</summary><iframe class="preview-frame text"');
+});
+
+test("each type gets its preview element: video, audio, PDF; other types none", async () => {
+  const cases: [string, string, string][] = [
+    ["clip.mp4", "video/mp4", "<video class=\"preview-media\""],
+    ["song.mp3", "audio/mpeg", "<audio "],
+    ["paper.pdf", "application/pdf", "<iframe class=\"preview-frame\""],
+  ];
+  for (const [name, type, element] of cases) {
+    const file = await client(server, owner).upload("bytes", `?name=${name}&visibility=private`, { "content-type": type });
+    const html = await (await fetch((await share(file, { max_downloads: 1 })).url, { headers: BROWSER })).text();
+    expect(html).toContain(element);
+    // Limited: media load nothing until played.
+    if (!type.startsWith("application/")) expect(html).toContain('preload="none"');
+  }
+  const zip = await client(server, owner).upload("PK", "?name=a.zip&visibility=private", { "content-type": "application/zip" });
+  expect(await (await fetch((await share(zip)).url, { headers: BROWSER })).text()).not.toContain("<details");
+});
+
+test("a password-protected share shows the form without the file's name, then the page after the right password", async () => {
+  const file = await upload("secret plans", "?name=plans-2027.txt&visibility=private");
+  const s = await share(file, { password: "open sesame" });
+  const form = await fetch(s.url, { headers: BROWSER });
+  const formHtml = await form.text();
+  expect(form.status).toBe(401);
+  expect(formHtml).toContain('<form method="post">');
+  expect(formHtml).not.toContain("plans-2027");
+  const unlocked = await fetch(s.url, { method: "POST", body: new URLSearchParams({ password: "open sesame" }), redirect: "manual", headers: { "content-type": "application/x-www-form-urlencoded" } });
+  const cookie = unlocked.headers.get("set-cookie")!.split(";")[0]!;
+  const page = await fetch(s.url, { headers: { ...BROWSER, cookie } });
+  expect(page.status).toBe(200);
+  expect(await page.text()).toContain("plans-2027.txt");
+});
+
+test("max_downloads stays exact with 10 page views and 20 script downloads at once", async () => {
+  const bytes = crypto.getRandomValues(new Uint8Array(64 * 1024));
+  const file = await upload(bytes, "?name=limited.bin&visibility=private");
+  const s = await share(file, { max_downloads: 5 });
+  const requests = [
+    ...Array.from({ length: 10 }, async () => {
+      const r = await fetch(s.url, { headers: BROWSER });
+      return { kind: "page", status: r.status, page: (await r.text()).includes("<!doctype html>") };
+    }),
+    ...Array.from({ length: 20 }, async () => {
+      const r = await fetch(s.url);
+      const body = new Uint8Array(await r.arrayBuffer());
+      return { kind: "bytes", status: r.status, whole: r.status === 200 && Buffer.from(body).equals(Buffer.from(bytes)) };
+    }),
+  ];
+  const outcomes = await Promise.all(requests);
+  const downloads = outcomes.filter((o) => o.kind === "bytes");
+  expect(downloads.filter((o) => o.status === 200 && "whole" in o && o.whole).length).toBe(5);
+  expect(downloads.filter((o) => o.status === 410).length).toBe(15);
+  // Every page view got a page: the share page while downloads were left, the 410 page after.
+  for (const o of outcomes.filter((o) => o.kind === "page")) expect({ status: [200, 410].includes(o.status), page: "page" in o && o.page }).toEqual({ status: true, page: true });
+  expect(await downloadCount(file, s)).toBe(5);
+});
+
+test("errors are pages for a browser and the same JSON as before for a program, with the same status", async () => {
+  const file = await upload("x", "?name=gone.txt&visibility=private");
+  const used = await share(file, { max_downloads: 1 });
+  expect((await fetch(used.url)).status).toBe(200);
+  const deleted = await share(file);
+  expect((await client(server, owner).fetch(`/v1/shares/${deleted.id}`, { method: "DELETE" })).status).toBe(200);
+  const privateFile = await upload("mine", "?visibility=private");
+  const other = await server.mintKey("other@example.com");
+  const cases: [string, Record<string, string>, number, number, string][] = [
+    [used.url, {}, 410, 9, "this share link has reached its download limit"],
+    [deleted.url, {}, 410, 9, "this share link was deleted"],
+    [`${server.url}/s/${"n".repeat(32)}`, {}, 404, 5, "no such share link"],
+    [`${server.url}/${"A".repeat(21)}`, {}, 404, 5, "file not found"],
+    [`${server.url}/${privateFile.id}`, { authorization: `Bearer ${other}` }, 404, 5, "file not found"],
+    [`${server.url}/no/such/page`, {}, 404, 5, "not found"],
+  ];
+  for (const [url, headers, status, code, message] of cases) {
+    const page = await fetch(url, { headers: { ...headers, ...BROWSER } });
+    const html = await page.text();
+    expect({ url, status: page.status, type: page.headers.get("content-type") }).toEqual({ url, status, type: "text/html; charset=utf-8" });
+    expect(html).toContain('<a class="button" href="/">Back to cubby</a>');
+    const program = await fetch(url, { headers: { ...headers, accept: "application/json" } });
+    expect({ url, status: program.status, json: await program.json() }).toEqual({ url, status, json: { code, message: expect.stringContaining(message), details: [] } });
+  }
+});
+
+test("429 with Retry-After is a page for a browser too (wrong share passwords)", async () => {
+  const file = await upload("x", "?visibility=private");
+  const s = await share(file, { password: "right" });
+  const wrong = { ...BROWSER, authorization: `Basic ${Buffer.from("x:wrong").toString("base64")}`, "x-forwarded-for": "" };
+  // From another loopback address: the other tests' address keeps its budget.
+  const from = s.url.replace("127.0.0.1", "127.0.0.3").replace("localhost", "127.0.0.3");
+  let last: Response | undefined;
+  for (let i = 0; i < 4; i++) last = await fetch(from, { headers: wrong });
+  expect(last!.status).toBe(429);
+  expect(Number(last!.headers.get("retry-after"))).toBeGreaterThan(0);
+  expect(await last!.text()).toContain("<h1>Too many requests</h1>");
+});
+
+test("over h2c the share page and the error pages are the same", async () => {
+  const file = await upload("over h2", "?name=h2.txt&visibility=private");
+  const s = await share(file);
+  const page = await h2Request(server.url, new URL(s.url).pathname, BROWSER);
+  expect(page.status).toBe(200);
+  expect(page.body.toString()).toContain("h2.txt");
+  const missing = await h2Request(server.url, `/s/${"m".repeat(32)}`, BROWSER);
+  expect({ status: missing.status, type: missing.headers["content-type"] }).toEqual({ status: 404, type: "text/html; charset=utf-8" });
+});
