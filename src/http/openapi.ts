@@ -216,7 +216,13 @@ const uploadLinks: typeof files = {
       ),
       responses: { ...ok("UploadLink"), ...errors(400, 415, ...AUTH) },
     },
-    get: { operationId: "listUploadLinks", summary: "The caller's upload links", tags: ["upload-links"], responses: { ...ok("UploadLinkList"), ...errors(400, ...AUTH) } },
+    get: {
+      operationId: "listUploadLinks",
+      summary: "The caller's upload links, newest first",
+      tags: ["upload-links"],
+      parameters: [query("show_deleted", { type: "boolean", default: false }, "Also list deleted (revoked) links, whose received files stay listed at /v1/upload-links/{id}/files (AIP-164)")],
+      responses: { ...ok("UploadLinkList"), ...errors(400, ...AUTH) },
+    },
   },
   "/v1/upload-links/{id}": {
     delete: {

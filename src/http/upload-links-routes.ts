@@ -1,6 +1,6 @@
 /**
  * REST routes for guest upload links (CONTRACT §8): `POST /v1/upload-links`,
- * `GET /v1/upload-links`, `DELETE /v1/upload-links/{id}` (which ends the link's unfinished
+ * `GET /v1/upload-links` (`?show_deleted=true` lists deleted links too), `DELETE /v1/upload-links/{id}` (which ends the link's unfinished
  * uploads too: CONTRACT §10), and (beside the contract) what arrived
  * through one, `GET /v1/upload-links/{id}/files`. The JSON body becomes a {@link NewUploadLink}
  * here; the service decides.
@@ -55,7 +55,9 @@ export function uploadLinksRoutes(deps: UploadLinksRoutesDeps) {
       "",
       async ({ request, requestContext }) => {
         const principal = await auth.require(authRequest(request, requestContext));
-        const rows = await links.list(principal);
+        const showDeleted = parseQuery(new URL(request.url).search, ["show_deleted"]).get("show_deleted");
+        if (showDeleted !== undefined && showDeleted !== "true" && showDeleted !== "false") throw new AppError("invalid_argument", "show_deleted: must be true or false");
+        const rows = await links.list(principal, showDeleted === "true");
         return json({ upload_links: rows.map((l) => toUploadLinkJson(deps.baseUrl(), l)) });
       },
       raw,
