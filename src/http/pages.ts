@@ -8,7 +8,7 @@ const escape = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)}
 export function htmlPage(status: number, title: string, message: string, extraHeaders?: Record<string, string>): Response {
   const body = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escape(title)} · cubby</title><link rel="icon" href="data:,"><link rel="stylesheet" href="/app.css"></head>
+<title>${escape(title)} · cubby</title><link rel="icon" href="/assets/icon.svg" type="image/svg+xml"><link rel="stylesheet" href="/app.css"></head>
 <body><main class="narrow"><h1>${escape(title)}</h1><p role="alert">${escape(message)}</p><p><a href="/">Back to cubby</a></p></main></body></html>
 `;
   return new Response(body, {
@@ -40,7 +40,7 @@ export function errorPage(title: string, error: AppError): Response {
 export function sharePasswordPage(status: number, message: string): { status: number; headers: Record<string, string>; body: string } {
   const body = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Password needed · cubby</title><link rel="icon" href="data:,"><link rel="stylesheet" href="/app.css"></head>
+<title>Password needed · cubby</title><link rel="icon" href="/assets/icon.svg" type="image/svg+xml"><link rel="stylesheet" href="/app.css"></head>
 <body><main class="narrow"><h1>Password needed</h1>${message === "" ? "" : `<p role="alert">${escape(message)}</p>`}
 <form method="post"><label>Password <input type="password" name="password" autocomplete="current-password" required autofocus></label> <button type="submit">Open</button></form></main></body></html>
 `;
