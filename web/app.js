@@ -182,7 +182,7 @@ async function attempt(work) {
   }
 }
 
-/** Fills every select.expiry-choice with the EXPIRY_CHOICES after its own first options. */
+/** Adds the EXPIRY_CHOICES to a select.expiry-choice (or an optgroup) after its own first options. */
 function fillExpiryChoices(select) {
   for (const [ttl, label] of EXPIRY_CHOICES) select.append(el("option", { value: ttl, textContent: label }));
 }
@@ -241,9 +241,11 @@ function fileRow(file) {
     }
   });
 
-  const expires = el("span", { className: "expires-at", textContent: "…" });
-  const expiry = el("select", {}, el("option", { value: "keep", textContent: "change…" }), el("option", { value: "", textContent: "never" }));
-  fillExpiryChoices(expiry);
+  // One control shows the expiry and changes it: its first option is the current expiry.
+  const expires = el("option", { value: "keep", className: "expires-at", textContent: "…" });
+  const choices = el("optgroup", { label: "Change to" }, el("option", { value: "", textContent: "never" }));
+  fillExpiryChoices(choices);
+  const expiry = el("select", {}, expires, choices);
   expiry.setAttribute("aria-label", `Expiry of ${label}`);
   expiry.addEventListener("change", async () => {
     const choice = expiry.value;
@@ -284,7 +286,7 @@ function fileRow(file) {
     cell("name full", el("div", { className: "name-cell" }, thumbnail(file), el("div", {}, open, el("div", { className: "muted", textContent: file.content_type })))),
     cell("size", formatSize(file.size)),
     cell("visibility", visibility),
-    cell("expires", el("div", { className: "stack" }, expires, expiry)),
+    cell("expires", expiry),
     cell("slug full", el("div", { className: "inline" }, slug, saveSlug)),
     cell("actions", el("div", { className: "inline" }, copyLink, share, del)),
   );
@@ -494,7 +496,9 @@ async function loadShares() {
   const file = sharedFile;
   const { shares } = await api(`/v1/files/${file.id}/shares`);
   if (file !== sharedFile) return;
-  $("shares").replaceChildren(...shares.map(shareCard));
+  // Working links first: the ones a person may want to pass on.
+  const dead = (share) => (shareState(share) === "" ? 0 : 1);
+  $("shares").replaceChildren(...shares.map((share, i) => [share, i]).sort(([a, i], [b, j]) => dead(a) - dead(b) || i - j).map(([share]) => shareCard(share)));
   $("shares-empty").hidden = shares.length > 0;
 }
 
@@ -630,14 +634,19 @@ function linkRow(link) {
   const row = el(
     "tr",
     {},
-    el("td", { className: "name full" }, el("div", { className: "inline" }, name, state === "" ? "" : badge(state)), arrivals),
+    el(
+      "td",
+      { className: "name full" },
+      el("div", { className: "inline" }, name, state === "" ? "" : badge(state)),
+      state === "revoked" ? el("div", { className: "muted", textContent: `Revoked ${formatTime(link.delete_time)}: it takes no more files; what arrived stays yours.` }) : "",
+      arrivals,
+    ),
     el("td", { className: "received", textContent: limits }),
     el("td", { className: "expires", textContent: formatTime(link.expire_time) }),
     el("td", { className: "actions" }, el("div", { className: "inline" }, ...actions)),
   );
   row.cells[1].dataset.label = "Received";
-  row.cells[2].dataset.label = state === "revoked" ? "Revoked" : "Expires";
-  if (state === "revoked") row.cells[2].textContent = formatTime(link.delete_time);
+  row.cells[2].dataset.label = "Expires";
   row.dataset.id = link.id;
   if (state !== "") row.dataset.state = state;
   return row;

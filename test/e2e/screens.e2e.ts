@@ -166,6 +166,7 @@ test("the signed-in dashboard on every screen: cards on a phone, dead shares mar
 
   // The revoked link stays, marked, with its received file listed; it offers no Copy or Revoke.
   await page.setViewportSize(SIZES.phone);
+  await page.locator("#files").screenshot({ path: path.join(SCREENSHOTS, "screens-dashboard-files-phone-dark.png") });
   const revoked = page.locator("#links tbody tr").filter({ hasText: "Scans from the accountant" });
   await expect(revoked).toHaveAttribute("data-state", "revoked");
   await expect(revoked.locator(".badge")).toHaveText("revoked");
