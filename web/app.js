@@ -460,7 +460,7 @@ function upload(file) {
     await tus.abort(true).catch(() => {}); // true: also DELETE the upload (tus termination)
     item.remove();
   });
-  item.append(pauseButton, cancelButton);
+  item.append(el("span", { className: "inline" }, pauseButton, cancelButton));
   $("uploads").append(item);
 
   tus

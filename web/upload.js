@@ -4,7 +4,7 @@
 // proxies capping request bodies pass them; an interrupted upload resumes from the server's
 // offset (tus-js-client remembers the upload URL per file in localStorage). Each upload shows
 // its speed and time left; the link's limits above (rendered by the server) count down.
-import { createSpeedometer, formatSize, progressText } from "/assets/progress.js";
+import { createSpeedometer, progressText } from "/assets/progress.js";
 
 const token = location.pathname.split("/")[2] ?? "";
 const list = document.getElementById("uploads");
@@ -69,7 +69,7 @@ function start(file) {
     },
     onSuccess() {
       bar.value = bar.max;
-      status.textContent = `uploaded (${formatSize(file.size)})`;
+      status.textContent = "uploaded";
       item.dataset.state = "done";
       countDown();
     },
