@@ -283,7 +283,16 @@ function fileRow(file) {
   const row = el(
     "tr",
     {},
-    cell("name full", el("div", { className: "name-cell" }, thumbnail(file), el("div", {}, open, el("div", { className: "muted", textContent: file.content_type })))),
+    cell(
+      "name full",
+      el(
+        "div",
+        { className: "name-cell" },
+        thumbnail(file),
+        // On a phone the size goes beside the type (app.css), leaving the choices a line of their own.
+        el("div", {}, open, el("div", { className: "muted" }, file.content_type, el("span", { className: "size-inline", textContent: ` · ${formatSize(file.size)}` }))),
+      ),
+    ),
     cell("size", formatSize(file.size)),
     cell("visibility", visibility),
     cell("expires", expiry),

@@ -213,9 +213,12 @@ test("at 390 px every action of a file row works, and a refused slug is explaine
   await page.reload();
   const row = page.locator(`#files tr[data-id="${file.id}"]`);
   await expect(row).toBeVisible();
-  // A card: the name on its own line above the facts, the actions below, all inside the screen.
+  // A card: the name (with type and size) on its own line, visibility and expiry on the next, the actions below, all inside the screen.
   const box = async (name: string) => (await row.locator(`td.${name}`).boundingBox())!;
-  expect((await box("size")).y).toBeGreaterThanOrEqual((await box("name")).y + (await box("name")).height);
+  await expect(row.locator("td.name")).toContainText("text/plain · 12 B");
+  expect((await box("visibility")).y).toBeGreaterThanOrEqual((await box("name")).y + (await box("name")).height);
+  expect(Math.abs((await box("visibility")).y - (await box("expires")).y)).toBeLessThan(2);
+  expect((await box("actions")).y).toBeGreaterThanOrEqual((await box("expires")).y + (await box("expires")).height);
   expect((await box("actions")).x + (await box("actions")).width).toBeLessThanOrEqual(390);
 
   // Copy link.
