@@ -1,5 +1,6 @@
 // Guest upload links (CONTRACT §8) against the real server on the configured stores: made,
-// listed and deleted over REST (deleted ones listed with show_deleted); anyone with the token uploads (raw POST and tus) into the
+// listed and deleted over REST (deleted ones listed with show_deleted); the guest page states
+// the limits left; anyone with the token uploads (raw POST and tus) into the
 // owner's account, private by default; max_files and max_bytes hold under 20 concurrent uploads;
 // expired and deleted links answer 410; a files.read key cannot make one.
 import { afterAll, beforeAll, expect, test } from "bun:test";
@@ -88,6 +89,21 @@ test("anyone with the link uploads, by raw POST and by tus, into the owner's acc
   const pub = await makeLink({ visibility: "public" });
   const shared = (await (await guestPost(pub.token, "for all")).json()) as FileJson;
   expect(await (await fetch(`${server.url}/${shared.id}`)).text()).toBe("for all");
+});
+
+test("the guest page states what the link still takes: files left, the largest file, until when", async () => {
+  const limited = await makeLink({ name: "limited", max_files: 3, max_bytes: 1000, ttl: "7d" });
+  expect((await guestPost(limited.token, "x".repeat(400))).status).toBe(200);
+  const html = await (await fetch(limited.url)).text();
+  const limits = /<ul class="limits"[^>]*>(.*?)<\/ul>/.exec(html)?.[1];
+  expect(limits).toBe(
+    `<li>Files left: <strong id="files-left" data-left="2">2</strong> of 3</li>` +
+      `<li>Largest file: <strong>600 B</strong> (of 1000 B in all)</li>` +
+      `<li>Open until <time datetime="${limited.expire_time}">${limited.expire_time.slice(0, 16).replace("T", " ")} UTC</time></li>`,
+  );
+  const open = await makeLink();
+  const plain = /<ul class="limits"[^>]*>(.*?)<\/ul>/.exec(await (await fetch(open.url)).text())?.[1];
+  expect(plain).toBe("<li>Largest file: <strong>10 GiB</strong></li><li>No expiry date</li>");
 });
 
 test("max_files and max_bytes are never exceeded by 20 concurrent uploads", async () => {
