@@ -48,6 +48,7 @@ function markInvalid(field, message, after = field) {
   clearInvalid(field);
   const note = el("p", { className: "field-error", id: `field-error-${++errorIds}`, textContent: message });
   note.setAttribute("role", "alert");
+  note.dataset.field = "";
   after.after(note);
   field.setAttribute("aria-invalid", "true");
   field.setAttribute("aria-describedby", note.id);
@@ -73,7 +74,8 @@ function messageOf(err) {
 async function attemptAt(where, work) {
   const anchor = where.closest(".inline") ?? where;
   const next = anchor.nextElementSibling;
-  if (next?.classList.contains("field-error") && !next.dataset.field) next.remove();
+  // An earlier error of this same action goes; a field's own (markInvalid) stays until that field is tried again.
+  if (next?.classList.contains("field-error") && next.dataset.field === undefined) next.remove();
   try {
     return await work();
   } catch (err) {
@@ -134,9 +136,9 @@ function isPast(rfc3339) {
   return rfc3339 !== "" && Date.parse(rfc3339) <= Date.now();
 }
 
-/** A small label saying a link's state ("used up", "expired", "revoked"); `dead` ones are drawn as such. */
-function badge(text, dead = true) {
-  return el("span", { className: dead ? "badge dead" : "badge", textContent: text });
+/** A small label saying why a link no longer works ("used up", "expired", "revoked", "full"). */
+function badge(text) {
+  return el("span", { className: "badge dead", textContent: text });
 }
 
 /** A ttl of EXPIRY_CHOICES as an RFC 3339 time from now (tus metadata takes expire_time only). */
@@ -255,7 +257,7 @@ function fileRow(file) {
       const answer = await send("PATCH", `/v1/files/${file.id}/expiry`, choice ? { ttl: choice } : { expire_time: "" });
       expires.textContent = formatTime(answer.expire_time);
     } catch (err) {
-      markInvalid(expiry, `Not changed: ${messageOf(err)}`, expiry.parentElement);
+      markInvalid(expiry, `Not changed: ${messageOf(err)}`);
     }
   });
   // The File object has no expiry (it lives beside it): one small GET per row, after the row shows.

@@ -3,7 +3,7 @@
 // (CONTRACT §11 "The dashboard on any screen"): no sideways scrolling of the page or of any row's
 // actions, axe-core finds no serious or critical violation, 44 px tap targets on a phone. At
 // 390 px every action of a file row is used; a refused slug shows its reason beside the field;
-// a used-up and an expired share are marked and offer no Copy or QR code; a revoked upload link
+// a refused download limit beside its field in the share dialog; a used-up and an expired share are marked and offer no Copy or QR code; a revoked upload link
 // keeps its received files listed; uploads show speed and time left; the guest page shows the
 // link's limits. Screenshots: test-results/screenshots/screens-*.png.
 import AxeBuilder from "@axe-core/playwright";
@@ -256,10 +256,19 @@ test("at 390 px every action of a file row works, and a refused slug is explaine
   await row.getByRole("button", { name: "Set slug of notes.txt" }).click();
   await expect(page.locator(`#files tr[data-id="${file.id}"]`).getByRole("link", { name: "notes.txt" })).toHaveAttribute("href", `${file.url}/phone-notes`);
 
-  // Share: the dialog opens, a link is made.
+  // Share: the dialog opens; a refused download limit is explained beside its field, in the dialog; a link is made.
   await page.getByRole("button", { name: "Share notes.txt" }).click();
+  const max = page.locator("#share-max");
+  await max.fill("2000000000");
+  await page.getByRole("button", { name: "Create share link" }).click();
+  await expect(max).toHaveAttribute("aria-invalid", "true");
+  await expect(page.locator(`#share-dialog #${await max.getAttribute("aria-describedby")}`)).toContainText("max_downloads: a whole number from 1 to 1000000000");
+  await expect(max).toHaveValue("2000000000");
+  await expect(page.locator("#shares li")).toHaveCount(0);
+  await max.fill("3");
   await page.getByRole("button", { name: "Create share link" }).click();
   await expect(page.locator("#shares li")).toHaveCount(1);
+  await expect(max).not.toHaveAttribute("aria-invalid", "true");
   await page.getByRole("button", { name: "Close" }).click();
 
   // A refused upload link name is explained beside its field.
@@ -273,7 +282,7 @@ test("at 390 px every action of a file row works, and a refused slug is explaine
   await page.locator(`#files tr[data-id="${file.id}"]`).getByRole("button", { name: "Delete notes.txt" }).click();
   await expect(page.locator(`#files tr[data-id="${file.id}"]`)).toHaveCount(0);
   expect((await fetch(file.url)).status).toBe(404);
-  // The two refusals above are the browser's only complaints.
+  // The three refusals above are the browser's only complaints.
   expect(errors.filter((e) => !e.includes("status of 400 (Bad Request)"))).toEqual([]);
 });
 
