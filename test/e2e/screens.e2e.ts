@@ -2,10 +2,10 @@
 // guest upload page and its error page), in Chromium at 1280 × 800 and 390 × 844, light and dark
 // (CONTRACT §11 "The dashboard on any screen"): no sideways scrolling of the page or of any row's
 // actions, axe-core finds no serious or critical violation, 44 px tap targets on a phone. At
-// 390 px every action of a file row is used; a refused slug shows its reason beside the field;
-// a refused download limit beside its field in the share dialog; a used-up and an expired share are marked and offer no Copy or QR code; a revoked upload link
-// keeps its received files listed; uploads show speed and time left; the guest page shows the
-// link's limits. Screenshots: test-results/screenshots/screens-*.png.
+// 390 px every action of a file row is used; a refused slug, download limit or link name shows
+// its reason beside its field; a used-up and an expired share are marked and offer no Copy or QR
+// code; a revoked upload link keeps its received files listed; uploads show speed and time left;
+// the guest page shows the link's limits. Screenshots: test-results/screenshots/screens-*.png.
 import AxeBuilder from "@axe-core/playwright";
 import { expect, test, type Page } from "@playwright/test";
 import { spawnSync } from "node:child_process";
