@@ -2,8 +2,10 @@
 // the session cookie (same-origin requests only). No framework, no build step, no CDN: the two
 // libraries it uses (tus-js-client for resumable uploads, loaded before this module as
 // window.tus, and qrcode-generator for share links' QR codes) are embedded in the binary.
+// docs/design.md ("The dashboard") says why plain DOM, and how errors are shown beside their cause.
 
 import qrcode from "/assets/qrcode.mjs";
+import { createSpeedometer, formatSize, progressText } from "/assets/progress.js";
 
 const $ = (id) => document.getElementById(id);
 const PAGE_SIZE = 50;
@@ -21,18 +23,92 @@ const TTL_SECONDS = { s: 1, m: 60, h: 3600, d: 86400 };
 let nextPageToken = "";
 let searchText = "";
 
-/** Shows an error from a google.rpc.Status body (or any Error) in the alert line. */
+/** An API refusal: the google.rpc.Status `message` (e.g. "slug: only A-Z … are allowed") and the HTTP status. */
+class ApiError extends Error {
+  constructor(message, status) {
+    super(message);
+    this.status = status;
+  }
+}
+
+/** Shows an error that belongs to no field or row (the page could not load) in the alert line at the top. */
 function showError(err) {
   const box = $("error");
   box.textContent = err instanceof Error ? err.message : String(err);
   box.hidden = false;
 }
 
-function clearError() {
-  $("error").hidden = true;
+let errorIds = 0;
+
+/**
+ * Shows `message` beside `field` (after `after`, by default the field itself), marks the field
+ * aria-invalid and points its aria-describedby at the message; replaces an earlier one.
+ */
+function markInvalid(field, message, after = field) {
+  clearInvalid(field);
+  const note = el("p", { className: "field-error", id: `field-error-${++errorIds}`, textContent: message });
+  note.setAttribute("role", "alert");
+  note.dataset.field = "";
+  after.after(note);
+  field.setAttribute("aria-invalid", "true");
+  field.setAttribute("aria-describedby", note.id);
 }
 
-/** fetch() that throws an Error carrying the API's message on any non-2xx answer. */
+/** Takes away markInvalid's message and marks. */
+function clearInvalid(field) {
+  const id = field.getAttribute("aria-describedby");
+  if (id) document.getElementById(id)?.remove();
+  field.removeAttribute("aria-invalid");
+  field.removeAttribute("aria-describedby");
+}
+
+/** The text of an error for a person. */
+function messageOf(err) {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * Runs `work`; on failure shows its message beside `where` (a row's actions, a form's button:
+ * what the person just used) and returns undefined, else `work`'s result.
+ */
+async function attemptAt(where, work) {
+  const anchor = where.closest(".inline") ?? where;
+  const next = anchor.nextElementSibling;
+  // An earlier error of this same action goes; a field's own (markInvalid) stays until that field is tried again.
+  if (next?.classList.contains("field-error") && next.dataset.field === undefined) next.remove();
+  try {
+    return await work();
+  } catch (err) {
+    const note = el("p", { className: "field-error", textContent: messageOf(err) });
+    note.setAttribute("role", "alert");
+    anchor.after(note);
+    return undefined;
+  }
+}
+
+/**
+ * Runs a form's request; a refusal naming one of `fields` (the API's "max_downloads: …") is
+ * shown beside that field, which keeps the value marked invalid; any other beside the submit
+ * button. Returns `work`'s result or undefined.
+ * @param {Record<string, HTMLElement>} fields API field name → the control holding it
+ */
+async function submitForm(form, fields, work) {
+  for (const field of new Set(Object.values(fields))) clearInvalid(field);
+  const submit = form.querySelector("[type=submit]");
+  return attemptAt(submit, async () => {
+    try {
+      return await work();
+    } catch (err) {
+      const field = err instanceof ApiError ? fields[err.message.split(":")[0]] : undefined;
+      if (!field) throw err;
+      markInvalid(field, err.message, field.closest("label") ?? field);
+      field.focus();
+      return undefined;
+    }
+  });
+}
+
+/** fetch() that throws an ApiError carrying the API's message on any non-2xx answer. */
 async function api(path, init = {}) {
   const res = await fetch(path, { credentials: "same-origin", ...init });
   const text = await res.text();
@@ -42,7 +118,7 @@ async function api(path, init = {}) {
   } catch {
     // not JSON: a proxy's error page (nginx's 413 or 502), say
   }
-  if (!res.ok) throw new Error(body?.message ? `${body.message} (HTTP ${res.status})` : `HTTP ${res.status}`);
+  if (!res.ok) throw new ApiError(body?.message ?? `the server answered HTTP ${res.status}`, res.status);
   return body;
 }
 
@@ -51,21 +127,18 @@ function send(method, path, body) {
   return api(path, { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
 }
 
-function formatSize(bytes) {
-  const n = Number(bytes);
-  if (n < 1024) return `${n} B`;
-  const units = ["KiB", "MiB", "GiB", "TiB"];
-  let v = n / 1024;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
+function formatTime(rfc3339) {
+  return rfc3339 ? new Date(rfc3339).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" }) : "never";
 }
 
-function formatTime(rfc3339) {
-  return rfc3339 ? new Date(rfc3339).toLocaleString() : "never";
+/** True when an RFC 3339 time ("" for never) has passed. */
+function isPast(rfc3339) {
+  return rfc3339 !== "" && Date.parse(rfc3339) <= Date.now();
+}
+
+/** A small label saying why a link no longer works ("used up", "expired", "revoked", "full"). */
+function badge(text) {
+  return el("span", { className: "badge dead", textContent: text });
 }
 
 /** A ttl of EXPIRY_CHOICES as an RFC 3339 time from now (tus metadata takes expire_time only). */
@@ -100,9 +173,9 @@ async function copy(text, btn) {
   setTimeout(() => (btn.textContent = was), 1500);
 }
 
-/** Runs `work`, showing its error in the alert line; returns its result or undefined. */
+/** Runs `work` that loads part of the page, showing its error in the alert line; returns its result or undefined. */
 async function attempt(work) {
-  clearError();
+  $("error").hidden = true;
   try {
     return await work();
   } catch (err) {
@@ -111,7 +184,7 @@ async function attempt(work) {
   }
 }
 
-/** Fills every select.expiry-choice with the EXPIRY_CHOICES after its own first options. */
+/** Adds the EXPIRY_CHOICES to a select.expiry-choice (or an optgroup) after its own first options. */
 function fillExpiryChoices(select) {
   for (const [ttl, label] of EXPIRY_CHOICES) select.append(el("option", { value: ttl, textContent: label }));
 }
@@ -123,41 +196,69 @@ function expiryBody(choice) {
 
 // --- files ---
 
-/** A lazy-loaded thumbnail for images (the browser scales the original), else an empty cell. */
+/** A lazy-loaded thumbnail for images (the browser scales the original), else nothing. */
 function thumbnail(file) {
-  if (!file.content_type.startsWith("image/")) return el("td", { className: "thumb" });
-  const img = el("img", { src: file.url, alt: "", loading: "lazy", decoding: "async", width: 48, height: 48 });
-  return el("td", { className: "thumb" }, img);
+  if (!file.content_type.startsWith("image/")) return "";
+  return el("img", { src: file.url, alt: "", loading: "lazy", decoding: "async", width: 48, height: 48, className: "thumb" });
 }
 
+/**
+ * A file's row: a table row on wide screens, a card on narrow ones (app.css). A refused change
+ * shows the API's message beside its control; see docs/design.md for what the control then holds.
+ */
 function fileRow(file) {
   const label = file.name || file.id;
   const visibility = el("select");
   for (const v of ["private", "internal", "public"]) visibility.append(el("option", { value: v, textContent: v, selected: v === file.visibility }));
   visibility.setAttribute("aria-label", `Visibility of ${label}`);
   visibility.addEventListener("change", async () => {
-    const updated = await attempt(() => send("PATCH", `/v1/files/${file.id}`, { visibility: visibility.value }));
-    if (updated) replaceRow(file.id, updated);
-    else visibility.value = file.visibility;
+    clearInvalid(visibility);
+    try {
+      replaceRow(file.id, await send("PATCH", `/v1/files/${file.id}`, { visibility: visibility.value }));
+    } catch (err) {
+      visibility.value = file.visibility; // a choice cannot stay invalid: back to what is saved
+      markInvalid(visibility, `Not changed: ${messageOf(err)}`);
+    }
   });
 
+  // A refused slug stays in the field, marked invalid with the reason and what is still saved,
+  // so it can be corrected; Escape puts the saved slug back.
   const slug = el("input", { value: file.slug, placeholder: "none", maxLength: 128, size: 12 });
   slug.setAttribute("aria-label", `Slug of ${label}`);
   const saveSlug = button("Set", `Set slug of ${label}`, async () => {
-    const updated = await attempt(() => send("PATCH", `/v1/files/${file.id}`, { slug: slug.value.trim() }));
-    if (updated) replaceRow(file.id, updated);
+    clearInvalid(slug);
+    try {
+      replaceRow(file.id, await send("PATCH", `/v1/files/${file.id}`, { slug: slug.value.trim() }));
+    } catch (err) {
+      const saved = file.slug ? `the slug is still "${file.slug}"` : "the file still has no slug";
+      markInvalid(slug, `Not saved: ${messageOf(err)}; ${saved} (Esc puts it back).`, slug.parentElement);
+    }
   });
-  slug.addEventListener("keydown", (e) => e.key === "Enter" && saveSlug.click());
+  slug.addEventListener("keydown", (e) => {
+    if (e.key === "Enter") saveSlug.click();
+    if (e.key === "Escape" && slug.getAttribute("aria-invalid")) {
+      e.preventDefault();
+      slug.value = file.slug;
+      clearInvalid(slug);
+    }
+  });
 
-  const expires = el("span", { className: "expires-at", textContent: "…" });
-  const expiry = el("select", {}, el("option", { value: "keep", textContent: "change…" }), el("option", { value: "", textContent: "never" }));
-  fillExpiryChoices(expiry);
+  // One control shows the expiry and changes it: its first option is the current expiry.
+  const expires = el("option", { value: "keep", className: "expires-at", textContent: "…" });
+  const choices = el("optgroup", { label: "Change to" }, el("option", { value: "", textContent: "never" }));
+  fillExpiryChoices(choices);
+  const expiry = el("select", {}, expires, choices);
   expiry.setAttribute("aria-label", `Expiry of ${label}`);
   expiry.addEventListener("change", async () => {
     const choice = expiry.value;
     expiry.value = "keep";
-    const answer = await attempt(() => send("PATCH", `/v1/files/${file.id}/expiry`, choice ? { ttl: choice } : { expire_time: "" }));
-    if (answer) expires.textContent = formatTime(answer.expire_time);
+    clearInvalid(expiry);
+    try {
+      const answer = await send("PATCH", `/v1/files/${file.id}/expiry`, choice ? { ttl: choice } : { expire_time: "" });
+      expires.textContent = formatTime(answer.expire_time);
+    } catch (err) {
+      markInvalid(expiry, `Not changed: ${messageOf(err)}`);
+    }
   });
   // The File object has no expiry (it lives beside it): one small GET per row, after the row shows.
   api(`/v1/files/${file.id}/expiry`)
@@ -167,9 +268,9 @@ function fileRow(file) {
   const del = button(
     "Delete",
     `Delete ${label}`,
-    async () => {
+    async (e) => {
       if (!confirm(`Delete ${label}? This cannot be undone.`)) return;
-      const done = await attempt(() => api(`/v1/files/${file.id}`, { method: "DELETE" }));
+      const done = await attemptAt(e.currentTarget, () => api(`/v1/files/${file.id}`, { method: "DELETE" }));
       if (done === undefined) return;
       document.querySelector(`tr[data-id="${file.id}"]`)?.remove();
       updateFilesEmpty();
@@ -180,17 +281,28 @@ function fileRow(file) {
   const share = button("Share", `Share ${label}`, () => openShares(file));
 
   const open = el("a", { href: file.url, textContent: label, target: "_blank", rel: "noopener" });
+  const cell = (className, ...children) => el("td", { className }, ...children);
   const row = el(
     "tr",
     {},
-    thumbnail(file),
-    el("td", {}, open, el("div", { className: "muted", textContent: file.content_type })),
-    el("td", { textContent: formatSize(file.size) }),
-    el("td", {}, visibility),
-    el("td", {}, el("div", { className: "stack" }, expires, expiry)),
-    el("td", {}, el("div", { className: "inline" }, slug, saveSlug)),
-    el("td", {}, el("div", { className: "inline" }, copyLink, share, del)),
+    cell(
+      "name full",
+      el(
+        "div",
+        { className: "name-cell" },
+        thumbnail(file),
+        // On a phone the size goes beside the type (app.css), leaving the choices a line of their own.
+        el("div", {}, open, el("div", { className: "muted" }, file.content_type, el("span", { className: "size-inline", textContent: ` · ${formatSize(file.size)}` }))),
+      ),
+    ),
+    cell("size", formatSize(file.size)),
+    cell("visibility", visibility),
+    cell("expires", expiry),
+    cell("slug full", el("div", { className: "inline" }, slug, saveSlug)),
+    cell("actions", el("div", { className: "inline" }, copyLink, share, del)),
   );
+  row.cells[3].dataset.label = "Expires";
+  row.cells[4].dataset.label = "Slug";
   row.dataset.id = file.id;
   return row;
 }
@@ -275,8 +387,9 @@ function isDropped(err) {
 function upload(file) {
   const bar = el("progress", { max: Math.max(file.size, 1), value: 0 });
   bar.setAttribute("aria-label", `Uploading ${file.name}`);
-  const status = el("span", { className: "muted", textContent: "starting…" });
-  const item = el("li", {}, el("span", { textContent: file.name }), bar, status);
+  const status = el("span", { className: "muted upload-status", textContent: "starting…" });
+  const item = el("li", {}, el("span", { className: "upload-name", textContent: file.name }), bar, status);
+  const speed = createSpeedometer();
   item.dataset.state = "uploading";
   let paused = false;
   let waiting;
@@ -292,6 +405,7 @@ function upload(file) {
       if (paused || item.dataset.state !== "waiting") return;
       item.dataset.state = "uploading";
       status.textContent = "resuming…";
+      speed.reset();
       tus.start();
     };
     window.addEventListener("online", again);
@@ -307,7 +421,7 @@ function upload(file) {
     onProgress(sent, total) {
       bar.max = Math.max(total, 1);
       bar.value = sent;
-      status.textContent = `${formatSize(sent)} of ${formatSize(total)}`;
+      status.textContent = progressText(sent, total, speed.update(sent, total));
     },
     onSuccess(payload) {
       bar.value = bar.max;
@@ -316,7 +430,7 @@ function upload(file) {
       pauseButton.remove();
       cancelButton.remove();
       const id = payload?.lastResponse?.getHeader("Cubby-File-Id");
-      if (id) api(`/v1/files/${id}`).then(showNewFile).catch(showError);
+      if (id) api(`/v1/files/${id}`).then(showNewFile).catch((err) => (status.textContent = `uploaded; the list could not show it: ${messageOf(err)}`));
       setTimeout(() => item.remove(), 3000);
     },
     onError(err) {
@@ -328,8 +442,8 @@ function upload(file) {
       }
       item.dataset.state = "failed";
       status.textContent = `failed: ${tusMessage(err)}`;
+      status.setAttribute("role", "alert");
       pauseButton.remove();
-      showError(new Error(`${file.name}: ${tusMessage(err)}`));
     },
   });
 
@@ -347,6 +461,7 @@ function upload(file) {
       pauseButton.textContent = "Pause";
       pauseButton.setAttribute("aria-label", `Pause ${file.name}`);
       status.textContent = "resuming…";
+      speed.reset();
       tus.start();
     }
   });
@@ -356,7 +471,7 @@ function upload(file) {
     await tus.abort(true).catch(() => {}); // true: also DELETE the upload (tus termination)
     item.remove();
   });
-  item.append(pauseButton, cancelButton);
+  item.append(el("span", { className: "inline" }, pauseButton, cancelButton));
   $("uploads").append(item);
 
   tus
@@ -365,11 +480,13 @@ function upload(file) {
       if (previous.length > 0) tus.resumeFromPreviousUpload(previous[0]);
       tus.start();
     })
-    .catch(showError);
+    .catch((err) => {
+      item.dataset.state = "failed";
+      status.textContent = `failed: ${messageOf(err)}`;
+    });
 }
 
 function uploadAll(files) {
-  clearError();
   for (const f of files) upload(f);
 }
 
@@ -383,14 +500,16 @@ async function openShares(file) {
   $("shares").replaceChildren();
   $("shares-empty").hidden = true;
   $("share-dialog").showModal();
-  await attempt(loadShares);
+  await attemptAt($("shares"), loadShares);
 }
 
 async function loadShares() {
   const file = sharedFile;
   const { shares } = await api(`/v1/files/${file.id}/shares`);
   if (file !== sharedFile) return;
-  $("shares").replaceChildren(...shares.map(shareCard));
+  // Working links first: the ones a person may want to pass on.
+  const dead = (share) => (shareState(share) === "" ? 0 : 1);
+  $("shares").replaceChildren(...shares.map((share, i) => [share, i]).sort(([a, i], [b, j]) => dead(a) - dead(b) || i - j).map(([share]) => shareCard(share)));
   $("shares-empty").hidden = shares.length > 0;
 }
 
@@ -402,20 +521,40 @@ function qrImage(text) {
   return el("img", { src: qr.createDataURL(4, 2), alt: `QR code of ${text}`, className: "qr" });
 }
 
+/**
+ * Why a share link no longer opens, or "" while it does: "used up" (max_downloads reached),
+ * "expired" (expire_time passed). The API lists such links until they are revoked.
+ */
+function shareState(share) {
+  if (share.max_downloads !== null && share.download_count >= share.max_downloads) return "used up";
+  if (isPast(share.expire_time)) return "expired";
+  return "";
+}
+
+/** A share link's card: its URL, Copy and QR code while it works, a badge when it no longer does, and Revoke. */
 function shareCard(share) {
-  const url = el("input", { value: share.url, readOnly: true, size: 40 });
-  url.setAttribute("aria-label", "Share link");
+  const state = shareState(share);
   const limit = share.max_downloads === null ? "" : ` of ${share.max_downloads}`;
   const facts = [
     `${share.download_count}${limit} download${share.download_count === 1 && !limit ? "" : "s"}`,
-    `expires ${formatTime(share.expire_time)}`,
+    `${isPast(share.expire_time) ? "expired" : "expires"} ${formatTime(share.expire_time)}`,
     share.has_password ? "password" : "no password",
   ].join(" · ");
+  const revoke = button(
+    "Revoke",
+    "Revoke share link",
+    async (e) => {
+      if (!confirm("Revoke this share link? It stops working at once.")) return;
+      if ((await attemptAt(e.currentTarget, () => api(`/v1/shares/${share.id}`, { method: "DELETE" }))) !== undefined) await attemptAt($("shares"), loadShares);
+    },
+    "danger",
+  );
   const qrBox = el("div", { hidden: true });
-  const card = el(
-    "li",
-    {},
-    el(
+  let head;
+  if (state === "") {
+    const url = el("input", { value: share.url, readOnly: true, size: 40, className: "share-url" });
+    url.setAttribute("aria-label", "Share link");
+    head = el(
       "div",
       { className: "inline" },
       url,
@@ -424,20 +563,15 @@ function shareCard(share) {
         if (qrBox.childElementCount === 0) qrBox.append(qrImage(share.url));
         qrBox.hidden = !qrBox.hidden;
       }),
-      button(
-        "Revoke",
-        "Revoke share link",
-        async () => {
-          if (!confirm("Revoke this share link? It stops working at once.")) return;
-          if ((await attempt(() => api(`/v1/shares/${share.id}`, { method: "DELETE" }))) !== undefined) await attempt(loadShares);
-        },
-        "danger",
-      ),
-    ),
-    el("div", { className: "muted share-facts", textContent: facts }),
-    qrBox,
-  );
+      revoke,
+    );
+  } else {
+    // A dead link offers nothing to pass on: its URL is shown struck through, with why.
+    head = el("div", { className: "inline" }, badge(state), el("span", { className: "share-url", textContent: share.url }), revoke);
+  }
+  const card = el("li", { className: state === "" ? "" : "dead" }, head, el("div", { className: "muted share-facts", textContent: facts }), qrBox);
   card.dataset.id = share.id;
+  if (state !== "") card.dataset.state = state;
   return card;
 }
 
@@ -446,27 +580,41 @@ async function createShare(e) {
   const body = expiryBody($("share-expiry").value);
   if ($("share-max").value) body.max_downloads = Number($("share-max").value);
   if ($("share-password").value) body.password = $("share-password").value;
-  const made = await attempt(() => send("POST", `/v1/files/${sharedFile.id}/shares`, body));
+  const fields = { ttl: $("share-expiry"), expire_time: $("share-expiry"), max_downloads: $("share-max"), password: $("share-password") };
+  const made = await submitForm($("share-form"), fields, () => send("POST", `/v1/files/${sharedFile.id}/shares`, body));
   if (!made) return;
   $("share-form").reset();
-  await attempt(loadShares);
+  await attemptAt($("shares"), loadShares);
 }
 
 // --- upload links ---
 
+/** Why an upload link takes no more files, or "" while it does. */
+function linkState(link) {
+  if (link.delete_time !== "") return "revoked";
+  if (isPast(link.expire_time)) return "expired";
+  if ((link.max_files !== null && link.files_uploaded >= link.max_files) || (link.max_bytes !== null && link.bytes_uploaded >= link.max_bytes)) return "full";
+  return "";
+}
+
+/**
+ * An upload link's row. A revoked one stays (the API lists it with show_deleted), marked, with
+ * Show files only: what arrived through it stays reachable.
+ */
 function linkRow(link) {
   const label = link.name || link.id;
+  const state = linkState(link);
   const limits = [
     link.max_files === null ? `${link.files_uploaded} file${link.files_uploaded === 1 ? "" : "s"}` : `${link.files_uploaded} of ${link.max_files} files`,
     link.max_bytes === null ? formatSize(link.bytes_uploaded) : `${formatSize(link.bytes_uploaded)} of ${formatSize(link.max_bytes)}`,
   ].join(", ");
   const arrivals = el("ul", { className: "arrivals", hidden: true });
-  const show = button("Show files", `Show files of upload link ${label}`, async () => {
+  const show = button("Show files", `Show files of upload link ${label}`, async (e) => {
     if (!arrivals.hidden) {
       arrivals.hidden = true;
       return;
     }
-    const page = await attempt(() => api(`/v1/upload-links/${link.id}/files?page_size=100`));
+    const page = await attemptAt(e.currentTarget, () => api(`/v1/upload-links/${link.id}/files?page_size=100`));
     if (!page) return;
     arrivals.replaceChildren(
       ...(page.files.length === 0
@@ -476,41 +624,52 @@ function linkRow(link) {
     if (page.next_page_token) arrivals.append(el("li", { className: "muted", textContent: "… and more: the newest 100 are shown." }));
     arrivals.hidden = false;
   });
+  const actions = [show];
+  if (state !== "revoked") {
+    actions.unshift(button("Copy link", `Copy link of upload link ${label}`, (e) => copy(link.url, e.currentTarget)));
+    actions.push(
+      button(
+        "Revoke",
+        `Revoke upload link ${label}`,
+        async (e) => {
+          if (!confirm(`Revoke the upload link "${label}"? Files already uploaded stay; unfinished uploads through it end.`)) return;
+          // Revoking a link ends its unfinished uploads, and gives back what they reserved.
+          if ((await attemptAt(e.currentTarget, () => api(`/v1/upload-links/${link.id}`, { method: "DELETE" }))) !== undefined) await attempt(() => Promise.all([loadLinks(), loadUnfinished(), loadUsage()]));
+        },
+        "danger",
+      ),
+    );
+  }
+  // A revoked link's URL leads nowhere: its name is plain text.
+  const name = state === "revoked" ? el("span", { className: "list-name", textContent: label }) : el("a", { href: link.url, textContent: label, target: "_blank", rel: "noopener", className: "list-name" });
   const row = el(
     "tr",
     {},
-    el("td", {}, el("div", {}, el("a", { href: link.url, textContent: label, target: "_blank", rel: "noopener" })), arrivals),
-    el("td", { textContent: limits }),
-    el("td", { textContent: formatTime(link.expire_time) }),
     el(
       "td",
-      {},
-      el(
-        "div",
-        { className: "inline" },
-        button("Copy link", `Copy upload link ${label}`, (e) => copy(link.url, e.currentTarget)),
-        show,
-        button(
-          "Revoke",
-          `Revoke upload link ${label}`,
-          async () => {
-            if (!confirm(`Revoke the upload link "${label}"? Files already uploaded stay; unfinished uploads through it end.`)) return;
-            // Revoking a link ends its unfinished uploads, and gives back what they reserved.
-            if ((await attempt(() => api(`/v1/upload-links/${link.id}`, { method: "DELETE" }))) !== undefined) await attempt(() => Promise.all([loadLinks(), loadUnfinished(), loadUsage()]));
-          },
-          "danger",
-        ),
-      ),
+      { className: "name full" },
+      el("div", { className: "inline" }, name, state === "" ? "" : badge(state)),
+      state === "revoked" ? el("div", { className: "muted", textContent: `Revoked ${formatTime(link.delete_time)}: it takes no more files; what arrived stays yours.` }) : "",
+      arrivals,
     ),
+    el("td", { className: "received", textContent: limits }),
+    el("td", { className: "expires", textContent: formatTime(link.expire_time) }),
+    el("td", { className: "actions" }, el("div", { className: "inline" }, ...actions)),
   );
+  row.cells[1].dataset.label = "Received";
+  row.cells[2].dataset.label = "Expires";
   row.dataset.id = link.id;
+  if (state !== "") row.dataset.state = state;
   return row;
 }
 
+/** Lists the caller's upload links: the working ones first, then those that no longer take files (revoked last). */
 async function loadLinks() {
-  const { upload_links: links } = await api("/v1/upload-links");
+  const { upload_links: links } = await api("/v1/upload-links?show_deleted=true");
   linkNames = new Map(links.map((l) => [l.id, l.name || l.id]));
-  $("links").tBodies[0].replaceChildren(...links.map(linkRow));
+  const rank = (l) => ({ "": 0, full: 1, expired: 1, revoked: 2 })[linkState(l)];
+  const ordered = links.map((l, i) => [l, i]).sort(([a, i], [b, j]) => rank(a) - rank(b) || i - j).map(([l]) => l);
+  $("links").tBodies[0].replaceChildren(...ordered.map(linkRow));
   $("links-empty").hidden = links.length > 0;
 }
 
@@ -519,7 +678,8 @@ async function createLink(e) {
   const body = { name: $("link-name").value.trim(), visibility: $("link-visibility").value, ...expiryBody($("link-expiry").value) };
   if ($("link-max-files").value) body.max_files = Number($("link-max-files").value);
   if ($("link-max-mib").value) body.max_bytes = Number($("link-max-mib").value) * 1024 * 1024;
-  const made = await attempt(() => send("POST", "/v1/upload-links", body));
+  const fields = { name: $("link-name"), ttl: $("link-expiry"), expire_time: $("link-expiry"), max_files: $("link-max-files"), max_bytes: $("link-max-mib"), visibility: $("link-visibility") };
+  const made = await submitForm($("link-form"), fields, () => send("POST", "/v1/upload-links", body));
   if (!made) return;
   $("link-form").reset();
   await attempt(loadLinks);
@@ -539,9 +699,9 @@ function unfinishedCard(u) {
   const end = button(
     "End upload",
     `End upload ${label}`,
-    async () => {
+    async (e) => {
       if (!confirm(`End the upload "${label}"? The ${formatSize(u.offset)} received so far are removed.`)) return;
-      if ((await attempt(() => api(`/v1/uploads/${u.id}`, { method: "DELETE" }))) !== undefined) await attempt(() => Promise.all([loadUnfinished(), loadUsage()]));
+      if ((await attemptAt(e.currentTarget, () => api(`/v1/uploads/${u.id}`, { method: "DELETE" }))) !== undefined) await attempt(() => Promise.all([loadUnfinished(), loadUsage()]));
     },
     "danger",
   );
@@ -572,24 +732,26 @@ function keyRow(key) {
   const revoke = button(
     "Revoke",
     `Revoke key ${label}`,
-    async () => {
+    async (e) => {
       if (!confirm(`Revoke the key "${label}"? Programs using it will stop working.`)) return;
-      if ((await attempt(() => api(`/auth/keys/${key.id}`, { method: "DELETE" }))) === undefined) return;
+      if ((await attemptAt(e.currentTarget, () => api(`/auth/keys/${key.id}`, { method: "DELETE" }))) === undefined) return;
       if ($("new-key").dataset.id === key.id) $("new-key").hidden = true;
       await attempt(loadKeys);
     },
     "danger",
   );
-  return el(
+  const row = el(
     "tr",
     {},
-    el("td", { textContent: label }),
+    el("td", { className: "name full" }, el("span", { className: "list-name", textContent: label })),
     el("td", { textContent: key.scopes.join(" ") }),
     el("td", { textContent: formatTime(key.created_at) }),
     el("td", { textContent: formatTime(key.last_used_at) }),
     el("td", { textContent: formatTime(key.expire_time) }),
-    el("td", {}, revoke),
+    el("td", { className: "actions" }, el("div", { className: "inline" }, revoke)),
   );
+  ["Scopes", "Created", "Last used", "Expires"].forEach((name, i) => (row.cells[i + 1].dataset.label = name));
+  return row;
 }
 
 async function loadKeys() {
@@ -603,7 +765,8 @@ async function createKey(e) {
   const scopes = [];
   if ($("key-read").checked) scopes.push("files.read");
   if ($("key-write").checked) scopes.push("files.write");
-  const minted = await attempt(() => send("POST", "/auth/keys", { name: $("key-name").value, scopes, ...expiryBody($("key-expiry").value) }));
+  const fields = { name: $("key-name"), ttl: $("key-expiry"), expire_time: $("key-expiry") };
+  const minted = await submitForm($("key-form"), fields, () => send("POST", "/auth/keys", { name: $("key-name").value, scopes, ...expiryBody($("key-expiry").value) }));
   if (!minted) return;
   $("new-key-value").value = minted.key;
   $("new-key").dataset.id = minted.id;
@@ -616,7 +779,7 @@ async function createKey(e) {
 
 function wire() {
   for (const select of document.querySelectorAll("select.expiry-choice")) fillExpiryChoices(select);
-  $("sign-out").addEventListener("click", () => attempt(() => api("/auth/logout", { method: "POST" }).then(() => location.assign("/"))));
+  $("sign-out").addEventListener("click", (e) => attemptAt(e.currentTarget, () => api("/auth/logout", { method: "POST" }).then(() => location.assign("/"))));
   $("file-input").addEventListener("change", (e) => {
     uploadAll([...e.target.files]);
     e.target.value = "";

@@ -43,6 +43,8 @@ export interface UploadLinkJson {
   files_uploaded: number;
   bytes_uploaded: number;
   created_at: string;
+  /** RFC 3339 time the link was deleted (revoked), or "" while it is not (AIP-164's `delete_time`). */
+  delete_time: string;
 }
 
 /** A link token: 32 URL-safe characters, 192 random bits (CONTRACT §8 asks for ≥ 128). */
@@ -80,5 +82,6 @@ export function toUploadLinkJson(baseUrl: string, link: UploadLinkRow): UploadLi
     files_uploaded: link.filesUploaded,
     bytes_uploaded: link.bytesUploaded,
     created_at: formatTimestamp(link.createdAt),
+    delete_time: formatExpiry(link.deletedAt),
   };
 }

@@ -13,9 +13,11 @@ import type { UploadLinkService } from "../service/upload-links.ts";
 import { ANYONE, checksums, detail, errors, html, htmlErrors, ok, rawContent, SERVER } from "./describe.ts";
 import { queryParam, strictQuery } from "./inputs.ts";
 import { PATTERNS } from "./openapi-schemas.ts";
+import type { UploadLinkRow } from "../domain/upload-link.ts";
+import { formatTimestamp } from "../domain/time.ts";
 import { contextOf, requestContext } from "./request-context.ts";
 import { json } from "./respond.ts";
-import { DASHBOARD_HEADERS } from "./static.ts";
+import { DASHBOARD_HEADERS, ICON_PATH } from "./static.ts";
 
 export interface GuestRoutesDeps {
   links: UploadLinkService;
@@ -36,7 +38,7 @@ export function guestRoutes(deps: GuestRoutesDeps) {
       async ({ request, params }) => {
         try {
           const link = await links.active(params.token);
-          return page(200, "Upload files", uploadForm(link.name), true);
+          return page(200, "Upload files", uploadForm(link, links.remainingBytes(link)), true);
         } catch (err) {
           const error = report(err, contextOf(request));
           const status = httpStatusOf(error.code);
@@ -87,10 +89,11 @@ export function guestRoutes(deps: GuestRoutesDeps) {
     );
 }
 
-function uploadForm(name: string): string {
-  const heading = name === "" ? "Upload files" : `Upload files: ${escapeHtml(name)}`;
+function uploadForm(link: UploadLinkRow, largestFileBytes: number): string {
+  const heading = link.name === "" ? "Upload files" : `Upload files: ${escapeHtml(link.name)}`;
   return `<h1>${heading}</h1>
     <p class="muted">Files you upload here go to the person who shared this link. You do not need an account.</p>
+    ${linkLimits(link, largestFileBytes)}
     <p id="error" class="error" role="alert" hidden></p>
     <div id="drop" class="drop">
       <label class="button primary" for="file-input">Choose files</label>
@@ -100,9 +103,43 @@ function uploadForm(name: string): string {
     <ul id="uploads" class="uploads"></ul>`;
 }
 
+/**
+ * What the link still takes, as a guest reads it: files left (when limited), the largest file
+ * (the link's bytes left, or the server's upload limit), and until when. upload.js counts files
+ * left down as uploads finish, and shows the expiry in the guest's time zone.
+ */
+function linkLimits(link: UploadLinkRow, largestFileBytes: number): string {
+  const items: string[] = [];
+  if (link.maxFiles !== null) {
+    const left = Math.max(0, link.maxFiles - link.filesUploaded);
+    items.push(`<li>Files left: <strong id="files-left" data-left="${left}">${left}</strong> of ${link.maxFiles}</li>`);
+  }
+  items.push(`<li>Largest file: <strong>${formatBytes(largestFileBytes)}</strong>${link.maxBytes === null ? "" : ` (of ${formatBytes(link.maxBytes)} in all)`}</li>`);
+  if (link.expiresAt !== null) {
+    const at = formatTimestamp(link.expiresAt);
+    items.push(`<li>Open until <time datetime="${at}">${at.slice(0, 16).replace("T", " ")} UTC</time></li>`);
+  } else {
+    items.push("<li>No expiry date</li>");
+  }
+  return `<ul class="limits" aria-label="What this link takes">${items.join("")}</ul>`;
+}
+
+/** Bytes in binary units, as the dashboard shows them (web/progress.js formatSize). */
+function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ["KiB", "MiB", "GiB", "TiB"];
+  let v = n / 1024;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
+}
+
 /** A small HTML page with the dashboard's CSS and CSP (no inline script: CSP forbids it). */
 function page(status: number, title: string, body: string, withScript: boolean): Response {
-  const scripts = withScript ? `<script defer src="/assets/tus.min.js"></script>\n  <script defer src="/assets/upload.js"></script>` : "";
+  const scripts = withScript ? `<script defer src="/assets/tus.min.js"></script>\n  <script type="module" src="/assets/upload.js"></script>` : "";
   const html = `<!doctype html>
 <html lang="en">
 <head>
@@ -110,12 +147,12 @@ function page(status: number, title: string, body: string, withScript: boolean):
   <meta name="viewport" content="width=device-width, initial-scale=1">
   <meta name="referrer" content="no-referrer">
   <title>${escapeHtml(title)} · cubby</title>
-  <link rel="icon" href="data:,">
+  <link rel="icon" href="${ICON_PATH}" type="image/svg+xml">
   <link rel="stylesheet" href="/app.css">
   ${scripts}
 </head>
 <body>
-  <header class="bar"><span class="brand">cubby</span></header>
+  <header class="bar"><span class="brand"><img src="${ICON_PATH}" alt="" width="28" height="28">cubby</span></header>
   <main class="narrow">
     ${withScript ? body : `<h1>${escapeHtml(title)}</h1>\n    ${body}`}
   </main>

@@ -86,6 +86,7 @@ const uploadLinkProperties = {
   files_uploaded: count,
   bytes_uploaded: count,
   created_at: timestamp,
+  delete_time: { ...expiry, description: "When the link was deleted (revoked), or \"\" while it is not (AIP-164)" },
 } satisfies Record<keyof UploadLinkJson, Schema>;
 
 const filePageProperties = {

@@ -14,7 +14,7 @@ const escape = escapeHtml;
 export function pageHead(title: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escape(title)} · cubby</title><link rel="icon" href="/icon.svg" type="image/svg+xml"><link rel="stylesheet" href="/app.css"></head>`;
+<title>${escape(title)} · cubby</title><link rel="icon" href="/assets/icon.svg" type="image/svg+xml"><link rel="stylesheet" href="/app.css"></head>`;
 }
 
 /** The headers of a page: HTML, never cached, no script (CSP), no sniffing. */

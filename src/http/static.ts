@@ -8,6 +8,10 @@ import appJs from "../../web/app.js" with { type: "file" };
 import appCss from "../../web/app.css" with { type: "file" };
 // @ts-ignore: as app.js.
 import uploadJs from "../../web/upload.js" with { type: "file" };
+// @ts-ignore: as app.js.
+import progressJs from "../../web/progress.js" with { type: "file" };
+// @ts-ignore: as app.js; an SVG has no module type declaration.
+import iconSvg from "../../web/icon.svg" with { type: "file" };
 // @ts-ignore: as app.js; tus-js-client's browser build, for the guest upload page.
 import tusJs from "../../node_modules/tus-js-client/dist/tus.min.js" with { type: "file" };
 // @ts-ignore: as app.js; qrcode-generator's ES module, for share links' QR codes in the dashboard.
@@ -22,7 +26,12 @@ export const staticAssets: Record<string, { file: string; type: string }> = {
   "/app.js": { file: appJs as unknown as string, type: "text/javascript; charset=utf-8" },
   "/app.css": { file: appCss as unknown as string, type: "text/css; charset=utf-8" },
   "/assets/upload.js": { file: uploadJs as unknown as string, type: "text/javascript; charset=utf-8" },
+  "/assets/progress.js": { file: progressJs as unknown as string, type: "text/javascript; charset=utf-8" },
+  "/assets/icon.svg": { file: iconSvg as unknown as string, type: "image/svg+xml" },
 };
+
+/** The icon of every page (`<link rel="icon">`) and the mark in their header. */
+export const ICON_PATH = "/assets/icon.svg";
 
 /** Embedded files of dependencies (not in web/), served like the dashboard's. */
 export const vendoredAssets: Record<string, { file: string; type: string }> = {

@@ -1,6 +1,6 @@
 /**
  * REST routes for guest upload links (CONTRACT §8): `POST /v1/upload-links`,
- * `GET /v1/upload-links`, `DELETE /v1/upload-links/{id}` (which ends the link's unfinished
+ * `GET /v1/upload-links` (`?show_deleted=true` lists deleted links too), `DELETE /v1/upload-links/{id}` (which ends the link's unfinished
  * uploads too: CONTRACT §10), and (beside the contract) what arrived
  * through one, `GET /v1/upload-links/{id}/files`. The JSON body becomes a {@link NewUploadLink}
  * here; the service decides.
@@ -17,7 +17,7 @@ import type { NewUploadLink, UploadLinkService } from "../service/upload-links.t
 import type { UploadService } from "../service/uploads.ts";
 import { toFilePageJson } from "../domain/file-page.ts";
 import { AUTH, detail, errors, FILE_ID, ok, type Responses } from "./describe.ts";
-import { bodyString, checked, closedBody, expiryFields, jsonBody, pagingQuery, strictQuery } from "./inputs.ts";
+import { bodyString, checked, closedBody, expiryFields, jsonBody, pagingQuery, queryParsed, strictQuery } from "./inputs.ts";
 import { onlyFields, optionalString } from "./json-body.ts";
 import { PATTERNS } from "./openapi-schemas.ts";
 import { authRequest, requestContext } from "./request-context.ts";
@@ -83,11 +83,19 @@ export function uploadLinksRoutes(deps: UploadLinksRoutesDeps) {
     )
     .get(
       "",
-      async ({ principal }) => {
-        const rows = await links.list(principal);
+      async ({ principal, query }) => {
+        const rows = await links.list(principal, query.show_deleted === true);
         return json({ upload_links: rows.map((l) => toUploadLinkJson(deps.baseUrl(), l)) });
       },
-      { parse: "none", detail: linkOp("listUploadLinks", "The caller's upload links", ok("UploadLinkList")) },
+      {
+        ...strictQuery({
+          show_deleted: queryParsed(
+            { enum: ["true", "false"], default: "false", description: "Also list deleted (revoked) links, whose received files stay listed at /v1/upload-links/{id}/files (AIP-164)" },
+            parseShowDeleted,
+          ),
+        }),
+        detail: linkOp("listUploadLinks", "The caller's upload links, newest first", ok("UploadLinkList")),
+      },
     )
     .get(
       "/:id/files",
@@ -111,6 +119,12 @@ export function uploadLinksRoutes(deps: UploadLinksRoutesDeps) {
         detail: linkOp("deleteUploadLink", "Delete an upload link: it takes no more uploads, and its unfinished uploads end", { ...ok("Empty"), ...errors(404) }),
       },
     );
+}
+
+/** `show_deleted`: `true` or `false` (AIP-164). @throws AppError invalid_argument */
+function parseShowDeleted(raw: string): boolean {
+  if (raw !== "true" && raw !== "false") throw new AppError("invalid_argument", "show_deleted: must be true or false");
+  return raw === "true";
 }
 
 /** An upload link's ID from a path. @throws AppError invalid_argument */

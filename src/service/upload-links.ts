@@ -65,10 +65,15 @@ export class UploadLinkService {
     return row;
   }
 
-  /** The caller's links that are not deleted, newest first. @throws permission_denied without files.read */
-  async list(principal: Principal): Promise<UploadLinkRow[]> {
+  /**
+   * The caller's links, newest first: those not deleted, and with `showDeleted` the deleted ones
+   * too (AIP-164), whose received files stay reachable through {@link files}.
+   * @throws permission_denied without files.read
+   */
+  async list(principal: Principal, showDeleted = false): Promise<UploadLinkRow[]> {
     requireScope(principal, "files.read");
-    return (await this.deps.store.uploadLinks.listByOwner(principal.userId)).filter((l) => l.deletedAt === null);
+    const rows = await this.deps.store.uploadLinks.listByOwner(principal.userId);
+    return showDeleted ? rows : rows.filter((l) => l.deletedAt === null);
   }
 
   /**

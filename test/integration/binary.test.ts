@@ -5,6 +5,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import { checksumOf } from "../../src/domain/checksum.ts";
+import { staticAssets, vendoredAssets } from "../../src/http/static.ts";
 import { client, ROOT, runCli, startServer, tempDir } from "../support/server.ts";
 import { testNeeding } from "../support/tools.ts";
 import { waitFor } from "../support/wait.ts";
@@ -40,6 +41,10 @@ test("runs alone from an empty directory: migrations, web page and CRC32C all em
     type: "text/html; charset=utf-8",
     hasTitle: true,
   });
+  // Every embedded static file (the dashboard's, its icon, the vendored libraries) is served from the lone binary.
+  const assets = { ...staticAssets, ...vendoredAssets };
+  const served = await Promise.all(Object.keys(assets).map(async (p) => [p, await fetch(`${server.url}${p}`).then((r) => `${r.status} ${r.headers.get("content-type")}`)]));
+  expect(Object.fromEntries(served)).toEqual(Object.fromEntries(Object.entries(assets).map(([p, a]) => [p, `200 ${a.type}`])));
 });
 
 test("start to first /healthz 200, and size (printed for the record)", async () => {

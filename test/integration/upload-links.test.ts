@@ -1,5 +1,6 @@
 // Guest upload links (CONTRACT §8) against the real server on the configured stores: made,
-// listed and deleted over REST; anyone with the token uploads (raw POST and tus) into the
+// listed and deleted over REST (deleted ones listed with show_deleted); the guest page states
+// the limits left; anyone with the token uploads (raw POST and tus) into the
 // owner's account, private by default; max_files and max_bytes hold under 20 concurrent uploads;
 // expired and deleted links answer 410; a files.read key cannot make one.
 import { afterAll, beforeAll, expect, test } from "bun:test";
@@ -38,8 +39,8 @@ const guestPost = (token: string, body: string, name = "") => fetch(`${server.ur
 
 test("a link is made, listed and deleted over REST; its JSON has exactly the contract's fields", async () => {
   const link = await makeLink({ name: "Holiday photos", ttl: "7d", max_files: 10, max_bytes: 1_000_000 });
-  expect(Object.keys(link).filter((k) => k !== "token").sort()).toEqual(["bytes_uploaded", "created_at", "expire_time", "files_uploaded", "id", "max_bytes", "max_files", "name", "url"]);
-  expect(link).toMatchObject({ name: "Holiday photos", max_files: 10, max_bytes: 1_000_000, files_uploaded: 0, bytes_uploaded: 0 });
+  expect(Object.keys(link).filter((k) => k !== "token").sort()).toEqual(["bytes_uploaded", "created_at", "delete_time", "expire_time", "files_uploaded", "id", "max_bytes", "max_files", "name", "url"]);
+  expect(link).toMatchObject({ delete_time: "", name: "Holiday photos", max_files: 10, max_bytes: 1_000_000, files_uploaded: 0, bytes_uploaded: 0 });
   expect(link.url).toMatch(new RegExp(`^${server.url}/u/[A-Za-z0-9_-]{32}$`));
   expect(Date.parse(link.expire_time) - Date.now()).toBeGreaterThan(6.9 * 86400_000);
   const plain = await makeLink();
@@ -53,6 +54,12 @@ test("a link is made, listed and deleted over REST; its JSON has exactly the con
   expect([deleted.status, await deleted.json()]).toEqual([200, {}]);
   const after = ((await (await client(server, key).fetch("/v1/upload-links")).json()) as { upload_links: LinkJson[] }).upload_links;
   expect(after.map((l) => l.id)).not.toContain(plain.id);
+  // With show_deleted (AIP-164) it is listed, with the time it was deleted, so its files stay reachable.
+  const all = ((await (await client(server, key).fetch("/v1/upload-links?show_deleted=true")).json()) as { upload_links: LinkJson[] }).upload_links;
+  const revoked = all.find((l) => l.id === plain.id);
+  expect(Math.abs(Date.parse(revoked?.delete_time ?? "") - Date.now())).toBeLessThan(60_000);
+  expect(all.find((l) => l.id === link.id)?.delete_time).toBe("");
+  expect((await client(server, key).fetch("/v1/upload-links?show_deleted=yes")).status).toBe(400);
   const gone = await guestPost(plain.token, "late");
   expect({ status: gone.status, code: ((await gone.json()) as { code: number }).code }).toEqual({ status: 410, code: 9 });
   expect((await fetch(plain.url)).status).toBe(410);
@@ -82,6 +89,21 @@ test("anyone with the link uploads, by raw POST and by tus, into the owner's acc
   const pub = await makeLink({ visibility: "public" });
   const shared = (await (await guestPost(pub.token, "for all")).json()) as FileJson;
   expect(await (await fetch(`${server.url}/${shared.id}`)).text()).toBe("for all");
+});
+
+test("the guest page states what the link still takes: files left, the largest file, until when", async () => {
+  const limited = await makeLink({ name: "limited", max_files: 3, max_bytes: 1000, ttl: "7d" });
+  expect((await guestPost(limited.token, "x".repeat(400))).status).toBe(200);
+  const html = await (await fetch(limited.url)).text();
+  const limits = /<ul class="limits"[^>]*>(.*?)<\/ul>/.exec(html)?.[1];
+  expect(limits).toBe(
+    `<li>Files left: <strong id="files-left" data-left="2">2</strong> of 3</li>` +
+      `<li>Largest file: <strong>600 B</strong> (of 1000 B in all)</li>` +
+      `<li>Open until <time datetime="${limited.expire_time}">${limited.expire_time.slice(0, 16).replace("T", " ")} UTC</time></li>`,
+  );
+  const open = await makeLink();
+  const plain = /<ul class="limits"[^>]*>(.*?)<\/ul>/.exec(await (await fetch(open.url)).text())?.[1];
+  expect(plain).toBe("<li>Largest file: <strong>10 GiB</strong></li><li>No expiry date</li>");
 });
 
 test("max_files and max_bytes are never exceeded by 20 concurrent uploads", async () => {

@@ -1,0 +1,358 @@
+// Every page people see today (the dashboard signed in, signed out and without a provider, the
+// guest upload page and its error page), in Chromium at 1280 × 800 and 390 × 844, light and dark
+// (CONTRACT §11 "The dashboard on any screen"): no sideways scrolling of the page or of any row's
+// actions, axe-core finds no serious or critical violation, 44 px tap targets on a phone. At
+// 390 px every action of a file row is used; a refused slug, download limit or link name shows
+// its reason beside its field; a used-up and an expired share are marked and offer no Copy or QR
+// code; a revoked upload link keeps its received files listed; uploads show speed and time left;
+// the guest page shows the link's limits. Screenshots: test-results/screenshots/screens-*.png.
+import AxeBuilder from "@axe-core/playwright";
+import { expect, test, type Page } from "@playwright/test";
+import { spawnSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { buildBinary, SCREENSHOTS, signIn, startStack, watchPage, type Stack } from "./fixtures.ts";
+
+test.describe.configure({ mode: "serial" });
+
+const SIZES = { wide: { width: 1280, height: 800 }, phone: { width: 390, height: 844 } } as const;
+const SCHEMES = ["light", "dark"] as const;
+type Size = keyof typeof SIZES;
+
+let binary: string;
+let stack: Stack;
+let plain: Stack;
+
+test.beforeAll(async () => {
+  fs.mkdirSync(SCREENSHOTS, { recursive: true });
+  binary = buildBinary();
+  stack = await startStack(binary, true);
+  plain = await startStack(binary, false);
+});
+test.afterAll(() => {
+  stack?.stop();
+  plain?.stop();
+});
+
+/** Runs in the page: what overflows sideways (the document, and any row, card or row's actions). */
+function overflowIn(): { document: [number, number]; rows: string[] } {
+  // Runs in the browser; the test's TypeScript has no DOM library.
+  const doc = (globalThis as any).document;
+  const rows: string[] = [];
+  for (const node of doc.querySelectorAll("tbody tr, .cards li, .uploads li, td.actions .inline, .cards li .inline, .limits, .bar")) {
+    if (node.offsetParent !== null && node.scrollWidth > node.clientWidth) rows.push(`${node.scrollWidth}>${node.clientWidth} ${node.outerHTML.slice(0, 120)}`);
+  }
+  return { document: [doc.documentElement.scrollWidth, doc.documentElement.clientWidth], rows };
+}
+
+/** Runs in the page: visible controls (bar check boxes) shorter than 44 CSS pixels. */
+function smallTargetsIn(): string[] {
+  const doc = (globalThis as any).document;
+  const small: string[] = [];
+  for (const node of doc.querySelectorAll("main button, main select, main input:not([type=checkbox]), main .button, header button")) {
+    const box = node.getBoundingClientRect();
+    if (box.width > 0 && box.height < 44) small.push(`${Math.round(box.height)}px ${node.outerHTML.slice(0, 100)}`);
+  }
+  return small;
+}
+
+/**
+ * The checks every page gets at a size and in a scheme: no overflow, no serious or critical axe
+ * violation, tap targets on a phone; then a full-page screenshot.
+ */
+async function checkPage(page: Page, name: string, size: Size, scheme: (typeof SCHEMES)[number]): Promise<void> {
+  const overflow = await page.evaluate(overflowIn);
+  expect(overflow.document[0], `${name} ${size} ${scheme}: the page scrolls sideways`).toBeLessThanOrEqual(overflow.document[1]);
+  expect(overflow.rows, `${name} ${size} ${scheme}: rows overflowing`).toEqual([]);
+  if (size === "phone") expect(await page.evaluate(smallTargetsIn), `${name} ${scheme}: tap targets under 44 px`).toEqual([]);
+  const axe = await new AxeBuilder({ page }).analyze();
+  const bad = axe.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
+  expect(bad, `${name} ${size} ${scheme}: axe`).toEqual([]);
+  await page.screenshot({ path: path.join(SCREENSHOTS, `screens-${name}-${size}-${scheme}.png`), fullPage: true });
+}
+
+/** Visits `open` at each size and scheme and runs {@link checkPage}. */
+async function everyScreen(page: Page, name: string, open: () => Promise<void>): Promise<void> {
+  for (const size of Object.keys(SIZES) as Size[]) {
+    for (const scheme of SCHEMES) {
+      await page.setViewportSize(SIZES[size]);
+      await page.emulateMedia({ colorScheme: scheme });
+      await open();
+      await checkPage(page, name, size, scheme);
+    }
+  }
+}
+
+/** A REST call from inside the signed-in page (its session cookie, its origin). */
+async function apiInPage<T>(page: Page, method: string, url: string, body?: unknown): Promise<T> {
+  const answer = await page.evaluate(
+    async ([method, url, body]) => {
+      const res = await fetch(url as string, { method: method as string, headers: { "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+      return { status: res.status, text: await res.text() };
+    },
+    [method, url, body] as const,
+  );
+  if (answer.status !== 200) throw new Error(`${method} ${url}: ${answer.status} ${answer.text}`);
+  return JSON.parse(answer.text) as T;
+}
+
+/** Uploads `content` as `name` from inside the signed-in page. */
+async function uploadInPage(page: Page, name: string, type: string, base64: string): Promise<{ id: string; url: string }> {
+  return page.evaluate(
+    async ([name, type, base64]) => {
+      const bytes = Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+      const res = await fetch(`/v1/files?name=${encodeURIComponent(name)}&visibility=public`, { method: "POST", headers: { "content-type": type }, body: bytes });
+      if (res.status !== 200) throw new Error(`upload ${name}: ${res.status} ${await res.text()}`);
+      return (await res.json()) as { id: string; url: string };
+    },
+    [name, type, base64] as const,
+  );
+}
+
+const LONG_NAME = "quarterly-report-final-final-v3-with-all-the-appendices-and-scans-2026.pdf";
+const SPACED_NAME = "Holiday photos from the long trip to the mountains in September.png";
+
+test("signed out: every screen, with the icon", async ({ page }) => {
+  const { errors, foreign } = watchPage(page, stack);
+  await everyScreen(page, "signed-out", async () => {
+    await page.goto(stack.url);
+    await expect(page.getByRole("link", { name: "Sign in" })).toBeVisible();
+    await expect(page.locator("link[rel=icon]")).toHaveAttribute("href", "/assets/icon.svg");
+    await expect(page.locator("header .brand img")).toHaveAttribute("src", "/assets/icon.svg");
+  });
+  const icon = await fetch(`${stack.url}/assets/icon.svg`);
+  expect([icon.status, icon.headers.get("content-type"), (await icon.text()).startsWith("<svg")]).toEqual([200, "image/svg+xml", true]);
+  expect(errors).toEqual([]);
+  expect(foreign).toEqual([]);
+});
+
+test("without a provider: every screen", async ({ page }) => {
+  const { errors, foreign } = watchPage(page, plain);
+  await everyScreen(page, "not-configured", async () => {
+    await page.goto(plain.url);
+    await expect(page.getByRole("heading", { name: "Sign-in is not configured yet" })).toBeVisible();
+  });
+  expect(errors).toEqual([]);
+  expect(foreign).toEqual([]);
+});
+
+test("the signed-in dashboard on every screen: cards on a phone, dead shares marked, revoked links' files listed", async ({ page }) => {
+  const { errors, foreign } = watchPage(page, stack);
+  await page.setViewportSize(SIZES.phone);
+  await signIn(page, stack, "alice");
+  const png = fs.readFileSync("/usr/share/pixmaps/debian-logo.png").toString("base64");
+  const report = await uploadInPage(page, LONG_NAME, "application/pdf", Buffer.from("%PDF-1.4\n").toString("base64"));
+  await uploadInPage(page, SPACED_NAME, "image/png", png);
+  await uploadInPage(page, "notes.txt", "text/plain", Buffer.from("notes\n").toString("base64"));
+
+  // Shares: one working, one used up (its one download done), one expired (a 1 s TTL).
+  await apiInPage(page, "POST", `/v1/files/${report.id}/shares`, {});
+  const once = await apiInPage<{ url: string }>(page, "POST", `/v1/files/${report.id}/shares`, { max_downloads: 1 });
+  expect((await fetch(once.url)).status).toBe(200);
+  await apiInPage(page, "POST", `/v1/files/${report.id}/shares`, { ttl: "1s" });
+
+  // An upload link that received a file and was then revoked, and one still open.
+  const link = await apiInPage<{ id: string; url: string }>(page, "POST", "/v1/upload-links", { name: "Scans from the accountant", max_files: 5 });
+  expect((await fetch(`${link.url}?name=scan-001.pdf`, { method: "POST", body: "%PDF-1.4\n", headers: { "content-type": "application/pdf" } })).status).toBe(200);
+  await apiInPage(page, "DELETE", `/v1/upload-links/${link.id}`);
+  await apiInPage(page, "POST", "/v1/upload-links", { name: "Holiday photos", ttl: "7d" });
+  await apiInPage(page, "POST", "/auth/keys", { name: "backup script", scopes: ["files.read"] });
+
+  await everyScreen(page, "dashboard", async () => {
+    await page.goto(stack.url);
+    await expect(page.locator("#files tbody tr")).toHaveCount(4); // three, and the one from the link
+    await expect(page.locator("#links tbody tr")).toHaveCount(2);
+  });
+
+  // The revoked link stays, marked, with its received file listed; it offers no Copy or Revoke.
+  await page.setViewportSize(SIZES.phone);
+  await page.locator("#files").screenshot({ path: path.join(SCREENSHOTS, "screens-dashboard-files-phone-dark.png") });
+  const revoked = page.locator("#links tbody tr").filter({ hasText: "Scans from the accountant" });
+  await expect(revoked).toHaveAttribute("data-state", "revoked");
+  await expect(revoked.locator(".badge")).toHaveText("revoked");
+  await expect(revoked.getByRole("button")).toHaveText(["Show files"]);
+  await revoked.getByRole("button", { name: "Show files of upload link Scans from the accountant" }).click();
+  await expect(revoked.getByRole("link", { name: "scan-001.pdf" })).toBeVisible();
+
+  // The share dialog: the working link offers Copy and QR; the used-up and expired ones are marked and do not.
+  for (const scheme of SCHEMES) {
+    for (const size of Object.keys(SIZES) as Size[]) {
+      await page.setViewportSize(SIZES[size]);
+      await page.emulateMedia({ colorScheme: scheme });
+      await page.getByRole("button", { name: `Share ${LONG_NAME}` }).click();
+      const cards = page.locator("#shares li");
+      await expect(cards).toHaveCount(3);
+      await checkPage(page, "share-dialog", size, scheme);
+      await page.getByRole("button", { name: "Close" }).click();
+    }
+  }
+  await page.getByRole("button", { name: `Share ${LONG_NAME}` }).click();
+  const usedUp = page.locator('#shares li[data-state="used up"]');
+  await expect(usedUp.locator(".badge")).toHaveText("used up");
+  await expect(usedUp).toContainText("1 of 1 downloads");
+  const expired = page.locator('#shares li[data-state="expired"]');
+  await expect(expired.locator(".badge")).toHaveText("expired");
+  for (const dead of [usedUp, expired]) {
+    await expect(dead.getByRole("button", { name: "Copy share link" })).toHaveCount(0);
+    await expect(dead.getByRole("button", { name: "Show QR code" })).toHaveCount(0);
+    await expect(dead.getByRole("button", { name: "Revoke share link" })).toBeVisible();
+  }
+  const working = page.locator("#shares li:not([data-state])");
+  await expect(working.getByRole("button", { name: "Copy share link" })).toBeVisible();
+  await expect(working.getByRole("button", { name: "Show QR code" })).toBeVisible();
+  await page.getByRole("button", { name: "Close" }).click();
+  expect(errors).toEqual([]);
+  expect(foreign).toEqual([]);
+});
+
+test("at 390 px every action of a file row works, and a refused slug is explained beside its field", async ({ page, context }) => {
+  const { errors } = watchPage(page, stack);
+  await page.setViewportSize(SIZES.phone);
+  await signIn(page, stack, "bob");
+  const file = await uploadInPage(page, "notes.txt", "text/plain", Buffer.from("phone notes\n").toString("base64"));
+  await page.reload();
+  const row = page.locator(`#files tr[data-id="${file.id}"]`);
+  await expect(row).toBeVisible();
+  // A card: the name (with type and size) on its own line, visibility and expiry on the next, the actions below, all inside the screen.
+  const box = async (name: string) => (await row.locator(`td.${name}`).boundingBox())!;
+  await expect(row.locator("td.name")).toContainText("text/plain · 12 B");
+  expect((await box("visibility")).y).toBeGreaterThanOrEqual((await box("name")).y + (await box("name")).height);
+  expect(Math.abs((await box("visibility")).y - (await box("expires")).y)).toBeLessThan(2);
+  expect((await box("actions")).y).toBeGreaterThanOrEqual((await box("expires")).y + (await box("expires")).height);
+  expect((await box("actions")).x + (await box("actions")).width).toBeLessThanOrEqual(390);
+
+  // Copy link.
+  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: stack.url });
+  await row.getByRole("button", { name: "Copy link of notes.txt" }).click();
+  expect(await page.evaluate(() => (globalThis as any).navigator.clipboard.readText())).toBe(file.url);
+
+  // Visibility and expiry.
+  await row.getByLabel("Visibility of notes.txt").selectOption("private");
+  await expect.poll(async () => (await fetch(file.url, { redirect: "manual" })).status).not.toBe(200);
+  await page.locator(`#files tr[data-id="${file.id}"]`).getByLabel("Expiry of notes.txt").selectOption("1d");
+  await expect(row.locator(".expires-at")).not.toHaveText(/never|…/);
+
+  // A refused slug: the reason beside the field, which keeps what was typed, marked invalid; Esc puts the saved one back.
+  const slug = row.getByLabel("Slug of notes.txt", { exact: true });
+  await slug.fill("no spaces allowed");
+  await row.getByRole("button", { name: "Set slug of notes.txt" }).click();
+  await expect(slug).toHaveAttribute("aria-invalid", "true");
+  const note = page.locator(`#${await slug.getAttribute("aria-describedby")}`);
+  await expect(note).toContainText("slug: only A-Z a-z 0-9 . _ ~ - are allowed");
+  await expect(note).toContainText("the file still has no slug");
+  await expect(slug).toHaveValue("no spaces allowed");
+  const [fieldBox, noteBox] = [(await slug.boundingBox())!, (await note.boundingBox())!];
+  expect(noteBox.y - (fieldBox.y + fieldBox.height)).toBeLessThan(60); // right under the field, not a banner far away
+  await expect(page.locator("#error")).toBeHidden();
+  for (const scheme of SCHEMES) {
+    await page.emulateMedia({ colorScheme: scheme });
+    await checkPage(page, "slug-error", "phone", scheme);
+  }
+  await slug.press("Escape");
+  await expect(slug).toHaveValue("");
+  await expect(slug).not.toHaveAttribute("aria-invalid", "true");
+  await expect(note).toHaveCount(0);
+  await slug.fill("phone-notes");
+  await row.getByRole("button", { name: "Set slug of notes.txt" }).click();
+  await expect(page.locator(`#files tr[data-id="${file.id}"]`).getByRole("link", { name: "notes.txt" })).toHaveAttribute("href", `${file.url}/phone-notes`);
+
+  // Share: the dialog opens; a refused download limit is explained beside its field, in the dialog; a link is made.
+  await page.getByRole("button", { name: "Share notes.txt" }).click();
+  const max = page.locator("#share-max");
+  await max.fill("2000000000");
+  await page.getByRole("button", { name: "Create share link" }).click();
+  await expect(max).toHaveAttribute("aria-invalid", "true");
+  await expect(page.locator(`#share-dialog #${await max.getAttribute("aria-describedby")}`)).toContainText("max_downloads: a whole number from 1 to 1000000000");
+  await expect(max).toHaveValue("2000000000");
+  await expect(page.locator("#shares li")).toHaveCount(0);
+  await max.fill("3");
+  await page.getByRole("button", { name: "Create share link" }).click();
+  await expect(page.locator("#shares li")).toHaveCount(1);
+  await expect(max).not.toHaveAttribute("aria-invalid", "true");
+  await page.getByRole("button", { name: "Close" }).click();
+
+  // A refused upload link name is explained beside its field.
+  await page.locator("#link-name").fill("a/b");
+  await page.getByRole("button", { name: "Create upload link" }).click();
+  await expect(page.locator("#link-name")).toHaveAttribute("aria-invalid", "true");
+  await expect(page.locator(`#${await page.locator("#link-name").getAttribute("aria-describedby")}`)).toContainText('name: "/" and control characters are not allowed');
+
+  // Delete.
+  page.once("dialog", (d) => d.accept());
+  await page.locator(`#files tr[data-id="${file.id}"]`).getByRole("button", { name: "Delete notes.txt" }).click();
+  await expect(page.locator(`#files tr[data-id="${file.id}"]`)).toHaveCount(0);
+  expect((await fetch(file.url)).status).toBe(404);
+  // The three refusals above are the browser's only complaints.
+  expect(errors.filter((e) => !e.includes("status of 400 (Bad Request)"))).toEqual([]);
+});
+
+test("uploads show speed and time left, on the dashboard", async ({ page, context }) => {
+  await page.setViewportSize(SIZES.phone);
+  await signIn(page, stack, "dana");
+  const cdp = await context.newCDPSession(page);
+  await cdp.send("Network.enable");
+  await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: 512 * 1024 });
+  try {
+    await page.locator("#file-input").setInputFiles({ name: "big.bin", mimeType: "application/octet-stream", buffer: Buffer.alloc(6 * 1024 * 1024, "cubby ") });
+    const status = page.locator("#uploads li").filter({ hasText: "big.bin" }).locator(".upload-status");
+    await expect(status).toHaveText(/^[\d.]+ (B|KiB|MiB) of 6\.0 MiB · [\d.]+ (KiB|MiB)\/s · (\d+ s|\d+ min( \d+ s)?) left$/, { timeout: 15_000 });
+    await page.screenshot({ path: path.join(SCREENSHOTS, "screens-dashboard-uploading-phone.png") });
+  } finally {
+    await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+  }
+  await expect(page.locator("#files tbody tr").filter({ hasText: "big.bin" })).toHaveCount(1, { timeout: 30_000 });
+});
+
+test("the guest upload page: the link's limits, speed and time left, and its error page, on every screen", async ({ page, context }) => {
+  const minted = spawnSync(binary, ["keys", "create", "--email", "owner@example.com", "--data-dir", plain.dataDir], { encoding: "utf8" });
+  if (minted.status !== 0) throw new Error(`keys create: ${minted.stderr}`);
+  const key = minted.stdout.trim();
+  const makeLink = async (body: Record<string, unknown>) => {
+    const res = await fetch(`${plain.url}/v1/upload-links`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+    return (await res.json()) as { id: string; url: string; expire_time: string };
+  };
+  const link = await makeLink({ name: "Tax documents for the year 2026 from the accountant", max_files: 3, max_bytes: 20 * 1024 * 1024, ttl: "7d" });
+  const { errors, foreign } = watchPage(page, plain);
+
+  await everyScreen(page, "guest-upload", async () => {
+    await page.goto(link.url);
+    const limits = page.getByRole("list", { name: "What this link takes" });
+    await expect(limits).toContainText("Files left: 3 of 3");
+    await expect(limits).toContainText("Largest file: 20 MiB (of 20 MiB in all)");
+    await expect(limits.locator("time")).toHaveAttribute("datetime", link.expire_time);
+    await expect(limits.locator("time")).not.toHaveText(/UTC$/); // shown in the guest's own time zone
+  });
+
+  // An upload shows speed and time left, and the files left count down when it arrives.
+  await page.setViewportSize(SIZES.phone);
+  await page.goto(link.url);
+  const cdp = await context.newCDPSession(page);
+  await cdp.send("Network.enable");
+  await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: 512 * 1024 });
+  try {
+    await page.locator("#file-input").setInputFiles({ name: "scan.pdf", mimeType: "application/pdf", buffer: Buffer.alloc(4 * 1024 * 1024, "%PDF ") });
+    const status = page.locator("#uploads li .upload-status");
+    await expect(status).toHaveText(/ of 4\.0 MiB · [\d.]+ (KiB|MiB)\/s · (\d+ s|\d+ min( \d+ s)?) left$/, { timeout: 15_000 });
+    for (const scheme of SCHEMES) {
+      await page.emulateMedia({ colorScheme: scheme });
+      await checkPage(page, "guest-uploading", "phone", scheme);
+    }
+  } finally {
+    await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+  }
+  await expect(page.locator("#uploads li")).toHaveAttribute("data-state", "done", { timeout: 30_000 });
+  await expect(page.locator("#files-left")).toHaveText("2");
+
+  // The error pages: a revoked link and an unknown one.
+  const gone = await makeLink({ name: "old" });
+  await fetch(`${plain.url}/v1/upload-links/${gone.id}`, { method: "DELETE", headers: { authorization: `Bearer ${key}` } });
+  await everyScreen(page, "guest-error", async () => {
+    const res = await page.goto(gone.url);
+    expect(res?.status()).toBe(410);
+    await expect(page.getByRole("heading", { name: "This link no longer takes uploads" })).toBeVisible();
+  });
+  const unknown = await page.goto(`${plain.url}/u/${"x".repeat(32)}`);
+  expect(unknown?.status()).toBe(404);
+  expect(errors.filter((e) => !e.includes("status of 410") && !e.includes("status of 404"))).toEqual([]);
+  expect(foreign).toEqual([]);
+});
