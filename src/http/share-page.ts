@@ -99,17 +99,20 @@ function previewOf(file: FileRecord, self: string, limited: boolean): string {
   return `<details class="preview"${limited ? "" : " open"}><summary>${summary}</summary>${element}</details>`;
 }
 
-/** 1536 → "1.5 KB" (decimal units, as file managers show them); under 1000: "999 bytes". */
+/**
+ * A size as the dashboard shows it (web/progress.js `formatSize`): binary units, one decimal
+ * below 10 — "512 B", "1.5 KiB", "12 MiB".
+ */
 export function formatBytes(n: number): string {
-  if (n < 1000) return n === 1 ? "1 byte" : `${n} bytes`;
-  const units = ["KB", "MB", "GB", "TB", "PB"];
-  let value = n;
-  let unit = -1;
-  while (value >= 1000 && unit < units.length - 1) {
-    value /= 1000;
+  if (n < 1024) return `${n} B`;
+  const units = ["KiB", "MiB", "GiB", "TiB"];
+  let value = n / 1024;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
     unit++;
   }
-  return `${value >= 100 ? Math.round(value) : value.toFixed(1)} ${units[unit]}`;
+  return `${value.toFixed(value < 10 ? 1 : 0)} ${units[unit]}`;
 }
 
 /** An expiry as "26 Nov 2026, 13:20 UTC (in 3 days)". */

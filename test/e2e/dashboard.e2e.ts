@@ -3,6 +3,7 @@
 // active content cannot run script in cubby's origin; PNG and PDF display inline.
 // Any console error on a dashboard page fails the test. Screenshots: test-results/screenshots/.
 import { expect, test, type Page } from "@playwright/test";
+import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { buildBinary, SCREENSHOTS, signIn as signInAs, startStack, watchPage, type Stack } from "./fixtures.ts";
@@ -29,15 +30,32 @@ async function signIn(page: Page, login: string) {
   await expect(page.locator("#account-email")).toHaveText(`${login}@example.com`);
 }
 
-test("without a provider the dashboard explains how to configure one", async ({ page }) => {
+test("without a provider: the dashboard says how to get a sign-in link, and the link from cubby login-link signs in once", async ({ page }) => {
   const plain = await startStack(binary, false);
   try {
     const errors = watchErrors(page);
     await page.goto(plain.url);
-    await expect(page.getByRole("heading", { name: "Sign-in is not configured yet" })).toBeVisible();
-    await expect(page.locator("#redirect-uri")).toHaveText(`${plain.url}/auth/idp/callback`);
-    await expect(page.getByText("cubby keys create --email")).toBeVisible();
+    await expect(page.getByRole("heading", { name: "Sign in with a link" })).toBeVisible();
+    await expect(page.getByText("cubby login-link --email you@example.com")).toBeVisible();
     await shot(page, "01-not-configured");
+    // The provider's and the API's instructions are one click away.
+    await page.getByText("Sign in with Google, Authelia").click();
+    await expect(page.locator("#redirect-uri")).toHaveText(`${plain.url}/auth/idp/callback`);
+    await page.getByText("Use the API from a script").click();
+    await expect(page.getByText("cubby keys create --email")).toBeVisible();
+
+    // What the README's first sign-in does: the CLI on the server prints one URL.
+    const minted = spawnSync(binary, ["login-link", "--email", "first@example.com", "--data-dir", plain.dataDir], { encoding: "utf8", env: { ...process.env, HOSTNAME: plain.url } });
+    expect(minted.status).toBe(0);
+    const link = minted.stdout.trim();
+    expect(link).toMatch(new RegExp(`^${plain.url}/auth/link/[A-Za-z0-9_-]{43}$`));
+    await page.goto(link);
+    await expect(page.locator("#account-email")).toHaveText("first@example.com");
+    await shot(page, "01b-signed-in-by-link");
+    // Used once: opened again it is a page saying so, with the same 404.
+    const again = await page.goto(link);
+    expect(again?.status()).toBe(404);
+    await expect(page.getByText("signs in once")).toBeVisible();
     expect(errors).toEqual([]);
   } finally {
     await plain.stop();

@@ -100,7 +100,9 @@ export function watchPage(page: Page, stack: Stack): { errors: string[]; foreign
   page.on("request", (r) => {
     const u = r.url();
     // The provider's login pages are not ours (they load web fonts); only cubby's pages count.
-    if (ours() && !u.startsWith(`${stack.url}/`) && !u.startsWith("data:") && !(stack.issuer && u.startsWith(stack.issuer))) foreign.push(u);
+    // Chromium's own PDF viewer (chrome-extension:, chrome:) loads inside a previewed PDF.
+    const browserOwn = u.startsWith("chrome-extension:") || u.startsWith("chrome:");
+    if (ours() && !browserOwn && !u.startsWith(`${stack.url}/`) && !u.startsWith("data:") && !(stack.issuer && u.startsWith(stack.issuer))) foreign.push(u);
   });
   return { errors, foreign };
 }

@@ -29,9 +29,8 @@ test.beforeAll(async () => {
   stack = await startStack(binary, true);
   plain = await startStack(binary, false);
 });
-test.afterAll(() => {
-  stack?.stop();
-  plain?.stop();
+test.afterAll(async () => {
+  await Promise.all([stack?.stop(), plain?.stop()]);
 });
 
 /** Runs in the page: what overflows sideways (the document, and any row, card or row's actions). */
@@ -130,7 +129,7 @@ test("without a provider: every screen", async ({ page }) => {
   const { errors, foreign } = watchPage(page, plain);
   await everyScreen(page, "not-configured", async () => {
     await page.goto(plain.url);
-    await expect(page.getByRole("heading", { name: "Sign-in is not configured yet" })).toBeVisible();
+    await expect(page.getByRole("heading", { name: "Sign in with a link" })).toBeVisible();
   });
   expect(errors).toEqual([]);
   expect(foreign).toEqual([]);
@@ -355,4 +354,146 @@ test("the guest upload page: the link's limits, speed and time left, and its err
   expect(unknown?.status()).toBe(404);
   expect(errors.filter((e) => !e.includes("status of 410") && !e.includes("status of 404"))).toEqual([]);
   expect(foreign).toEqual([]);
+});
+
+/** Runs in the page: half a second of a canvas recorded by MediaRecorder (WebM), as base64. */
+async function recordWebm(): Promise<string> {
+  const doc = (globalThis as any).document;
+  const canvas = doc.createElement("canvas");
+  canvas.width = 160;
+  canvas.height = 120;
+  const g = canvas.getContext("2d");
+  const recorder = new (globalThis as any).MediaRecorder(canvas.captureStream(25), { mimeType: "video/webm" });
+  const chunks: any[] = [];
+  recorder.ondataavailable = (e: any) => chunks.push(e.data);
+  const stopped = new Promise((resolve) => (recorder.onstop = resolve));
+  recorder.start();
+  for (let frame = 0; frame < 12; frame++) {
+    g.fillStyle = `hsl(${frame * 30}, 80%, 50%)`;
+    g.fillRect(0, 0, 160, 120);
+    await new Promise((r) => setTimeout(r, 40));
+  }
+  recorder.stop();
+  await stopped;
+  const bytes = new Uint8Array(await new (globalThis as any).Blob(chunks).arrayBuffer());
+  let binary = "";
+  for (const b of bytes) binary += String.fromCharCode(b);
+  return (globalThis as any).btoa(binary);
+}
+
+test("the share page: preview and Download of an image, a PDF and a video; the password form and error pages; every screen", async ({ page }) => {
+  const minted = spawnSync(binary, ["keys", "create", "--email", "sharer@example.com", "--data-dir", plain.dataDir], { encoding: "utf8" });
+  if (minted.status !== 0) throw new Error(`keys create: ${minted.stderr}`);
+  const key = minted.stdout.trim();
+  const api = async <T>(pathAndQuery: string, init: RequestInit = {}): Promise<T> => {
+    const res = await fetch(`${plain.url}${pathAndQuery}`, { ...init, headers: { authorization: `Bearer ${key}`, ...(init.headers as Record<string, string>) } });
+    if (res.status !== 200) throw new Error(`${pathAndQuery}: ${res.status} ${await res.text()}`);
+    return (await res.json()) as T;
+  };
+  const upload = (name: string, type: string, body: Uint8Array) => api<{ id: string }>(`/v1/files?name=${encodeURIComponent(name)}&visibility=private`, { method: "POST", headers: { "content-type": type }, body });
+  const share = (id: string, body: Record<string, unknown> = {}) =>
+    api<{ id: string; url: string; download_count: number }>(`/v1/files/${id}/shares`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const countOf = async (fileId: string, shareId: string) => (await api<{ shares: { id: string; download_count: number }[] }>(`/v1/files/${fileId}/shares`)).shares.find((s) => s.id === shareId)!.download_count;
+
+  await page.goto(plain.url);
+  const webm = Buffer.from(await page.evaluate(recordWebm), "base64");
+  const png = fs.readFileSync("/usr/share/pixmaps/debian-logo.png");
+  const pdf = fs.readFileSync("/usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf");
+  const image = await upload(SPACED_NAME, "image/png", png);
+  const paper = await upload("shared-mime-info-spec.pdf", "application/pdf", pdf);
+  const clip = await upload("colours.webm", "video/webm", webm);
+  const imageShare = await share(image.id, { ttl: "7d" });
+  const paperShare = await share(paper.id);
+  const clipShare = await share(clip.id);
+  const { errors, foreign } = watchPage(page, plain);
+
+  await everyScreen(page, "share-image", async () => {
+    await page.goto(imageShare.url);
+    await expect(page.getByRole("heading", { name: SPACED_NAME })).toBeVisible();
+    await expect(page.locator(".facts")).toContainText("sharer@example.com");
+    await expect.poll(() => page.locator(".preview-media").evaluate((img: any) => img.naturalWidth)).toBeGreaterThan(0);
+  });
+  // The Download button saves the file's bytes under its name.
+  const [saved] = await Promise.all([page.waitForEvent("download"), page.getByRole("link", { name: /^Download/ }).click()]);
+  expect(saved.suggestedFilename()).toBe(SPACED_NAME);
+  expect(fs.readFileSync((await saved.path())!).equals(png)).toBe(true);
+
+  await everyScreen(page, "share-pdf", async () => {
+    const frame = page.waitForResponse((r) => r.url().endsWith("?download=0"));
+    await page.goto(paperShare.url);
+    const response = await frame;
+    expect({ status: response.status(), type: response.headers()["content-type"] }).toEqual({ status: 200, type: "application/pdf" });
+  });
+  const [savedPdf] = await Promise.all([page.waitForEvent("download"), page.getByRole("link", { name: /^Download/ }).click()]);
+  expect(fs.readFileSync((await savedPdf.path())!).equals(pdf)).toBe(true);
+
+  await everyScreen(page, "share-video", async () => {
+    await page.goto(clipShare.url);
+    // HAVE_METADATA or more: the player read the WebM through the share link.
+    await expect.poll(() => page.locator("video").evaluate((v: any) => v.readyState)).toBeGreaterThanOrEqual(1);
+  });
+  const [savedClip] = await Promise.all([page.waitForEvent("download"), page.getByRole("link", { name: /^Download/ }).click()]);
+  expect(fs.readFileSync((await savedClip.path())!).equals(webm)).toBe(true);
+
+  // The password form, without the file's name; the right password opens the page.
+  const locked = await share(image.id, { password: "open sesame" });
+  await everyScreen(page, "share-password", async () => {
+    await page.goto(locked.url);
+    await expect(page.getByRole("heading", { name: "Password needed" })).toBeVisible();
+    expect(await page.content()).not.toContain("Holiday photos");
+  });
+  await page.getByLabel("Password").fill("open sesame");
+  await page.getByRole("button", { name: "Open" }).click();
+  await expect(page.getByRole("heading", { name: SPACED_NAME })).toBeVisible();
+
+  // Error pages: a used-up share (410), an unknown path (404), with the same status a program gets.
+  const usedUp = await share(paper.id, { max_downloads: 1 });
+  expect((await fetch(usedUp.url)).status).toBe(200);
+  await everyScreen(page, "error-410", async () => {
+    const response = await page.goto(usedUp.url);
+    expect(response?.status()).toBe(410);
+    await expect(page.getByRole("heading", { name: "This link no longer works" })).toBeVisible();
+    await expect(page.getByText("This share link has reached its download limit.")).toBeVisible();
+  });
+  await everyScreen(page, "error-404", async () => {
+    const response = await page.goto(`${plain.url}/no/such/page`);
+    expect(response?.status()).toBe(404);
+    await expect(page.getByRole("link", { name: "Back to cubby" })).toBeVisible();
+  });
+  // The password form's 401 and the error pages' own statuses are what the browser was meant to get.
+  expect(errors.filter((e) => !/status of (401|404|410) .* at (\S+) on \2$/.test(e))).toEqual([]);
+  expect(foreign).toEqual([]);
+  expect(await countOf(image.id, imageShare.id)).toBeGreaterThan(0);
+});
+
+test("a limited share stays exact with the page open in 10 tabs and 20 script downloads at once; its preview costs nothing until opened", async ({ context }) => {
+  const minted = spawnSync(binary, ["keys", "create", "--email", "limits@example.com", "--data-dir", plain.dataDir], { encoding: "utf8" });
+  const key = minted.stdout.trim();
+  const auth = { authorization: `Bearer ${key}` };
+  const png = fs.readFileSync("/usr/share/pixmaps/debian-logo.png");
+  const file = (await (await fetch(`${plain.url}/v1/files?name=logo.png&visibility=private`, { method: "POST", headers: { ...auth, "content-type": "image/png" }, body: png })).json()) as { id: string };
+  const s = (await (await fetch(`${plain.url}/v1/files/${file.id}/shares`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify({ max_downloads: 5 }) })).json()) as { id: string; url: string };
+  const count = async () => ((await (await fetch(`${plain.url}/v1/files/${file.id}/shares`, { headers: auth })).json()) as { shares: { id: string; download_count: number }[] }).shares.find((x) => x.id === s.id)!.download_count;
+
+  const tabs = await Promise.all(Array.from({ length: 10 }, () => context.newPage()));
+  const [statuses] = await Promise.all([
+    Promise.all(Array.from({ length: 20 }, async () => (await fetch(s.url)).status)),
+    Promise.all(tabs.map((tab) => tab.goto(s.url))),
+  ]);
+  expect(statuses.filter((status) => status === 200).length).toBe(5);
+  expect(statuses.filter((status) => status === 410).length).toBe(15);
+  expect(await count()).toBe(5);
+  for (const tab of tabs) await tab.close();
+
+  // A fresh limited share: the page and its closed preview count nothing; opening the preview counts one.
+  const fresh = (await (await fetch(`${plain.url}/v1/files/${file.id}/shares`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify({ max_downloads: 3 }) })).json()) as { id: string; url: string };
+  const freshCount = async () => ((await (await fetch(`${plain.url}/v1/files/${file.id}/shares`, { headers: auth })).json()) as { shares: { id: string; download_count: number }[] }).shares.find((x) => x.id === fresh.id)!.download_count;
+  const page = await context.newPage();
+  await page.goto(fresh.url);
+  await expect(page.locator(".facts")).toContainText("3 of 3");
+  await page.waitForLoadState("networkidle");
+  expect(await freshCount()).toBe(0);
+  await page.getByText("Preview (opening it uses one download)").click();
+  await expect.poll(() => page.locator(".preview-media").evaluate((img: any) => img.naturalWidth)).toBeGreaterThan(0);
+  expect(await freshCount()).toBe(1);
 });

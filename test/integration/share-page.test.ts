@@ -46,7 +46,7 @@ test("a browser gets the share page: name, size, type, sharer, expiry, downloads
   expect(page.headers.get("content-security-policy")).not.toContain("script-src");
   const html = await page.text();
   expect(html).toContain("<h1 class=\"file-name\">holiday &#60;photo&#62;.png</h1>");
-  for (const fact of ["2.5 KB", "image/png", "sharer@example.com", "UTC (in 2 days)", "3 of 3"]) expect(html).toContain(fact);
+  for (const fact of ["2.4 KiB", "image/png", "sharer@example.com", "UTC (in 2 days)", "3 of 3"]) expect(html).toContain(fact);
   const path = new URL(s.url).pathname;
   expect(html).toContain(`href="${path}?download=1" download`);
   // A limited share's preview starts closed, and says what opening it costs.
