@@ -133,13 +133,8 @@ export function authRoutes(deps: AuthRoutesDeps) {
         // Whatever the outcome, the flow cookie has done its job.
         signInPage("Sign-in refused", requestContext, { "set-cookie": cookie(flowCookieName(), "", 0) }, async () => {
           const signIn = provider();
-          const address = requestContext.clientAddress;
           // Charged before the exchange with the provider, and kept: every callback counts.
-          const reservation = await deps.signInLimiter.reserve(address);
-          if (!reservation.ok) {
-            const wait = reservation.retryAfterSeconds;
-            throw new AppError("resource_exhausted", `too many sign-in attempts from this address; try again in ${wait} s`, { retryAfterSeconds: wait });
-          }
+          await chargeSignIn(deps.signInLimiter, requestContext.clientAddress);
           const flow = readFlow(request.headers.get("cookie"), flowCookieName());
           if (flow === undefined) throw new AppError("invalid_argument", "the sign-in took too long or was started in another browser; please start again");
           const identity = await signIn.finish(new URL(request.url).search, flow);
@@ -166,11 +161,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
       ({ params, requestContext }) =>
         signInPage("Sign-in link refused", requestContext, {}, async () => {
           // Counted like a sign-in callback, before the lookup and kept: guessing costs a window.
-          const reservation = await deps.signInLimiter.reserve(requestContext.clientAddress);
-          if (!reservation.ok) {
-            const wait = reservation.retryAfterSeconds;
-            throw new AppError("resource_exhausted", `too many sign-in attempts from this address; try again in ${wait} s`, { retryAfterSeconds: wait });
-          }
+          await chargeSignIn(deps.signInLimiter, requestContext.clientAddress);
           const user = await deps.loginLinks.redeem(params.token);
           const session = await deps.sessions.create(user.id);
           const headers = new Headers({ location: "/", "cache-control": "no-store", "referrer-policy": "no-referrer" });
@@ -259,6 +250,18 @@ function sessionRoutes(deps: AuthRoutesDeps, cookie: (name: string, value: strin
         detail: sessionOp("revokeApiKey", "Revoke an API key", { ...ok("Empty"), ...errors(404) }),
       },
     );
+}
+
+/**
+ * Counts one sign-in attempt (a provider's callback or a login link's use) against the address's
+ * window (RATE_LIMIT_SIGN_INS), kept whatever the outcome.
+ * @throws AppError resource_exhausted (429, with Retry-After) past the limit
+ */
+async function chargeSignIn(limiter: WindowLimiter, address: string): Promise<void> {
+  const reservation = await limiter.reserve(address);
+  if (reservation.ok) return;
+  const wait = reservation.retryAfterSeconds;
+  throw new AppError("resource_exhausted", `too many sign-in attempts from this address; try again in ${wait} s`, { retryAfterSeconds: wait });
 }
 
 /**

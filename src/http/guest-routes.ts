@@ -14,6 +14,7 @@ import { ANYONE, checksums, detail, errors, html, htmlErrors, ok, rawContent, SE
 import { queryParam, strictQuery } from "./inputs.ts";
 import { PATTERNS } from "./openapi-schemas.ts";
 import type { UploadLinkRow } from "../domain/upload-link.ts";
+import { formatSize } from "../domain/size.ts";
 import { formatTimestamp } from "../domain/time.ts";
 import { contextOf, requestContext } from "./request-context.ts";
 import { json } from "./respond.ts";
@@ -114,7 +115,7 @@ function linkLimits(link: UploadLinkRow, largestFileBytes: number): string {
     const left = Math.max(0, link.maxFiles - link.filesUploaded);
     items.push(`<li>Files left: <strong id="files-left" data-left="${left}">${left}</strong> of ${link.maxFiles}</li>`);
   }
-  items.push(`<li>Largest file: <strong>${formatBytes(largestFileBytes)}</strong>${link.maxBytes === null ? "" : ` (of ${formatBytes(link.maxBytes)} in all)`}</li>`);
+  items.push(`<li>Largest file: <strong>${formatSize(largestFileBytes)}</strong>${link.maxBytes === null ? "" : ` (of ${formatSize(link.maxBytes)} in all)`}</li>`);
   if (link.expiresAt !== null) {
     const at = formatTimestamp(link.expiresAt);
     items.push(`<li>Open until <time datetime="${at}">${at.slice(0, 16).replace("T", " ")} UTC</time></li>`);
@@ -122,19 +123,6 @@ function linkLimits(link: UploadLinkRow, largestFileBytes: number): string {
     items.push("<li>No expiry date</li>");
   }
   return `<ul class="limits" aria-label="What this link takes">${items.join("")}</ul>`;
-}
-
-/** Bytes in binary units, as the dashboard shows them (web/progress.js formatSize). */
-function formatBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  const units = ["KiB", "MiB", "GiB", "TiB"];
-  let v = n / 1024;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
 }
 
 /** A small HTML page with the dashboard's CSS and CSP (no inline script: CSP forbids it). */

@@ -21,6 +21,7 @@
 import type { FileRecord } from "../domain/file.ts";
 import { essenceOf } from "../domain/params.ts";
 import type { ShareRow } from "../domain/share.ts";
+import { formatSize } from "../domain/size.ts";
 import type { ContentReply } from "./content.ts";
 import { escapeHtml, pageHead } from "./pages.ts";
 
@@ -48,7 +49,7 @@ export function sharePage(view: SharePageView, method: string): ContentReply {
   const self = `/s/${share.token}`;
   const name = file.name === "" ? "Untitled file" : file.name;
   const facts = [
-    `<div><dt>Size</dt><dd>${escapeHtml(formatBytes(file.size))}</dd></div>`,
+    `<div><dt>Size</dt><dd>${escapeHtml(formatSize(file.size))}</dd></div>`,
     `<div><dt>Type</dt><dd>${escapeHtml(file.contentType)}</dd></div>`,
     view.sharer === undefined ? "" : `<div><dt>Shared by</dt><dd>${escapeHtml(view.sharer)}</dd></div>`,
     `<div><dt>Expires</dt><dd>${share.expiresAt === null ? "Never" : escapeHtml(formatWhen(share.expiresAt, view.nowMicros))}</dd></div>`,
@@ -59,7 +60,7 @@ export function sharePage(view: SharePageView, method: string): ContentReply {
 <p class="muted">A file shared with you</p>
 <h1 class="file-name">${escapeHtml(name)}</h1>
 <dl class="facts">${facts}</dl>
-<p><a class="button primary download" href="${self}?download=1" download>Download <span class="muted-on-accent">(${escapeHtml(formatBytes(file.size))})</span></a></p>
+<p><a class="button primary download" href="${self}?download=1" download>Download <span class="muted-on-accent">(${escapeHtml(formatSize(file.size))})</span></a></p>
 ${previewOf(file, self, share.maxDownloads !== null)}
 </main></body></html>
 `;
@@ -97,22 +98,6 @@ function previewOf(file: FileRecord, self: string, limited: boolean): string {
   } else return "";
   const summary = limited ? "Preview (opening it uses one download)" : "Preview";
   return `<details class="preview"${limited ? "" : " open"}><summary>${summary}</summary>${element}</details>`;
-}
-
-/**
- * A size as the dashboard shows it (web/progress.js `formatSize`): binary units, one decimal
- * below 10 — "512 B", "1.5 KiB", "12 MiB".
- */
-export function formatBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  const units = ["KiB", "MiB", "GiB", "TiB"];
-  let value = n / 1024;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  return `${value.toFixed(value < 10 ? 1 : 0)} ${units[unit]}`;
 }
 
 /** An expiry as "26 Nov 2026, 13:20 UTC (in 3 days)". */

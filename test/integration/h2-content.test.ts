@@ -3,6 +3,7 @@
 // errors, share links, large downloads, and the dispatch still taking everything else.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import http2 from "node:http2";
+import { h2On, type H2Answer } from "../support/h2.ts";
 import { RawH2 } from "../support/h2-raw.ts";
 import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";
 
@@ -33,27 +34,11 @@ afterAll(async () => {
   await server?.[Symbol.asyncDispose]();
 });
 
-interface H2Answer {
-  status: number;
-  headers: Record<string, string>;
-  body: Buffer;
-}
-
-/** One request over the shared h2c session; the answer's headers without pseudo headers and `date`. */
-function h2(path: string, headers: Record<string, string> = {}, method = "GET", on = session): Promise<H2Answer> {
-  return new Promise((resolve, reject) => {
-    const stream = on.request({ ":path": path, ":method": method, ...headers });
-    const chunks: Buffer[] = [];
-    let head: http2.IncomingHttpHeaders = {};
-    stream.on("response", (h) => (head = h));
-    stream.on("data", (c: Buffer) => chunks.push(c));
-    stream.on("end", () => {
-      const out: Record<string, string> = {};
-      for (const [name, value] of Object.entries(head)) if (!name.startsWith(":") && name !== "date") out[name] = String(value);
-      resolve({ status: Number(head[":status"]), headers: out, body: Buffer.concat(chunks) });
-    });
-    stream.on("error", reject);
-  });
+/** One request over the shared h2c session; the answer's headers without `date`. */
+async function h2(path: string, headers: Record<string, string> = {}, method = "GET", on = session): Promise<H2Answer> {
+  const answer = await h2On(on, path, { ":method": method, ...headers });
+  delete answer.headers.date;
+  return answer;
 }
 
 /** The same request over HTTP/1.1, in the same shape (hop-by-hop headers left out). */
