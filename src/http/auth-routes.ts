@@ -92,6 +92,17 @@ export function authRoutes(deps: AuthRoutesDeps) {
     cookie(sessionCookieName(deps.baseUrl()), token, Math.max(0, Math.floor((expiresAtMicros - deps.clockMicros()) / 1_000_000)));
 
   /**
+   * Signs `userId` in: a new session, its cookie, and a 302 to `location` (a same-origin path).
+   * Never cached; no Referer leaves with the token-bearing URL this answers.
+   */
+  const startSession = async (userId: string, location: string): Promise<Response> => {
+    const session = await deps.sessions.create(userId);
+    const headers = new Headers({ location, "cache-control": "no-store", "referrer-policy": "no-referrer" });
+    headers.append("set-cookie", sessionCookie(session.token, session.expiresAt));
+    return new Response(null, { status: 302, headers });
+  };
+
+  /**
    * Without a provider, sign-in does not exist on this server: 404, not 503, since nothing is
    * down and monitoring that pages on 5xx must not wake for a dashboard visit (docs/design.md,
    * "Choices").
@@ -139,10 +150,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
           if (flow === undefined) throw new AppError("invalid_argument", "the sign-in took too long or was started in another browser; please start again");
           const identity = await signIn.finish(new URL(request.url).search, flow);
           const user = await deps.users.findOrCreateByIdentity(identity);
-          const session = await deps.sessions.create(user.id);
-          const headers = new Headers({ location: safeNext(flow.next), "cache-control": "no-store" });
-          headers.append("set-cookie", sessionCookie(session.token, session.expiresAt));
-          return new Response(null, { status: 302, headers });
+          return startSession(user.id, safeNext(flow.next));
         }),
       {
         parse: "none",
@@ -163,10 +171,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
           // Counted like a sign-in callback, before the lookup and kept: guessing costs a window.
           await chargeSignIn(deps.signInLimiter, requestContext.clientAddress);
           const user = await deps.loginLinks.redeem(params.token);
-          const session = await deps.sessions.create(user.id);
-          const headers = new Headers({ location: "/", "cache-control": "no-store", "referrer-policy": "no-referrer" });
-          headers.append("set-cookie", sessionCookie(session.token, session.expiresAt));
-          return new Response(null, { status: 302, headers });
+          return startSession(user.id, "/");
         }),
       {
         parse: "none",
