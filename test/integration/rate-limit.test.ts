@@ -145,15 +145,19 @@ async function exhaust(base: string, limit: number): Promise<void> {
   expect(statuses).toEqual([...Array<number>(limit).fill(401), 429]);
 }
 
-/** What a client can tell apart in an answer: the status, Retry-After, the error body and its type. */
+/**
+ * What a client can tell apart in an answer: the status, Retry-After, the error body and its
+ * type (an HTML page, for a browser navigation, by its heading).
+ */
 async function outcome(res: Response) {
   const text = await res.text();
+  const html = (res.headers.get("content-type") ?? "").startsWith("text/html");
   return {
     status: res.status,
     retryAfter: Number(res.headers.get("retry-after")) > 0,
     wwwAuthenticate: res.headers.get("www-authenticate"),
     contentType: res.headers.get("content-type"),
-    body: text === "" ? undefined : JSON.parse(text),
+    body: text === "" ? undefined : html ? /<h1>([^<]*)<\/h1>/.exec(text)?.[1] : JSON.parse(text),
   };
 }
 
@@ -188,12 +192,17 @@ test("a valid key from a limited address gets REST's 429 on content URLs too, on
     // /{id} and /{id}/{slug}: content URLs, answered on the listener.
     fast: await outcome(await fetch(`${v4}/${internal.id}`, { headers: withKey })),
     fastSlug: await outcome(await fetch(`${v4}/${internal.id}/notes`, { headers: withKey })),
-    // A browser navigation is not sent to sign in: signing in would not help.
+    // A browser navigation is not sent to sign in (signing in would not help): a page says so (CONTRACT §11).
     navigation: await outcome(await fetch(`${v4}/${internal.id}`, { headers: { ...withKey, accept: "text/html" }, redirect: "manual" })),
     // A slug with an escape: the same path, which redirects to the canonical URL.
     appRoute: await outcome(await fetch(`${v4}/${internal.id}/old%20name`, { headers: withKey, redirect: "manual" })),
   };
-  expect(content).toEqual({ fast: LIMITED, fastSlug: LIMITED, navigation: LIMITED, appRoute: LIMITED });
+  expect(content).toEqual({
+    fast: LIMITED,
+    fastSlug: LIMITED,
+    navigation: { ...LIMITED, contentType: "text/html; charset=utf-8", body: "Too many requests" },
+    appRoute: LIMITED,
+  });
   const head = await fetch(`${v4}/${internal.id}`, { method: "HEAD", headers: withKey });
   expect({ status: head.status, retryAfter: Number(head.headers.get("retry-after")) > 0 }).toEqual({ status: 429, retryAfter: true });
   expect([await h2c(`${v4}/${internal.id}`, withKey), await h2c(`${v4}/${internal.id}/old%20name`, withKey)]).toEqual([
