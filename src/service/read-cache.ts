@@ -7,10 +7,10 @@ import type { MetadataStore } from "../storage/ports.ts";
  * entries; the oldest goes first.
  */
 export class ReadCache<V> {
-  private readonly entries = new Map<string, { value: V; version: number }>();
+  private readonly entries = new Map<string, { value: V; version: number | string }>();
 
   constructor(
-    private readonly store: Pick<MetadataStore, "version">,
+    private readonly store: Pick<MetadataStore, "version" | "sharedVersion">,
     private readonly capacity: number,
   ) {}
 
@@ -19,6 +19,8 @@ export class ReadCache<V> {
    * `{ value }` on a hit, undefined when the value would have to be loaded.
    */
   peek(key: string): { value: V } | undefined {
+    // A store whose version must be read from it (PostgreSQL) cannot be trusted without waiting.
+    if (this.store.sharedVersion !== undefined) return undefined;
     const hit = this.entries.get(key);
     return hit !== undefined && hit.version === this.store.version() ? hit : undefined;
   }
@@ -27,7 +29,7 @@ export class ReadCache<V> {
   async get(key: string, load: () => Promise<V>): Promise<V> {
     // The version is taken before the lookup: a commit racing the lookup leaves the entry
     // stamped with the older version, so it is reloaded next time rather than kept stale.
-    const version = this.store.version();
+    const version = this.store.sharedVersion === undefined ? this.store.version() : await this.store.sharedVersion();
     const hit = this.entries.get(key);
     if (hit !== undefined && hit.version === version) return hit.value;
     const value = await load();

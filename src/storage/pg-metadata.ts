@@ -5,7 +5,8 @@
  * - Transactions are PostgreSQL's (READ COMMITTED); a use case that reads then writes one row
  *   locks it first (`SELECT … FOR UPDATE`, see {@link PgFiles.get} inside a transaction), so two
  *   instances replacing one file serialise as on SQLite.
- * - `version()`, which read caches trust, moves when this process commits (at once) and when
+ * - Read caches trust `sharedVersion()`, the current snapshot read from PostgreSQL, which changes
+ *   the moment any instance's write commits. `version()` moves when this process commits (at once) and when
  *   any process commits (the `cubby_changes` notification every table's trigger sends, see
  *   drizzle-pg/0001_notify_changes.sql). The store pings itself on the channel every 5 s; while
  *   its pings have not come back for 12 s (the listening connection is down), every call
@@ -191,7 +192,24 @@ export class PgMetadataStore implements MetadataStore {
     }
   }
 
-  /** Moves with every commit; while the notifications are not known to arrive, on every call. */
+  /**
+   * What the read caches trust on PostgreSQL: the current snapshot (`pg_current_snapshot()`,
+   * `xmin:xmax:xip…`), one round trip. Two equal snapshots see exactly the same committed rows,
+   * and any write transaction that commits (or starts writing) anywhere changes it. A cache
+   * stamps an entry with the snapshot read before its row was loaded, so the stamp is never newer
+   * than the data: an entry is given back only while no write has committed since. Unlike
+   * {@link version}, it sees another instance's commit on the very next request.
+   */
+  async sharedVersion(): Promise<string> {
+    const rows = await this.driver.db.execute<{ snapshot: string }>(sql`SELECT pg_current_snapshot()::text AS snapshot`);
+    return (rows as unknown as { snapshot: string }[])[0]!.snapshot;
+  }
+
+  /**
+   * Moves with every commit of this process at once and of others when their notification
+   * arrives; while the notifications are not known to arrive, on every call. The read caches
+   * trust {@link sharedVersion} instead (a notification can arrive after the next request).
+   */
   version(): number {
     return Date.now() - this.lastHeard <= this.timing.deafAfterMs ? this.current : ++this.current;
   }

@@ -248,6 +248,15 @@ export interface MetadataStore extends MetadataTables, AsyncDisposable {
    */
   version(): number;
   /**
+   * Set where {@link version} cannot see another process's commit the moment it is made
+   * (PostgreSQL: another instance's commit is known here only once its notification arrives,
+   * which may be after the next request; CONTRACT §7 asks for that request to see it). Then the
+   * read caches trust this instead: a value read from the store (one round trip) that stays the
+   * same while nothing has committed anywhere and changes once something has, and they answer
+   * nothing without waiting (`peek` misses).
+   */
+  sharedVersion?(): Promise<string>;
+  /**
    * The rate-limit windows every process and instance shares (storage/rate-limits.ts): outside
    * transactions, outside the version above, and never exported.
    */

@@ -7,11 +7,17 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import http2 from "node:http2";
+import { BACKEND } from "../support/backend.ts";
 import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";
 import { serverSide } from "../support/sockets.ts";
 import { waitFor } from "../support/wait.ts";
 import { RawHttp } from "../support/raw-http.ts";
 
+/**
+ * On PostgreSQL nothing is answered at once: the read caches ask the store before trusting an
+ * entry (MetadataStore.sharedVersion), so the comparison holds with both servers on the usual path.
+ */
+const ANSWERS_AT_ONCE = BACKEND !== "postgres-s3";
 let atOnce: RunningServer;
 let usual: RunningServer;
 const files: FileJson[] = [];
@@ -126,9 +132,10 @@ describe("HTTP/1.1", () => {
       { numRuns: 150 },
     );
     const counted = contentAnswers(atOnce);
+    expect(contentAnswers(usual).atOnce).toBe(0);
+    if (!ANSWERS_AT_ONCE) return expect(counted.atOnce).toBe(0);
     // About half the generated requests can be answered at once (small, public or opened by a live key, no error).
     expect(counted.atOnce).toBeGreaterThan(counted.all / 4);
-    expect(contentAnswers(usual).atOnce).toBe(0);
     // Files that are not public too, opened by a key whose lookups are cached.
     const notPublic = new Set(files.filter((f) => f.visibility !== "public").map((f) => `/${f.id}`));
     expect(atOnce.responses().filter((t) => t.atOnce === true && notPublic.has(t.path.replace(/^(\/[^/]+).*/, "$1"))).length).toBeGreaterThan(0);
@@ -194,7 +201,8 @@ describe("h2c", () => {
         }),
         { numRuns: 150 },
       );
-      expect(contentAnswers(atOnce).atOnce - before).toBeGreaterThan(150 / 4);
+      if (ANSWERS_AT_ONCE) expect(contentAnswers(atOnce).atOnce - before).toBeGreaterThan(150 / 4);
+      else expect(contentAnswers(atOnce).atOnce).toBe(0);
     } finally {
       for (const s of sessions) s.close();
     }

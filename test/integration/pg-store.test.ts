@@ -6,6 +6,7 @@ import postgres from "postgres";
 import { connectPostgres } from "../../src/storage/pg-driver.ts";
 import { openPgMetadata, type PgMetadataStore } from "../../src/storage/pg-metadata.ts";
 import { systemClock } from "../../src/domain/time.ts";
+import { ReadCache } from "../../src/service/read-cache.ts";
 import { UserService } from "../../src/service/users.ts";
 import { startPostgres } from "../support/postgres.ts";
 import { waitFor } from "../support/wait.ts";
@@ -41,6 +42,25 @@ test("a commit through another connection moves the version when its notificatio
   await other`INSERT INTO users (id, email, created_at) VALUES ('other', 'other@example.com', 1)`;
   await other.end();
   await waitFor(() => store.version() !== v, "the notification", 5_000, 10);
+});
+
+test("sharedVersion holds while nothing commits, and moves at once, with no notification awaited, on another connection's commit; a read cache sees that commit on its next read", async () => {
+  const cache = new ReadCache<string | undefined>(store, 10);
+  const email = async () => cache.get("shared", async () => (await store.users.byId("shared"))?.email);
+  await store.users.insert(user("shared"));
+  const v = await store.sharedVersion();
+  expect(await store.sharedVersion()).toBe(v);
+  expect(await email()).toBe("shared@example.com");
+  expect(cache.peek("shared")).toBeUndefined(); // never trusted without asking the store
+  const other = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    await other`UPDATE users SET email = 'moved@example.com' WHERE id = 'shared'`;
+    // The very next read: no wait for the notification.
+    expect(await store.sharedVersion()).not.toBe(v);
+    expect(await email()).toBe("moved@example.com");
+  } finally {
+    await other.end();
+  }
 });
 
 test("ten concurrent first sign-ins of one e-mail make one user, none fails", async () => {
