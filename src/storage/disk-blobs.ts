@@ -46,7 +46,7 @@ export class DiskBlobStore implements BlobStore {
     this.quarantineDir = path.join(dataDir, "quarantine");
     fs.mkdirSync(this.blobDir, { recursive: true, mode: PRIVATE_DIR_MODE });
     fs.mkdirSync(this.tmpDir, { recursive: true, mode: PRIVATE_DIR_MODE });
-    this.partials = new DiskPartials(path.join(dataDir, "uploads"), this.blobDir, (content, opts) => this.write(content, opts));
+    this.partials = new DiskPartials(path.join(dataDir, "uploads"), this.blobDir);
   }
 
   private path(name: string): string {

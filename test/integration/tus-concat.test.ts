@@ -197,6 +197,36 @@ test("through a guest link: partials hold bytes but no file; the final counts on
   expect((await tusFetch(`${server.url}/v1/uploads`, "POST", link.token, { "upload-length": "1", "upload-concat": "partial" })).status).toBe(410);
 });
 
+test("two finals naming the same partials at once: one file, the other refused", async () => {
+  const key = await newUser();
+  const a = await partialOf(key, new Uint8Array(3 * MiB).fill(1));
+  const b = await partialOf(key, new Uint8Array(2 * MiB).fill(2));
+  const results = await Promise.all([createFinal(key, [a, b]), createFinal(key, [a, b]), createFinal(key, [b])]);
+  const statuses = results.map((r) => r.status).sort();
+  expect(statuses[0]).toBe(201);
+  expect(statuses.slice(1).every((s) => s === 400 || s === 409)).toBe(true);
+  const files = await runSql<{ n: number }>(server.dataDir, "SELECT count(*) AS n FROM files WHERE owner_id = (SELECT owner_id FROM uploads WHERE id = ?)", idOf(a));
+  expect(Number(files[0]!.n)).toBe(1);
+  expect(await usage(key)).toMatchObject({ reserved_bytes: 0, used_bytes: 5 * MiB });
+});
+
+test("a final refused through a link that filled meanwhile changes nothing: the partials stay whole", async () => {
+  const owner = await newUser();
+  const res = await client(server, owner).fetch("/v1/upload-links", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ max_files: 1 }) });
+  const token = ((await res.json()) as UploadLinkJson).url.split("/u/")[1]!;
+  const a = await partialOf(token, new Uint8Array(2 * MiB).fill(7));
+  const b = await partialOf(token, "tail");
+  // Partials hold no file: a plain upload through the link takes its one file first.
+  const plain = await tusFetch(`${server.url}/v1/uploads`, "POST", token, { "upload-length": "3", "content-type": "application/offset+octet-stream" }, "abc");
+  expect(plain.status).toBe(201);
+  const before = await snapshot([a, b]);
+  const final = await createFinal(token, [a, b]);
+  expect([final.status, final.error?.message]).toEqual([410, "this upload link took its 1 file(s)"]);
+  expect(await snapshot([a, b])).toEqual(before);
+  // The link is full, so its guests get 410; the owner sees the partials whole.
+  for (const u of [a, b]) expect((await tusFetch(u, "HEAD", owner)).headers.get("upload-offset")).toBe(u === a ? String(2 * MiB) : "4");
+});
+
 test("tus-js-client with parallelUploads (the dashboard's way) uploads 40 MiB through nginx capping bodies at 16 MiB; the bytes match", async () => {
   const key = await newUser();
   const source = randomFile(work.path, "parallel.bin", 40 * MiB + 123);
