@@ -407,13 +407,13 @@ function upload(file) {
       item.dataset.state = "uploading";
       status.textContent = "resuming…";
       speed.reset();
-      tus.start();
+      begin().catch(failedToStart);
     };
     window.addEventListener("online", again);
     waiting = setTimeout(again, 10_000);
   };
 
-  const tus = new window.tus.Upload(file, {
+  const options = {
     endpoint: "/v1/uploads",
     ...tusOptions(file.size),
     metadata,
@@ -447,7 +447,23 @@ function upload(file) {
       status.setAttribute("role", "alert");
       pauseButton.remove();
     },
-  });
+  };
+  let tus;
+  /**
+   * Starts the upload, or resumes it from the server's offsets (the upload URLs tus-js-client
+   * keeps per file in localStorage): a new tus.Upload each time, because tus-js-client 4.3 leaves
+   * a parallel upload aborted once abort() was called, and it would then swallow the next error.
+   */
+  const begin = async () => {
+    tus = new window.tus.Upload(file, options);
+    const previous = await tus.findPreviousUploads();
+    if (previous.length > 0) tus.resumeFromPreviousUpload(previous[0]);
+    tus.start();
+  };
+  const failedToStart = (err) => {
+    item.dataset.state = "failed";
+    status.textContent = `failed: ${messageOf(err)}`;
+  };
 
   const pauseButton = button("Pause", `Pause ${file.name}`, async () => {
     if (!paused) {
@@ -464,7 +480,7 @@ function upload(file) {
       pauseButton.setAttribute("aria-label", `Pause ${file.name}`);
       status.textContent = "resuming…";
       speed.reset();
-      tus.start();
+      begin().catch(failedToStart);
     }
   });
   const cancelButton = button("Cancel", `Cancel ${file.name}`, async () => {
@@ -476,16 +492,7 @@ function upload(file) {
   item.append(el("span", { className: "inline" }, pauseButton, cancelButton));
   $("uploads").append(item);
 
-  tus
-    .findPreviousUploads()
-    .then((previous) => {
-      if (previous.length > 0) tus.resumeFromPreviousUpload(previous[0]);
-      tus.start();
-    })
-    .catch((err) => {
-      item.dataset.state = "failed";
-      status.textContent = `failed: ${messageOf(err)}`;
-    });
+  begin().catch(failedToStart);
 }
 
 function uploadAll(files) {
