@@ -644,13 +644,20 @@ if (want(13) && has("curl")) {
 // chunk 25 ms each way (a 50 ms round trip) with a 4 MiB window per connection and direction
 // (slow-link.ts), through which tus-js-client with the dashboard's own settings (web/tus-options.js:
 // 8 MiB requests, several partial uploads side by side, joined by tus concatenation) uploads
-// MEDIUM bytes, against one `curl -T` POST of the same file through the same relay.
+// MEDIUM bytes, against one `curl -T` POST of the same file through the same relay. The server
+// is one of its own whose HOSTNAME is the relay, so that the upload URLs it hands out (Location)
+// lead through the relay too.
 if (want(16) && has("curl")) {
   step(`dashboard uploader (${size(MEDIUM)}) over a 50 ms link vs one curl -T over it`);
   const src = path.join(www, "medium.bin");
   writeRandomFile(src, MEDIUM);
-  const link = await spawnReady([bun, path.join(import.meta.dir, "slow-link.ts"), String(server.match[1]), "25", String(4 * 2 ** 20)], /listening on port (\d+)/);
-  const through = `http://127.0.0.1:${link.match[1]}`;
+  const relayPort = await freePort();
+  const through = `http://127.0.0.1:${relayPort}`;
+  const dir = path.join(work, "slow-link");
+  const behind = await spawnReady([cubby, "serve", "--port", "0", "--data-dir", dir], /listening on port (\d+)/, { ...cubbyEnv, HOSTNAME: through });
+  const key = (await run([cubby, "keys", "create", "--email", "slow@example.com", "--data-dir", dir])).out.trim();
+  const auth = `authorization: Bearer ${key}`;
+  const link = await spawnReady([bun, path.join(import.meta.dir, "slow-link.ts"), String(behind.match[1]), "25", String(4 * 2 ** 20), String(relayPort)], /listening on port (\d+)/);
   const t: number[] = [];
   const c: number[] = [];
   const dashboard = async () => {
@@ -662,25 +669,29 @@ if (want(16) && has("curl")) {
         headers: { authorization: `Bearer ${key}` },
         metadata: { filename: "medium.bin" },
         storeFingerprintForResuming: false,
-        onSuccess: (payload) => resolve(payload.lastResponse.getHeader("cubby-file-id") ?? ""),
+        onSuccess: (payload) => {
+          if (!upload.url?.startsWith(through)) reject(new Error(`the upload went around the relay: ${upload.url}`));
+          resolve(payload.lastResponse.getHeader("cubby-file-id") ?? "");
+        },
         onError: reject,
       });
       upload.start();
     });
     const speed = MEDIUM / ((performance.now() - started) / 1000) / 1e6;
-    await fetch(`${base}/v1/files/${fileId}`, { method: "DELETE", headers: { authorization: `Bearer ${key}` } });
+    await fetch(`${through}/v1/files/${fileId}`, { method: "DELETE", headers: { authorization: `Bearer ${key}` } });
     t.push(speed);
     return speed;
   };
   const curl = async () => {
     const { out } = await run(["curl", "-sS", "--fail", "-X", "POST", "-T", src, "-H", auth, "-w", "\n%{speed_upload}", `${through}/v1/files`]);
     const [json, speed] = out.split("\n");
-    await fetch(`${base}/v1/files/${(JSON.parse(json!) as { id: string }).id}`, { method: "DELETE", headers: { authorization: `Bearer ${key}` } });
+    await fetch(`${through}/v1/files/${(JSON.parse(json!) as { id: string }).id}`, { method: "DELETE", headers: { authorization: `Bearer ${key}` } });
     c.push(Number(speed) / 1e6);
     return Number(speed) / 1e6;
   };
   const [tm, cm] = await pair(dashboard, curl);
   killGroup(link.proc);
+  killGroup(behind.proc);
   fs.rmSync(src);
   const spread = (xs: number[]) => `${Math.min(...xs).toFixed(0)}–${Math.max(...xs).toFixed(0)}`;
   const parts = tusOptions(MEDIUM).parallelUploads;

@@ -5,14 +5,16 @@
  * (Linux's default tcp_rmem maximum is 6 MiB): one connection then carries at most
  * WINDOW_BYTES per DELAY_MS, and several connections each their own.
  *
- *   bun scripts/bench/slow-link.ts TARGET_PORT [DELAY_MS=25] [WINDOW_BYTES=4194304]
+ *   bun scripts/bench/slow-link.ts TARGET_PORT [DELAY_MS=25] [WINDOW_BYTES=4194304] [PORT=0]
  *
- * Prints "listening on port N" once it accepts connections; runs until killed.
+ * Listens on 127.0.0.1:PORT (0: any free port); prints "listening on port N" once it accepts
+ * connections; runs until killed. A tus server behind it must name the relay in its upload
+ * URLs (cubby's HOSTNAME), or the client sends its PATCHes around the relay.
  */
 import net from "node:net";
 
-const [target, delayMs = 25, windowBytes = 4 * 2 ** 20] = process.argv.slice(2).map(Number);
-if (!target) throw new Error("usage: slow-link.ts TARGET_PORT [DELAY_MS] [WINDOW_BYTES]");
+const [target, delayMs = 25, windowBytes = 4 * 2 ** 20, port = 0] = process.argv.slice(2).map(Number);
+if (!target) throw new Error("usage: slow-link.ts TARGET_PORT [DELAY_MS] [WINDOW_BYTES] [PORT]");
 
 /** Copies `from` to `to`, each chunk DELAY_MS later, in order; `from` pauses while a window is in flight. */
 function relay(from: net.Socket, to: net.Socket): void {
@@ -56,4 +58,4 @@ const server = net.createServer((client) => {
   relay(client, upstream);
   relay(upstream, client);
 });
-server.listen(0, "127.0.0.1", () => console.log(`listening on port ${(server.address() as net.AddressInfo).port}`));
+server.listen(port, "127.0.0.1", () => console.log(`listening on port ${(server.address() as net.AddressInfo).port}`));
