@@ -60,6 +60,8 @@ function start(file) {
   const upload = new window.tus.Upload(file, {
     endpoint: "/v1/uploads",
     ...tusOptions(file.size),
+    // No waiting state here that resumes by itself (the dashboard's): retry for longer instead.
+    retryDelays: [0, 1000, 3000, 5000, 10000],
     headers: { Authorization: `Bearer ${token}` },
     metadata: { filename: file.name, filetype: file.type },
     removeFingerprintOnSuccess: true,
