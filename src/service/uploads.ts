@@ -200,6 +200,8 @@ export class UploadService {
    * reserved the bytes against the owner's quota and the link's max_bytes, and the file is
    * counted once (one file of the total through a guest link). The partials are consumed
    * (HEAD then reports the final's file) and their bytes removed. Nothing changes on failure.
+   * The same final again (same partials, same order) answers the first one's state: a client
+   * that lost the answer and resumes gets its file, not an error.
    * @throws not_found for a partial the uploader may not see (another user's, another link's);
    *   gone once one expired; invalid_argument for an upload that is not a partial, an
    *   unfinished partial, one consumed already, or the owner naming their link's partials;
@@ -212,12 +214,18 @@ export class UploadService {
     const now = this.deps.clock.nowMicros();
     const fields = fieldsOf(metadata, link, now);
     if (new Set(uploadIds).size !== uploadIds.length || uploadIds.length === 0) throw new AppError("invalid_argument", "Upload-Concat: name each partial upload once");
+    const concat = formatUploadConcat({ kind: "final", uploadIds: [...uploadIds] });
     return this.lockedAll(uploadIds, async () => {
       const parts: UploadRow[] = [];
-      for (const id of uploadIds) {
+      for (const [i, id] of uploadIds.entries()) {
         const row = await this.owned(uploader, id);
         if (!isPartial(row)) throw new AppError("invalid_argument", `upload ${id} is not a partial upload (create it with Upload-Concat: partial)`);
-        if (row.fileId !== null) throw new AppError("invalid_argument", `partial upload ${id} is part of a final upload already`);
+        if (row.fileId !== null) {
+          // The same final again (its answer was lost, and the client resumed): the same answer.
+          const again = i === 0 ? await this.deps.store.uploads.finalOf(ownerId, row.fileId, concat) : undefined;
+          if (again !== undefined && (again.uploadLinkId ?? null) === (link?.id ?? null)) return stateOf(again);
+          throw new AppError("invalid_argument", `partial upload ${id} is part of a final upload already`);
+        }
         if (row.offset < row.length) throw new AppError("invalid_argument", `partial upload ${id} is unfinished (${row.offset} of ${row.length} bytes): finish it first`);
         if (row.uploadLinkId !== (link?.id ?? null)) throw new AppError("invalid_argument", `partial upload ${id} came through a guest upload link: only that link's final upload takes it`);
         parts.push(row);
@@ -234,7 +242,7 @@ export class UploadService {
         offset: length,
         metadata: JSON.stringify(metadata),
         fileId: null,
-        concat: formatUploadConcat({ kind: "final", uploadIds: [...uploadIds] }),
+        concat,
         createdAt: now,
         expiresAt: now + this.deps.expiryMicros,
       };

@@ -77,6 +77,10 @@ export class PgUploads implements UploadTable {
       .limit(limit);
   }
 
+  async finalOf(ownerId: string, fileId: string, concat: string): Promise<UploadRow | undefined> {
+    return (await this.db.select().from(uploads).where(and(eq(uploads.ownerId, ownerId), eq(uploads.fileId, fileId), eq(uploads.concat, concat))).limit(1))[0];
+  }
+
   async unfinishedOfLink(linkId: string): Promise<UploadRow[]> {
     return this.db.select().from(uploads).where(and(eq(uploads.uploadLinkId, linkId), isNull(uploads.fileId)));
   }

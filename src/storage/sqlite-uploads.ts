@@ -80,6 +80,10 @@ export class SqliteUploads implements UploadTable {
       .all();
   }
 
+  async finalOf(ownerId: string, fileId: string, concat: string): Promise<UploadRow | undefined> {
+    return this.db.select().from(uploads).where(and(eq(uploads.ownerId, ownerId), eq(uploads.fileId, fileId), eq(uploads.concat, concat))).get();
+  }
+
   async unfinishedOfLink(linkId: string): Promise<UploadRow[]> {
     return this.db.select().from(uploads).where(and(eq(uploads.uploadLinkId, linkId), isNull(uploads.fileId))).all();
   }

@@ -66,6 +66,11 @@ export interface UploadTable {
    * `after` (keyset pagination, as files are listed).
    */
   unfinishedByOwner(ownerId: string, now: number, limit: number, after: PageCursor | undefined): Promise<UploadRow[]>;
+  /**
+   * The final upload (tus concatenation) of `ownerId` that made file `fileId` with Upload-Concat
+   * `concat`, if its row is still there (a client repeating a final whose answer it lost).
+   */
+  finalOf(ownerId: string, fileId: string, concat: string): Promise<UploadRow | undefined>;
   /** Every unfinished upload made through link `linkId`, expired or not. */
   unfinishedOfLink(linkId: string): Promise<UploadRow[]>;
   /** Up to `limit` unfinished uploads whose guest link is deleted, or expired at `now` (the sweep ends them). */

@@ -142,11 +142,18 @@ test("hostile finals are clear 4xx and change nothing", async () => {
   }
   expect(await snapshot([a, b, unfinished, plain, theirs])).toEqual(before);
 
-  // The same partials still make the file; a second final naming one is refused.
+  // The same partials still make the file; another final naming one of them is refused.
   const final = await createFinal(key, [a, b]);
   expect(final.status).toBe(201);
   const again = await createFinal(key, [b]);
   expect([again.status, again.error?.message]).toEqual([400, `partial upload ${idOf(b)} is part of a final upload already`]);
+  const reordered = await createFinal(key, [b, a]);
+  expect([reordered.status, reordered.error?.message]).toEqual([400, `partial upload ${idOf(b)} is part of a final upload already`]);
+  // The same final again (a client that lost the answer and resumed) gets the same answer.
+  const repeated = await createFinal(key, [a, b]);
+  expect([repeated.status, repeated.headers.get("location"), repeated.headers.get("cubby-file-id")]).toEqual([201, final.headers.get("location"), final.headers.get("cubby-file-id")]);
+  // Another user repeating it learns nothing.
+  expect((await createFinal(other, [a, b])).status).toBe(404);
 });
 
 test("a final upload's file is counted once against the quota: partials that fit make a file that fits", async () => {
@@ -197,14 +204,17 @@ test("through a guest link: partials hold bytes but no file; the final counts on
   expect((await tusFetch(`${server.url}/v1/uploads`, "POST", link.token, { "upload-length": "1", "upload-concat": "partial" })).status).toBe(410);
 });
 
-test("two finals naming the same partials at once: one file, the other refused", async () => {
+test("finals naming the same partials at once: one file; the others refused, or answered with that file", async () => {
   const key = await newUser();
   const a = await partialOf(key, new Uint8Array(3 * MiB).fill(1));
   const b = await partialOf(key, new Uint8Array(2 * MiB).fill(2));
   const results = await Promise.all([createFinal(key, [a, b]), createFinal(key, [a, b]), createFinal(key, [b])]);
-  const statuses = results.map((r) => r.status).sort();
-  expect(statuses[0]).toBe(201);
-  expect(statuses.slice(1).every((s) => s === 400 || s === 409)).toBe(true);
+  const made = results.filter((r) => r.status === 201).map((r) => r.headers.get("cubby-file-id"));
+  expect(made.length).toBeGreaterThan(0);
+  expect(new Set(made).size).toBe(1);
+  expect(results.filter((r) => r.status !== 201).every((r) => r.status === 400 || r.status === 409)).toBe(true);
+  // [b] alone is never that final.
+  expect(results[2]!.status).not.toBe(201);
   const files = await runSql<{ n: number }>(server.dataDir, "SELECT count(*) AS n FROM files WHERE owner_id = (SELECT owner_id FROM uploads WHERE id = ?)", idOf(a));
   expect(Number(files[0]!.n)).toBe(1);
   expect(await usage(key)).toMatchObject({ reserved_bytes: 0, used_bytes: 5 * MiB });
