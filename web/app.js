@@ -6,11 +6,10 @@
 
 import qrcode from "/assets/qrcode.mjs";
 import { createSpeedometer, formatSize, progressText } from "/assets/progress.js";
+import { tusOptions } from "/assets/tus-options.js";
 
 const $ = (id) => document.getElementById(id);
 const PAGE_SIZE = 50;
-/** tus chunk size: below common proxy body limits (nginx's default 1 MiB aside; Cloudflare's 100 MB). */
-const CHUNK_BYTES = 8 * 1024 * 1024;
 /** Expiry choices offered wherever something can expire: [ttl, label]. */
 const EXPIRY_CHOICES = [
   ["1h", "in 1 hour"],
@@ -380,9 +379,11 @@ function isDropped(err) {
 }
 
 /**
- * Uploads one file through tus with progress, pause/resume and cancel. tus-js-client retries a
- * failed chunk with backoff; when the connection stays down past those retries, the upload
- * resumes by itself from the server's offset once the browser is back online (or every 10 s).
+ * Uploads one file through tus with progress, pause/resume and cancel; a large file goes as
+ * several partial uploads side by side, joined by the server (tus concatenation; tus-options.js
+ * says how many). tus-js-client retries a failed chunk with backoff; when the connection stays
+ * down past those retries, the upload resumes by itself from the server's offsets once the
+ * browser is back online (or every 10 s).
  */
 function upload(file) {
   const bar = el("progress", { max: Math.max(file.size, 1), value: 0 });
@@ -406,16 +407,15 @@ function upload(file) {
       item.dataset.state = "uploading";
       status.textContent = "resuming…";
       speed.reset();
-      tus.start();
+      begin().catch(failedToStart);
     };
     window.addEventListener("online", again);
     waiting = setTimeout(again, 10_000);
   };
 
-  const tus = new window.tus.Upload(file, {
+  const options = {
     endpoint: "/v1/uploads",
-    chunkSize: CHUNK_BYTES,
-    retryDelays: [0, 1000, 3000, 5000],
+    ...tusOptions(file.size),
     metadata,
     removeFingerprintOnSuccess: true,
     onProgress(sent, total) {
@@ -435,6 +435,8 @@ function upload(file) {
     },
     onError(err) {
       if (isDropped(err)) {
+        // One part's failure ends the upload; stop the other parts too, to resume them together.
+        tus.abort().catch(() => {});
         item.dataset.state = "waiting";
         status.textContent = "connection lost: resumes when it is back";
         resumeLater();
@@ -445,7 +447,23 @@ function upload(file) {
       status.setAttribute("role", "alert");
       pauseButton.remove();
     },
-  });
+  };
+  let tus;
+  /**
+   * Starts the upload, or resumes it from the server's offsets (the upload URLs tus-js-client
+   * keeps per file in localStorage): a new tus.Upload each time, because tus-js-client 4.3 leaves
+   * a parallel upload aborted once abort() was called, and it would then swallow the next error.
+   */
+  const begin = async () => {
+    tus = new window.tus.Upload(file, options);
+    const previous = await tus.findPreviousUploads();
+    if (previous.length > 0) tus.resumeFromPreviousUpload(previous[0]);
+    tus.start();
+  };
+  const failedToStart = (err) => {
+    item.dataset.state = "failed";
+    status.textContent = `failed: ${messageOf(err)}`;
+  };
 
   const pauseButton = button("Pause", `Pause ${file.name}`, async () => {
     if (!paused) {
@@ -462,7 +480,7 @@ function upload(file) {
       pauseButton.setAttribute("aria-label", `Pause ${file.name}`);
       status.textContent = "resuming…";
       speed.reset();
-      tus.start();
+      begin().catch(failedToStart);
     }
   });
   const cancelButton = button("Cancel", `Cancel ${file.name}`, async () => {
@@ -474,16 +492,7 @@ function upload(file) {
   item.append(el("span", { className: "inline" }, pauseButton, cancelButton));
   $("uploads").append(item);
 
-  tus
-    .findPreviousUploads()
-    .then((previous) => {
-      if (previous.length > 0) tus.resumeFromPreviousUpload(previous[0]);
-      tus.start();
-    })
-    .catch((err) => {
-      item.dataset.state = "failed";
-      status.textContent = `failed: ${messageOf(err)}`;
-    });
+  begin().catch(failedToStart);
 }
 
 function uploadAll(files) {

@@ -1,10 +1,12 @@
 // The guest upload page (/u/{token}, CONTRACT §8): anyone with the link uploads files into its
 // owner's account without signing in. Uploads go through tus (tus-js-client, loaded before this
-// script as window.tus) with the link's token as the bearer credential, in 8 MiB chunks so that
-// proxies capping request bodies pass them; an interrupted upload resumes from the server's
-// offset (tus-js-client remembers the upload URL per file in localStorage). Each upload shows
+// script as window.tus) with the link's token as the bearer credential, with the dashboard's
+// settings (tus-options.js: 8 MiB requests so that proxies capping request bodies pass them, a
+// large file as several partial uploads side by side); an interrupted upload resumes from the
+// server's offsets (tus-js-client remembers the upload URLs per file in localStorage). Each upload shows
 // its speed and time left; the link's limits above (rendered by the server) count down.
 import { createSpeedometer, progressText } from "/assets/progress.js";
+import { tusOptions } from "/assets/tus-options.js";
 
 const token = location.pathname.split("/")[2] ?? "";
 const list = document.getElementById("uploads");
@@ -57,7 +59,8 @@ function start(file) {
 
   const upload = new window.tus.Upload(file, {
     endpoint: "/v1/uploads",
-    chunkSize: 8 * 1024 * 1024,
+    ...tusOptions(file.size),
+    // No waiting state here that resumes by itself (the dashboard's): retry for longer instead.
     retryDelays: [0, 1000, 3000, 5000, 10000],
     headers: { Authorization: `Bearer ${token}` },
     metadata: { filename: file.name, filetype: file.type },

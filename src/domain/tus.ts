@@ -9,7 +9,7 @@ import { AppError } from "../errors.ts";
 /** The protocol version served (Tus-Resumable, Tus-Version). */
 export const TUS_VERSION = "1.0.0";
 /** The extensions served, as OPTIONS lists them (Tus-Extension). */
-export const TUS_EXTENSIONS = ["creation", "creation-with-upload", "termination", "expiration", "checksum"] as const;
+export const TUS_EXTENSIONS = ["creation", "creation-with-upload", "termination", "expiration", "checksum", "concatenation"] as const;
 /** Checksum algorithms of the checksum extension (Tus-Checksum-Algorithm). */
 export const TUS_CHECKSUM_ALGORITHMS = ["crc32c", "sha1"] as const;
 export type TusChecksumAlgorithm = (typeof TUS_CHECKSUM_ALGORITHMS)[number];
@@ -138,4 +138,53 @@ export function parseUploadChecksum(raw: string | null): UploadChecksum | undefi
  */
 export function isSupportedTusVersion(raw: string | null): boolean {
   return raw === TUS_VERSION;
+}
+
+/** The most partial uploads one final upload may name (tus concatenation). */
+export const MAX_CONCAT_PARTS = 100;
+/** Upload IDs as the upload service makes them (domain/upload-link.ts newUploadId). */
+const UPLOAD_ID = /^[A-Za-z0-9_-]{26}$/;
+/** The path of an upload's URL: `/v1/uploads/{id}`, possibly below a proxy's path prefix. */
+const UPLOAD_PATH = /\/v1\/uploads\/([^/?#]*)$/;
+
+/**
+ * Upload-Concat of a creation (tus concatenation extension): a partial upload, or the final
+ * upload made of the named partial uploads in order.
+ */
+export type UploadConcat = { kind: "partial" } | { kind: "final"; uploadIds: string[] };
+
+/**
+ * Upload-Concat: `partial`, or `final;` followed by the partial uploads' URLs separated by
+ * spaces (tus: "a list of the URLs of the partial uploads"), each an absolute URL or an absolute
+ * path ending in `/v1/uploads/{id}` (the creation's Location, behind any proxy prefix). At most
+ * {@link MAX_CONCAT_PARTS}, none twice.
+ * @returns undefined when the header is absent
+ * @throws AppError invalid_argument naming the problem
+ */
+export function parseUploadConcat(raw: string | null): UploadConcat | undefined {
+  if (raw === null) return undefined;
+  if (raw === "partial") return { kind: "partial" };
+  if (!raw.startsWith("final;")) invalid(`Upload-Concat: ${shown(raw)} is neither "partial" nor "final;<upload URLs>"`);
+  const urls = raw.slice("final;".length).trim().split(/ +/).filter((u) => u !== "");
+  if (urls.length === 0) invalid("Upload-Concat: a final upload names at least one partial upload");
+  if (urls.length > MAX_CONCAT_PARTS) invalid(`Upload-Concat: a final upload names at most ${MAX_CONCAT_PARTS} partial uploads`);
+  const uploadIds = urls.map((url) => {
+    let pathname: string;
+    try {
+      pathname = url.startsWith("/") ? url : new URL(url).pathname;
+    } catch {
+      invalid(`Upload-Concat: ${shown(url)} is not an upload URL`);
+    }
+    const id = UPLOAD_PATH.exec(pathname)?.[1];
+    if (id === undefined || !UPLOAD_ID.test(id)) invalid(`Upload-Concat: ${shown(url)} is not an upload URL (/v1/uploads/{id})`);
+    return id;
+  });
+  const twice = uploadIds.find((id, i) => uploadIds.indexOf(id) !== i);
+  if (twice !== undefined) invalid(`Upload-Concat: partial upload ${twice} is named twice`);
+  return { kind: "final", uploadIds };
+}
+
+/** Upload-Concat as HEAD reports it: `partial`, or `final;` and the partial uploads' paths. */
+export function formatUploadConcat(concat: UploadConcat): string {
+  return concat.kind === "partial" ? "partial" : `final;${concat.uploadIds.map((id) => `/v1/uploads/${id}`).join(" ")}`;
 }

@@ -1,7 +1,7 @@
 /**
  * The tus 1.0.0 server at /v1/uploads (https://tus.io/protocols/resumable-upload; CONTRACT §8):
- * core protocol plus creation, creation-with-upload, termination, expiration and checksum
- * (crc32c, sha1). Headers become domain values here (domain/tus.ts); service/uploads.ts decides.
+ * core protocol plus creation, creation-with-upload, termination, expiration, checksum
+ * (crc32c, sha1) and concatenation (partial uploads sent in parallel, then a final upload). Headers become domain values here (domain/tus.ts); service/uploads.ts decides.
  *
  * Every answer carries `Tus-Resumable: 1.0.0`; a request without it (OPTIONS and DELETE, which
  * is also the REST way to end an upload, aside) gets 412
@@ -19,6 +19,7 @@ import {
   formatUploadMetadata,
   isSupportedTusVersion,
   parseUploadChecksum,
+  parseUploadConcat,
   parseUploadLength,
   parseUploadMetadata,
   parseUploadOffset,
@@ -57,6 +58,7 @@ const tusHeaders = {
   "upload-offset": always("Bytes received so far", { type: "string", pattern: "^[0-9]+$" }),
   "upload-expires": header("While unfinished: when the upload expires (HTTP-date)"),
   "cubby-file-id": header("Once finished: the File's ID", { type: "string", pattern: PATTERNS.fileId }),
+  "upload-concat": header("For a partial or final upload (tus concatenation): `partial`, or `final;` and its partial uploads' paths"),
 };
 const TUS_ERRORS = errors(400, 404, 409, 410, 412, 413, 415, 460, ...AUTH);
 const tusOptions = (operationId: string) =>
@@ -111,11 +113,20 @@ export function tusRoutes(deps: TusRoutesDeps) {
         const who = await uploader(request, context);
         const h = request.headers;
         if (h.get("upload-defer-length") !== null) throw new AppError("invalid_argument", "Upload-Defer-Length: not supported; send Upload-Length");
-        const length = parseUploadLength(h.get("upload-length"));
+        const concat = parseUploadConcat(h.get("upload-concat"));
         const metadata = parseUploadMetadata(h.get("upload-metadata"));
         const withData = isChunk(h);
-        const checksum = withData ? parseUploadChecksum(h.get("upload-checksum")) : undefined;
-        const state = await uploads.create(who, { length, metadata, content: withData ? request.body : null, checksum });
+        let state: UploadState;
+        if (concat?.kind === "final") {
+          // tus concatenation: the final's length is its partials' sum, and it takes no bytes.
+          if (h.get("upload-length") !== null) throw new AppError("invalid_argument", "Upload-Length: a final upload (Upload-Concat: final) has none; its length is its partial uploads'");
+          if (withData) throw new AppError("invalid_argument", "a final upload (Upload-Concat: final) takes no bytes; send them to its partial uploads");
+          state = await uploads.concatenate(who, concat.uploadIds, metadata);
+        } else {
+          const length = parseUploadLength(h.get("upload-length"));
+          const checksum = withData ? parseUploadChecksum(h.get("upload-checksum")) : undefined;
+          state = await uploads.create(who, { length, metadata, content: withData ? request.body : null, checksum, partial: concat?.kind === "partial" });
+        }
         return new Response(null, { status: 201, headers: { location: `${deps.baseUrl()}/v1/uploads/${state.id}`, ...stateHeaders(state) } });
       }),
       tusRoute({
@@ -124,7 +135,8 @@ export function tusRoutes(deps: TusRoutesDeps) {
         tags: ["uploads"],
         parameters: [
           tusResumable,
-          headerParam("upload-length", { type: "string", pattern: "^[0-9]+$" }, "Total size in bytes", true),
+          headerParam("upload-length", { type: "string", pattern: "^[0-9]+$" }, "Total size in bytes (none for a final upload)"),
+          headerParam("upload-concat", { type: "string" }, "`partial` (a part sent beside others), or `final;/v1/uploads/a /v1/uploads/b …` (the file of those finished partials, in order)"),
           headerParam("upload-metadata", { type: "string" }, "`key base64value,…`: filename, filetype, slug, visibility, expire_time"),
           headerParam("upload-checksum", { type: "string" }, "`crc32c <base64>` or `sha1 <base64>` of the bytes sent with the creation"),
         ],
@@ -213,6 +225,7 @@ function stateHeaders(state: UploadState): Record<string, string> {
   const headers: Record<string, string> = { "tus-resumable": TUS_VERSION, "upload-offset": String(state.offset) };
   if (state.fileId === null) headers["upload-expires"] = toHttpDate(state.expiresAt);
   else headers["cubby-file-id"] = state.fileId;
+  if (state.concat !== null) headers["upload-concat"] = state.concat;
   return headers;
 }
 

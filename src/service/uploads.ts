@@ -5,13 +5,19 @@
  * conditional update move the offset past it. The last chunk is not counted separately: the file
  * is staged from the stored bytes and one transaction inserts its row, marks the upload complete
  * (at the offset the chunk started at) and, through a guest link, moves the link's counters.
+ *
+ * Concatenation (tus extension): a partial upload (`Upload-Concat: partial`) reserves its
+ * length like any upload but never becomes a file by itself; a final upload names finished
+ * partials, and one transaction commits the file of their bytes in order, marks each partial
+ * consumed (its file_id), inserts the final's row complete and, through a guest link, counts
+ * one file of the total. So the quota and a link's limits count the bytes once and the file once.
  */
 import type { FileRecord, Visibility } from "../domain/file.ts";
 import { parseExpiry } from "../domain/expiry.ts";
 import { parseMediaType, parseName, parseSlug, parseVisibility, type PageCursor } from "../domain/params.ts";
 import { requireScope, type Principal } from "../domain/principal.ts";
 import type { Clock } from "../domain/time.ts";
-import type { UploadChecksum } from "../domain/tus.ts";
+import { formatUploadConcat, type UploadChecksum } from "../domain/tus.ts";
 import { newUploadId, type UploadLinkRow } from "../domain/upload-link.ts";
 import { AppError } from "../errors.ts";
 import type { BlobStore, MetadataStore } from "../storage/ports.ts";
@@ -34,8 +40,10 @@ export interface UploadState {
   expiresAt: number;
   /** The decoded Upload-Metadata the client sent. */
   metadata: Record<string, string>;
-  /** The file it became (Cubby-File-Id), once complete. */
+  /** The file it became (Cubby-File-Id), once complete; for a partial upload, the final's. */
   fileId: string | null;
+  /** Upload-Concat: null, `partial`, or `final;<partial uploads' paths>`. */
+  concat: string | null;
 }
 
 export interface NewUpload {
@@ -46,6 +54,8 @@ export interface NewUpload {
   /** creation-with-upload: the first chunk, or null for none. */
   content: Content;
   checksum?: UploadChecksum | undefined;
+  /** A partial upload (tus concatenation): never a file by itself; its Upload-Metadata is kept but unused. */
+  partial?: boolean;
 }
 
 export interface UploadServiceDeps {
@@ -110,7 +120,8 @@ export class UploadService {
       throw new AppError("payload_too_large", link === undefined ? `Upload-Length is over the limit of ${limit} bytes` : `this upload link takes at most ${limit} more bytes`);
     }
     const now = this.deps.clock.nowMicros();
-    fieldsOf(input.metadata, link, now);
+    const partial = input.partial === true;
+    if (!partial) fieldsOf(input.metadata, link, now);
     const row: UploadRow = {
       id: newUploadId(),
       ownerId,
@@ -119,6 +130,7 @@ export class UploadService {
       offset: 0,
       metadata: JSON.stringify(input.metadata),
       fileId: null,
+      concat: partial ? formatUploadConcat({ kind: "partial" }) : null,
       createdAt: now,
       expiresAt: now + this.deps.expiryMicros,
     };
@@ -130,7 +142,7 @@ export class UploadService {
       if (link !== undefined) await this.deps.links.reserve(tx, link, input.length);
       await tx.uploads.insert(row);
     });
-    if (input.length === 0) return this.locked(row.id, () => this.finish(row, link));
+    if (input.length === 0) return partial ? stateOf(row) : this.locked(row.id, () => this.finish(row, link));
     if (input.content === null) return stateOf(row);
     return this.append(uploader, row.id, 0, input.content, input.checksum);
   }
@@ -155,6 +167,7 @@ export class UploadService {
     await this.checkOrEnd(uploader, id);
     return this.locked(id, async (lock) => {
       const row = await this.owned(uploader, id);
+      if (isFinal(row)) throw new AppError("permission_denied", "a final upload (Upload-Concat: final) takes no PATCH: its bytes are its partial uploads'");
       if (row.fileId !== null && offset === row.length) return stateOf(row);
       if (row.fileId !== null || offset !== row.offset) {
         throw new AppError("aborted", `Upload-Offset ${offset} is not the upload's offset ${row.offset}; ask with HEAD and resume from there`);
@@ -166,7 +179,7 @@ export class UploadService {
         // Fencing: what another writer may have done once the lock was lost is not committed over.
         if (written.bytes > 0 && !(await lock.held())) throw new AppError("aborted", "this request lost the upload's lock while it wrote; ask with HEAD and resume from there");
         let state: UploadState;
-        if (to === row.length) state = await this.finish(row, link);
+        if (to === row.length && !isPartial(row)) state = await this.finish(row, link);
         else {
           if (written.bytes > 0 && !(await this.deps.store.uploads.advance(id, offset, to))) throw moved();
           state = stateOf({ ...row, offset: to });
@@ -177,6 +190,73 @@ export class UploadService {
         if (await this.endedMeanwhile(id)) throw new AppError("gone", "the upload was ended while this request was writing it", { cause: err });
         throw err;
       }
+    });
+  }
+
+  /**
+   * Creates a final upload (tus concatenation, `Upload-Concat: final;…`) of finished partial
+   * uploads, in order, and the file of their bytes at once (CONTRACT §6: staged durably, then one
+   * transaction). The file's fields come from the final's Upload-Metadata; the partials
+   * reserved the bytes against the owner's quota and the link's max_bytes, and the file is
+   * counted once (one file of the total through a guest link). The partials are consumed
+   * (HEAD then reports the final's file) and their bytes removed. Nothing changes on failure.
+   * The same final again (same partials, same order) answers the first one's state: a client
+   * that lost the answer and resumes gets its file, not an error.
+   * @throws not_found for a partial the uploader may not see (another user's, another link's);
+   *   gone once one expired; invalid_argument for an upload that is not a partial, an
+   *   unfinished partial, one consumed already, or the owner naming their link's partials;
+   *   aborted (409) while a request writes one; payload_too_large past MAX_UPLOAD_BYTES; what
+   *   commitNew and the link's consume throw
+   */
+  async concatenate(uploader: Uploader, uploadIds: readonly string[], metadata: Record<string, string>): Promise<UploadState> {
+    const { ownerId, link } = this.check(uploader);
+    if (link !== undefined) await this.deps.links.checkOwnerEnabled(link);
+    const now = this.deps.clock.nowMicros();
+    const fields = fieldsOf(metadata, link, now);
+    if (new Set(uploadIds).size !== uploadIds.length || uploadIds.length === 0) throw new AppError("invalid_argument", "Upload-Concat: name each partial upload once");
+    const concat = formatUploadConcat({ kind: "final", uploadIds: [...uploadIds] });
+    return this.lockedAll(uploadIds, async () => {
+      const parts: UploadRow[] = [];
+      for (const [i, id] of uploadIds.entries()) {
+        const row = await this.owned(uploader, id);
+        if (!isPartial(row)) throw new AppError("invalid_argument", `upload ${id} is not a partial upload (create it with Upload-Concat: partial)`);
+        if (row.fileId !== null) {
+          // The same final again (its answer was lost, and the client resumed): the same answer.
+          const again = i === 0 ? await this.deps.store.uploads.finalOf(ownerId, row.fileId, concat) : undefined;
+          if (again !== undefined && (again.uploadLinkId ?? null) === (link?.id ?? null)) return stateOf(again);
+          throw new AppError("invalid_argument", `partial upload ${id} is part of a final upload already`);
+        }
+        if (row.offset < row.length) throw new AppError("invalid_argument", `partial upload ${id} is unfinished (${row.offset} of ${row.length} bytes): finish it first`);
+        if (row.uploadLinkId !== (link?.id ?? null)) throw new AppError("invalid_argument", `partial upload ${id} came through a guest upload link: only that link's final upload takes it`);
+        parts.push(row);
+      }
+      const length = parts.reduce((n, p) => n + p.length, 0);
+      if (length > this.deps.maxUploadBytes) throw new AppError("payload_too_large", `the partial uploads hold ${length} bytes, over the limit of ${this.deps.maxUploadBytes}`);
+      const { files, blobs } = this.deps;
+      const staged = length === 0 ? await files.stageContent(ownerId, null, 0) : await blobs.partials.concat(parts.map((p) => ({ id: p.id, length: p.length })));
+      const final: UploadRow = {
+        id: newUploadId(),
+        ownerId,
+        uploadLinkId: link?.id ?? null,
+        length,
+        offset: length,
+        metadata: JSON.stringify(metadata),
+        fileId: null,
+        concat,
+        createdAt: now,
+        expiresAt: now + this.deps.expiryMicros,
+      };
+      const file = await files.commitNew(ownerId, staged, fields, {
+        // The partials' reservations hold the bytes until one expires (as for a last PATCH).
+        reserved: parts.every((p) => p.expiresAt > this.deps.clock.nowMicros()),
+        alsoInTx: async (tx, record) => {
+          for (const p of parts) if (!(await tx.uploads.complete(p.id, p.length, record.id))) throw moved();
+          await tx.uploads.insert({ ...final, fileId: record.id });
+          if (link !== undefined) await this.deps.links.consume(tx, link, record.size);
+        },
+      });
+      for (const p of parts) await blobs.partials.remove(p.id).catch((err: unknown) => logError(`upload ${p.id}: removing its partial bytes failed (the sweep will): ${err}`));
+      return stateOf({ ...final, fileId: file.id });
     });
   }
 
@@ -401,6 +481,13 @@ export class UploadService {
     return stateOf({ ...row, offset: row.length, fileId: file.id });
   }
 
+  /** {@link locked} on every upload of `ids` at once (none waits: a busy one is 409 at once). */
+  private async lockedAll<T>(ids: readonly string[], work: () => Promise<T>): Promise<T> {
+    const [first, ...rest] = ids;
+    if (first === undefined) return work();
+    return this.locked(first, () => this.lockedAll(rest, work));
+  }
+
   /**
    * Runs `work` as the only writer of upload `id`: in this process, and under the upload's lock
    * across every process and instance (storage/upload-locks.ts).
@@ -435,8 +522,14 @@ function stateOf(row: UploadRow): UploadState {
     expiresAt: row.expiresAt,
     metadata: JSON.parse(row.metadata) as Record<string, string>,
     fileId: row.fileId,
+    concat: row.concat,
   };
 }
+
+/** A partial upload (tus concatenation): never a file by itself. */
+const isPartial = (row: UploadRow) => row.concat === "partial";
+/** A final upload (tus concatenation): made of partials, complete from its creation. */
+const isFinal = (row: UploadRow) => row.concat !== null && row.concat.startsWith("final;");
 
 /**
  * The new file's fields from Upload-Metadata (CONTRACT §8): `filename` → name, `filetype` →

@@ -138,6 +138,75 @@ export class DiskPartials implements PartialUploads {
     return { name, size: length, checksum: checksumToBase64(crc) };
   }
 
+  /**
+   * The first part's file becomes the blob, as {@link stage} does for one upload: the other
+   * parts are appended to it (each byte read and written once, 1 MiB at a time; ext4 has no
+   * reflink to share their extents instead), the first part's bytes are only read for the
+   * CRC32C, then the file is fsynced and hard-linked into blobs/ under a fresh name. The caller
+   * holds every part's lock, and a consumed part is never written again (the upload service),
+   * so the shared inode stays the blob's. Bytes past the first part's length are never its
+   * own (the offset rule): a failed or crashed concatenation's are truncated away, here and by
+   * the next one.
+   */
+  async concat(parts: readonly { id: string; length: number }[]): Promise<StagedBlob> {
+    const [first, ...rest] = parts;
+    if (first === undefined) throw new Error("concatenation of no parts");
+    const file = this.path(first.id);
+    const handle = await fsp.open(file, "r+");
+    const buffer = Buffer.allocUnsafe(WRITE_BUFFER_BYTES);
+    let crc = 0;
+    let position = 0;
+    try {
+      const stored = (await handle.stat()).size;
+      if (stored < first.length) throw new Error(`upload ${first.id}: ${stored} bytes on disk, fewer than its length ${first.length}`);
+      if (stored > first.length) await handle.truncate(first.length);
+      for (; position < first.length; ) {
+        const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.byteLength, first.length - position), position);
+        if (bytesRead === 0) throw new Error(`upload ${first.id} ended at byte ${position}, before ${first.length}`);
+        crc = crc32cUpdate(crc, buffer.subarray(0, bytesRead));
+        position += bytesRead;
+      }
+      // Two buffers: one is written while the next is read and checksummed.
+      const spare = Buffer.allocUnsafe(WRITE_BUFFER_BYTES);
+      let writing: Promise<void> = Promise.resolve();
+      let next = spare;
+      for (const part of rest) {
+        const source = await fsp.open(this.path(part.id), "r");
+        try {
+          for (let at = 0; at < part.length; ) {
+            const into = next;
+            const { bytesRead } = await source.read(into, 0, Math.min(into.byteLength, part.length - at), at);
+            if (bytesRead === 0) throw new Error(`upload ${part.id} ended at byte ${at}, before ${part.length}`);
+            const view = into.subarray(0, bytesRead);
+            crc = crc32cUpdate(crc, view);
+            await writing;
+            writing = writeAll(handle, view, position);
+            // Handled here so a failure while the next read runs is not an unhandled rejection; awaited above.
+            writing.catch(() => {});
+            position += bytesRead;
+            at += bytesRead;
+            next = into === buffer ? spare : buffer;
+          }
+        } finally {
+          await writing.catch(() => {}); // its failure is thrown by the next `await writing`
+          await source.close();
+        }
+      }
+      await writing;
+      await handle.sync();
+    } catch (err) {
+      await handle.truncate(first.length).catch(() => {});
+      throw err;
+    } finally {
+      await handle.close();
+      gcPacer.add(2 * WRITE_BUFFER_BYTES);
+    }
+    const name = newBlobName();
+    await fsp.link(file, path.join(this.blobDir, name));
+    await syncDir(this.blobDir);
+    return { name, size: position, checksum: checksumToBase64(crc) };
+  }
+
   async remove(id: string): Promise<void> {
     await fsp.rm(this.path(id), { force: true });
   }
@@ -147,5 +216,13 @@ export class DiskPartials implements PartialUploads {
       const stat = await fsp.stat(path.join(this.dir, id)).catch(() => undefined);
       if (stat !== undefined && UPLOAD_ID.test(id)) yield { id, writtenAt: stat.mtimeMs };
     }
+  }
+}
+
+/** Writes all of `bytes` at `position` (pwrite until done). */
+async function writeAll(handle: fsp.FileHandle, bytes: Uint8Array, position: number): Promise<void> {
+  for (let off = 0; off < bytes.byteLength; ) {
+    const { bytesWritten } = await handle.write(bytes, off, bytes.byteLength - off, position + off);
+    off += bytesWritten;
   }
 }

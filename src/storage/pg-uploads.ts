@@ -9,8 +9,8 @@ import type { PgDb } from "./pg-metadata.ts";
 import { inIdOrder, newestFirstAfter, PAGE_ROWS } from "./paging.ts";
 import { uploadLinks, uploads } from "./pg-schema.ts";
 import type { PageCursor } from "../domain/params.ts";
-import { linkAccepts, linkEnded, reservingUploadsOfLink } from "./upload-conditions.ts";
-import { countAll, reservingUploadsOf, sumOf } from "./user-conditions.ts";
+import { filesHeld, linkAccepts, linkEnded, reservingUploadsOfLink } from "./upload-conditions.ts";
+import { reservingUploadsOf, sumOf } from "./user-conditions.ts";
 import type { UploadLinkRow } from "../domain/upload-link.ts";
 import type { UploadLinkTable, UploadRow, UploadTable } from "./upload-ports.ts";
 
@@ -77,6 +77,10 @@ export class PgUploads implements UploadTable {
       .limit(limit);
   }
 
+  async finalOf(ownerId: string, fileId: string, concat: string): Promise<UploadRow | undefined> {
+    return (await this.db.select().from(uploads).where(and(eq(uploads.ownerId, ownerId), eq(uploads.fileId, fileId), eq(uploads.concat, concat))).limit(1))[0];
+  }
+
   async unfinishedOfLink(linkId: string): Promise<UploadRow[]> {
     return this.db.select().from(uploads).where(and(eq(uploads.uploadLinkId, linkId), isNull(uploads.fileId)));
   }
@@ -92,7 +96,7 @@ export class PgUploads implements UploadTable {
   }
 
   async reservedByLink(linkId: string, ownerId: string, now: number): Promise<{ files: number; bytes: number }> {
-    return (await this.db.select({ files: countAll(), bytes: sumOf(uploads.length) }).from(uploads).where(reservingUploadsOfLink(uploads, linkId, ownerId, now)))[0]!;
+    return (await this.db.select({ files: filesHeld(uploads), bytes: sumOf(uploads.length) }).from(uploads).where(reservingUploadsOfLink(uploads, linkId, ownerId, now)))[0]!;
   }
 }
 

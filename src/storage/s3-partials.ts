@@ -78,6 +78,27 @@ export class S3Partials implements PartialUploads {
     return staged;
   }
 
+  /**
+   * The parts' chunk chains, in order, streamed through the store's write (multipart, CRC32C,
+   * constant memory), as {@link stage} does for one upload. The chunks stay until {@link remove}.
+   */
+  async concat(parts: readonly { id: string; length: number }[]): Promise<StagedBlob> {
+    const chains: Chunk[][] = [];
+    for (const p of parts) {
+      const chain = chainOf(await this.chunks(p.id), p.length);
+      if (chain === undefined) throw new Error(`upload ${p.id}: the stored chunks do not cover its ${p.length} bytes`);
+      chains.push(chain);
+    }
+    const total = parts.reduce((n, p) => n + p.length, 0);
+    const client = this.client;
+    async function* bytes(): AsyncIterable<Uint8Array> {
+      for (const chain of chains) for (const c of chain) yield* client.file(c.key).stream();
+    }
+    const staged = await this.write(bytes(), { maxBytes: total });
+    if (staged.size !== total) throw new Error(`concatenation staged ${staged.size} bytes, not ${total}`);
+    return staged;
+  }
+
   async remove(id: string): Promise<void> {
     for (const c of await this.chunks(id)) await this.client.delete(c.key);
   }

@@ -173,6 +173,12 @@ export const uploads = sqliteTable(
     metadata: text("metadata").notNull().default("{}"),
     /** The File the upload became, once complete. */
     fileId: text("file_id"),
+    /**
+     * Upload-Concat (tus concatenation): null for a plain upload; `partial` for a part that
+     * never becomes a file by itself; `final;/v1/uploads/a /v1/uploads/b …` for the upload made
+     * of finished partials, in order.
+     */
+    concat: text("concat"),
     createdAt: integer("created_at").notNull(),
     expiresAt: integer("expires_at").notNull(),
   },

@@ -7,8 +7,8 @@ import type { Db } from "./db.ts";
 import { inIdOrder, newestFirstAfter, PAGE_ROWS } from "./paging.ts";
 import { uploadLinks, uploads } from "./schema.ts";
 import type { PageCursor } from "../domain/params.ts";
-import { linkAccepts, linkEnded, reservingUploadsOfLink } from "./upload-conditions.ts";
-import { countAll, reservingUploadsOf, sumOf } from "./user-conditions.ts";
+import { filesHeld, linkAccepts, linkEnded, reservingUploadsOfLink } from "./upload-conditions.ts";
+import { reservingUploadsOf, sumOf } from "./user-conditions.ts";
 import type { UploadLinkRow } from "../domain/upload-link.ts";
 import type { UploadLinkTable, UploadRow, UploadTable } from "./upload-ports.ts";
 
@@ -80,6 +80,10 @@ export class SqliteUploads implements UploadTable {
       .all();
   }
 
+  async finalOf(ownerId: string, fileId: string, concat: string): Promise<UploadRow | undefined> {
+    return this.db.select().from(uploads).where(and(eq(uploads.ownerId, ownerId), eq(uploads.fileId, fileId), eq(uploads.concat, concat))).get();
+  }
+
   async unfinishedOfLink(linkId: string): Promise<UploadRow[]> {
     return this.db.select().from(uploads).where(and(eq(uploads.uploadLinkId, linkId), isNull(uploads.fileId))).all();
   }
@@ -96,7 +100,7 @@ export class SqliteUploads implements UploadTable {
   }
 
   async reservedByLink(linkId: string, ownerId: string, now: number): Promise<{ files: number; bytes: number }> {
-    return this.db.select({ files: countAll(), bytes: sumOf(uploads.length) }).from(uploads).where(reservingUploadsOfLink(uploads, linkId, ownerId, now)).get()!;
+    return this.db.select({ files: filesHeld(uploads), bytes: sumOf(uploads.length) }).from(uploads).where(reservingUploadsOfLink(uploads, linkId, ownerId, now)).get()!;
   }
 }
 

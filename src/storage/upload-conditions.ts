@@ -11,6 +11,8 @@ export interface UploadColumns {
   fileId: Column;
   expiresAt: Column;
   length: Column;
+  /** Upload-Concat: null, `partial` or `final;…`. */
+  concat: Column;
 }
 
 /** The columns of the upload_links table the conditions read. */
@@ -35,10 +37,19 @@ export function reservingUploadsOfLink(u: UploadColumns, linkId: string | SQL | 
 }
 
 /**
+ * How many of the reserving uploads hold a file's place under a link's max_files: all but tus
+ * partial uploads, which hold bytes only; the final upload they make counts one file, once,
+ * when it commits (CONTRACT §8).
+ */
+export function filesHeld(u: Pick<UploadColumns, "concat">) {
+  return sql<number>`coalesce(sum(case when ${u.concat} is null then 1 else 0 end), 0)`.mapWith(Number);
+}
+
+/**
  * The condition under which link `id` takes one more file of `bytes` at `now`: not deleted, not
  * expired, and a file and `bytes` left under its limits (a null limit is none), counting both the
  * files it received and the unfinished uploads made through it, which hold their place from
- * their creation (CONTRACT §10). One statement reads both, so it is exact when the statement
+ * their creation (CONTRACT §10; a tus partial upload holds its bytes but no file: {@link filesHeld}). One statement reads both, so it is exact when the statement
  * runs after the owner's row is locked (service/quota.ts's `lock`, taken first by every
  * transaction that creates an upload or commits a file through the link): no other
  * reservation or commit of theirs can be in flight, and the statement's snapshot sees all the
@@ -50,7 +61,7 @@ export function linkAccepts(t: LinkColumns, u: UploadColumns & Table, id: string
     eq(t.id, id),
     isNull(t.deletedAt),
     or(isNull(t.expiresAt), sql`${t.expiresAt} > ${now}`),
-    or(isNull(t.maxFiles), sql`${t.filesUploaded} + (select count(*) from ${u} where ${reserving}) < ${t.maxFiles}`),
+    or(isNull(t.maxFiles), sql`${t.filesUploaded} + (select count(*) from ${u} where ${reserving} and ${u.concat} is null) < ${t.maxFiles}`),
     or(isNull(t.maxBytes), sql`${t.bytesUploaded} + (select coalesce(sum(${u.length}), 0) from ${u} where ${reserving}) + ${bytes} <= ${t.maxBytes}`),
   );
 }

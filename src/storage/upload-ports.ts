@@ -26,8 +26,13 @@ export interface UploadRow {
   offset: number;
   /** The decoded Upload-Metadata, a JSON object of strings. */
   metadata: string;
-  /** The file it became once the last byte arrived; null before. */
+  /**
+   * The file it became once the last byte arrived; null before. A tus partial upload never
+   * becomes a file by itself: it gets the file of the final upload that consumed it.
+   */
   fileId: string | null;
+  /** Upload-Concat (tus concatenation): null, `partial`, or `final;<upload paths>`. */
+  concat: string | null;
   createdAt: number;
   /** Unfinished, it is swept after this (Upload-Expires). */
   expiresAt: number;
@@ -61,13 +66,19 @@ export interface UploadTable {
    * `after` (keyset pagination, as files are listed).
    */
   unfinishedByOwner(ownerId: string, now: number, limit: number, after: PageCursor | undefined): Promise<UploadRow[]>;
+  /**
+   * The final upload (tus concatenation) of `ownerId` that made file `fileId` with Upload-Concat
+   * `concat`, if its row is still there (a client repeating a final whose answer it lost).
+   */
+  finalOf(ownerId: string, fileId: string, concat: string): Promise<UploadRow | undefined>;
   /** Every unfinished upload made through link `linkId`, expired or not. */
   unfinishedOfLink(linkId: string): Promise<UploadRow[]>;
   /** Up to `limit` unfinished uploads whose guest link is deleted, or expired at `now` (the sweep ends them). */
   unfinishedOfEndedLinks(now: number, limit: number): Promise<UploadRow[]>;
   /**
    * What link `linkId`'s unfinished, unexpired uploads hold of its limits at `now` (CONTRACT §10).
-   * @returns their count and the sum of their Upload-Lengths (bytes)
+   * @returns how many of them hold a file (partial uploads hold none) and the sum of their
+   *   Upload-Lengths (bytes)
    */
   reservedByLink(linkId: string, ownerId: string, now: number): Promise<{ files: number; bytes: number }>;
 }
@@ -129,6 +140,12 @@ export interface PartialUploads {
    * @throws when fewer than `length` bytes are stored
    */
   stage(id: string, length: number): Promise<StagedBlob>;
+  /**
+   * Finished partial uploads (tus concatenation), in order, as one new durable blob with its
+   * CRC32C (their partial bytes stay until {@link remove}); memory stays constant.
+   * @throws when a part holds fewer bytes than its `length`
+   */
+  concat(parts: readonly { id: string; length: number }[]): Promise<StagedBlob>;
   /** Removes an upload's partial bytes. Missing is fine. */
   remove(id: string): Promise<void>;
   /** Every upload that has partial bytes, with when they were last written (Unix ms). */

@@ -41,7 +41,7 @@ test("OPTIONS advertises the version, extensions, limit and checksum algorithms"
   }).toEqual({
     resumable: "1.0.0",
     version: "1.0.0",
-    extensions: "creation,creation-with-upload,termination,expiration,checksum",
+    extensions: "creation,creation-with-upload,termination,expiration,checksum,concatenation",
     max: "10737418240",
     algorithms: "crc32c,sha1",
   });

@@ -44,14 +44,26 @@ export interface TusOutcome {
  */
 export function tusUpload(
   file: string,
-  opts: { endpoint?: string; uploadUrl?: string; token: string; chunkSize: number; metadata?: Record<string, string>; onChunk?: (accepted: number) => void; retryDelays?: number[] },
+  opts: {
+    endpoint?: string;
+    uploadUrl?: string;
+    token: string;
+    chunkSize: number;
+    metadata?: Record<string, string>;
+    onChunk?: (accepted: number) => void;
+    retryDelays?: number[];
+    /** Partial uploads side by side (tus concatenation), as the dashboard sends a large file. */
+    parallelUploads?: number;
+  },
 ): Promise<TusOutcome> {
   const accepted: number[] = [];
   return new Promise((resolve, reject) => {
+    // A stream of a path: tus-js-client reads it as a file, which parallel uploads slice.
     const upload = new tus.Upload(fs.createReadStream(file), {
       endpoint: opts.endpoint,
       uploadUrl: opts.uploadUrl,
       chunkSize: opts.chunkSize,
+      parallelUploads: opts.parallelUploads ?? 1,
       headers: { authorization: `Bearer ${opts.token}` },
       metadata: opts.metadata ?? { filename: path.basename(file) },
       retryDelays: opts.retryDelays ?? [],

@@ -5,8 +5,11 @@ import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { formatExpiry, MAX_EXPIRY_MICROS, parseExpiry, parseRfc3339, parseTtl } from "../../src/domain/expiry.ts";
 import {
+  formatUploadConcat,
   formatUploadMetadata,
+  MAX_CONCAT_PARTS,
   parseUploadChecksum,
+  parseUploadConcat,
   parseUploadLength,
   parseUploadMetadata,
   parseUploadOffset,
@@ -180,6 +183,41 @@ describe("tus headers", () => {
       }),
       RUNS,
     );
+  });
+});
+
+describe("Upload-Concat (tus concatenation)", () => {
+  const A = "a".repeat(26);
+  const B = "B-_".repeat(8) + "bb";
+  test.each([
+    [null, undefined],
+    ["partial", { kind: "partial" }],
+    [`final;/v1/uploads/${A} /v1/uploads/${B}`, { kind: "final", uploadIds: [A, B] }],
+    [`final; https://files.example.com/v1/uploads/${A}  http://localhost:8080/prefix/v1/uploads/${B} `, { kind: "final", uploadIds: [A, B] }],
+    [`final;/v1/uploads/${A}`, { kind: "final", uploadIds: [A] }],
+    ["Partial", "invalid_argument"],
+    ["final", "invalid_argument"],
+    ["final;", "invalid_argument"],
+    [`final;/v1/uploads/${A} /v1/uploads/${A}`, "invalid_argument"],
+    [`final;/v1/files/${A}`, "invalid_argument"],
+    [`final;/v1/uploads/${A}/x`, "invalid_argument"],
+    [`final;/v1/uploads/${A}?x=1`, "invalid_argument"],
+    ["final;/v1/uploads/short", "invalid_argument"],
+    [`final;v1/uploads/${A}`, "invalid_argument"],
+  ])("Upload-Concat %p → %p", (raw, want) => {
+    expect(outcome(() => parseUploadConcat(raw))).toEqual(typeof want === "string" ? { error: want } : { ok: want });
+  });
+
+  test(`at most ${MAX_CONCAT_PARTS} partial uploads`, () => {
+    const ids = (n: number) => Array.from({ length: n }, (_, i) => String(i).padStart(26, "0"));
+    expect(parseUploadConcat(formatUploadConcat({ kind: "final", uploadIds: ids(MAX_CONCAT_PARTS) }))).toEqual({ kind: "final", uploadIds: ids(MAX_CONCAT_PARTS) });
+    expect(outcome(() => parseUploadConcat(formatUploadConcat({ kind: "final", uploadIds: ids(MAX_CONCAT_PARTS + 1) })))).toEqual({ error: "invalid_argument" });
+  });
+
+  test("a final's formatted value parses back to its IDs", () => {
+    const concat = { kind: "final" as const, uploadIds: [A, B] };
+    expect(parseUploadConcat(formatUploadConcat(concat))).toEqual(concat);
+    expect(formatUploadConcat({ kind: "partial" })).toBe("partial");
   });
 });
 
