@@ -56,7 +56,7 @@ export function createApp(deps: AppDeps) {
   const { services, auth, baseUrl } = deps;
 
   // normalize: false: a declared body with a field it does not declare is refused, not trimmed.
-  return new Elysia({ name: "cubby", normalize: false })
+  return new Elysia({ name: "cubby", normalize: false, strictPath: true })
     .use(requestContext)
     .onError(({ code, error, request }) => {
       // An unknown path: a page for a browser navigation, JSON for a program (CONTRACT §11).

@@ -75,3 +75,10 @@ test("arbitrary paths (.., %2f, %00, unicode) never give a 500", async () => {
     RUNS,
   );
 });
+
+test("a trailing slash is another path, which the document does not list: 404, as every unlisted path", async () => {
+  for (const path of ["/v1/files/", "/v1/usage/", "/auth/session/", "/v1/upload-links/", "/healthz/"]) {
+    const res = await api.fetch(path);
+    expect({ path, status: res.status, code: ((await res.json()) as { code: number }).code }).toEqual({ path, status: 404, code: 5 });
+  }
+});
