@@ -6,6 +6,7 @@ import m2 from "./0002_sharing.sql" with { type: "text" };
 import m3 from "./0003_upload_link_files.sql" with { type: "text" };
 import m4 from "./0004_admin.sql" with { type: "text" };
 import m5 from "./0005_login_links.sql" with { type: "text" };
+import m6 from "./0006_webhooks.sql" with { type: "text" };
 
 /** The migrations in order: tag, journal timestamp (ms), and SQL text. */
 export const migrations: { tag: string; when: number; breakpoints: boolean; sql: string }[] = [
@@ -15,4 +16,5 @@ export const migrations: { tag: string; when: number; breakpoints: boolean; sql:
   { tag: "0003_upload_link_files", when: 1795443227662, breakpoints: true, sql: m3 },
   { tag: "0004_admin", when: 1795449120528, breakpoints: true, sql: m4 },
   { tag: "0005_login_links", when: 1795697367033, breakpoints: true, sql: m5 },
+  { tag: "0006_webhooks", when: 1795700757001, breakpoints: true, sql: m6 },
 ];

@@ -34,12 +34,14 @@ import type {
   UserRow,
   UserTable,
   UserUsage,
+  WebhookTable,
 } from "./ports.ts";
 import { containsPattern, inIdOrder, newestFirstAfter, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
 import * as schema from "./pg-schema.ts";
 import { PgUploadLinks, PgUploads } from "./pg-uploads.ts";
 import { PgLoginLinks } from "./login-links.ts";
 import { PgRateLimits } from "./rate-limits.ts";
+import { PgWebhooks } from "./pg-webhooks.ts";
 import { countAll, liveFilesOf, reservingUploadsOf, sumOf } from "./user-conditions.ts";
 import type { UploadLinkTable, UploadTable } from "./upload-ports.ts";
 
@@ -108,6 +110,9 @@ export class PgMetadataStore implements MetadataStore {
   readonly uploadLinks: UploadLinkTable;
   readonly rateLimits: PgRateLimits;
   readonly loginLinks: LoginLinkTable;
+  readonly webhooks: WebhookTable;
+  /** Told after commits that added webhook deliveries ({@link onEnqueued}). */
+  private readonly enqueueListeners: (() => void)[] = [];
   private current = 0;
   /** When this store last heard a notification on the channel (its own ping or a change), ms. */
   private lastHeard = 0;
@@ -131,6 +136,15 @@ export class PgMetadataStore implements MetadataStore {
     this.uploadLinks = new PgUploadLinks(driver.db, changed);
     this.rateLimits = new PgRateLimits(driver.db);
     this.loginLinks = new PgLoginLinks(driver.db);
+    this.webhooks = new PgWebhooks(driver.db, () => this.notifyEnqueued());
+  }
+
+  onEnqueued(listener: () => void): void {
+    this.enqueueListeners.push(listener);
+  }
+
+  private notifyEnqueued(): void {
+    for (const listener of this.enqueueListeners) listener();
   }
 
   /**
@@ -173,8 +187,9 @@ export class PgMetadataStore implements MetadataStore {
   }
 
   async transaction<T>(work: (tx: MetadataTables) => Promise<T>): Promise<T> {
+    let enqueued = false;
     try {
-      return await this.driver.db.transaction(async (tx) => {
+      const result = await this.driver.db.transaction(async (tx) => {
         const none = () => {};
         return work({
           files: new PgFiles(tx, none, true),
@@ -184,8 +199,11 @@ export class PgMetadataStore implements MetadataStore {
           shares: new PgShares(tx),
           uploads: new PgUploads(tx, none),
           uploadLinks: new PgUploadLinks(tx, none),
+          webhooks: new PgWebhooks(tx, () => void (enqueued = true)),
         });
       });
+      if (enqueued) this.notifyEnqueued();
+      return result;
     } finally {
       this.current++;
     }
