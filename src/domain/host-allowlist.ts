@@ -61,12 +61,12 @@ export function parseAllowedHosts(raw: string): AllowedHosts {
   const addresses = new net.BlockList();
   for (const entry of raw.split(",").map((e) => e.trim()).filter((e) => e !== "")) {
     const slash = entry.indexOf("/");
-    if (slash >= 0) {
+    if (slash >= 0 && net.isIP(entry.slice(0, slash)) !== 0) {
       const prefix = entry.slice(0, slash);
       const bits = entry.slice(slash + 1);
       const family = net.isIP(prefix);
       const max = family === 4 ? 32 : 128;
-      if (family === 0 || !/^\d{1,3}$/.test(bits) || Number(bits) > max) throw new Error(`"${entry}" is not a CIDR range (expected e.g. 10.0.0.0/8 or fd00::/8)`);
+      if (!/^\d{1,3}$/.test(bits) || Number(bits) > max) throw new Error(`"${entry}" is not a CIDR range (expected e.g. 10.0.0.0/8 or fd00::/8)`);
       addresses.addSubnet(prefix, Number(bits), family === 4 ? "ipv4" : "ipv6");
     } else if (net.isIP(entry) !== 0) {
       addresses.addAddress(entry, net.isIP(entry) === 4 ? "ipv4" : "ipv6");

@@ -184,3 +184,96 @@ describe("every event type, from every surface, signed", () => {
     }
   });
 });
+
+/** The deliveries log of webhook `id`. */
+async function attemptsOf(id: string): Promise<WebhookAttemptJson[]> {
+  return ((await (await client(server, key).fetch(`/v1/webhooks/${id}/deliveries`)).json()) as { deliveries: WebhookAttemptJson[] }).deliveries;
+}
+
+/** A receiver with its own webhook (of every type) on the main server; deleting it stops its retries. */
+async function ownHook(): Promise<{ receiver: Receiver; hook: NewWebhookJson } & AsyncDisposable> {
+  const r = startReceiver();
+  const h = await createHook(r.url());
+  r.secret = h.secret;
+  return {
+    receiver: r,
+    hook: h,
+    async [Symbol.asyncDispose]() {
+      await client(server, key).fetch(`/v1/webhooks/${h.id}`, { method: "DELETE" });
+      await r[Symbol.asyncDispose]();
+    },
+  };
+}
+
+describe("targets (WEBHOOK_ALLOWED_HOSTS=127.0.0.1 here)", () => {
+  test("refused at creation: loopback, private, link-local, ULA and other non-public addresses not allowed", async () => {
+    for (const url of ["http://127.0.0.2/", "http://[::1]/", "http://10.0.0.1/", "http://172.16.5.4/", "http://192.168.1.1/", "http://169.254.169.254/latest", "http://[fe80::1]/", "http://[fd00::1]/", "http://100.64.0.1/", "http://0.0.0.0/", "http://[::ffff:127.0.0.2]/"]) {
+      const res = await post("/v1/webhooks", { url });
+      const body = (await res.json()) as { message: string };
+      expect({ url, status: res.status, refused: body.message.endsWith("is not a public address; WEBHOOK_ALLOWED_HOSTS can allow it") }).toEqual({ url, status: 400, refused: true });
+    }
+  });
+
+  test("a redirect is not followed: the attempt fails with the 3xx and the other address gets nothing", async () => {
+    await using elsewhere = startReceiver();
+    await using redirecting = await ownHook();
+    redirecting.receiver.answer = () => new Response(null, { status: 302, headers: { location: elsewhere.url("/stolen") } });
+    const file = await client(server, key).upload("r", "?name=redirect.txt");
+    const attempt = await waitFor(async () => (await attemptsOf(redirecting.hook.id)).find((a) => a.status === 302), "the redirected attempt", 15_000);
+    expect(attempt).toMatchObject({ type: "file.created", error: "HTTP 302: redirects are not followed" });
+    await eventOf("file.created", file.id);
+    expect(elsewhere.received).toEqual([]);
+  });
+});
+
+describe("no event lost", () => {
+  test("the receiver down for a while, then up: every event delivered once, in order per file", async () => {
+    await using down = await ownHook();
+    let up = false;
+    down.receiver.answer = () => new Response(null, { status: up ? 204 : 503 });
+    const files: FileJson[] = [];
+    for (let i = 0; i < 5; i++) {
+      const f = await client(server, key).upload(`v0-${i}`, `?name=down-${i}.txt`);
+      for (const v of [1, 2]) await client(server, key).fetch(`/v1/files/${f.id}/content`, { method: "PUT", body: `v${v}-${i}` });
+      await client(server, key).fetch(`/v1/files/${f.id}`, { method: "DELETE" });
+      files.push(f);
+    }
+    // Each file's first event is tried and retried while the later ones wait behind it.
+    await waitFor(() => down.receiver.received.length >= 15, "three refused attempts per file", 20_000);
+    expect(new Set(down.receiver.received.map((r) => r.type))).toEqual(new Set(["file.created"]));
+    up = true;
+    await waitFor(() => new Set(down.receiver.accepted().map((r) => r.id)).size === 20, "all 20 events after the receiver came back", 30_000);
+    const accepted = down.receiver.accepted();
+    for (const f of files) {
+      expect(accepted.filter((r) => r.data.file?.id === f.id).map((r) => r.type)).toEqual(["file.created", "file.updated", "file.updated", "file.deleted"]);
+    }
+    expect(accepted.every((r) => r.verified)).toBe(true);
+    console.log(`receiver down then up: 20 events sent, ${new Set(accepted.map((r) => r.id)).size} received, ${accepted.length - new Set(accepted.map((r) => r.id)).size} duplicated, ${down.receiver.received.length - accepted.length} attempts refused while down`);
+  }, 60_000);
+
+  test("a slow receiver (answers after 30 s) and a silent one time out at 10 s without holding requests or descriptors", async () => {
+    await using slow = await ownHook();
+    await using silent = await ownHook();
+    slow.receiver.answer = () => Bun.sleep(30_000).then(() => new Response(null, { status: 204 }));
+    silent.receiver.answer = () => new Promise<Response>(() => {});
+    const pid = server.servingPids()[0]!;
+    const descriptors = () => fs.readdirSync(`/proc/${pid}/fd`).length;
+    const before = descriptors();
+    await client(server, key).upload("s", "?name=slow.txt");
+    await waitFor(() => slow.receiver.open() === 1 && silent.receiver.open() === 1, "both receivers holding a delivery");
+    // Requests are answered meanwhile, and quickly.
+    for (let i = 0; i < 10; i++) {
+      const started = performance.now();
+      expect((await client(server, key).fetch("/v1/files?page_size=1")).status).toBe(200);
+      expect(performance.now() - started).toBeLessThan(1000);
+    }
+    for (const h of [slow, silent]) {
+      const timedOut = await waitFor(async () => (await attemptsOf(h.hook.id)).find((a) => a.error !== ""), "an attempt that timed out", 20_000);
+      expect(timedOut).toMatchObject({ status: null, error: "no answer within 10 s" });
+      expect(timedOut.duration_ms).toBeGreaterThanOrEqual(9_900);
+      expect(timedOut.duration_ms).toBeLessThan(12_000);
+    }
+    // Each retry holds one connection at most; the timed-out ones were closed.
+    expect(descriptors()).toBeLessThan(before + 8);
+  }, 60_000);
+});
