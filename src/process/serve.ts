@@ -34,6 +34,9 @@ export async function serve(config: Config): Promise<void> {
   const worker = config.workerId !== undefined && process.send !== undefined;
   {
     await using services = await openServices(config);
+    // File URLs in webhook events, until the listener knows its port (the supervisor's first
+    // expiry sweep runs before its workers listen).
+    if (config.hostname === undefined && config.port !== 0) services.webhooks.setBaseUrl(`http://localhost:${config.port}`);
     if (worker) await serveAsWorker(config, services);
     else if (config.workers > 1) await supervise(config, services);
     else await serveAlone(config, services);

@@ -58,6 +58,8 @@ describe("a server killed with SIGKILL", () => {
     const ids = new Set<string>();
     let key = "";
     let hook: NewWebhookJson;
+    let killStart = 0;
+    let killDone = 0;
     try {
       key = await first.mintKey("alice@example.com");
       hook = await createHook(first, key, receiver.url());
@@ -67,9 +69,12 @@ describe("a server killed with SIGKILL", () => {
       for (let i = 0; i < 40; i++) ids.add((await client(first, key).upload(`f${i}`, `?name=flight-${i}.txt`)).id);
       await waitFor(() => receiver.open() > 0, "a delivery in flight");
     } finally {
+      killStart = Date.now();
       await first.kill9();
+      killDone = Date.now();
     }
-    const inFlightAtKill = receiver.open();
+    // In flight at the kill: arrived before the processes were gone, answered after it began.
+    const inFlightAtKill = receiver.received.filter((r) => r.at <= killDone && (r.doneAt === undefined || r.doneAt >= killStart)).length;
     await using second = await startServer({ dataDir: data.path, env: ENV });
     // Done once the restarted server has recorded a 2xx for every event the receiver has seen
     // that the killed one had not: those it had claimed wait for the claim's lease (30 s) to end.
@@ -138,3 +143,27 @@ describe("WEBHOOK_ALLOWED_HOSTS by name and by CIDR range", () => {
     expect(got.find((r) => r.host.startsWith("localhost"))!.verified).toBe(true);
   }, 60_000);
 });
+
+test("two instances on one store: 300 uploads through both, each event delivered once", async () => {
+  using data = tempDir();
+  await using receiver = startReceiver();
+  // Started together on one data directory: one PostgreSQL database on postgres-s3, one SQLite file otherwise.
+  const [a, b] = await Promise.all([startServer({ dataDir: data.path, env: ENV }), startServer({ dataDir: data.path, env: ENV })]);
+  await using _a = a!;
+  await using _b = b!;
+  const key = await a!.mintKey("alice@example.com");
+  receiver.secret = (await createHook(a!, key, receiver.url())).secret;
+  const ids = new Set<string>();
+  let next = 0;
+  const uploader = async () => {
+    while (next < 300) {
+      const i = next++;
+      ids.add((await client(i % 2 === 0 ? a! : b!, key).upload(`t${i}`, `?name=two-${i}.txt`)).id);
+    }
+  };
+  await Promise.all(Array.from({ length: 8 }, uploader));
+  await waitFor(() => tally(receiver, ids).received === 300, "300 events", { timeoutMs: 60_000, pollMs: 100, detail: () => JSON.stringify(tally(receiver, ids)) });
+  const figures = tally(receiver, ids);
+  console.log(`two instances, 300 uploads: ${JSON.stringify(figures)}`);
+  expect(figures).toEqual({ sent: 300, received: 300, duplicated: 0, unsigned: 0 });
+}, 120_000);

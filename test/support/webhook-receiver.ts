@@ -18,6 +18,8 @@ export interface Received {
   at: number;
   /** Whether the receiver answered it with a 2xx (it counts as delivered). */
   accepted: boolean;
+  /** When the answer was given (Date.now()); undefined until then. */
+  doneAt?: number;
 }
 
 export interface Receiver extends AsyncDisposable {
@@ -81,6 +83,7 @@ export function startReceiver(): Receiver {
         receiver.received.push(r);
         const response = await receiver.answer(r);
         r.accepted = response.ok;
+        r.doneAt = Date.now();
         return response;
       } finally {
         inFlight--;
