@@ -37,8 +37,8 @@ export const RETRY_WINDOW_MICROS = 24 * 3600 * 1_000_000;
 export const LEASE_MS = 30_000;
 /** How often the outbox is polled for deliveries other processes enqueued or that came due, ms. */
 export const POLL_MS = 1_000;
-/** Deliveries claimed at once (and sent concurrently) by one process. */
-const BATCH = 16;
+/** Attempts one process has in flight at most; a slow receiver holds one of them for up to 10 s. */
+const MAX_IN_FLIGHT = 16;
 /** Delivered or given-up deliveries, and attempts, are kept this long for the log, µs (7 days). */
 const KEEP_MICROS = 7 * 24 * 3600 * 1_000_000;
 /** How often old rows are pruned, ms. */
@@ -59,6 +59,8 @@ export class WebhookDeliverer {
   private timer: ReturnType<typeof setTimeout> | undefined;
   private pruneTimer: ReturnType<typeof setInterval> | undefined;
   private running: Promise<void> | undefined;
+  /** The attempts in flight, each settling (recorded) before it leaves. */
+  private readonly inFlight = new Set<Promise<void>>();
   /** A wake came while a round was running: run another. */
   private again = false;
   private stopped = false;
@@ -85,6 +87,7 @@ export class WebhookDeliverer {
     clearInterval(this.pruneTimer);
     this.stopping.abort();
     await this.running;
+    await Promise.all(this.inFlight);
   }
 
   /** Runs a round now, or right after the one running. */
@@ -108,14 +111,28 @@ export class WebhookDeliverer {
     });
   }
 
-  /** Claims and delivers until nothing is due. */
+  /**
+   * Claims what is due, as far as there is room in flight, and starts each attempt without
+   * waiting for it: a receiver that takes its 10 s holds one place, not the others' deliveries.
+   * Each attempt that ends wakes the deliverer again (a file's next event may be due now).
+   */
   private async round(): Promise<void> {
     try {
       while (!this.stopped) {
+        const room = MAX_IN_FLIGHT - this.inFlight.size;
+        if (room <= 0) return;
         const now = this.deps.clock.nowMicros();
-        const claimed = await this.deps.store.webhooks.claim(this.claimer, now, now + LEASE_MS * 1000, BATCH);
+        const claimed = await this.deps.store.webhooks.claim(this.claimer, now, now + LEASE_MS * 1000, room);
         if (claimed.length === 0) return;
-        await Promise.all(claimed.map((d) => this.deliver(d)));
+        for (const delivery of claimed) {
+          const attempt: Promise<void> = this.deliver(delivery)
+            .catch((err) => logError(`webhook ${delivery.webhookId}: recording an attempt failed: ${err}`))
+            .finally(() => {
+              this.inFlight.delete(attempt);
+              this.wake();
+            });
+          this.inFlight.add(attempt);
+        }
       }
     } catch (err) {
       logError(`webhook deliveries: ${err}`);

@@ -261,6 +261,12 @@ describe("no event lost", () => {
     const before = descriptors();
     await client(server, key).upload("s", "?name=slow.txt");
     await waitFor(() => slow.receiver.open() === 1 && silent.receiver.open() === 1, "both receivers holding a delivery");
+    // Other webhooks' deliveries go on meanwhile: the main receiver gets a new file's event now.
+    const other = await client(server, key).upload("o", "?name=meanwhile.txt");
+    const started = performance.now();
+    await eventOf("file.created", other.id);
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(slow.receiver.open() + silent.receiver.open()).toBeGreaterThanOrEqual(2);
     // Requests are answered meanwhile, and quickly.
     for (let i = 0; i < 10; i++) {
       const started = performance.now();
