@@ -1,11 +1,15 @@
 // Webhooks that are never lost (CONTRACT §13), through real servers on the run's backend and a
 // real receiver on loopback verifying every signature: SIGKILL between commit and delivery, then
 // a restart; a kill while deliveries are in flight; 1000 uploads under several serving processes;
-// and targets allowed by host name and by CIDR range (a server without any allowance refuses
-// a name that resolves to loopback).
+// two instances on one store; targets allowed by host name and by CIDR range (a server without
+// any allowance refuses a name that resolves to loopback); and https, the certificate checked
+// against the URL's host name while the connection goes to the checked address.
 import { describe, expect, test } from "bun:test";
+import fs from "node:fs";
+import path from "node:path";
 import type { NewWebhookJson } from "../../src/domain/webhook.ts";
 import { client, startServer, tempDir, type RunningServer } from "../support/server.ts";
+import { OPENSSL } from "../support/tls.ts";
 import { waitFor } from "../support/wait.ts";
 import { startReceiver, type Receiver } from "../support/webhook-receiver.ts";
 
@@ -167,3 +171,38 @@ test("two instances on one store: 300 uploads through both, each event delivered
   console.log(`two instances, 300 uploads: ${JSON.stringify(figures)}`);
   expect(figures).toEqual({ sent: 300, received: 300, duplicated: 0, unsigned: 0 });
 }, 120_000);
+
+test("https: the delivery connects to the checked address and verifies the certificate against the URL's host name", async () => {
+  using dir = tempDir();
+  // Certificates for a name only (no IP address in subjectAltName): one for localhost, one for another name.
+  const cert = (name: string) => {
+    const run = Bun.spawnSync([OPENSSL, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj", `/CN=${name}`,
+      "-addext", `subjectAltName=DNS:${name}`, "-keyout", path.join(dir.path, `${name}.key`), "-out", path.join(dir.path, `${name}.pem`)], { stderr: "pipe" });
+    if (run.exitCode !== 0) throw new Error(run.stderr.toString());
+    return { cert: fs.readFileSync(path.join(dir.path, `${name}.pem`), "utf8"), key: fs.readFileSync(path.join(dir.path, `${name}.key`), "utf8") };
+  };
+  const good = cert("localhost");
+  const wrong = cert("elsewhere.test");
+  fs.writeFileSync(path.join(dir.path, "cas.pem"), good.cert + wrong.cert);
+  const seen: string[] = [];
+  const tlsReceiver = (tls: { cert: string; key: string }) =>
+    Bun.serve({ hostname: "127.0.0.1", port: 0, tls, fetch: async (r) => (seen.push(`${r.headers.get("host")} ${(JSON.parse(await r.text()) as { type: string }).type}`), new Response(null, { status: 204 })) });
+  const right = tlsReceiver(good);
+  const mismatched = tlsReceiver(wrong);
+  try {
+    await using server = await startServer({ env: { WEBHOOK_ALLOWED_HOSTS: "localhost", NODE_EXTRA_CA_CERTS: path.join(dir.path, "cas.pem") } });
+    const key = await server.mintKey("alice@example.com");
+    const ok = await createHook(server, key, `https://localhost:${right.port}/hook`);
+    const refused = await createHook(server, key, `https://localhost:${mismatched.port}/hook`);
+    await client(server, key).upload("t", "?name=tls.txt");
+    await waitFor(() => seen.length === 1, "the delivery over TLS", 15_000);
+    const attempts = async (id: string) => ((await (await client(server, key).fetch(`/v1/webhooks/${id}/deliveries`)).json()) as { deliveries: { status: number | null; error: string }[] }).deliveries;
+    const failed = await waitFor(async () => (await attempts(refused.id))[0], "the attempt to the receiver with another name's certificate", 15_000);
+    expect(seen).toEqual([`localhost:${right.port} file.created`]);
+    expect((await attempts(ok.id))[0]).toMatchObject({ status: 204, error: "" });
+    expect(failed.status).toBeNull();
+    expect(failed.error).toContain("ERR_TLS_CERT_ALTNAME_INVALID");
+  } finally {
+    await Promise.all([right.stop(true), mismatched.stop(true)]);
+  }
+}, 60_000);
