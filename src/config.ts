@@ -12,6 +12,7 @@ import path from "node:path";
 import type { S3Settings } from "./storage/s3-blobs.ts";
 import type { LogFormat } from "./log.ts";
 import { availableMemory } from "./memory-limit.ts";
+import { parseAllowedHosts } from "./domain/host-allowlist.ts";
 
 export interface Config {
   /** TCP port for every protocol; 0 lets the OS choose (tests). */
@@ -100,6 +101,16 @@ export interface Config {
    * (CUBBY_TEST_REMOVAL_GRACE_MS); undefined: REMOVAL_GRACE_MS (storage/blob-memory.ts, 30 s).
    */
   testRemovalGraceMs?: number | undefined;
+  /**
+   * Where webhooks may point beyond public addresses (WEBHOOK_ALLOWED_HOSTS, CONTRACT §13):
+   * host names, addresses and CIDR ranges, each checked (domain/host-allowlist.ts).
+   */
+  webhookAllowedHosts: string[];
+  /**
+   * Tests only: the first retry delay of a webhook delivery, ms (CUBBY_TEST_WEBHOOK_RETRY_MS);
+   * undefined: RETRY_BASE_MS (service/webhook-deliverer.ts, 5 s).
+   */
+  testWebhookRetryMs?: number | undefined;
 }
 
 /** The most serving processes WORKERS may ask for. */
@@ -220,6 +231,16 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     if (net.isIP(a) === 0) throw new ConfigError(`TRUSTED_PROXIES: "${a}" is not an IP address (expected e.g. 127.0.0.1,10.0.0.2)`);
   }
 
+  const webhookAllowedHosts = (get("WEBHOOK_ALLOWED_HOSTS") ?? "")
+    .split(",")
+    .map((e) => e.trim())
+    .filter((e) => e !== "");
+  try {
+    parseAllowedHosts(webhookAllowedHosts.join(","));
+  } catch (err) {
+    throw new ConfigError(`WEBHOOK_ALLOWED_HOSTS: ${(err as Error).message}`);
+  }
+
   const metricsToken = emptyToUndefined(get("METRICS_TOKEN"));
   if (metricsToken !== undefined && !/^[\x21-\x7e]{16,}$/.test(metricsToken)) {
     throw new ConfigError("METRICS_TOKEN must be at least 16 printable ASCII characters without spaces (e.g. from `openssl rand -hex 32`)");
@@ -262,6 +283,8 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     testAtOnce: get("CUBBY_TEST_AT_ONCE") === "off" ? false : undefined,
     testExpirySweepMs: testMilliseconds(get, "CUBBY_TEST_EXPIRY_SWEEP_MS", 10),
     testRemovalGraceMs: testMilliseconds(get, "CUBBY_TEST_REMOVAL_GRACE_MS", 0),
+    webhookAllowedHosts,
+    testWebhookRetryMs: testMilliseconds(get, "CUBBY_TEST_WEBHOOK_RETRY_MS", 10),
   };
 }
 

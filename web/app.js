@@ -734,6 +734,69 @@ async function loadUnfinished() {
   $("unfinished-empty").hidden = page.uploads.length > 0;
 }
 
+// --- webhooks (CONTRACT §13) ---
+
+/** A webhook's card: where it points, what it receives, its latest deliveries on demand, Delete. */
+function hookCard(hook) {
+  const deliveries = el("ul", { className: "arrivals", hidden: true });
+  const show = button("Recent deliveries", `Recent deliveries of webhook ${hook.url}`, async (e) => {
+    if (!deliveries.hidden) {
+      deliveries.hidden = true;
+      return;
+    }
+    const log = await attemptAt(e.currentTarget, () => api(`/v1/webhooks/${hook.id}/deliveries`));
+    if (!log) return;
+    deliveries.replaceChildren(
+      ...(log.deliveries.length === 0
+        ? [el("li", { className: "muted", textContent: "Nothing delivered yet." })]
+        : log.deliveries.slice(0, 20).map((d) =>
+            el("li", { textContent: `${formatTime(d.attempted_at)} · ${d.type} · ${d.error === "" ? `delivered (${d.status})` : d.error}` }),
+          )),
+    );
+    deliveries.hidden = false;
+  });
+  const remove = button(
+    "Delete",
+    `Delete webhook ${hook.url}`,
+    async (e) => {
+      if (!confirm(`Delete the webhook to ${hook.url}? Events not yet delivered to it are dropped.`)) return;
+      if ((await attemptAt(e.currentTarget, () => api(`/v1/webhooks/${hook.id}`, { method: "DELETE" }))) === undefined) return;
+      if ($("new-hook").dataset.id === hook.id) $("new-hook").hidden = true;
+      await attempt(loadHooks);
+    },
+    "danger",
+  );
+  const card = el(
+    "li",
+    {},
+    el("strong", { className: "list-name", textContent: hook.url }),
+    el("div", { className: "muted", textContent: `${hook.events.join(", ")} · added ${formatTime(hook.created_at)}` }),
+    el("div", { className: "inline share-facts" }, show, remove),
+    deliveries,
+  );
+  card.dataset.id = hook.id;
+  return card;
+}
+
+async function loadHooks() {
+  const { webhooks } = await api("/v1/webhooks");
+  $("hooks").replaceChildren(...webhooks.map(hookCard));
+  $("hooks-empty").hidden = webhooks.length > 0;
+}
+
+async function createHook(e) {
+  e.preventDefault();
+  const events = [...$("hook-events").querySelectorAll("input:checked")].map((c) => c.value);
+  const fields = { url: $("hook-url"), events: $("hook-events") };
+  const made = await submitForm($("hook-form"), fields, () => send("POST", "/v1/webhooks", { url: $("hook-url").value.trim(), events }));
+  if (!made) return;
+  $("new-hook-secret").value = made.secret;
+  $("new-hook").dataset.id = made.id;
+  $("new-hook").hidden = false;
+  $("hook-form").reset();
+  await attempt(loadHooks);
+}
+
 // --- keys ---
 
 function keyRow(key) {
@@ -817,6 +880,8 @@ function wire() {
   $("share-close").addEventListener("click", () => $("share-dialog").close());
   $("link-form").addEventListener("submit", createLink);
   $("unfinished-refresh").addEventListener("click", () => attempt(() => Promise.all([loadUnfinished(), loadUsage()])));
+  $("hook-form").addEventListener("submit", createHook);
+  $("new-hook-copy").addEventListener("click", (e) => copy($("new-hook-secret").value, e.currentTarget));
   $("key-form").addEventListener("submit", createKey);
   $("new-key-copy").addEventListener("click", (e) => copy($("new-key-value").value, e.currentTarget));
 }
@@ -841,7 +906,7 @@ async function main() {
   $("signed-in").hidden = false;
   wire();
   // The links first: unfinished uploads name the link they come through.
-  await attempt(() => Promise.all([loadFiles(false), loadLinks().then(loadUnfinished), loadKeys()]));
+  await attempt(() => Promise.all([loadFiles(false), loadLinks().then(loadUnfinished), loadHooks(), loadKeys()]));
 }
 
 main();

@@ -25,6 +25,7 @@ import { tusRoutes } from "./tus-routes.ts";
 import { uploadLinksRoutes } from "./upload-links-routes.ts";
 import { uploadsRoutes } from "./uploads-routes.ts";
 import { usageRoutes } from "./usage-routes.ts";
+import { webhooksRoutes } from "./webhooks-routes.ts";
 
 export interface AppDeps {
   services: Services;
@@ -110,7 +111,8 @@ export function createApp(deps: AppDeps) {
     .use(uploadsRoutes({ uploads: services.uploads, auth, baseUrl }))
     .use(uploadLinksRoutes({ links: services.uploadLinks, uploads: services.uploads, auth, baseUrl, clockMicros: () => services.clock.nowMicros() }))
     .use(guestRoutes({ links: services.uploadLinks, baseUrl, maxUploadBytes: deps.maxUploadBytes }))
-    .use(usageRoutes({ quotas: services.quotas, auth }));
+    .use(usageRoutes({ quotas: services.quotas, auth }))
+    .use(webhooksRoutes({ webhooks: services.webhooks, auth }));
 }
 
 /**

@@ -14,6 +14,7 @@ import type { FilePageJson } from "../domain/file-page.ts";
 import type { ShareJson } from "../domain/share.ts";
 import type { UnfinishedUploadJson, UnfinishedUploadPageJson } from "./uploads-routes.ts";
 import type { UsageJson } from "./usage-routes.ts";
+import { EVENT_TYPES, MAX_WEBHOOK_URL_CHARS, type NewWebhookJson, type WebhookAttemptJson, type WebhookJson } from "../domain/webhook.ts";
 
 /** A JSON Schema 2020-12 object (OpenAPI 3.1 Schema Object). */
 export type Schema = { [keyword: string]: unknown };
@@ -118,6 +119,27 @@ const usageProperties = {
   quota_bytes: { type: ["integer", "null"], minimum: 0, description: "null: no quota" },
 } satisfies Record<keyof UsageJson, Schema>;
 
+const webhookProperties = {
+  id: { type: "string", pattern: "^wh_[A-Za-z0-9_-]{21}$" },
+  url: { type: "string", format: "uri", maxLength: MAX_WEBHOOK_URL_CHARS, description: "Where events are POSTed" },
+  events: { type: "array", items: { type: "string", enum: [...EVENT_TYPES] }, minItems: 1, uniqueItems: true },
+  created_at: timestamp,
+} satisfies Record<keyof WebhookJson, Schema>;
+
+const newWebhookProperties = {
+  ...webhookProperties,
+  secret: { type: "string", pattern: "^whsec_[A-Za-z0-9+/]{43}=$", description: "Standard Webhooks signing secret, shown this once" },
+} satisfies Record<keyof NewWebhookJson, Schema>;
+
+const webhookAttemptProperties = {
+  event_id: { type: "string", pattern: "^evt_", description: "The `webhook-id` header of the delivery" },
+  type: { type: "string", enum: [...EVENT_TYPES] },
+  attempted_at: timestamp,
+  status: { type: ["integer", "null"], description: "The receiver's HTTP status; null when none came" },
+  error: { type: "string", description: "Why the attempt failed; \"\" when it delivered" },
+  duration_ms: count,
+} satisfies Record<keyof WebhookAttemptJson, Schema>;
+
 const apiKeyProperties = {
   id: { type: "string", minLength: 1, description: "The key's ID (for DELETE /auth/keys/{id}); not the secret" },
   name: { type: "string" },
@@ -139,6 +161,11 @@ export const schemas: Record<string, Schema> = {
   UnfinishedUploadPage: closedObject(unfinishedUploadPageProperties, "A page of the caller's unfinished uploads."),
   Usage: closedObject(usageProperties, "The caller's storage use and quota (QUOTA_BYTES)."),
   Expiry: closedObject({ expire_time: expiry }, "When the file is deleted as by DELETE."),
+  Webhook: closedObject(webhookProperties, "A webhook endpoint (CONTRACT §13): never its secret."),
+  NewWebhook: closedObject(newWebhookProperties, "A webhook just created, with its signing secret."),
+  WebhookList: closedObject({ webhooks: { type: "array", items: ref("Webhook") } }),
+  WebhookDelivery: closedObject(webhookAttemptProperties, "One delivery attempt."),
+  WebhookDeliveryList: closedObject({ deliveries: { type: "array", items: ref("WebhookDelivery"), description: "Newest first" } }),
   ApiKey: closedObject(apiKeyProperties, "An API key as listed: never the secret."),
   NewApiKey: closedObject(
     { ...apiKeyProperties, key: { type: "string", pattern: "^cubby_", description: "The secret, shown this once" } },

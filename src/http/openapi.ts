@@ -185,6 +185,7 @@ export function openApiDocumentOf(app: AnyElysia): OpenApiDocument {
       { name: "shares", description: "Share links (CONTRACT §8)" },
       { name: "upload-links", description: "Guest upload links (CONTRACT §8)" },
       { name: "uploads", description: "Resumable uploads, tus 1.0.0 (CONTRACT §8)" },
+      { name: "webhooks", description: "Webhooks (CONTRACT §13)" },
       { name: "auth", description: "Sign-in, sessions and API keys (CONTRACT §5)" },
       { name: "service", description: "Health and this document" },
     ],

@@ -69,7 +69,7 @@ export async function shareReply(deps: ShareContentDeps, request: ContentRequest
   delete headers.vary;
   const reply = { ...fileReply, headers };
   const fromStart = reply.status === 200 || (reply.status === 206 && reply.range?.start === 0);
-  if (request.method === "GET" && fromStart) await deps.shares.countDownload(share);
+  if (request.method === "GET" && fromStart) await deps.shares.countDownload(share, file);
   return { reply, content: deps.files.contentOf(file) };
 }
 

@@ -6,6 +6,7 @@ import pkg from "../../package.json" with { type: "json" };
 import type { Config } from "../config.ts";
 import { EXPIRY_SWEEP_MS } from "../service/files.ts";
 import { openServices, type Services } from "../service/index.ts";
+import { WebhookDeliverer } from "../service/webhook-deliverer.ts";
 import { logError, logInfo, setLogFormat } from "../log.ts";
 import type { Metrics } from "../serving/metrics.ts";
 import { SupervisorLink, WorkerPool } from "./workers.ts";
@@ -33,6 +34,9 @@ export async function serve(config: Config): Promise<void> {
   const worker = config.workerId !== undefined && process.send !== undefined;
   {
     await using services = await openServices(config);
+    // File URLs in webhook events, until the listener knows its port (the supervisor's first
+    // expiry sweep runs before its workers listen).
+    if (config.hostname === undefined && config.port !== 0) services.webhooks.setBaseUrl(`http://localhost:${config.port}`);
     if (worker) await serveAsWorker(config, services);
     else if (config.workers > 1) await supervise(config, services);
     else await serveAlone(config, services);
@@ -46,9 +50,11 @@ async function serveAlone(config: Config, services: Services): Promise<void> {
   const server = await (await serving()).startServing(config, services, { reusePort: false, graceMs: SHUTDOWN_GRACE_MS });
   logInfo(`cubby ${pkg.version} listening on port ${server.port}; public URL ${server.baseUrl}; data in ${config.dataDir}`);
   logSignInHint(config);
+  const deliverer = startDelivering(config, services);
   const signal = await stopSignal();
   logInfo(`${signal}: stopping; in-flight requests have ${SHUTDOWN_GRACE_MS / 1000}s to finish`);
   for (const timer of timers) clearInterval(timer);
+  await deliverer.stop();
   await server.stop();
 }
 
@@ -59,6 +65,7 @@ async function supervise(config: Config, services: Services): Promise<void> {
   try {
     const port = await pool.start();
     const baseUrl = config.hostname ?? `http://localhost:${port}`;
+    services.webhooks.setBaseUrl(baseUrl);
     logInfo(`cubby ${pkg.version} listening on port ${port}; public URL ${baseUrl}; data in ${config.dataDir}; ${config.workers} worker processes (pids ${pool.pids().join(", ")})`);
     logSignInHint(config);
     const signal = await stopSignal();
@@ -75,8 +82,20 @@ async function serveAsWorker(config: Config, services: Services): Promise<void> 
   const link = new SupervisorLink(async () => (metrics === undefined ? [] : metrics.snapshot()));
   const server = await (await serving()).startServing(config, services, { reusePort: true, graceMs: SHUTDOWN_GRACE_MS, aggregate: () => link.scrapeAll(), onMetrics: (m) => (metrics = m) });
   link.listening(server.port);
+  const deliverer = startDelivering(config, services);
   await Promise.race([stopSignal(), link.gone()]);
+  await deliverer.stop();
   await server.stop();
+}
+
+/**
+ * Starts delivering the webhook outbox from this serving process (every serving process of every
+ * instance does; claims keep each delivery to one of them at a time).
+ */
+function startDelivering(config: Config, services: Services): WebhookDeliverer {
+  const deliverer = new WebhookDeliverer({ store: services.store, clock: services.clock, webhooks: services.webhooks, retryBaseMs: config.testWebhookRetryMs });
+  deliverer.start();
+  return deliverer;
 }
 
 /**

@@ -81,6 +81,7 @@ export async function startServing(
   });
   listening = server;
   if (config.hostname === undefined) baseUrl = `http://localhost:${server.port}`;
+  services.webhooks.setBaseUrl(baseUrl);
   return {
     port: server.port,
     baseUrl,

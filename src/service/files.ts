@@ -16,6 +16,7 @@ import type { BlobChunk, BlobStore, ByteRange, MetadataStore, MetadataTables, Re
 import { removeOrphans } from "./orphans.ts";
 import { QuotaExceededError, type Quotas } from "./quota.ts";
 import { ReadCache } from "./read-cache.ts";
+import type { WebhookService } from "./webhooks.ts";
 
 export interface FileServiceDeps {
   store: MetadataStore;
@@ -25,6 +26,8 @@ export interface FileServiceDeps {
   maxUploadBytes: number;
   /** Storage quotas (CONTRACT §9): every upload is charged to its owner. */
   quotas: Quotas;
+  /** Webhook events (CONTRACT §13), recorded in each change's own transaction. */
+  webhooks: WebhookService;
 }
 
 /** How {@link FileService.commitNew} commits. */
@@ -155,6 +158,7 @@ export class FileService {
       if (opts.reserved !== true) await quota.charge(record.size);
       await tx.files.insert(record);
       await opts.alsoInTx?.(tx, record);
+      await this.deps.webhooks.fileChanged(tx, "file.created", record);
     });
     return record;
   }
@@ -252,7 +256,9 @@ export class FileService {
       const gone = await this.deps.store.transaction(async (tx) => {
         const file = await tx.files.get(due.id);
         if (file === undefined || file.expiresAt === null || file.expiresAt > now) return false;
-        return tx.files.delete(file.id, file.blob).then((ok) => (ok ? file.blob : false));
+        if (!(await tx.files.delete(file.id, file.blob))) return false;
+        await this.deps.webhooks.fileDeleted(tx, file, "expired");
+        return file.blob;
       });
       if (gone !== false) {
         this.deps.blobs.removeLater(gone);
@@ -297,6 +303,7 @@ export class FileService {
         updatedAt: this.nextUpdate(file),
       };
       await tx.files.update(updated);
+      await this.deps.webhooks.fileChanged(tx, "file.updated", updated);
     });
     this.deps.blobs.removeLater(oldBlob);
     return updated;
@@ -340,7 +347,7 @@ export class FileService {
   async delete(principal: Principal, id: string): Promise<void> {
     const blob = await this.deps.store.transaction(async (tx) => {
       const file = await this.ownedForWrite(tx, principal, id);
-      await tx.files.delete(id, file.blob);
+      if (await tx.files.delete(id, file.blob)) await this.deps.webhooks.fileDeleted(tx, file, "deleted");
       return file.blob;
     });
     this.deps.blobs.removeLater(blob);

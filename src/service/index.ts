@@ -25,6 +25,8 @@ import { UploadService } from "./uploads.ts";
 import { UserService } from "./users.ts";
 import { UserAdmin } from "./user-admin.ts";
 import { AccountStatus } from "./account-status.ts";
+import { WebhookService } from "./webhooks.ts";
+import { parseAllowedHosts } from "../domain/host-allowlist.ts";
 import { logError } from "../log.ts";
 
 /** The services and the stores under them; disposing flushes delayed blob removals and closes the stores. */
@@ -42,6 +44,7 @@ export interface Services extends AsyncDisposable {
   uploads: UploadService;
   uploadLinks: UploadLinkService;
   quotas: Quotas;
+  webhooks: WebhookService;
 }
 
 export interface OpenOptions {
@@ -61,6 +64,10 @@ export interface OpenOptions {
    * readers, ms; absent: REMOVAL_GRACE_MS (storage/blob-memory.ts).
    */
   testRemovalGraceMs?: number | undefined;
+  /** WEBHOOK_ALLOWED_HOSTS' entries (host names, addresses, CIDR ranges); absent: public addresses only. */
+  webhookAllowedHosts?: readonly string[] | undefined;
+  /** HOSTNAME: the origin of file URLs in webhook events (else set once the server listens). */
+  hostname?: string | undefined;
 }
 
 /** A store that could not be reached or used at start: the message is one line for the operator. */
@@ -92,7 +99,9 @@ export async function openServices(opts: OpenOptions): Promise<Services> {
   const clock = opts.clock ?? systemClock();
   const accounts = new AccountStatus({ store, clock });
   const quotas = new Quotas({ store, clock, defaultQuotaBytes: opts.quotaBytes ?? null });
-  const files = new FileService({ store, blobs, clock, maxUploadBytes: opts.maxUploadBytes, quotas });
+  const webhooks = new WebhookService({ store, clock, allowedHosts: parseAllowedHosts((opts.webhookAllowedHosts ?? []).join(",")) });
+  if (opts.hostname !== undefined) webhooks.setBaseUrl(opts.hostname);
+  const files = new FileService({ store, blobs, clock, maxUploadBytes: opts.maxUploadBytes, quotas, webhooks });
   const uploadLinks = new UploadLinkService({ store, clock, files, maxUploadBytes: opts.maxUploadBytes });
   const users = new UserService({ store, clock });
   const expiryMicros = (opts.uploadExpirySeconds ?? 24 * 3600) * 1_000_000;
@@ -103,7 +112,8 @@ export async function openServices(opts: OpenOptions): Promise<Services> {
     blobs,
     clock,
     files,
-    shares: new ShareService({ store, files, clock }),
+    shares: new ShareService({ store, files, clock, webhooks }),
+    webhooks,
     uploads: new UploadService({ store, blobs, clock, files, links: uploadLinks, quotas, maxUploadBytes: opts.maxUploadBytes, expiryMicros, locks }),
     uploadLinks,
     quotas,

@@ -11,6 +11,7 @@ import type { Clock } from "../domain/time.ts";
 import type { ShareRow } from "../domain/share.ts";
 import type { MetadataStore } from "../storage/ports.ts";
 import type { FileService } from "./files.ts";
+import type { WebhookService } from "./webhooks.ts";
 
 /** What a new share may set; every field optional. */
 export interface ShareInput {
@@ -33,7 +34,7 @@ export interface OpenShare {
 
 /** Share links: create, list and delete (the file's owner), and open by token (anyone who has it). */
 export class ShareService {
-  constructor(private readonly deps: { store: MetadataStore; files: FileService; clock: Clock }) {}
+  constructor(private readonly deps: { store: MetadataStore; files: FileService; clock: Clock; webhooks: WebhookService }) {}
 
   /**
    * Shares a file the caller owns.
@@ -111,11 +112,17 @@ export class ShareService {
   }
 
   /**
-   * Counts a download (a GET from byte 0), never past the limit.
+   * Counts a download (a GET from byte 0) of `file` through `share`, never past the limit, and
+   * records `share.downloaded` in the same transaction (CONTRACT §13).
    * @throws gone when the limit was reached meanwhile, or the share was deleted
    */
-  async countDownload(share: ShareRow): Promise<void> {
-    if (!(await this.deps.store.shares.countDownload(share.id))) throw gone("this share link has reached its download limit");
+  async countDownload(share: ShareRow, file: FileRecord): Promise<void> {
+    const counted = await this.deps.store.transaction(async (tx) => {
+      if (!(await tx.shares.countDownload(share.id))) return false;
+      await this.deps.webhooks.shareDownloaded(tx, file, share.id);
+      return true;
+    });
+    if (!counted) throw gone("this share link has reached its download limit");
   }
 }
 

@@ -35,12 +35,14 @@ import type {
   UserRow,
   UserTable,
   UserUsage,
+  WebhookTable,
 } from "./ports.ts";
 import { containsPattern, inIdOrder, newestFirstAfter, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
 import * as schema from "./pg-schema.ts";
 import { PgUploadLinks, PgUploads } from "./pg-uploads.ts";
 import { PgLoginLinks } from "./login-links.ts";
 import { PgRateLimits } from "./rate-limits.ts";
+import { PgWebhooks } from "./pg-webhooks.ts";
 import { countAll, liveFilesOf, reservingUploadsOf, sumOf } from "./user-conditions.ts";
 import type { UploadLinkTable, UploadTable } from "./upload-ports.ts";
 
@@ -109,6 +111,9 @@ export class PgMetadataStore implements MetadataStore {
   readonly uploadLinks: UploadLinkTable;
   readonly rateLimits: PgRateLimits;
   readonly loginLinks: LoginLinkTable;
+  readonly webhooks: WebhookTable;
+  /** Told after commits that added webhook deliveries ({@link onEnqueued}). */
+  private readonly enqueueListeners: (() => void)[] = [];
   private current = 0;
   /** When this store last heard a notification on the channel (its own ping or a change), ms. */
   private lastHeard = 0;
@@ -132,6 +137,15 @@ export class PgMetadataStore implements MetadataStore {
     this.uploadLinks = new PgUploadLinks(driver.db, changed);
     this.rateLimits = new PgRateLimits(driver.db);
     this.loginLinks = new PgLoginLinks(driver.db);
+    this.webhooks = new PgWebhooks(driver.db, () => this.notifyEnqueued());
+  }
+
+  onEnqueued(listener: () => void): void {
+    this.enqueueListeners.push(listener);
+  }
+
+  private notifyEnqueued(): void {
+    for (const listener of this.enqueueListeners) listener();
   }
 
   /**
@@ -174,8 +188,9 @@ export class PgMetadataStore implements MetadataStore {
   }
 
   async transaction<T>(work: (tx: MetadataTables) => Promise<T>): Promise<T> {
+    let enqueued = false;
     try {
-      return await this.driver.db.transaction(async (tx) => {
+      const result = await this.driver.db.transaction(async (tx) => {
         const none = () => {};
         return work({
           files: new PgFiles(tx, none, true),
@@ -185,8 +200,11 @@ export class PgMetadataStore implements MetadataStore {
           shares: new PgShares(tx),
           uploads: new PgUploads(tx, none),
           uploadLinks: new PgUploadLinks(tx, none),
+          webhooks: new PgWebhooks(tx, () => void (enqueued = true)),
         });
       });
+      if (enqueued) this.notifyEnqueued();
+      return result;
     } finally {
       this.current++;
     }

@@ -5,7 +5,7 @@
  * microseconds (below 2^53 until the year 2255, so they stay exact as JavaScript numbers).
  */
 import { sql } from "drizzle-orm";
-import { bigint, customType, index, pgTable, text, uniqueIndex } from "drizzle-orm/pg-core";
+import { bigint, bigserial, customType, index, integer, pgTable, text, uniqueIndex } from "drizzle-orm/pg-core";
 
 /** BYTEA as a Node Buffer. */
 const bytea = customType<{ data: Buffer; driverData: Buffer }>({
@@ -202,4 +202,71 @@ export const loginLinks = pgTable(
     expiresAt: micros("expires_at").notNull(),
   },
   (t) => [index("login_links_expires_idx").on(t.expiresAt)],
+);
+
+/** Webhook endpoints, as in schema.ts. */
+export const webhooks = pgTable(
+  "webhooks",
+  {
+    id: text("id").primaryKey(),
+    ownerId: text("owner_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    url: text("url").notNull(),
+    events: text("events").notNull(),
+    secret: text("secret").notNull(),
+    createdAt: micros("created_at").notNull(),
+  },
+  (t) => [index("webhooks_owner_idx").on(t.ownerId)],
+);
+
+/**
+ * The outbox, as in schema.ts. `seq` is a sequence: for one subject it follows commit order,
+ * because every change of a file locks its row first (the events of one file cannot interleave).
+ */
+export const webhookDeliveries = pgTable(
+  "webhook_deliveries",
+  {
+    seq: bigserial("seq", { mode: "number" }).primaryKey(),
+    eventId: text("event_id").notNull(),
+    webhookId: text("webhook_id")
+      .notNull()
+      .references(() => webhooks.id, { onDelete: "cascade" }),
+    type: text("type").notNull(),
+    subject: text("subject").notNull(),
+    payload: text("payload").notNull(),
+    createdAt: micros("created_at").notNull(),
+    nextAttemptAt: micros("next_attempt_at").notNull(),
+    attempts: integer("attempts").notNull().default(0),
+    claimedBy: text("claimed_by"),
+    claimedUntil: micros("claimed_until"),
+    deliveredAt: micros("delivered_at"),
+    failedAt: micros("failed_at"),
+    lastStatus: integer("last_status"),
+    lastError: text("last_error"),
+  },
+  (t) => [
+    uniqueIndex("webhook_deliveries_event_webhook_unique").on(t.eventId, t.webhookId),
+    index("webhook_deliveries_due_idx").on(t.nextAttemptAt).where(sql`${t.deliveredAt} IS NULL AND ${t.failedAt} IS NULL`),
+    index("webhook_deliveries_subject_idx").on(t.webhookId, t.subject, t.seq),
+    index("webhook_deliveries_created_idx").on(t.createdAt),
+  ],
+);
+
+/** Delivery attempts, as in schema.ts. */
+export const webhookAttempts = pgTable(
+  "webhook_attempts",
+  {
+    seq: bigserial("seq", { mode: "number" }).primaryKey(),
+    webhookId: text("webhook_id")
+      .notNull()
+      .references(() => webhooks.id, { onDelete: "cascade" }),
+    eventId: text("event_id").notNull(),
+    type: text("type").notNull(),
+    attemptedAt: micros("attempted_at").notNull(),
+    status: integer("status"),
+    error: text("error").notNull().default(""),
+    durationMs: integer("duration_ms").notNull(),
+  },
+  (t) => [index("webhook_attempts_webhook_idx").on(t.webhookId, t.seq), index("webhook_attempts_time_idx").on(t.attemptedAt)],
 );

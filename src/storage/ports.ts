@@ -224,6 +224,7 @@ export interface MetadataTables {
   shares: ShareTable;
   uploads: UploadTable;
   uploadLinks: UploadLinkTable;
+  webhooks: WebhookTable;
 }
 
 export type { UploadLinkTable, UploadRow, UploadTable } from "./upload-ports.ts";
@@ -263,6 +264,12 @@ export interface MetadataStore extends MetadataTables, AsyncDisposable {
   readonly rateLimits: RateLimitTable;
   /** One-time sign-in links: outside transactions, never exported (they live minutes). */
   readonly loginLinks: LoginLinkTable;
+  /**
+   * Calls `listener` after each commit of this process that added webhook deliveries (a
+   * transaction's or a lone {@link WebhookTable.enqueue}'s), so that the deliverer here wakes at
+   * once; other processes find them when they poll.
+   */
+  onEnqueued(listener: () => void): void;
 }
 
 /**
@@ -364,3 +371,79 @@ export interface BlobStore extends AsyncDisposable {
 
 export type { AppendOptions, PartialUploads } from "./upload-ports.ts";
 import type { PartialUploads } from "./upload-ports.ts";
+
+// --- webhooks (CONTRACT §13) ---
+
+export type { WebhookAttemptRow, WebhookRow } from "../domain/webhook.ts";
+import type { WebhookAttemptRow, WebhookRow } from "../domain/webhook.ts";
+
+/** An event for one webhook, as the outbox takes it. Times are Unix microseconds. */
+export interface NewDelivery {
+  /** The `webhook-id` header: one per event, the same for each of its webhooks and attempts. */
+  eventId: string;
+  webhookId: string;
+  type: string;
+  /** What it is about (a file ID): events of one subject are delivered in order. */
+  subject: string;
+  /** The exact body to send. */
+  payload: string;
+  createdAt: number;
+}
+
+/** A delivery claimed by one process, with where it goes and what signs it. */
+export interface ClaimedDelivery extends NewDelivery {
+  seq: number;
+  /** Attempts made before this one. */
+  attempts: number;
+  url: string;
+  secret: string;
+}
+
+/** How an attempt ended, as {@link WebhookTable.settle} records it. Times are Unix microseconds. */
+export interface AttemptOutcome {
+  attemptedAt: number;
+  /** The receiver's status; null when none came. */
+  status: number | null;
+  /** "" when delivered. */
+  error: string;
+  durationMs: number;
+  /** A 2xx came back. */
+  delivered: boolean;
+  /** When to try again; null: give up (past the retry window). Ignored when delivered. */
+  nextAttemptAt: number | null;
+}
+
+/**
+ * The webhooks table, the outbox of their deliveries and the log of attempts (CONTRACT §13).
+ * Outside transactions each method is one atomic step; {@link enqueue} belongs in the
+ * transaction of the change the events report (MetadataTables.webhooks), so both commit or
+ * neither does.
+ */
+export interface WebhookTable {
+  insert(row: WebhookRow): Promise<void>;
+  byId(id: string): Promise<WebhookRow | undefined>;
+  /** A user's webhooks, oldest first. */
+  listByOwner(ownerId: string): Promise<WebhookRow[]>;
+  /** Deletes `ownerId`'s webhook with its pending deliveries and log. @returns whether one was deleted */
+  delete(id: string, ownerId: string): Promise<boolean>;
+  /** Adds deliveries to the outbox, due at once. */
+  enqueue(deliveries: NewDelivery[]): Promise<void>;
+  /**
+   * Claims up to `limit` deliveries due at `now` for `claimer` until `leaseUntil`: those not
+   * delivered, not given up, not claimed by a lease still running, and with no earlier delivery
+   * of the same webhook and subject still pending. One conditional UPDATE decides, so of any
+   * number of processes and instances one gets each row; a claimer that dies loses its rows
+   * when the lease ends. Oldest first.
+   */
+  claim(claimer: string, now: number, leaseUntil: number, limit: number): Promise<ClaimedDelivery[]>;
+  /**
+   * Records an attempt of `delivery` in the log, and, if `claimer` still holds it, its outcome:
+   * delivered, retried at `nextAttemptAt`, or given up. When delivered, the webhook's other
+   * deliveries waiting for a retry become due at once (the receiver is up again).
+   */
+  settle(delivery: ClaimedDelivery, claimer: string, outcome: AttemptOutcome): Promise<void>;
+  /** A webhook's latest `limit` attempts, newest first. */
+  attempts(webhookId: string, limit: number): Promise<WebhookAttemptRow[]>;
+  /** Deletes delivered or given-up deliveries and attempts older than `before`. @returns how many rows */
+  prune(before: number): Promise<number>;
+}

@@ -201,3 +201,83 @@ export const loginLinks = sqliteTable(
   },
   (t) => [index("login_links_expires_idx").on(t.expiresAt)],
 );
+
+/**
+ * Webhook endpoints (CONTRACT §13): where a user's events are POSTed. The secret signs every
+ * delivery (Standard Webhooks HMAC-SHA256), so it is kept as it was shown: a hash could not sign.
+ */
+export const webhooks = sqliteTable(
+  "webhooks",
+  {
+    id: text("id").primaryKey(),
+    ownerId: text("owner_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    url: text("url").notNull(),
+    /** The event types it receives, space-separated (domain/webhook.ts EVENT_TYPES). */
+    events: text("events").notNull(),
+    /** `whsec_` + base64 of 32 random bytes. */
+    secret: text("secret").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [index("webhooks_owner_idx").on(t.ownerId)],
+);
+
+/**
+ * The outbox (CONTRACT §13): one row per event and webhook, inserted in the transaction of the
+ * change it reports, delivered by whichever serving process claims it (claimedBy until
+ * claimedUntil), retried until deliveredAt or, past 24 h, failedAt. `seq` orders the events of
+ * one subject (a file) for one webhook: a row waits while an earlier one of its subject is
+ * neither delivered nor given up.
+ */
+export const webhookDeliveries = sqliteTable(
+  "webhook_deliveries",
+  {
+    seq: integer("seq").primaryKey({ autoIncrement: true }),
+    /** The `webhook-id` header: the same on every attempt, so a receiver can drop duplicates. */
+    eventId: text("event_id").notNull(),
+    webhookId: text("webhook_id")
+      .notNull()
+      .references(() => webhooks.id, { onDelete: "cascade" }),
+    type: text("type").notNull(),
+    /** What the event is about (a file ID): the unit of ordering. */
+    subject: text("subject").notNull(),
+    /** The body as sent, JSON `{"type","timestamp","data"}`: signed afresh on each attempt. */
+    payload: text("payload").notNull(),
+    createdAt: integer("created_at").notNull(),
+    nextAttemptAt: integer("next_attempt_at").notNull(),
+    attempts: integer("attempts").notNull().default(0),
+    claimedBy: text("claimed_by"),
+    claimedUntil: integer("claimed_until"),
+    deliveredAt: integer("delivered_at"),
+    failedAt: integer("failed_at"),
+    lastStatus: integer("last_status"),
+    lastError: text("last_error"),
+  },
+  (t) => [
+    uniqueIndex("webhook_deliveries_event_webhook_unique").on(t.eventId, t.webhookId),
+    index("webhook_deliveries_due_idx").on(t.nextAttemptAt).where(sql`${t.deliveredAt} IS NULL AND ${t.failedAt} IS NULL`),
+    index("webhook_deliveries_subject_idx").on(t.webhookId, t.subject, t.seq),
+    index("webhook_deliveries_created_idx").on(t.createdAt),
+  ],
+);
+
+/** Each delivery attempt, for GET /v1/webhooks/{id}/deliveries (CONTRACT §13). */
+export const webhookAttempts = sqliteTable(
+  "webhook_attempts",
+  {
+    seq: integer("seq").primaryKey({ autoIncrement: true }),
+    webhookId: text("webhook_id")
+      .notNull()
+      .references(() => webhooks.id, { onDelete: "cascade" }),
+    eventId: text("event_id").notNull(),
+    type: text("type").notNull(),
+    attemptedAt: integer("attempted_at").notNull(),
+    /** The receiver's HTTP status; null when none came (refused target, timeout, connection error). */
+    status: integer("status"),
+    /** Why it failed ("" when it did not). */
+    error: text("error").notNull().default(""),
+    durationMs: integer("duration_ms").notNull(),
+  },
+  (t) => [index("webhook_attempts_webhook_idx").on(t.webhookId, t.seq), index("webhook_attempts_time_idx").on(t.attemptedAt)],
+);

@@ -26,6 +26,7 @@ import type {
   UserRow,
   UserTable,
   UserUsage,
+  WebhookTable,
 } from "./ports.ts";
 import { ChangeWatch } from "./change-watch.ts";
 import { openDb, type Db, type WriteRunner } from "./db.ts";
@@ -37,6 +38,7 @@ import { countAll, liveFilesOf, reservingUploadsOf, sumOf } from "./user-conditi
 import { SqliteUploadLinks, SqliteUploads } from "./sqlite-uploads.ts";
 import { SqliteLoginLinks } from "./login-links.ts";
 import { SqliteRateLimits } from "./rate-limits.ts";
+import { SqliteWebhooks } from "./sqlite-webhooks.ts";
 import type { UploadLinkTable, UploadTable } from "./upload-ports.ts";
 
 /** Opens (creating and migrating if needed) the SQLite metadata store in `dataDir`. */
@@ -60,6 +62,11 @@ export class SqliteMetadataStore implements MetadataStore {
   readonly uploads: UploadTable;
   readonly uploadLinks: UploadLinkTable;
   readonly loginLinks: LoginLinkTable;
+  readonly webhooks: WebhookTable;
+  /** Told after commits that added webhook deliveries ({@link onEnqueued}). */
+  private readonly enqueueListeners: (() => void)[] = [];
+  /** Whether the open transaction added webhook deliveries. */
+  private enqueuedInTransaction = false;
   /** The tables as a transaction sees them: on the write connection, writes run at once. */
   private readonly inTransaction: MetadataTables;
   /** Settles when the last queued write has finished. */
@@ -81,6 +88,7 @@ export class SqliteMetadataStore implements MetadataStore {
     this.uploads = new SqliteUploads(reader, queued);
     this.uploadLinks = new SqliteUploadLinks(reader, queued);
     this.loginLinks = new SqliteLoginLinks(queued);
+    this.webhooks = new SqliteWebhooks(reader, queued, () => this.notifyEnqueued());
     this.inTransaction = {
       files: new SqliteFiles(writer, now),
       keys: new SqliteKeys(writer, now),
@@ -89,21 +97,32 @@ export class SqliteMetadataStore implements MetadataStore {
       shares: new SqliteShares(writer, now),
       uploads: new SqliteUploads(writer, now),
       uploadLinks: new SqliteUploadLinks(writer, now),
+      webhooks: new SqliteWebhooks(writer, now, () => void (this.enqueuedInTransaction = true)),
     };
   }
 
   transaction<T>(work: (tx: MetadataTables) => Promise<T>): Promise<T> {
     return this.exclusive(async () => {
       this.writer.$client.exec("BEGIN IMMEDIATE");
+      this.enqueuedInTransaction = false;
       try {
         const result = await work(this.inTransaction);
         this.writer.$client.exec("COMMIT");
+        if (this.enqueuedInTransaction) this.notifyEnqueued();
         return result;
       } catch (err) {
         this.writer.$client.exec("ROLLBACK");
         throw err;
       }
     });
+  }
+
+  onEnqueued(listener: () => void): void {
+    this.enqueueListeners.push(listener);
+  }
+
+  private notifyEnqueued(): void {
+    for (const listener of this.enqueueListeners) listener();
   }
 
   version(): number {

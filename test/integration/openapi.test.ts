@@ -266,7 +266,7 @@ describe("the routes' declared inputs are the document's, and validation refuses
     // The JSON bodies are closed: an unknown field is refused, and the document says so.
     const bodies = declaring().filter(({ op }) => op.requestBody?.content["application/json"] !== undefined);
     expect(bodies.map(({ method, template: t }) => `${method} ${t}`).sort()).toEqual(
-      ["PATCH /v1/files/{id}", "PATCH /v1/files/{id}/expiry", "POST /v1/files/{id}/shares", "POST /v1/upload-links", "POST /auth/keys"].sort(),
+      ["PATCH /v1/files/{id}", "PATCH /v1/files/{id}/expiry", "POST /v1/files/{id}/shares", "POST /v1/upload-links", "POST /auth/keys", "POST /v1/webhooks"].sort(),
     );
     for (const { op } of bodies) expect(op.requestBody!.content["application/json"]!.schema.additionalProperties).toBe(false);
   });
@@ -293,13 +293,15 @@ describe("the routes' declared inputs are the document's, and validation refuses
   });
 
   test("every declared JSON body field refuses a value of the wrong type, and an undeclared field is refused: 400, code 3, the field named", async () => {
+    // Valid values of a body's required fields, so that the one field made wrong is what fails.
+    const required: Record<string, Record<string, unknown>> = { "POST /v1/webhooks": { url: "https://example.com/hook" } };
     let fields = 0;
     for (const { method, template: t, op, path: p } of declaring()) {
       const schema = op.requestBody?.content["application/json"]?.schema;
       if (schema === undefined) continue;
       for (const field of Object.keys(schema.properties ?? {})) {
         fields++;
-        const res = await call(method, p, op, { body: JSON.stringify({ [field]: { not: "valid" } }) });
+        const res = await call(method, p, op, { body: JSON.stringify({ ...required[`${method} ${t}`], [field]: { not: "valid" } }) });
         expect({ op: `${method} ${t}`, field, status: res.status, code: (res.body as { code?: number }).code, named: String((res.body as { message?: string }).message).startsWith(`${field}:`) }).toEqual({
           op: `${method} ${t}`,
           field,
@@ -308,7 +310,7 @@ describe("the routes' declared inputs are the document's, and validation refuses
           named: true,
         });
       }
-      const unknown = await call(method, p, op, { body: '{"no_such_field": 1}' });
+      const unknown = await call(method, p, op, { body: JSON.stringify({ ...required[`${method} ${t}`], no_such_field: 1 }) });
       expect({ op: `${method} ${t}`, ...unknown }).toEqual({ op: `${method} ${t}`, status: 400, body: { code: 3, message: 'body: unknown field "no_such_field"', details: [] } });
     }
     expect(fields).toBeGreaterThan(15);

@@ -36,6 +36,7 @@ describe("loadConfig", () => {
       metricsToken: undefined,
       metricsEnabled: true,
       logFormat: "text",
+      webhookAllowedHosts: [],
     });
   });
 
@@ -70,6 +71,7 @@ describe("loadConfig", () => {
       METRICS: "off",
       LOG_FORMAT: "json",
       WORKERS: "3",
+      WEBHOOK_ALLOWED_HOSTS: "n8n.lan, 10.0.0.0/8,,::1",
     };
     expect(loadConfig(env, {}, "/")).toEqual({
       port: 9000,
@@ -99,6 +101,7 @@ describe("loadConfig", () => {
       metricsToken: "0123456789abcdef0123",
       metricsEnabled: false,
       logFormat: "json",
+      webhookAllowedHosts: ["n8n.lan", "10.0.0.0/8", "::1"],
     });
   });
 
@@ -178,6 +181,8 @@ describe("loadConfig", () => {
     ["rate limit not a number", { RATE_LIMIT_AUTH_FAILURES: "lots" }, "RATE_LIMIT_AUTH_FAILURES must be a whole number (got \"lots\"); 0 disables the limit"],
     ["idle timeout past Bun's limit", { IDLE_TIMEOUT_SECONDS: "256" }, "IDLE_TIMEOUT_SECONDS must be a whole number of seconds from 1 to 255 (got \"256\")"],
     ["no header timeout", { HEADER_TIMEOUT_SECONDS: "0" }, "HEADER_TIMEOUT_SECONDS must be a whole number of seconds from 1 to 3600 (got \"0\")"],
+    ["a webhook host that is not a name, address or range", { WEBHOOK_ALLOWED_HOSTS: "n8n.lan,n8n_lan" }, 'WEBHOOK_ALLOWED_HOSTS: "n8n_lan" is neither a host name, an IP address nor a CIDR range (expected e.g. n8n.lan,10.0.0.0/8)'],
+    ["a webhook range too wide for its family", { WEBHOOK_ALLOWED_HOSTS: "10.0.0.0/33" }, 'WEBHOOK_ALLOWED_HOSTS: "10.0.0.0/33" is not a CIDR range (expected e.g. 10.0.0.0/8 or fd00::/8)'],
     ["a proxy that is not an address", { TRUSTED_PROXIES: "10.0.0.0/8" }, "TRUSTED_PROXIES: \"10.0.0.0/8\" is not an IP address (expected e.g. 127.0.0.1,10.0.0.2)"],
     ["issuer not a URL", { IDP_ISSUER: "google" }, "IDP_ISSUER must be the issuer URL of an OpenID provider (got \"google\")"],
     ["a database URL of another kind", { DATABASE_URL: "mysql://h/db" }, "DATABASE_URL must start with postgres:// (got mysql://); unset it for SQLite in DATA_DIR"],
