@@ -44,8 +44,11 @@ export interface Operation {
   responses: Responses;
 }
 
+/** A JSON body of `schema` (OpenAPI media type map). */
 export const json = (schema: Schema) => ({ "application/json": { schema } });
+/** An HTML page (a person's answer). */
 export const html = { "text/html": { schema: { type: "string" } } };
+/** A response header that may be absent. */
 export const header = (description: string, schema: Schema = { type: "string" }) => ({ description, schema });
 /** A header the response always carries (test/support/openapi-check.ts checks it is there). */
 export const always = (description: string, schema: Schema = { type: "string" }) => ({ description, schema, required: true });
@@ -67,8 +70,11 @@ export const SERVER = [500, 503];
 /** What any authenticated request can meet besides: no valid credentials, a key without the scope, too many failures. */
 export const AUTH = [401, 403, 429, ...SERVER];
 
+/** An OpenAPI path parameter (always required). */
 export const pathParam = (name: string, schema: Schema, description: string): Parameter => ({ name, in: "path", required: true, schema, description });
+/** An OpenAPI query parameter, for routes whose query the handler reads itself (inputs.ts `queryParam` declares a validated one). */
 export const queryParam = (name: string, schema: Schema, description: string): Parameter => ({ name, in: "query", schema, description });
+/** An OpenAPI header parameter the handler reads itself. */
 export const headerParam = (name: string, schema: Schema, description: string, required = false): Parameter => ({ name, in: "header", required, schema, description });
 
 /** The checksum headers an upload may carry (domain/checksum.ts). */
@@ -82,6 +88,7 @@ export const rawContent = {
   content: { "*/*": {} },
 };
 
+/** OpenAPI security requirements: any one entry suffices; `{}` (or none at all) is anonymous. */
 export const KEY_OR_SESSION: Security = [{ apiKey: [] }, { session: [] }];
 export const SESSION: Security = [{ session: [] }];
 export const ANYONE: Security = [];

@@ -6,7 +6,7 @@
  * @elysiajs/openapi (`toOpenAPISchema`) turns them into `paths`, and {@link openApiDocumentOf}
  * completes what it leaves out (a `detail`'s header parameters beside the declared ones, a JSON
  * body read by http/inputs.ts's reader). What is not an Elysia route stays written here: the
- * content URLs and share links the listener answers itself (server/content.ts), and the
+ * content URLs and share links the listener answers itself (serving/content.ts), and the
  * `components` (http/openapi-schemas.ts: resources checked at compile time against the types the
  * routes answer with; the error bodies from errors.ts's table).
  *

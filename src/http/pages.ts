@@ -21,8 +21,10 @@ export function pageHead(title: string): string {
 const PAGE_HEADERS = {
   "content-type": "text/html; charset=utf-8",
   "cache-control": "no-store",
-  "content-security-policy": "default-src 'none'; style-src 'self'; img-src 'self' data:",
+  "content-security-policy": "default-src 'none'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
   "x-content-type-options": "nosniff",
+  // A page's URL may carry a token (a share link, a login link): never sent on as a Referer.
+  "referrer-policy": "no-referrer",
 };
 
 function messagePageBody(title: string, message: string): string {

@@ -89,7 +89,7 @@ function previewOf(file: FileRecord, self: string, limited: boolean): string {
   const type = essenceOf(file.contentType);
   const preload = limited ? "none" : "metadata";
   let element: string;
-  if (type === "image/svg+xml" || type.startsWith("image/")) element = `<img class="preview-media" src="${src}" alt="Preview of ${title}" loading="lazy">`;
+  if (type.startsWith("image/")) element = `<img class="preview-media" src="${src}" alt="Preview of ${title}" loading="lazy">`;
   else if (type.startsWith("video/")) element = `<video class="preview-media" src="${src}" controls preload="${preload}" aria-label="Preview of ${title}"></video>`;
   else if (type.startsWith("audio/")) element = `<audio src="${src}" controls preload="${preload}" aria-label="Preview of ${title}"></audio>`;
   else if (type === "application/pdf") element = `<iframe class="preview-frame" src="${src}" title="Preview of ${title}" loading="lazy"></iframe>`;

@@ -23,6 +23,18 @@ export function accessLogLine(
   return `method=${method} path=${jsonString(pathname)} status=${status} bytes=${bytes ?? "-"} duration_ms=${tenths(durationMs)} request_id=${requestId}`;
 }
 
+/** A one-time sign-in link's path: its token signs someone in, so logs never hold it (`cubby login-link`). */
+const LOGIN_LINK_PATH = "/auth/link/";
+
+/**
+ * The path as the request's context keeps it, which logs and error reports print: as sent, but
+ * a login link's token hidden (`/auth/link/…`), since a link refused before its use (429) is
+ * still valid.
+ */
+export function loggedPath(path: string): string {
+  return path.startsWith(LOGIN_LINK_PATH) && path.length > LOGIN_LINK_PATH.length ? `${LOGIN_LINK_PATH}…` : path;
+}
+
 /** What JSON.stringify escapes in a string (RFC 8259 §7: `"`, `\`, controls), and surrogates, which it may. */
 const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
 
@@ -91,7 +103,7 @@ export class AccessLog {
    * @param peer the TCP peer's address
    */
   begin(method: string, path: string, peer: string | undefined, forwardedFor: string | null, requestId: string | null): RequestContext {
-    return createRequestContext({ method, path, peer: peer ?? "unknown", forwardedFor, requestId }, this.trustedProxies);
+    return createRequestContext({ method, path: loggedPath(path), peer: peer ?? "unknown", forwardedFor, requestId }, this.trustedProxies);
   }
 
   /**

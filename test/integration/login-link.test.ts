@@ -53,6 +53,10 @@ test("a link signs its user in once: 302 to the dashboard with a session cookie,
 
   const second = await open(url);
   expect(second.status).toBe(404);
+  // The access log shows the route, never the token (a link refused by the rate limit stays valid).
+  const token = new URL(url).pathname.split("/").pop()!;
+  await server.waitForOutput(/path="\/auth\/link\/…" status=404/);
+  expect(server.output() + server.errors()).not.toContain(token);
   expect(second.headers.get("content-type")).toStartWith("text/html");
   expect(second.headers.getSetCookie()).toEqual([]);
   expect(await second.text()).toContain("signs in once");

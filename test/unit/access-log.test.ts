@@ -73,3 +73,11 @@ test("requestLineOf reads the refused request's method and path, or -", async ()
     { method: "-", path: "-" },
   ]);
 });
+
+test("a login link's token never reaches the log: its path is kept as /auth/link/…", () => {
+  const log = new AccessLog(() => {}, new Set());
+  const token = "A".repeat(43);
+  expect(log.begin("GET", `/auth/link/${token}`, "127.0.0.1", null, null).path).toBe("/auth/link/…");
+  expect(log.begin("GET", "/auth/link/", "127.0.0.1", null, null).path).toBe("/auth/link/");
+  expect(log.begin("GET", "/auth/login", "127.0.0.1", null, null).path).toBe("/auth/login");
+});
