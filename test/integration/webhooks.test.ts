@@ -3,11 +3,15 @@
 // standardwebhooks verifier: the REST endpoints, every event type from every surface that causes
 // it, the target check, and retries of a receiver that is down or slow.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { create } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import fs from "node:fs";
 import path from "node:path";
 import type { UploadLinkJson } from "../../src/domain/upload-link.ts";
+import { CreateFileRequestSchema, FileService } from "../../src/gen/cubby/v1/files_pb.ts";
 import type { NewWebhookJson, WebhookAttemptJson, WebhookJson } from "../../src/domain/webhook.ts";
 import { client, startServer, tempDir, type FileJson, type RunningServer } from "../support/server.ts";
 import { tusUpload } from "../support/tus.ts";
@@ -113,6 +117,26 @@ describe("every event type, from every surface, signed", () => {
       error: "",
       duration_ms: expect.any(Number),
     });
+  });
+
+  test("RPC (gRPC over h2c) CreateFile and UpdateFileContent: file.created, file.updated", async () => {
+    const rpc = createClient(FileService, createGrpcTransport({ baseUrl: server.url }));
+    const auth = { headers: { authorization: `Bearer ${key}` } };
+    const created = await rpc.createFile(
+      (async function* () {
+        yield create(CreateFileRequestSchema, { name: "grpc.txt", content: new TextEncoder().encode("over gRPC") });
+      })(),
+      auth,
+    );
+    const id = created.file!.id;
+    expect((await eventOf("file.created", id)).data.file).toMatchObject({ id, name: "grpc.txt", size: "9" });
+    await rpc.updateFileContent(
+      (async function* () {
+        yield { id, content: new TextEncoder().encode("replaced over gRPC") };
+      })(),
+      auth,
+    );
+    expect((await eventOf("file.updated", id)).data.file).toMatchObject({ id, size: "18" });
   });
 
   test("RPC (Connect) DeleteFile: file.deleted", async () => {
