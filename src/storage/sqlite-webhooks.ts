@@ -77,26 +77,32 @@ export class SqliteWebhooks implements WebhookTable {
   }
 
   settle(delivery: ClaimedDelivery, claimer: string, outcome: AttemptOutcome): Promise<void> {
-    return this.write((db) => {
-      db.insert(webhookAttempts)
-        .values({ webhookId: delivery.webhookId, eventId: delivery.eventId, type: delivery.type, attemptedAt: outcome.attemptedAt, status: outcome.status, error: outcome.error, durationMs: outcome.durationMs })
-        .run();
-      const settled = outcome.delivered
-        ? { deliveredAt: outcome.attemptedAt }
-        : outcome.nextAttemptAt === null
-          ? { failedAt: outcome.attemptedAt }
-          : { nextAttemptAt: outcome.nextAttemptAt };
-      db.update(d)
-        .set({ ...settled, attempts: sql`${d.attempts} + 1`, claimedBy: null, claimedUntil: null, lastStatus: outcome.status, lastError: outcome.error })
-        .where(and(eq(d.seq, delivery.seq), eq(d.claimedBy, claimer), pending))
-        .run();
-      if (outcome.delivered) {
-        db.update(d)
-          .set({ nextAttemptAt: outcome.attemptedAt })
-          .where(and(eq(d.webhookId, delivery.webhookId), pending, sql`${d.nextAttemptAt} > ${outcome.attemptedAt}`))
+    // One transaction, as on PostgreSQL: a kill between the statements must not leave a 2xx in
+    // the attempt log beside an outbox row still waiting (which would be sent again).
+    return this.write((writer) =>
+      writer.transaction((db) => {
+        db.insert(webhookAttempts)
+          .values({ webhookId: delivery.webhookId, eventId: delivery.eventId, type: delivery.type, attemptedAt: outcome.attemptedAt, status: outcome.status, error: outcome.error, durationMs: outcome.durationMs })
           .run();
-      }
-    });
+        const settled = outcome.delivered
+          ? { deliveredAt: outcome.attemptedAt }
+          : outcome.nextAttemptAt === null
+            ? { failedAt: outcome.attemptedAt }
+            : { nextAttemptAt: outcome.nextAttemptAt };
+        db.update(d)
+          .set({ ...settled, attempts: sql`${d.attempts} + 1`, claimedBy: null, claimedUntil: null, lastStatus: outcome.status, lastError: outcome.error })
+          .where(and(eq(d.seq, delivery.seq), eq(d.claimedBy, claimer), pending))
+          .run();
+        if (outcome.delivered) {
+          db.update(d)
+            .set({ nextAttemptAt: outcome.attemptedAt })
+            .where(and(eq(d.webhookId, delivery.webhookId), pending, sql`${d.nextAttemptAt} > ${outcome.attemptedAt}`))
+            .run();
+        }
+      },
+      { behavior: "immediate" },
+      ),
+    );
   }
 
   async attempts(webhookId: string, limit: number): Promise<WebhookAttemptRow[]> {
