@@ -8,6 +8,7 @@ import m4 from "./0004_admin.sql" with { type: "text" };
 import m5 from "./0005_login_links.sql" with { type: "text" };
 import m6 from "./0006_upload_concat.sql" with { type: "text" };
 import m7 from "./0007_webhooks.sql" with { type: "text" };
+import m8 from "./0008_folders.sql" with { type: "text" };
 
 /** The migrations in order: tag, journal timestamp (ms), and SQL text. */
 export const migrations: { tag: string; when: number; breakpoints: boolean; sql: string }[] = [
@@ -19,4 +20,5 @@ export const migrations: { tag: string; when: number; breakpoints: boolean; sql:
   { tag: "0005_login_links", when: 1795697367709, breakpoints: true, sql: m5 },
   { tag: "0006_upload_concat", when: 1795700195252, breakpoints: true, sql: m6 },
   { tag: "0007_webhooks", when: 1795702897158, breakpoints: true, sql: m7 },
+  { tag: "0008_folders", when: 1795709029877, breakpoints: true, sql: m8 },
 ];

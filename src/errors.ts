@@ -15,6 +15,7 @@ export type ErrorCode =
   | "unauthenticated"
   | "permission_denied"
   | "not_found"
+  | "already_exists"
   | "gone"
   | "payload_too_large"
   | "resource_exhausted"
@@ -28,6 +29,7 @@ export type ErrorCode =
 export const GrpcCode = {
   INVALID_ARGUMENT: 3,
   NOT_FOUND: 5,
+  ALREADY_EXISTS: 6,
   PERMISSION_DENIED: 7,
   FAILED_PRECONDITION: 9,
   RESOURCE_EXHAUSTED: 8,
@@ -43,6 +45,8 @@ const mapping = {
   unauthenticated: { http: 401, grpc: GrpcCode.UNAUTHENTICATED },
   permission_denied: { http: 403, grpc: GrpcCode.PERMISSION_DENIED },
   not_found: { http: 404, grpc: GrpcCode.NOT_FOUND },
+  // A name a folder holds already (CONTRACT §12): 409 Conflict.
+  already_exists: { http: 409, grpc: GrpcCode.ALREADY_EXISTS },
   // A share or upload link that existed and no longer serves (CONTRACT §8): 410 Gone.
   gone: { http: 410, grpc: GrpcCode.FAILED_PRECONDITION },
   payload_too_large: { http: 413, grpc: GrpcCode.RESOURCE_EXHAUSTED },

@@ -11,7 +11,10 @@ import { formatTimestamp } from "./time.ts";
  */
 export interface ShareRow {
   id: string;
+  /** The shared file; "" for a folder's share. */
   fileId: string;
+  /** The shared folder (CONTRACT §12); null for a file's share. */
+  folderId: string | null;
   ownerId: string;
   /** The URL's secret. */
   token: string;
@@ -27,7 +30,10 @@ export interface ShareRow {
 /** The Share object of CONTRACT §8, field for field; never the token's hash or the password. */
 export interface ShareJson {
   id: string;
+  /** "" for a folder's share. */
   file_id: string;
+  /** The shared folder (CONTRACT §12); "" for a file's share. */
+  folder_id: string;
   /** `{HOSTNAME}/s/{token}`. */
   url: string;
   /** RFC 3339, or "" for never. */
@@ -47,6 +53,7 @@ export function toShareJson(baseUrl: string, s: ShareRow): ShareJson {
   return {
     id: s.id,
     file_id: s.fileId,
+    folder_id: s.folderId ?? "",
     url: `${baseUrl}/s/${s.token}`,
     expire_time: formatExpiry(s.expiresAt),
     max_downloads: s.maxDownloads,

@@ -68,8 +68,9 @@ const fileProperties = {
 
 const shareProperties = {
   id: { type: "string", minLength: 1 },
-  file_id: { type: "string", pattern: PATTERNS.fileId },
-  url: { type: "string", format: "uri", description: "`{HOSTNAME}/s/{token}`: serves the file's content to whoever has it" },
+  file_id: { type: "string", pattern: "^$|" + PATTERNS.fileId, description: "the shared file; \"\" for a folder's share" },
+  folder_id: { type: "string", description: "the shared folder (CONTRACT §12); \"\" for a file's share" },
+  url: { type: "string", format: "uri", description: "`{HOSTNAME}/s/{token}`: serves the file's content (or the folder's page) to whoever has it" },
   expire_time: expiry,
   max_downloads: limit("null: no limit"),
   download_count: count,
@@ -199,6 +200,7 @@ const ERROR_CODES = Object.keys({
   unauthenticated: 1,
   permission_denied: 1,
   not_found: 1,
+  already_exists: 1,
   gone: 1,
   payload_too_large: 1,
   resource_exhausted: 1,

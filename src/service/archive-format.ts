@@ -302,6 +302,7 @@ export function decodeRecord(line: string, offset: number, version: ArchiveVersi
       const row: ShareRow = {
         id: f.id("id"),
         fileId,
+        folderId: null,
         ownerId: f.id("owner_id"),
         token: f.token("token", SHARE_TOKEN_PATTERN),
         expiresAt: f.optionalCount("expires_at"),

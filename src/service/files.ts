@@ -17,6 +17,7 @@ import { removeOrphans } from "./orphans.ts";
 import { QuotaExceededError, type Quotas } from "./quota.ts";
 import { ReadCache } from "./read-cache.ts";
 import type { WebhookService } from "./webhooks.ts";
+import { assertNameFree, placeInFolder } from "./folder-names.ts";
 
 export interface FileServiceDeps {
   store: MetadataStore;
@@ -68,6 +69,11 @@ export interface CreateFileInput {
    * cancelled or its stream reset), nothing is committed and the upload fails with its reason.
    */
   signal?: AbortSignal | undefined;
+  /**
+   * One of the caller's folders to put the new file in, in the same transaction (CONTRACT §12;
+   * the dashboard's upload into the folder it shows, a WebDAV PUT); absent: at the top.
+   */
+  folderId?: string | undefined;
 }
 
 export interface ReplaceContentInput {
@@ -120,7 +126,9 @@ export class FileService {
     requireScope(principal, "files.write");
     const staged = await this.stageContent(principal.userId, input.content, this.deps.maxUploadBytes, input.expectedChecksum);
     const fields = { ...input, visibility: input.visibility ?? DEFAULT_VISIBILITY, expiresAt: input.expiresAt ?? null, uploadLinkId: null };
-    return this.commitNew(principal.userId, staged, fields, { signal: input.signal });
+    const folderId = input.folderId;
+    const alsoInTx = folderId === undefined ? undefined : (tx: MetadataTables, record: FileRecord) => placeInFolder(tx, record.ownerId, folderId, record);
+    return this.commitNew(principal.userId, staged, fields, { signal: input.signal, alsoInTx });
   }
 
   /**
@@ -327,6 +335,13 @@ export class FileService {
         visibility: patch.visibility ?? file.visibility,
       };
       if (next.slug === file.slug && next.name === file.name && next.visibility === file.visibility) return file;
+      if (next.name !== file.name) {
+        // Names are unique within a folder (CONTRACT §12): checked with the owner's row locked,
+        // as every change of the owner's folders is (service/folders.ts).
+        await tx.users.account(file.ownerId);
+        const folderId = await tx.folders.folderOf(file.id);
+        if (folderId !== undefined) await assertNameFree(tx, file.ownerId, folderId, next.name, { fileId: file.id });
+      }
       next.updatedAt = this.nextUpdate(file);
       await tx.files.update(next);
       return next;
@@ -415,6 +430,14 @@ export class FileService {
   private async findForRead(id: string): Promise<FileRecord | undefined> {
     const file = await this.readable.get(id, () => this.deps.store.files.get(id));
     return file === undefined || isExpired(file, this.deps.clock) ? undefined : file;
+  }
+
+  /**
+   * A live file `principal` owns as `tables` see it (inside a transaction, its tables), for a
+   * change beside the file (moving it between folders): as {@link owned}.
+   */
+  ownedIn(tables: MetadataTables, principal: Principal, id: string, scope: Scope = "files.write"): Promise<FileRecord> {
+    return this.ownedForWrite(tables, principal, id, scope);
   }
 
   /** The file if `principal` owns it; 404 when they cannot see it, 403 when they can but do not own it. */

@@ -19,6 +19,7 @@ import { KeyService } from "./keys.ts";
 import { LoginLinkService } from "./login-links.ts";
 import { SessionService } from "./sessions.ts";
 import { ShareService } from "./shares.ts";
+import { FolderService } from "./folders.ts";
 import { Quotas } from "./quota.ts";
 import { UploadLinkService } from "./upload-links.ts";
 import { UploadService } from "./uploads.ts";
@@ -41,6 +42,7 @@ export interface Services extends AsyncDisposable {
   sessions: SessionService;
   loginLinks: LoginLinkService;
   shares: ShareService;
+  folders: FolderService;
   uploads: UploadService;
   uploadLinks: UploadLinkService;
   quotas: Quotas;
@@ -113,6 +115,7 @@ export async function openServices(opts: OpenOptions): Promise<Services> {
     clock,
     files,
     shares: new ShareService({ store, files, clock, webhooks }),
+    folders: new FolderService({ store, blobs, clock, files, webhooks }),
     webhooks,
     uploads: new UploadService({ store, blobs, clock, files, links: uploadLinks, quotas, maxUploadBytes: opts.maxUploadBytes, expiryMicros, locks }),
     uploadLinks,

@@ -53,6 +53,7 @@ export class ShareService {
     const share: ShareRow = {
       id: newShareId(),
       fileId: file.id,
+      folderId: null,
       ownerId: principal.userId,
       token: newShareToken(),
       expiresAt,

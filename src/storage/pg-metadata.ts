@@ -15,6 +15,7 @@
  *   apply them once.
  */
 import { PgShares } from "./pg-shares.ts";
+import { PgFolders } from "./pg-folders.ts";
 import { and, asc, desc, eq, gt, isNull, lte, sql, type SQL } from "drizzle-orm";
 import type { PgDatabase, PgQueryResultHKT, PgTable } from "drizzle-orm/pg-core";
 import type { FileRecord } from "../domain/file.ts";
@@ -36,6 +37,7 @@ import type {
   UserTable,
   UserUsage,
   WebhookTable,
+  FolderTable,
 } from "./ports.ts";
 import { containsPattern, inIdOrder, newestFirstAfter, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
 import * as schema from "./pg-schema.ts";
@@ -112,6 +114,7 @@ export class PgMetadataStore implements MetadataStore {
   readonly rateLimits: PgRateLimits;
   readonly loginLinks: LoginLinkTable;
   readonly webhooks: WebhookTable;
+  readonly folders: FolderTable;
   /** Told after commits that added webhook deliveries ({@link onEnqueued}). */
   private readonly enqueueListeners: (() => void)[] = [];
   private current = 0;
@@ -138,6 +141,7 @@ export class PgMetadataStore implements MetadataStore {
     this.rateLimits = new PgRateLimits(driver.db);
     this.loginLinks = new PgLoginLinks(driver.db);
     this.webhooks = new PgWebhooks(driver.db, () => this.notifyEnqueued());
+    this.folders = new PgFolders(driver.db);
   }
 
   onEnqueued(listener: () => void): void {
@@ -201,6 +205,7 @@ export class PgMetadataStore implements MetadataStore {
           uploads: new PgUploads(tx, none),
           uploadLinks: new PgUploadLinks(tx, none),
           webhooks: new PgWebhooks(tx, () => void (enqueued = true)),
+          folders: new PgFolders(tx),
         });
       });
       if (enqueued) this.notifyEnqueued();

@@ -5,7 +5,7 @@
  * microseconds (below 2^53 until the year 2255, so they stay exact as JavaScript numbers).
  */
 import { sql } from "drizzle-orm";
-import { bigint, bigserial, customType, index, integer, pgTable, text, uniqueIndex } from "drizzle-orm/pg-core";
+import { type AnyPgColumn, bigint, bigserial, customType, index, integer, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
 
 /** BYTEA as a Node Buffer. */
 const bytea = customType<{ data: Buffer; driverData: Buffer }>({
@@ -116,7 +116,13 @@ export const shares = pgTable(
   "shares",
   {
     id: text("id").primaryKey(),
+    /** The shared file's ID; "" for a folder's share. */
     fileId: text("file_id").notNull(),
+    /**
+     * The shared folder's ID (CONTRACT §12); null for a file's share. Not a foreign key, as
+     * fileId: a deleted folder's shares answer 410.
+     */
+    folderId: text("folder_id"),
     ownerId: text("owner_id")
       .notNull()
       .references(() => users.id, { onDelete: "cascade" }),
@@ -130,7 +136,7 @@ export const shares = pgTable(
     createdAt: micros("created_at").notNull(),
     deletedAt: micros("deleted_at"),
   },
-  (t) => [uniqueIndex("shares_token_unique").on(t.token), index("shares_file_idx").on(t.fileId), index("shares_owner_idx").on(t.ownerId)],
+  (t) => [uniqueIndex("shares_token_unique").on(t.token), index("shares_file_idx").on(t.fileId), index("shares_folder_idx").on(t.folderId), index("shares_owner_idx").on(t.ownerId)],
 );
 
 /**
@@ -269,4 +275,94 @@ export const webhookAttempts = pgTable(
     durationMs: integer("duration_ms").notNull(),
   },
   (t) => [index("webhook_attempts_webhook_idx").on(t.webhookId, t.seq), index("webhook_attempts_time_idx").on(t.attemptedAt)],
+);
+
+/**
+ * Folders (CONTRACT §12): each user's tree. Names are unique within a parent (the partial unique
+ * indexes below, for sub-folders; a file's name against its folder's other names is checked by
+ * the service, under the owner's lock). Deleting a folder deletes its sub-folders (cascade); the
+ * service deletes or moves out their files first.
+ */
+export const folders = pgTable(
+  "folders",
+  {
+    id: text("id").primaryKey(),
+    ownerId: text("owner_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    /** The folder it is in; null at the top. */
+    parentId: text("parent_id").references((): AnyPgColumn => folders.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    createdAt: micros("created_at").notNull(),
+    updatedAt: micros("updated_at").notNull(),
+  },
+  (t) => [
+    uniqueIndex("folders_parent_name_unique").on(t.parentId, t.name).where(sql`${t.parentId} IS NOT NULL`),
+    uniqueIndex("folders_top_name_unique").on(t.ownerId, t.name).where(sql`${t.parentId} IS NULL`),
+    index("folders_owner_created_idx").on(t.ownerId, sql`${t.createdAt} DESC`, sql`${t.id} DESC`),
+  ],
+);
+
+/**
+ * Which folder a file is in (CONTRACT §12: at most one; never a field of the File object). A
+ * file with no row here is at the top. Goes with the file (and with the folder).
+ */
+export const folderFiles = pgTable(
+  "folder_files",
+  {
+    fileId: text("file_id")
+      .primaryKey()
+      .references(() => files.id, { onDelete: "cascade" }),
+    folderId: text("folder_id")
+      .notNull()
+      .references(() => folders.id, { onDelete: "cascade" }),
+  },
+  (t) => [index("folder_files_folder_idx").on(t.folderId)],
+);
+
+/**
+ * WebDAV locks (RFC 4918 §6, CONTRACT §12), in the metadata store so that every worker and
+ * instance sees them. `path` is the lock's root in its owner's /dav/ namespace, decoded, "/"
+ * for the root, no trailing slash otherwise.
+ */
+export const davLocks = pgTable(
+  "dav_locks",
+  {
+    /** The lock token (a URI, e.g. `urn:uuid:…`). */
+    token: text("token").primaryKey(),
+    ownerId: text("owner_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    path: text("path").notNull(),
+    /** 0, or -1 for infinity. */
+    depth: integer("depth").notNull(),
+    /** 1: exclusive, 0: shared. */
+    exclusive: integer("exclusive").notNull(),
+    /** The client's DAV:owner element, as XML; "" when none. */
+    ownerXml: text("owner_xml").notNull().default(""),
+    /** The timeout the client was granted, seconds. */
+    timeoutSeconds: integer("timeout_seconds").notNull(),
+    expiresAt: micros("expires_at").notNull(),
+    createdAt: micros("created_at").notNull(),
+  },
+  (t) => [index("dav_locks_owner_path_idx").on(t.ownerId, t.path), index("dav_locks_expires_idx").on(t.expiresAt)],
+);
+
+/**
+ * WebDAV dead properties (RFC 4918 §4, PROPPATCH), per resource: `file:{id}`, `folder:{id}`, or
+ * `root`. Not exported; the WebDAV layer removes a resource's properties with it.
+ */
+export const davProperties = pgTable(
+  "dav_properties",
+  {
+    ownerId: text("owner_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    resource: text("resource").notNull(),
+    namespace: text("namespace").notNull(),
+    name: text("name").notNull(),
+    /** The property element as XML, namespace declarations included. */
+    value: text("value").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.ownerId, t.resource, t.namespace, t.name] }), index("dav_properties_owner_idx").on(t.ownerId)],
 );

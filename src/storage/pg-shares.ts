@@ -26,6 +26,10 @@ export class PgShares implements ShareTable {
     return this.db.select().from(shares).where(and(eq(shares.fileId, fileId), isNull(shares.deletedAt))).orderBy(desc(shares.createdAt), desc(shares.id));
   }
 
+  async listByFolder(folderId: string): Promise<ShareRow[]> {
+    return this.db.select().from(shares).where(and(eq(shares.folderId, folderId), isNull(shares.deletedAt))).orderBy(desc(shares.createdAt), desc(shares.id));
+  }
+
   async markDeleted(id: string, ownerId: string, now: number): Promise<boolean> {
     const where = and(eq(shares.id, id), eq(shares.ownerId, ownerId), isNull(shares.deletedAt));
     return (await this.db.update(shares).set({ deletedAt: now }).where(where).returning({ id: shares.id })).length > 0;

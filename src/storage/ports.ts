@@ -13,6 +13,7 @@
  */
 import type { FileRecord } from "../domain/file.ts";
 import type { ShareRow } from "../domain/share.ts";
+import type { FolderRow } from "../domain/folder.ts";
 import type { PageCursor } from "../domain/params.ts";
 
 // --- metadata ---
@@ -95,6 +96,8 @@ export interface ShareTable {
   byId(id: string): Promise<ShareRow | undefined>;
   /** A file's shares that are not deleted, newest first. */
   listByFile(fileId: string): Promise<ShareRow[]>;
+  /** A folder's shares that are not deleted, newest first. */
+  listByFolder(folderId: string): Promise<ShareRow[]>;
   /** Marks `ownerId`'s share deleted at `now`, once. @returns whether it was live and is now deleted */
   markDeleted(id: string, ownerId: string, now: number): Promise<boolean>;
   /**
@@ -133,6 +136,52 @@ export interface FileTable {
   totals(): Promise<{ files: number; bytes: number }>;
   /** Up to `limit` files whose expiry is at or before `now` (Unix microseconds), soonest first. */
   dueToExpire(now: number, limit: number): Promise<FileRecord[]>;
+}
+
+/** What a folder holds directly, counted: live files and their bytes. */
+export interface FolderCounts {
+  files: number;
+  bytes: number;
+}
+
+/**
+ * The folders table and file membership (CONTRACT §12). Writers that must keep names unique in
+ * a folder run in a transaction that locked the owner's row first (UserTable.account), as every
+ * change of a user's tree does; sub-folder names are also held unique by the store's indexes.
+ */
+export interface FolderTable {
+  insert(folder: FolderRow): Promise<void>;
+  get(id: string): Promise<FolderRow | undefined>;
+  /** Writes name, parent and updated time. */
+  update(folder: FolderRow): Promise<void>;
+  /** Deletes a folder with its sub-folders (cascade) and their memberships. @returns whether it existed */
+  delete(id: string): Promise<boolean>;
+  /**
+   * Up to `limit` of an owner's folders in `parentId` (null: at the top), newest first
+   * (created_at, then id, both descending), after `after`.
+   */
+  listByParent(ownerId: string, parentId: string | null, limit: number, after: PageCursor | undefined): Promise<FolderRow[]>;
+  /** The owner's sub-folder of `parentId` (null: at the top) named exactly `name`. */
+  byName(ownerId: string, parentId: string | null, name: string): Promise<FolderRow | undefined>;
+  /** The IDs of `id` and every folder below it, `id` first, parents before their children. */
+  subtree(id: string): Promise<string[]>;
+  /** Live files (not expired at `now`) and their bytes directly in each folder of `ids`; absent: none. */
+  counts(ids: string[], now: number): Promise<Map<string, FolderCounts>>;
+  /** The folder a file is in, or undefined at the top. */
+  folderOf(fileId: string): Promise<string | undefined>;
+  /** Puts a file in a folder (replacing any folder it was in), or at the top (null). */
+  setFolder(fileId: string, folderId: string | null): Promise<void>;
+  /**
+   * Up to `limit` files of `ownerId` directly in `folderId` (null: those in no folder), newest
+   * first, after `after`; expired ones included (the caller filters).
+   */
+  listFiles(ownerId: string, folderId: string | null, limit: number, after: PageCursor | undefined): Promise<FileRecord[]>;
+  /** The owner's files named exactly `name` directly in `folderId` (null: in no folder). */
+  filesNamed(ownerId: string, folderId: string | null, name: string): Promise<FileRecord[]>;
+  /** Every folder, in ID order (export). */
+  all(): AsyncIterable<FolderRow>;
+  /** Every membership, in file ID order (export). */
+  memberships(): AsyncIterable<{ fileId: string; folderId: string }>;
 }
 
 /** The api_keys table. */
@@ -225,6 +274,7 @@ export interface MetadataTables {
   uploads: UploadTable;
   uploadLinks: UploadLinkTable;
   webhooks: WebhookTable;
+  folders: FolderTable;
 }
 
 export type { UploadLinkTable, UploadRow, UploadTable } from "./upload-ports.ts";

@@ -27,10 +27,12 @@ import type {
   UserTable,
   UserUsage,
   WebhookTable,
+  FolderTable,
 } from "./ports.ts";
 import { ChangeWatch } from "./change-watch.ts";
 import { openDb, type Db, type WriteRunner } from "./db.ts";
 import { SqliteShares } from "./sqlite-shares.ts";
+import { SqliteFolders } from "./sqlite-folders.ts";
 import { migrate } from "./migrate.ts";
 import { containsPattern, inIdOrder, newestFirstAfter, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
 import { apiKeys, files, sessions, shares, uploadLinks, uploads, users } from "./schema.ts";
@@ -63,6 +65,7 @@ export class SqliteMetadataStore implements MetadataStore {
   readonly uploadLinks: UploadLinkTable;
   readonly loginLinks: LoginLinkTable;
   readonly webhooks: WebhookTable;
+  readonly folders: FolderTable;
   /** Told after commits that added webhook deliveries ({@link onEnqueued}). */
   private readonly enqueueListeners: (() => void)[] = [];
   /** Whether the open transaction added webhook deliveries. */
@@ -89,6 +92,7 @@ export class SqliteMetadataStore implements MetadataStore {
     this.uploadLinks = new SqliteUploadLinks(reader, queued);
     this.loginLinks = new SqliteLoginLinks(queued);
     this.webhooks = new SqliteWebhooks(reader, queued, () => this.notifyEnqueued());
+    this.folders = new SqliteFolders(reader, queued);
     this.inTransaction = {
       files: new SqliteFiles(writer, now),
       keys: new SqliteKeys(writer, now),
@@ -98,6 +102,7 @@ export class SqliteMetadataStore implements MetadataStore {
       uploads: new SqliteUploads(writer, now),
       uploadLinks: new SqliteUploadLinks(writer, now),
       webhooks: new SqliteWebhooks(writer, now, () => void (this.enqueuedInTransaction = true)),
+      folders: new SqliteFolders(writer, now),
     };
   }
 

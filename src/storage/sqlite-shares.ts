@@ -29,6 +29,10 @@ export class SqliteShares implements ShareTable {
     return this.db.select().from(shares).where(and(eq(shares.fileId, fileId), isNull(shares.deletedAt))).orderBy(desc(shares.createdAt), desc(shares.id)).all();
   }
 
+  async listByFolder(folderId: string): Promise<ShareRow[]> {
+    return this.db.select().from(shares).where(and(eq(shares.folderId, folderId), isNull(shares.deletedAt))).orderBy(desc(shares.createdAt), desc(shares.id)).all();
+  }
+
   markDeleted(id: string, ownerId: string, now: number): Promise<boolean> {
     const where = and(eq(shares.id, id), eq(shares.ownerId, ownerId), isNull(shares.deletedAt));
     return this.write((db) => db.update(shares).set({ deletedAt: now }).where(where).returning({ id: shares.id }).all().length > 0);

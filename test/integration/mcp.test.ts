@@ -173,6 +173,7 @@ describe("tools", () => {
     expect(share).toEqual({
       id: expect.any(String),
       file_id: file.id,
+      folder_id: "",
       url: expect.stringMatching(new RegExp(`^${server.url}/s/[A-Za-z0-9_-]{32}$`)),
       expire_time: expect.stringMatching(/Z$/),
       max_downloads: 1,

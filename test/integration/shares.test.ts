@@ -42,6 +42,7 @@ describe("share links", () => {
     expect(s).toEqual({
       id: expect.any(String),
       file_id: file.id,
+      folder_id: "",
       url: expect.stringMatching(new RegExp(`^${server.url}/s/[A-Za-z0-9_-]{32}$`)),
       expire_time: "",
       max_downloads: null,

@@ -37,11 +37,11 @@ const records: ArchiveRecord[] = [
   },
   {
     type: "share",
-    row: { id: "sh1", fileId: "abcdefghijklmnopqrstu", ownerId: "u1", token: shareToken, expiresAt: 20, maxDownloads: 3, downloadCount: 1, passwordHash: "$argon2id$v=19$m=65536,t=2,p=1$c2FsdA$aGFzaA", createdAt: 6, deletedAt: null },
+    row: { id: "sh1", fileId: "abcdefghijklmnopqrstu", folderId: null, ownerId: "u1", token: shareToken, expiresAt: 20, maxDownloads: 3, downloadCount: 1, passwordHash: "$argon2id$v=19$m=65536,t=2,p=1$c2FsdA$aGFzaA", createdAt: 6, deletedAt: null },
   },
   {
     type: "share",
-    row: { id: "sh2", fileId: "abcdefghijklmnopqrstu", ownerId: "u1", token: shareToken.toLowerCase(), expiresAt: null, maxDownloads: null, downloadCount: 0, passwordHash: null, createdAt: 6, deletedAt: 7 },
+    row: { id: "sh2", fileId: "abcdefghijklmnopqrstu", folderId: null, ownerId: "u1", token: shareToken.toLowerCase(), expiresAt: null, maxDownloads: null, downloadCount: 0, passwordHash: null, createdAt: 6, deletedAt: 7 },
   },
   { type: "end", trailer: { users: 2, keys: 2, sessions: 1, uploadLinks: 2, files: 1, shares: 2, bytes: 0, crc32c: "AAAAAA==" } },
 ];

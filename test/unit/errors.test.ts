@@ -8,6 +8,7 @@ test.each([
   ["unauthenticated", 401, 16],
   ["permission_denied", 403, 7],
   ["not_found", 404, 5],
+  ["already_exists", 409, 6],
   ["payload_too_large", 413, 8],
   ["resource_exhausted", 429, 8],
   ["aborted", 409, 10],

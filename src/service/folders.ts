@@ -1,0 +1,284 @@
+/**
+ * Folders (CONTRACT §12): each user's tree of named collections, and which folder each file is
+ * in, beside the File object and never in it. Every transport (REST, RPC, MCP, WebDAV) goes
+ * through here, so the rules are written once:
+ *
+ * - owner only: another user's folder answers exactly like a missing one (not_found); reads need
+ *   files.read, changes files.write (CONTRACT §10);
+ * - within one folder the names of its files and sub-folders are unique (already_exists); at the
+ *   top, folder names are unique among folders, and files keep the flat list's freedom (WebDAV
+ *   shows a clash as `name (id).ext`); a file with no name ("") never clashes;
+ * - a folder cannot move into itself or below itself (invalid_argument);
+ * - a non-empty folder is deleted only when asked to be recursive (failed_precondition), and its
+ *   files' blobs are removed only after the commit (CONTRACT §6).
+ *
+ * Each change runs in one transaction that first locks the owner's row (UserTable.account: on
+ * PostgreSQL `FOR NO KEY UPDATE`, on SQLite the write lock), so that concurrent changes of one
+ * user's tree, by any worker or instance, apply one after another and every check above holds.
+ */
+import { AppError } from "../errors.ts";
+import type { FileRecord } from "../domain/file.ts";
+import type { FilePage } from "../domain/file-page.ts";
+import { checkFolderName, type FolderPage, type FolderRow, type FolderView } from "../domain/folder.ts";
+import { isIdShaped, newFileId } from "../domain/ids.ts";
+import type { PageCursor } from "../domain/params.ts";
+import { requireScope, type Principal } from "../domain/principal.ts";
+import type { Clock } from "../domain/time.ts";
+import type { BlobStore, MetadataStore, MetadataTables } from "../storage/ports.ts";
+import { pageOf, type FileService } from "./files.ts";
+import { assertNameFree } from "./folder-names.ts";
+import type { WebhookService } from "./webhooks.ts";
+
+export interface FolderServiceDeps {
+  store: MetadataStore;
+  blobs: BlobStore;
+  clock: Clock;
+  files: FileService;
+  webhooks: WebhookService;
+}
+
+/** A new folder: its name and where it goes (null or absent: at the top). */
+export interface FolderInput {
+  name: string;
+  parentId?: string | null | undefined;
+}
+
+/** A folder's changes; an absent field is kept. `parentId: null` moves it to the top. */
+export interface FolderPatch {
+  name?: string | undefined;
+  parentId?: string | null | undefined;
+}
+
+/** What a folder holds under one name: a sub-folder or a file. */
+export type FolderEntry = { kind: "folder"; folder: FolderRow } | { kind: "file"; file: FileRecord };
+
+/** Files read per query when a recursive delete walks a folder. */
+const DELETE_BATCH = 500;
+
+const folderNotFound = () => new AppError("not_found", "folder not found");
+
+/** The folder use cases over the metadata store (see the module comment for the rules). */
+export class FolderService {
+  constructor(private readonly deps: FolderServiceDeps) {}
+
+  /**
+   * Creates a folder of the caller's, at the top or in one of their folders.
+   * @throws permission_denied without files.write; invalid_argument (name); not_found (parent);
+   *   already_exists (the parent holds the name)
+   */
+  async create(principal: Principal, input: FolderInput): Promise<FolderView> {
+    requireScope(principal, "files.write");
+    const name = checkFolderName(input.name);
+    const parentId = input.parentId ?? null;
+    const now = this.deps.clock.nowMicros();
+    const row: FolderRow = { id: newFileId(), ownerId: principal.userId, parentId, name, createdAt: now, updatedAt: now };
+    await this.change(principal, async (tx) => {
+      if (parentId !== null) await this.ownedIn(tx, principal, parentId);
+      await assertNameFree(tx, principal.userId, parentId, name, { folderId: row.id });
+      await tx.folders.insert(row);
+    });
+    return { ...row, fileCount: 0, bytes: 0 };
+  }
+
+  /**
+   * One of the caller's folders with its counts.
+   * @throws permission_denied without files.read; not_found
+   */
+  async get(principal: Principal, id: string): Promise<FolderView> {
+    requireScope(principal, "files.read");
+    const row = await this.ownedIn(this.deps.store, principal, id);
+    return (await this.withCounts([row]))[0]!;
+  }
+
+  /**
+   * The caller's folders in `parentId` (null: at the top), newest first, `pageSize` at a time.
+   * @throws permission_denied without files.read; not_found (parent)
+   */
+  async list(principal: Principal, parentId: string | null, pageSize: number, after: PageCursor | undefined): Promise<FolderPage> {
+    requireScope(principal, "files.read");
+    if (parentId !== null) await this.ownedIn(this.deps.store, principal, parentId);
+    const rows = await this.deps.store.folders.listByParent(principal.userId, parentId, pageSize + 1, after);
+    const more = rows.length > pageSize;
+    const page = more ? rows.slice(0, pageSize) : rows;
+    const last = page[page.length - 1];
+    return { folders: await this.withCounts(page), next: more && last ? { createdAt: last.createdAt, id: last.id } : undefined };
+  }
+
+  /**
+   * Renames a folder or moves it (to another of the caller's folders, or to the top with null).
+   * @throws permission_denied; invalid_argument (name; a move into itself or below it);
+   *   not_found (folder or new parent); already_exists (the new parent holds the name)
+   */
+  async update(principal: Principal, id: string, patch: FolderPatch): Promise<FolderView> {
+    requireScope(principal, "files.write");
+    if (patch.name !== undefined) checkFolderName(patch.name);
+    const row = await this.change(principal, async (tx) => {
+      const folder = await this.ownedIn(tx, principal, id);
+      const name = patch.name ?? folder.name;
+      const parentId = patch.parentId === undefined ? folder.parentId : patch.parentId;
+      if (name === folder.name && parentId === folder.parentId) return folder;
+      if (parentId !== null && parentId !== folder.parentId) {
+        await this.ownedIn(tx, principal, parentId);
+        // Walk up from the new parent: meeting the folder itself would make a cycle.
+        for (let at: string | null = parentId; at !== null; at = (await tx.folders.get(at))?.parentId ?? null) {
+          if (at === folder.id) throw new AppError("invalid_argument", "a folder cannot move into itself or one of its sub-folders");
+        }
+      }
+      await assertNameFree(tx, principal.userId, parentId, name, { folderId: folder.id });
+      const next: FolderRow = { ...folder, name, parentId, updatedAt: Math.max(this.deps.clock.nowMicros(), folder.updatedAt + 1) };
+      await tx.folders.update(next);
+      return next;
+    });
+    return (await this.withCounts([row]))[0]!;
+  }
+
+  /**
+   * Deletes a folder. An empty one always; one that holds files or sub-folders only with
+   * `recursive`, and then everything below it goes in the same transaction (each file as DELETE
+   * deletes it, with its `file.deleted` event), and the blobs after the commit.
+   * @throws permission_denied; not_found; failed_precondition (not empty, not recursive)
+   */
+  async delete(principal: Principal, id: string, opts: { recursive?: boolean } = {}): Promise<void> {
+    requireScope(principal, "files.write");
+    const blobs = await this.change(principal, async (tx) => {
+      const folder = await this.ownedIn(tx, principal, id);
+      const tree = await tx.folders.subtree(folder.id);
+      const removed: string[] = [];
+      for (const folderId of tree) {
+        for (;;) {
+          const batch = await tx.folders.listFiles(principal.userId, folderId, DELETE_BATCH, undefined);
+          if (batch.length === 0) break;
+          if (opts.recursive !== true) throw new AppError("failed_precondition", "the folder is not empty; delete it with recursive=true");
+          for (const file of batch) {
+            if (await tx.files.delete(file.id, file.blob)) await this.deps.webhooks.fileDeleted(tx, file, "deleted");
+            removed.push(file.blob);
+          }
+        }
+      }
+      if (tree.length > 1 && opts.recursive !== true) throw new AppError("failed_precondition", "the folder is not empty; delete it with recursive=true");
+      await tx.folders.delete(folder.id);
+      return removed;
+    });
+    for (const blob of blobs) this.deps.blobs.removeLater(blob);
+  }
+
+  /**
+   * Puts one of the caller's files in one of their folders (PUT /v1/folders/{id}/files/{file_id}),
+   * out of any folder it was in; `folderId` null puts it at the top.
+   * @throws permission_denied; not_found (folder, or a file the caller cannot see);
+   *   already_exists (the folder holds the file's name)
+   */
+  async moveFile(principal: Principal, folderId: string | null, fileId: string): Promise<void> {
+    requireScope(principal, "files.write");
+    await this.change(principal, async (tx) => {
+      if (folderId !== null) await this.ownedIn(tx, principal, folderId);
+      const file = await this.deps.files.ownedIn(tx, principal, fileId);
+      if ((await tx.folders.folderOf(file.id)) === (folderId ?? undefined)) return;
+      await assertNameFree(tx, principal.userId, folderId, file.name, { fileId: file.id });
+      await tx.folders.setFolder(file.id, folderId);
+    });
+  }
+
+  /**
+   * Takes a file out of a folder, to the top (DELETE /v1/folders/{id}/files/{file_id}).
+   * @throws permission_denied; not_found (the folder, or the file is not in it)
+   */
+  async removeFile(principal: Principal, folderId: string, fileId: string): Promise<void> {
+    requireScope(principal, "files.write");
+    await this.change(principal, async (tx) => {
+      await this.ownedIn(tx, principal, folderId);
+      if (!isIdShaped(fileId) || (await tx.folders.folderOf(fileId)) !== folderId) throw new AppError("not_found", "the file is not in this folder");
+      await tx.folders.setFolder(fileId, null);
+    });
+  }
+
+  /**
+   * The caller's live files directly in a folder (null: in none), newest first, `pageSize` at a time.
+   * @throws permission_denied without files.read; not_found (folder)
+   */
+  async listFiles(principal: Principal, folderId: string | null, pageSize: number, after: PageCursor | undefined): Promise<FilePage> {
+    requireScope(principal, "files.read");
+    if (folderId !== null) await this.ownedIn(this.deps.store, principal, folderId);
+    const now = this.deps.clock.nowMicros();
+    // Expired files are gone already (the sweep deletes them within a minute): skip them, but
+    // page by the rows read so that a run of them cannot end the listing early.
+    const rows = await this.deps.store.folders.listFiles(principal.userId, folderId, pageSize + 1, after);
+    const page = pageOf(rows, pageSize);
+    return { files: page.files.filter((f) => f.expiresAt === null || f.expiresAt > now), next: page.next };
+  }
+
+  /**
+   * The folder one of the caller's files is in; null at the top.
+   * @throws what FileService.owned throws (files.read)
+   */
+  async folderOf(principal: Principal, fileId: string): Promise<string | null> {
+    const file = await this.deps.files.owned(principal, fileId, "files.read");
+    return (await this.deps.store.folders.folderOf(file.id)) ?? null;
+  }
+
+  /**
+   * The caller's folder by ID, with no counts (a path lookup's step).
+   * @throws permission_denied without files.read; not_found
+   */
+  async row(principal: Principal, id: string): Promise<FolderRow> {
+    requireScope(principal, "files.read");
+    return this.ownedIn(this.deps.store, principal, id);
+  }
+
+  /**
+   * A folder's ancestors and itself, top first (breadcrumbs, a path for WebDAV and ZIP entries).
+   * @throws permission_denied without files.read; not_found
+   */
+  async ancestry(principal: Principal, id: string): Promise<FolderRow[]> {
+    const chain = [await this.row(principal, id)];
+    while (chain[0]!.parentId !== null) {
+      const parent = await this.deps.store.folders.get(chain[0]!.parentId);
+      if (parent === undefined) break;
+      chain.unshift(parent);
+    }
+    return chain;
+  }
+
+  /**
+   * What the caller's folder `parentId` (null: the top) holds under `name`: the sub-folder
+   * first, else the live files of that name (several only at the top, where files may share a
+   * name).
+   * @throws permission_denied without files.read; not_found (parent)
+   */
+  async entriesNamed(principal: Principal, parentId: string | null, name: string): Promise<FolderEntry[]> {
+    requireScope(principal, "files.read");
+    if (parentId !== null) await this.ownedIn(this.deps.store, principal, parentId);
+    const out: FolderEntry[] = [];
+    const folder = name === "" ? undefined : await this.deps.store.folders.byName(principal.userId, parentId, name);
+    if (folder !== undefined) out.push({ kind: "folder", folder });
+    const now = this.deps.clock.nowMicros();
+    for (const file of await this.deps.store.folders.filesNamed(principal.userId, parentId, name)) {
+      if (file.expiresAt === null || file.expiresAt > now) out.push({ kind: "file", file });
+    }
+    return out;
+  }
+
+  /** Folders with their counts, in the same order. */
+  private async withCounts(rows: FolderRow[]): Promise<FolderView[]> {
+    const counts = await this.deps.store.folders.counts(
+      rows.map((r) => r.id),
+      this.deps.clock.nowMicros(),
+    );
+    return rows.map((r) => ({ ...r, fileCount: counts.get(r.id)?.files ?? 0, bytes: counts.get(r.id)?.bytes ?? 0 }));
+  }
+
+  /** Runs a change of the caller's tree in one transaction, after locking their row. */
+  private change<T>(principal: Principal, work: (tx: MetadataTables) => Promise<T>): Promise<T> {
+    return this.deps.store.transaction(async (tx) => {
+      await tx.users.account(principal.userId);
+      return work(tx);
+    });
+  }
+
+  /** The caller's folder `id` as `tables` see it. @throws not_found */
+  private async ownedIn(tables: MetadataTables, principal: Principal, id: string): Promise<FolderRow> {
+    const folder = isIdShaped(id) ? await tables.folders.get(id) : undefined;
+    if (folder === undefined || folder.ownerId !== principal.userId) throw folderNotFound();
+    return folder;
+  }
+}

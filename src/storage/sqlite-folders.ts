@@ -1,0 +1,103 @@
+/** Folders and file membership (CONTRACT §12) on SQLite: the {@link FolderTable} part of the SQLite metadata store. */
+import { and, asc, desc, eq, getTableColumns, gt, isNull } from "drizzle-orm";
+import type { Db, WriteRunner } from "./db.ts";
+import type { FileRecord } from "../domain/file.ts";
+import type { FolderRow } from "../domain/folder.ts";
+import type { PageCursor } from "../domain/params.ts";
+import { folderCountsQuery, inFolder, subtreeQuery } from "./folder-conditions.ts";
+import { inIdOrder, newestFirstAfter, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
+import type { FolderCounts, FolderTable } from "./ports.ts";
+import { files, folderFiles, folders } from "./schema.ts";
+
+/** Folder rows on SQLite: reads on the given connection, writes through the store's write runner. */
+export class SqliteFolders implements FolderTable {
+  constructor(
+    private readonly db: Db,
+    private readonly write: WriteRunner,
+  ) {}
+
+  insert(folder: FolderRow): Promise<void> {
+    return this.write((db) => void db.insert(folders).values(folder).run());
+  }
+
+  async get(id: string): Promise<FolderRow | undefined> {
+    return this.db.select().from(folders).where(eq(folders.id, id)).get();
+  }
+
+  update(folder: FolderRow): Promise<void> {
+    const { id, name, parentId, updatedAt } = folder;
+    return this.write((db) => void db.update(folders).set({ name, parentId, updatedAt }).where(eq(folders.id, id)).run());
+  }
+
+  delete(id: string): Promise<boolean> {
+    return this.write((db) => db.delete(folders).where(eq(folders.id, id)).returning({ id: folders.id }).all().length > 0);
+  }
+
+  async listByParent(ownerId: string, parentId: string | null, limit: number, after: PageCursor | undefined): Promise<FolderRow[]> {
+    const where = and(ownerFilesAfter(folders, ownerId, after), parentId === null ? isNull(folders.parentId) : eq(folders.parentId, parentId));
+    return this.db.select().from(folders).where(where).orderBy(desc(folders.createdAt), desc(folders.id)).limit(limit).all();
+  }
+
+  async byName(ownerId: string, parentId: string | null, name: string): Promise<FolderRow | undefined> {
+    const where = and(eq(folders.ownerId, ownerId), parentId === null ? isNull(folders.parentId) : eq(folders.parentId, parentId), eq(folders.name, name));
+    return this.db.select().from(folders).where(where).get();
+  }
+
+  async subtree(id: string): Promise<string[]> {
+    return this.db.all<{ id: string }>(subtreeQuery(id)).map((r) => r.id);
+  }
+
+  async counts(ids: string[], now: number): Promise<Map<string, FolderCounts>> {
+    const out = new Map<string, FolderCounts>();
+    if (ids.length === 0) return out;
+    for (const r of this.db.all<{ folderId: string; files: number; bytes: number }>(folderCountsQuery(ids, now))) out.set(r.folderId, { files: Number(r.files), bytes: Number(r.bytes) });
+    return out;
+  }
+
+  async folderOf(fileId: string): Promise<string | undefined> {
+    return this.db.select({ folderId: folderFiles.folderId }).from(folderFiles).where(eq(folderFiles.fileId, fileId)).get()?.folderId;
+  }
+
+  setFolder(fileId: string, folderId: string | null): Promise<void> {
+    return this.write((db) => {
+      if (folderId === null) db.delete(folderFiles).where(eq(folderFiles.fileId, fileId)).run();
+      else db.insert(folderFiles).values({ fileId, folderId }).onConflictDoUpdate({ target: folderFiles.fileId, set: { folderId } }).run();
+    });
+  }
+
+  async listFiles(ownerId: string, folderId: string | null, limit: number, after: PageCursor | undefined): Promise<FileRecord[]> {
+    return this.db
+      .select(getTableColumns(files))
+      .from(files)
+      .leftJoin(folderFiles, eq(folderFiles.fileId, files.id))
+      .where(and(inFolder({ files, folderFiles }, ownerId, folderId), newestFirstAfter(files, after)))
+      .orderBy(desc(files.createdAt), desc(files.id))
+      .limit(limit)
+      .all() as FileRecord[];
+  }
+
+  async filesNamed(ownerId: string, folderId: string | null, name: string): Promise<FileRecord[]> {
+    return this.db
+      .select(getTableColumns(files))
+      .from(files)
+      .leftJoin(folderFiles, eq(folderFiles.fileId, files.id))
+      .where(and(inFolder({ files, folderFiles }, ownerId, folderId), eq(files.name, name)))
+      .all() as FileRecord[];
+  }
+
+  all(): AsyncIterable<FolderRow> {
+    return inIdOrder((after) => this.db.select().from(folders).where(gt(folders.id, after)).orderBy(asc(folders.id)).limit(PAGE_ROWS).all());
+  }
+
+  memberships(): AsyncIterable<{ fileId: string; folderId: string }> {
+    return inIdOrder((after) =>
+      this.db
+        .select({ id: folderFiles.fileId, fileId: folderFiles.fileId, folderId: folderFiles.folderId })
+        .from(folderFiles)
+        .where(gt(folderFiles.fileId, after))
+        .orderBy(asc(folderFiles.fileId))
+        .limit(PAGE_ROWS)
+        .all(),
+    );
+  }
+}
