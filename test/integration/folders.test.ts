@@ -220,6 +220,14 @@ describe("REST", () => {
     await upload(alice, "2", `?folder_id=${photos.id}`);
   });
 
+  test("an expired file no longer holds its name in its folder, though the sweep has not deleted its row yet", async () => {
+    const f = await folder(alice, unique("expiring"));
+    const old = await upload(alice, "old", `?name=report.txt&folder_id=${f.id}&ttl=1s`);
+    await waitFor(async () => (await call(alice, "GET", `/v1/files/${old.id}`)).status === 404, "the file to expire", 10_000, 100);
+    const fresh = await upload(alice, "new", `?name=report.txt&folder_id=${f.id}`);
+    expect((await filesIn(alice, f.id)).files.map((x) => x.id)).toEqual([fresh.id]);
+  });
+
   test("a folder cannot move into itself or below itself", async () => {
     const a = await folder(alice, unique("a"));
     const b = await folder(alice, "b", a.id);
