@@ -7,6 +7,7 @@
 // operations on RPC (FolderService, gRPC and Connect) and MCP (list_folders, create_folder,
 // move_file).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { toJson } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { Client as McpClient } from "@modelcontextprotocol/sdk/client/index.js";
@@ -14,7 +15,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { checksumOf } from "../../src/domain/checksum.ts";
 import type { FolderJson } from "../../src/domain/folder.ts";
-import { FolderService } from "../../src/gen/cubby/v1/folders_pb.ts";
+import { FolderSchema, FolderService } from "../../src/gen/cubby/v1/folders_pb.ts";
 import { BACKEND, blobNames, runSql } from "../support/backend.ts";
 import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";
 import { waitFor } from "../support/wait.ts";
@@ -459,7 +460,8 @@ describe("RPC: FolderService", () => {
       const rpc = createClient(FolderService, transport());
       const made = (await rpc.createFolder({ name: unique("rpc") }, auth(alice))).folder!;
       const rest = await call<FolderJson>(alice, "GET", `/v1/folders/${made.id}`);
-      expect(rest.body).toMatchObject({ id: made.id, name: made.name, parent_id: "", url: made.url, file_count: 0, bytes: "0" });
+      // The Folder message's proto3 JSON is REST's Folder object, field for field.
+      expect(toJson(FolderSchema, made, { alwaysEmitImplicit: true, useProtoFieldName: true }) as unknown).toEqual(rest.body as unknown as Record<string, unknown>);
       const child = (await rpc.createFolder({ name: "child", parentId: made.id }, auth(alice))).folder!;
       expect(child.parentId).toBe(made.id);
       expect((await rpc.getFolder({ id: child.id }, auth(alice))).folder!.name).toBe("child");
