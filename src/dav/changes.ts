@@ -54,13 +54,15 @@ export async function put(req: DavRequest): Promise<void> {
   await req.checkChange([{ segments: req.segments, kind: resource === undefined ? "membership" : "content" }], resource);
   const contentType = parseMediaType(req.ex.headers.get("content-type"));
   let file: FileRecord;
+  let created = false;
   if (resource !== undefined) {
     file = await req.deps.files.replaceContent(req.principal, resource.file.id, { contentType, content: bodyOf(req) });
   } else {
+    // By name, in one transaction: a PUT racing this one for the same new name replaces, not duplicates.
     const name = parseName(req.segments[req.segments.length - 1]!);
-    file = await req.deps.files.create(req.principal, { slug: "", name, visibility: undefined, contentType, content: bodyOf(req), folderId: folderIdOf(parent) ?? undefined });
+    ({ file, created } = await req.deps.files.putNamed(req.principal, folderIdOf(parent), name, { contentType, content: bodyOf(req) }));
   }
-  req.ex.respond(resource === undefined ? 201 : 204, { etag: `"${file.blob}"`, "content-length": "0" });
+  req.ex.respond(created ? 201 : 204, { etag: `"${file.blob}"`, "content-length": "0" });
 }
 
 /** Answers MKCOL: a new folder (RFC 4918 §9.3). */
