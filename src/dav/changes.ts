@@ -5,7 +5,6 @@
  */
 import type { FileRecord } from "../domain/file.ts";
 import { parseMediaType, parseName } from "../domain/params.ts";
-import { requireScope } from "../domain/principal.ts";
 import { AppError } from "../errors.ts";
 import { DavError } from "./errors.ts";
 import { below } from "./locks.ts";
@@ -236,10 +235,5 @@ async function copyProperties(req: DavRequest, from: string, to: string): Promis
   await req.deps.store.transaction(async (tx) => {
     for (const p of props) await tx.dav.setProperty(owner, to, p);
   });
-}
-
-/** Scopes a change needs beyond what the services check (PROPPATCH, LOCK, UNLOCK touch no service). */
-export function requireWrite(req: DavRequest): void {
-  requireScope(req.principal, "files.write");
 }
 

@@ -13,7 +13,7 @@ export const DAV_NS = "DAV:";
 /** The largest XML request body read (bytes): PROPFIND, PROPPATCH and LOCK bodies are small. */
 export const MAX_XML_BYTES = 1024 * 1024;
 
-/** The XML declaration and the multistatus root every 207 answer starts with. */
+/** The XML declaration every XML answer starts with. */
 export const XML_HEAD = '<?xml version="1.0" encoding="utf-8"?>\n';
 
 /** `text` escaped for XML character data and attribute values. */
