@@ -2,7 +2,8 @@
  * The one dispatch every request reaches, as an exchange (serving/exchange.ts), whichever wire
  * read it: checks the target and its authority, opens the request's context and access-log
  * entry, and routes — GET and HEAD of content URLs and share links to serving/content.ts, RPC
- * paths to the RPC bridge, `/metrics` to serving/metrics.ts, everything else through the fetch
+ * paths to the RPC bridge, `/metrics` to serving/metrics.ts, any method under `/dav` to
+ * dav/handler.ts (WebDAV, written against the exchange), everything else through the fetch
  * bridge to the HTTP app. The bridges are given the Node request and response the exchange was
  * made of (node-exchange.ts).
  */
@@ -11,6 +12,8 @@ import { AppError } from "../errors.ts";
 import { errorAnswer, failed, type Exchange } from "../serving/exchange.ts";
 import { contentTarget, serveContent, serveShare, shareTarget, type ContentOptions } from "../serving/content.ts";
 import { serveMetrics, type Metrics } from "../serving/metrics.ts";
+import { serveDav, type DavServeDeps } from "../dav/handler.ts";
+import { isDavPath } from "../dav/paths.ts";
 import { serveWithFetch, type FetchHandler } from "./node-bridge.ts";
 import { NodeExchange } from "./node-exchange.ts";
 import { authorityProblem, originFormOf } from "./request-target.ts";
@@ -23,6 +26,7 @@ export type Route =
   | { kind: "content"; pathname: string; id: string; slug: string | undefined; search: string }
   | { kind: "share"; pathname: string; token: string; search: string }
   | { kind: "metrics"; pathname: string }
+  | { kind: "dav"; pathname: string; search: string }
   | { kind: "app"; pathname: string };
 
 /**
@@ -33,6 +37,7 @@ export function routeOf(method: string | undefined, target: string, rpcPaths: Re
   const q = target.indexOf("?");
   const pathname = q === -1 ? target : target.slice(0, q);
   if (rpcPaths.has(pathname)) return { kind: "rpc", pathname };
+  if (isDavPath(pathname)) return { kind: "dav", pathname, search: q === -1 ? "" : target.slice(q) };
   if (method === "GET" || method === "HEAD") {
     const search = q === -1 ? "" : target.slice(q);
     const file = contentTarget(pathname);
@@ -57,6 +62,8 @@ export function templateOf(route: Route): string | undefined {
       return route.slug === undefined ? "/:id" : "/:id/:slug";
     case "share":
       return "/s/:token";
+    case "dav":
+      return "/dav/*";
     case "app":
       return undefined;
   }
@@ -69,6 +76,8 @@ export interface DispatchOptions {
   /** The HTTP app (REST, dashboard, sign-in, static files). */
   app: FetchHandler;
   accessLog: AccessLog;
+  /** What WebDAV at `/dav/` is served with (CONTRACT §12); undefined: `/dav` goes to the app (404). */
+  dav?: DavServeDeps;
   /** The metrics and METRICS_TOKEN; undefined: `/metrics` is not served. */
   metrics?: { metrics: Metrics; token: string | undefined };
 }
@@ -106,6 +115,11 @@ export function createDispatch(opts: DispatchOptions): (exchange: Exchange, rout
         serveShare(opts.content, ex, route.token);
       } else void serveMetrics(opts.metrics!.metrics, opts.metrics!.token, ex).catch((err) => failed(ex, err, context));
       tapped?.();
+      return;
+    }
+    if (route.kind === "dav" && opts.dav !== undefined) {
+      ex.search = route.search;
+      void serveDav(opts.dav, ex);
       return;
     }
     // The bridges, given the Node request and response: only node:http and the HTTP/2 compat

@@ -26,6 +26,7 @@ import type { Duplex } from "node:stream";
 import type { LogFormat } from "../log.ts";
 import type { FileUnaryMethods } from "../rpc/file-service.ts";
 import type { ContentDeps } from "../http/content.ts";
+import type { DavServeDeps } from "../dav/handler.ts";
 import type { ShareContentDeps } from "../http/share-content.ts";
 import { AccessLog } from "../serving/access-log.ts";
 import { requestLineOf } from "./http1-head.ts";
@@ -55,6 +56,8 @@ export interface OnePortOptions {
   unary?: FileUnaryMethods;
   /** What content URLs (GET/HEAD of `/{id}` and `/{id}/{slug}`) and share links are answered with. */
   content: ContentDeps & ShareContentDeps;
+  /** What WebDAV at `/dav/` is served with; undefined: not served. */
+  dav?: DavServeDeps;
   /** Whether content decided now is answered now (serving/content.ts); true unless a test says otherwise. */
   answerAtOnce?: boolean;
   /** Writes one access-log line. */
@@ -126,6 +129,7 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
       opts.unary === undefined ? undefined : { methods: opts.unary, observe: metrics === undefined ? undefined : (procedure, code) => metrics.observeRpc(procedure, code) },
     ),
     content: { deps: opts.content, atOnce: opts.answerAtOnce !== false },
+    dav: opts.dav,
     app: opts.app,
     accessLog,
     metrics: opts.metrics,

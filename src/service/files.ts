@@ -318,6 +318,65 @@ export class FileService {
   }
 
   /**
+   * Stores content under a name in one of the caller's folders (null: the top), as a WebDAV
+   * PUT to a path does (CONTRACT §12): the content is staged durably first, then, in one
+   * transaction with the owner's row locked, it replaces the content of the one live file of
+   * that name there (ID and URL kept), or becomes a new file there when there is none (or, at
+   * the top, several). Two such PUTs racing for one new name, from any processes, therefore
+   * make one file, whose content is the later commit's.
+   * @returns the file and whether it was created
+   * @throws what {@link create} and {@link replaceContent} throw; not_found (folder)
+   */
+  async putNamed(principal: Principal, folderId: string | null, name: string, input: ReplaceContentInput): Promise<{ file: FileRecord; created: boolean }> {
+    requireScope(principal, "files.write");
+    const ownerId = principal.userId;
+    const staged = await this.stageContent(ownerId, input.content, this.deps.maxUploadBytes, input.expectedChecksum);
+    const now = this.deps.clock.nowMicros();
+    const fresh: FileRecord = {
+      id: newFileId(),
+      ownerId,
+      slug: "",
+      name,
+      contentType: input.contentType,
+      size: staged.size,
+      checksum: staged.checksum,
+      visibility: DEFAULT_VISIBILITY,
+      blob: staged.name,
+      createdAt: now,
+      updatedAt: now,
+      expiresAt: null,
+      uploadLinkId: null,
+    };
+    let result: { file: FileRecord; created: boolean } = { file: fresh, created: true };
+    let oldBlob: string | undefined;
+    await this.commitOrDiscard(staged, () => result.file.id, input.signal, async (tx) => {
+      const quota = await this.deps.quotas.lock(tx, ownerId);
+      if (folderId !== null) {
+        const folder = await tx.folders.get(folderId);
+        if (folder === undefined || folder.ownerId !== ownerId) throw new AppError("not_found", "folder not found");
+      }
+      const named = (await tx.folders.filesNamed(ownerId, folderId, name)).filter((f) => !isExpired(f, this.deps.clock));
+      if (name !== "" && named.length === 1) {
+        const file = named[0]!;
+        await quota.charge(staged.size - file.size);
+        oldBlob = file.blob;
+        const updated: FileRecord = { ...file, contentType: input.contentType, size: staged.size, checksum: staged.checksum, blob: staged.name, updatedAt: this.nextUpdate(file) };
+        await tx.files.update(updated);
+        await this.deps.webhooks.fileChanged(tx, "file.updated", updated);
+        result = { file: updated, created: false };
+        return;
+      }
+      result = { file: fresh, created: true };
+      await quota.charge(fresh.size);
+      await tx.files.insert(fresh);
+      if (folderId !== null) await placeInFolder(tx, ownerId, folderId, fresh);
+      await this.deps.webhooks.fileChanged(tx, "file.created", fresh);
+    });
+    if (oldBlob !== undefined) this.deps.blobs.removeLater(oldBlob);
+    return result;
+  }
+
+  /**
    * Sets or clears slug and name, or changes visibility. Fields left undefined are kept.
    * Needs files.read as well as files.write (CONTRACT §10): the answer is the File, and a
    * visibility change may expose it; a write-only key creates and replaces, never reads back.
@@ -458,9 +517,10 @@ export class FileService {
 
   /**
    * Runs the metadata commit, unless `signal` has fired; if it fired or the commit fails, the
-   * staged blob is removed so nothing is orphaned, unless the file's row (by `id`) refers to it.
+   * staged blob is removed so nothing is orphaned, unless the file's row (by `id`, or the ID
+   * `id()` gives once the commit has chosen its file) refers to it.
    */
-  private async commitOrDiscard(staged: StagedBlob, id: string, signal: AbortSignal | undefined, commit: (tx: MetadataTables) => Promise<void>): Promise<void> {
+  private async commitOrDiscard(staged: StagedBlob, id: string | (() => string), signal: AbortSignal | undefined, commit: (tx: MetadataTables) => Promise<void>): Promise<void> {
     try {
       signal?.throwIfAborted();
       await this.deps.store.transaction(commit);
@@ -468,7 +528,7 @@ export class FileService {
       // A COMMIT whose answer was lost (the database connection dropped) may still have been
       // applied: the blob goes only once the row is seen not to refer to it. If that cannot be
       // known either, it stays, and the sweep removes it once it is surely unreferenced.
-      const row = await this.deps.store.files.get(id).catch(() => null);
+      const row = await this.deps.store.files.get(typeof id === "string" ? id : id()).catch(() => null);
       if (row !== null && row?.blob !== staged.name) await this.deps.blobs.remove(staged.name).catch(() => {});
       throw err;
     }

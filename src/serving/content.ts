@@ -75,12 +75,12 @@ export interface ContentDecision {
 export function serveContent(opts: ContentOptions, ex: Exchange, target: ContentTarget): void {
   const decision = decideContent(opts.deps, ex, target);
   if (opts.atOnce && isNow(decision) && answerWhole(ex, decision)) return;
-  void answer(ex, settle(decision));
+  void answerContent(ex, settle(decision));
 }
 
 /** Answers GET or HEAD of a share link, `/s/{token}` (http/share-content.ts decides; a lookup always). */
 export function serveShare(opts: ContentOptions, ex: Exchange, token: string): void {
-  void answer(ex, shareReply(opts.deps, ex, token));
+  void answerContent(ex, shareReply(opts.deps, ex, token));
 }
 
 /**
@@ -140,9 +140,10 @@ function answerWhole(ex: Exchange, { reply, content }: ContentDecision): boolean
 /**
  * Writes what `decided` answers: whole when it can ({@link answerWhole}), else the head and the
  * content's range streamed from the store. Errors are reported and become the usual
- * `google.rpc.Status` JSON; a failure after the head went out resets the answer.
+ * `google.rpc.Status` JSON; a failure after the head went out resets the answer. The one way a
+ * file's bytes are sent: content URLs, share links and WebDAV's GET (dav/handler.ts) use it.
  */
-async function answer(ex: Exchange, decided: ContentDecision | Promise<ContentDecision>): Promise<void> {
+export async function answerContent(ex: Exchange, decided: ContentDecision | Promise<ContentDecision>): Promise<void> {
   let out: Outgoing | undefined;
   try {
     const decision = await decided;

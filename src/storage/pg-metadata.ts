@@ -16,6 +16,7 @@
  */
 import { PgShares } from "./pg-shares.ts";
 import { PgFolders } from "./pg-folders.ts";
+import { PgDav } from "./pg-dav.ts";
 import { and, asc, desc, eq, gt, isNull, lte, sql, type SQL } from "drizzle-orm";
 import type { PgDatabase, PgQueryResultHKT, PgTable } from "drizzle-orm/pg-core";
 import type { FileRecord } from "../domain/file.ts";
@@ -38,6 +39,7 @@ import type {
   UserUsage,
   WebhookTable,
   FolderTable,
+  DavTable,
 } from "./ports.ts";
 import { containsPattern, inIdOrder, newestFirstAfter, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
 import * as schema from "./pg-schema.ts";
@@ -115,6 +117,7 @@ export class PgMetadataStore implements MetadataStore {
   readonly loginLinks: LoginLinkTable;
   readonly webhooks: WebhookTable;
   readonly folders: FolderTable;
+  readonly dav: DavTable;
   /** Told after commits that added webhook deliveries ({@link onEnqueued}). */
   private readonly enqueueListeners: (() => void)[] = [];
   private current = 0;
@@ -142,6 +145,7 @@ export class PgMetadataStore implements MetadataStore {
     this.loginLinks = new PgLoginLinks(driver.db);
     this.webhooks = new PgWebhooks(driver.db, () => this.notifyEnqueued());
     this.folders = new PgFolders(driver.db);
+    this.dav = new PgDav(driver.db);
   }
 
   onEnqueued(listener: () => void): void {
@@ -206,6 +210,7 @@ export class PgMetadataStore implements MetadataStore {
           uploadLinks: new PgUploadLinks(tx, none),
           webhooks: new PgWebhooks(tx, () => void (enqueued = true)),
           folders: new PgFolders(tx),
+          dav: new PgDav(tx),
         });
       });
       if (enqueued) this.notifyEnqueued();

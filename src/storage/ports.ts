@@ -264,6 +264,61 @@ export interface LoginLinkTable {
   deleteExpired(now: number): Promise<number>;
 }
 
+/**
+ * A WebDAV lock (RFC 4918 §6): a write lock on a path of its owner's `/dav/` namespace. Times
+ * are Unix microseconds.
+ */
+export interface DavLockRow {
+  /** The lock token, a URI (`urn:uuid:…`, RFC 4918 §6.5). */
+  token: string;
+  ownerId: string;
+  /** The lock's root: a decoded path, "/" for the top, no trailing slash otherwise. */
+  path: string;
+  /** 0, or -1 for infinity (RFC 4918 §10.2). */
+  depth: 0 | -1;
+  /** Exclusive (true) or shared (false) (RFC 4918 §6.1). */
+  exclusive: boolean;
+  /** The client's DAV:owner element as XML, "" when none. */
+  ownerXml: string;
+  /** The timeout granted, seconds. */
+  timeoutSeconds: number;
+  expiresAt: number;
+  createdAt: number;
+}
+
+/** A WebDAV dead property (RFC 4918 §4.2): its expanded name and its element as XML. */
+export interface DavPropertyRow {
+  namespace: string;
+  name: string;
+  /** The whole property element, namespace declarations included. */
+  value: string;
+}
+
+/**
+ * WebDAV locks and dead properties (CONTRACT §12), in the metadata store so that every worker
+ * and instance sees the same ones. A property's resource is `file:{id}`, `folder:{id}` or
+ * `root`, so properties follow a resource that moves.
+ */
+export interface DavTable {
+  /** The owner's locks that have not expired at `now`. */
+  locks(ownerId: string, now: number): Promise<DavLockRow[]>;
+  insertLock(lock: DavLockRow): Promise<void>;
+  /** Sets a lock's timeout and expiry (a refresh). @returns whether the lock exists */
+  refreshLock(token: string, timeoutSeconds: number, expiresAt: number): Promise<boolean>;
+  /** @returns whether a lock was deleted */
+  deleteLock(token: string): Promise<boolean>;
+  /** Deletes every lock expired at `now`. @returns how many */
+  deleteExpiredLocks(now: number): Promise<number>;
+  /** A resource's dead properties, by namespace then name. */
+  properties(ownerId: string, resource: string): Promise<DavPropertyRow[]>;
+  /** Sets (inserts or replaces) one dead property. */
+  setProperty(ownerId: string, resource: string, property: DavPropertyRow): Promise<void>;
+  /** Removes one dead property (none: nothing happens). */
+  removeProperty(ownerId: string, resource: string, namespace: string, name: string): Promise<void>;
+  /** Removes every dead property of the resources. */
+  deleteProperties(ownerId: string, resources: readonly string[]): Promise<void>;
+}
+
 /** The tables, as reached inside or outside a transaction. */
 export interface MetadataTables {
   files: FileTable;
@@ -275,6 +330,7 @@ export interface MetadataTables {
   uploadLinks: UploadLinkTable;
   webhooks: WebhookTable;
   folders: FolderTable;
+  dav: DavTable;
 }
 
 export type { UploadLinkTable, UploadRow, UploadTable } from "./upload-ports.ts";

@@ -28,11 +28,13 @@ import type {
   UserUsage,
   WebhookTable,
   FolderTable,
+  DavTable,
 } from "./ports.ts";
 import { ChangeWatch } from "./change-watch.ts";
 import { openDb, type Db, type WriteRunner } from "./db.ts";
 import { SqliteShares } from "./sqlite-shares.ts";
 import { SqliteFolders } from "./sqlite-folders.ts";
+import { SqliteDav } from "./sqlite-dav.ts";
 import { migrate } from "./migrate.ts";
 import { containsPattern, inIdOrder, newestFirstAfter, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
 import { apiKeys, files, sessions, shares, uploadLinks, uploads, users } from "./schema.ts";
@@ -66,6 +68,7 @@ export class SqliteMetadataStore implements MetadataStore {
   readonly loginLinks: LoginLinkTable;
   readonly webhooks: WebhookTable;
   readonly folders: FolderTable;
+  readonly dav: DavTable;
   /** Told after commits that added webhook deliveries ({@link onEnqueued}). */
   private readonly enqueueListeners: (() => void)[] = [];
   /** Whether the open transaction added webhook deliveries. */
@@ -93,6 +96,7 @@ export class SqliteMetadataStore implements MetadataStore {
     this.loginLinks = new SqliteLoginLinks(queued);
     this.webhooks = new SqliteWebhooks(reader, queued, () => this.notifyEnqueued());
     this.folders = new SqliteFolders(reader, queued);
+    this.dav = new SqliteDav(reader, queued);
     this.inTransaction = {
       files: new SqliteFiles(writer, now),
       keys: new SqliteKeys(writer, now),
@@ -103,6 +107,7 @@ export class SqliteMetadataStore implements MetadataStore {
       uploadLinks: new SqliteUploadLinks(writer, now),
       webhooks: new SqliteWebhooks(writer, now, () => void (this.enqueuedInTransaction = true)),
       folders: new SqliteFolders(writer, now),
+      dav: new SqliteDav(writer, now),
     };
   }
 

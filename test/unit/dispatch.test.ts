@@ -20,6 +20,10 @@ test.each([
   ["the metrics", "GET", "/metrics", { kind: "metrics", pathname: "/metrics" }],
   ["the metrics with a query", "HEAD", "/metrics?name[]=up", { kind: "metrics", pathname: "/metrics" }],
   ["the metrics with another method go to the app", "POST", "/metrics", { kind: "app", pathname: "/metrics" }],
+  ["WebDAV's top, any method", "PROPFIND", "/dav/", { kind: "dav", pathname: "/dav/", search: "" }],
+  ["WebDAV without the slash", "OPTIONS", "/dav", { kind: "dav", pathname: "/dav", search: "" }],
+  ["a WebDAV GET with a query", "GET", "/dav/a/b.txt?download=1", { kind: "dav", pathname: "/dav/a/b.txt", search: "?download=1" }],
+  ["a path that only starts like /dav goes to the app", "GET", "/davx", { kind: "app", pathname: "/davx" }],
 ] as [string, string, string, Route][])("%s", (_, method, target, route) => {
   expect(routeOf(method, target, rpcPaths)).toEqual(route);
 });

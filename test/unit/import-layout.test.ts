@@ -50,6 +50,7 @@ describe("src/'s imports follow the layout (docs/design.md)", () => {
   test("the scan sees the imports (a guard against a regex that matches nothing)", () => {
     expect(edges).toContainEqual({ from: "service/files.ts", to: "storage/ports.ts" });
     expect(edges).toContainEqual({ from: "process/serve.ts", to: "process/start-serving.ts" });
+    expect(edges).toContainEqual({ from: "server/dispatch.ts", to: "dav/handler.ts" });
   });
 
   test("no import cycle between folders", () => {
@@ -60,6 +61,12 @@ describe("src/'s imports follow the layout (docs/design.md)", () => {
       graph.set(a, (graph.get(a) ?? new Set()).add(b));
     }
     expect(cycles(graph)).toEqual([]);
+  });
+
+  test("dav/ (WebDAV) is a transport: only server/ imports it, and it imports no other transport but http/content.ts's content rules", () => {
+    const into = edges.filter(({ from, to }) => nodeOf(to) === "dav/" && nodeOf(from) !== "dav/" && nodeOf(from) !== "server/");
+    const out = edges.filter(({ from, to }) => nodeOf(from) === "dav/" && ["http/", "rpc/", "mcp/", "server/", "process/"].includes(nodeOf(to)) && to !== path.join("http", "content.ts"));
+    expect({ into, out }).toEqual({ into: [], out: [] });
   });
 
   test("domain/ and errors.ts import nothing of cubby's but each other", () => {
