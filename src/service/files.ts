@@ -369,7 +369,7 @@ export class FileService {
       result = { file: fresh, created: true };
       await quota.charge(fresh.size);
       await tx.files.insert(fresh);
-      if (folderId !== null) await placeInFolder(tx, ownerId, folderId, fresh);
+      if (folderId !== null) await placeInFolder(tx, ownerId, folderId, fresh, this.deps.clock.nowMicros());
       await this.deps.webhooks.fileChanged(tx, "file.created", fresh);
     });
     if (oldBlob !== undefined) this.deps.blobs.removeLater(oldBlob);
