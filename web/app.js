@@ -279,7 +279,7 @@ function fileRow(file) {
   const copyLink = button("Copy link", `Copy link of ${label}`, (e) => copy(file.url, e.currentTarget));
   const open = el("a", { href: file.url, textContent: label, target: "_blank", rel: "noopener" });
   const share = button("Share", `Share ${label}`, () => openShares(file));
-  const move = button("Move to…", `Move ${label} to a folder`, (e) => openMoveDialog(file, e.currentTarget));
+  const move = button("Move to…", `Move to… ${label}`, (e) => openMoveDialog(file, e.currentTarget));
   // Dragged onto a folder row or a breadcrumb, the file moves there (keyboards have Move to…).
   const nameCell = el(
     "div",
@@ -448,6 +448,7 @@ async function openFolder(id, { path, push = false, focus = false } = {}) {
   if (serial !== viewSerial) return;
   currentFolder = id;
   folderPath = chain;
+  $("files-note").hidden = true;
   renderPlace();
   $("files").tBodies[0].replaceChildren();
   $("folders").tBodies[0].replaceChildren();

@@ -41,7 +41,7 @@ async function namesIn(page: Page, folderId: string): Promise<string[]> {
 
 test("folders: create, open, upload into, move by menu and by drag and drop, rename, breadcrumbs, delete with what it holds", async ({ page }) => {
   const { errors, foreign } = watchPage(page, stack);
-  await signIn(page, stack, "fiona");
+  await signIn(page, stack, "alice");
   const files = page.locator("#files tbody tr");
   const folders = page.locator("#folders tbody tr");
   const heading = page.getByRole("heading", { level: 1 });
@@ -102,7 +102,7 @@ test("folders: create, open, upload into, move by menu and by drag and drop, ren
   const sub = folders.filter({ hasText: "2026" });
   await expect(sub).toContainText("no files");
   const subId = (await sub.getAttribute("data-id"))!;
-  await files.filter({ hasText: "report.txt" }).getByRole("button", { name: "Move report.txt to a folder" }).click();
+  await files.filter({ hasText: "report.txt" }).getByRole("button", { name: "Move to… report.txt" }).click();
   const moveDialog = page.getByRole("dialog");
   await expect(moveDialog.getByRole("heading")).toHaveText("Move report.txt");
   await expect(moveDialog.getByRole("radio")).toHaveCount(3);
@@ -210,9 +210,10 @@ test("folders: create, open, upload into, move by menu and by drag and drop, ren
 
 test("on a phone a file moves by its Move to… dialog, and the folder list is cards", async ({ page }) => {
   await page.setViewportSize({ width: 390, height: 844 });
-  await signIn(page, stack, "gus");
+  await signIn(page, stack, "bob");
   const made = await apiInPage<{ id: string }>(page, "POST", "/v1/folders", { name: "Receipts" });
   expect(made.status).toBe(200);
+  await page.reload();
   await page.locator("#file-input").setInputFiles({ name: "receipt.pdf", mimeType: "application/pdf", buffer: Buffer.from("%PDF-1.4\n") });
   const row = page.locator("#files tbody tr").filter({ hasText: "receipt.pdf" });
   await expect(row).toHaveCount(1);
@@ -222,7 +223,7 @@ test("on a phone a file moves by its Move to… dialog, and the folder list is c
   const actionsBox = (await folder.locator("td.actions").boundingBox())!;
   expect(actionsBox.y).toBeGreaterThanOrEqual(nameBox.y + nameBox.height);
   expect(actionsBox.x + actionsBox.width).toBeLessThanOrEqual(390);
-  await row.getByRole("button", { name: "Move receipt.pdf to a folder" }).click();
+  await row.getByRole("button", { name: "Move to… receipt.pdf" }).click();
   const dialog = page.getByRole("dialog");
   await expect(dialog.getByRole("radio", { name: "Home (here)" })).toBeDisabled();
   await dialog.getByRole("radio", { name: "Receipts" }).check();
