@@ -5,6 +5,7 @@
  * and the name rule.
  */
 import { AppError } from "../errors.ts";
+import { FILE_ID_PATTERN } from "./ids.ts";
 import { encodePageToken, type PageCursor } from "./params.ts";
 import { formatTimestamp } from "./time.ts";
 
@@ -70,6 +71,27 @@ export function checkFolderName(name: string): string {
   if (/[/\x00-\x1F\x7F]/.test(name)) throw new AppError("invalid_argument", "name: no '/' and no control characters");
   if (name === "." || name === "..") throw new AppError("invalid_argument", "name: '.' and '..' are not folder names");
   return name;
+}
+
+/**
+ * A folder ID as sent: 21 characters of `A-Za-z0-9_-`, as a file ID.
+ * @param field the parameter's name in the message (`id`, `parent_id`, `folder_id`)
+ * @throws AppError invalid_argument
+ */
+export function parseFolderId(raw: string, field = "id"): string {
+  if (!FILE_ID_PATTERN.test(raw)) {
+    const shown = raw.length > 40 ? `${raw.slice(0, 40)}…` : raw;
+    throw new AppError("invalid_argument", `${field}: "${shown}" is not a folder ID (21 characters of A-Z a-z 0-9 _ -)`);
+  }
+  return raw;
+}
+
+/**
+ * Where a folder goes as sent: "" (and, in JSON, null) is the top; anything else a folder ID.
+ * @throws AppError invalid_argument
+ */
+export function parseParentId(raw: string | null, field = "parent_id"): string | null {
+  return raw === null || raw === "" ? null : parseFolderId(raw, field);
 }
 
 /**

@@ -13,6 +13,7 @@ import { authRoutes } from "./auth-routes.ts";
 import type { Services } from "../service/index.ts";
 import { filesRoutes } from "./files-routes.ts";
 import { sharesRoutes } from "./shares-routes.ts";
+import { foldersRoutes } from "./folders-routes.ts";
 import { negotiatedError } from "./pages.ts";
 import { errorResponse, json } from "./respond.ts";
 import { contextOf, requestContext } from "./request-context.ts";
@@ -106,6 +107,7 @@ export function createApp(deps: AppDeps) {
       }),
     )
     .use(filesRoutes({ files: services.files, auth, baseUrl, maxUploadBytes: deps.maxUploadBytes }))
+    .use(foldersRoutes({ folders: services.folders, auth, baseUrl }))
     .use(sharesRoutes({ files: services.files, shares: services.shares, auth, baseUrl }))
     .use(tusRoutes({ uploads: services.uploads, links: services.uploadLinks, auth, baseUrl, maxUploadBytes: deps.maxUploadBytes }))
     .use(uploadsRoutes({ uploads: services.uploads, auth, baseUrl }))

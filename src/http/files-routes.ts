@@ -8,6 +8,7 @@ import { AppError } from "../errors.ts";
 import { formatExpiry } from "../domain/expiry.ts";
 import { toFileJson, VISIBILITIES, type Visibility } from "../domain/file.ts";
 import { toFilePageJson } from "../domain/file-page.ts";
+import { parseFolderId } from "../domain/folder.ts";
 import { parseDeclaredChecksum } from "../domain/checksum.ts";
 import {
   DEFAULT_PAGE_SIZE,
@@ -47,6 +48,9 @@ const createQuery = strictQuery({
   visibility: queryParsed({ enum: ["", ...VISIBILITIES], default: "internal", description: "Who can open the file by its URL" }, optionalVisibility),
   expire_time: queryParam({ format: "date-time", description: "Delete the file at this time (RFC 3339)" }, (raw) => raw),
   ttl: queryParam({ ...TTL, description: "Delete the file after this long: `90s`, `15m`, `12h`, `7d`; at most ten years" }, keepTtl),
+  folder_id: queryParam({ pattern: `^$|${PATTERNS.fileId}`, description: 'One of the caller\'s folders to put the file in (its name must be free there, else 409); absent or "": at the top' }, (raw) =>
+    raw === "" ? raw : parseFolderId(raw, "folder_id"),
+  ),
 });
 
 const listQuery = strictQuery({
@@ -94,6 +98,7 @@ export function filesRoutes(deps: FilesRoutesDeps) {
           expiresAt: files.expiryFrom({ expire_time: query.expire_time, ttl: query.ttl }),
           ...uploadHeaders(request, deps.maxUploadBytes),
           content: request.body,
+          folderId: query.folder_id === undefined || query.folder_id === "" ? undefined : query.folder_id,
         };
         return json(fileJson(await files.create(principal, input)));
       },
@@ -105,7 +110,7 @@ export function filesRoutes(deps: FilesRoutesDeps) {
           tags: ["files"],
           parameters: checksums,
           requestBody: rawContent,
-          responses: { ...ok("File", "The new file"), ...errors(400, 413, ...AUTH) },
+          responses: { ...ok("File", "The new file"), ...errors(400, 404, 409, 413, ...AUTH) },
         }),
       },
     )
@@ -143,7 +148,7 @@ export function filesRoutes(deps: FilesRoutesDeps) {
     .patch("/:id", async ({ principal, params, body }) => json(fileJson(await files.update(principal, params.id, body))), {
       params: fileIdParams,
       ...patchBody,
-      detail: fileOp("updateFile", "Set or clear slug, name, visibility", { ...ok("File", "The file; its `url` is the new canonical URL"), ...errors(415) }, {
+      detail: fileOp("updateFile", "Set or clear slug, name, visibility", { ...ok("File", "The file; its `url` is the new canonical URL"), ...errors(409, 415) }, {
         requestBody: { required: true },
       }),
     })

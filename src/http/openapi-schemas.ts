@@ -12,6 +12,7 @@ import type { UploadLinkJson } from "../domain/upload-link.ts";
 import { grpcCodeOf, httpStatusOf, type ErrorCode } from "../errors.ts";
 import type { FilePageJson } from "../domain/file-page.ts";
 import type { ShareJson } from "../domain/share.ts";
+import type { FolderJson, FolderPageJson } from "../domain/folder.ts";
 import type { UnfinishedUploadJson, UnfinishedUploadPageJson } from "./uploads-routes.ts";
 import type { UsageJson } from "./usage-routes.ts";
 import { EVENT_TYPES, MAX_WEBHOOK_URL_CHARS, type NewWebhookJson, type WebhookAttemptJson, type WebhookJson } from "../domain/webhook.ts";
@@ -49,6 +50,8 @@ export const PATTERNS = {
   fileId: "^[A-Za-z0-9_-]{21}$",
   slug: "^[A-Za-z0-9._~-]*$",
   name: "^[^/\\x00-\\x1F\\x7F]*$",
+  /** domain/folder.ts checkFolderName: a file name's rule, not empty, and not "." or "..". */
+  folderName: "^(?!\\.\\.?$)[^/\\x00-\\x1F\\x7F]+$",
   /** domain/expiry.ts parseTtl: a whole number and one unit. */
   ttl: "^[1-9][0-9]{0,9}[smhd]$",
 } as const;
@@ -65,6 +68,22 @@ const fileProperties = {
   created_at: { ...timestamp, description: "Creation time" },
   updated_at: { ...timestamp, description: "Last change (content or metadata)" },
 } satisfies Record<keyof FileJson, Schema>;
+
+const folderProperties = {
+  id: { type: "string", pattern: PATTERNS.fileId, description: "Unique folder ID (the shape of a file ID)" },
+  name: { type: "string", minLength: 1, maxLength: 255, pattern: PATTERNS.folderName, description: "Unique among the names of its parent's files and sub-folders" },
+  parent_id: { type: "string", pattern: `^$|${PATTERNS.fileId}`, description: "The folder it is in; \"\" at the top" },
+  url: { type: "string", format: "uri", description: "Where the dashboard shows it: `{HOSTNAME}/?folder={id}`" },
+  file_count: { ...count, description: "Files directly in it (not in its sub-folders)" },
+  bytes: { type: "string", pattern: "^(0|[1-9][0-9]*)$", description: "Their sizes, summed (int64 as a decimal string)" },
+  created_at: timestamp,
+  updated_at: { ...timestamp, description: "Last rename or move" },
+} satisfies Record<keyof FolderJson, Schema>;
+
+const folderPageProperties = {
+  folders: { type: "array", items: ref("Folder"), description: "Newest first" },
+  next_page_token: { type: "string", description: "Pass as `page_token` for the next page; \"\" on the last page" },
+} satisfies Record<keyof FolderPageJson, Schema>;
 
 const shareProperties = {
   id: { type: "string", minLength: 1 },
@@ -154,6 +173,8 @@ const apiKeyProperties = {
 export const schemas: Record<string, Schema> = {
   File: closedObject(fileProperties, "The File object of the specification: exactly these ten fields, always present."),
   FilePage: closedObject(filePageProperties, "A page of a file listing."),
+  Folder: closedObject(folderProperties, "A folder (CONTRACT §12); its counts are of what it holds directly."),
+  FolderPage: closedObject(folderPageProperties, "A page of a folder listing."),
   Share: closedObject(shareProperties, "A share link (CONTRACT §8)."),
   ShareList: closedObject({ shares: { type: "array", items: ref("Share") } }),
   UploadLink: closedObject(uploadLinkProperties, "A guest upload link (CONTRACT §8)."),

@@ -182,6 +182,7 @@ export function openApiDocumentOf(app: AnyElysia): OpenApiDocument {
     tags: [
       { name: "files", description: "Files and their metadata (CONTRACT §2)" },
       { name: "content", description: "Content URLs (CONTRACT §3)" },
+      { name: "folders", description: "Folders and the files in them (CONTRACT §12)" },
       { name: "shares", description: "Share links (CONTRACT §8)" },
       { name: "upload-links", description: "Guest upload links (CONTRACT §8)" },
       { name: "uploads", description: "Resumable uploads, tus 1.0.0 (CONTRACT §8)" },

@@ -1,9 +1,10 @@
 /**
  * The MCP tools of CONTRACT §9 (`upload_file`, `list_files`, `get_file`, `publish_file`,
- * `unpublish_file`, `create_share_link`, `delete_file`) for one authenticated caller. Like the
+ * `unpublish_file`, `create_share_link`, `delete_file`) and §12 (`list_folders`,
+ * `create_folder`, `move_file`) for one authenticated caller. Like the
  * REST and RPC edges, nothing here decides anything: arguments become domain values with the
- * same parsers (domain/params.ts), the same services decide, and the answer is the same File or
- * Share JSON REST sends.
+ * same parsers (domain/params.ts), the same services decide, and the answer is the same File,
+ * Folder or Share JSON REST sends.
  */
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
@@ -15,7 +16,9 @@ import { toFilePageJson } from "../domain/file-page.ts";
 import { MAX_PAGE_SIZE, parseFileId, parseName, parseNameQuery, parsePageToken, parseSlug, DEFAULT_PAGE_SIZE } from "../domain/params.ts";
 import type { Principal } from "../domain/principal.ts";
 import { toShareJson } from "../domain/share.ts";
+import { parseParentId, toFolderJson, toFolderPageJson } from "../domain/folder.ts";
 import type { FileService } from "../service/files.ts";
+import type { FolderService } from "../service/folders.ts";
 import type { ShareService } from "../service/shares.ts";
 import { decodeUploadContent, maxInlineBytes, TEXT_CONTENT_TYPE } from "./upload-content.ts";
 
@@ -23,6 +26,7 @@ import { decodeUploadContent, maxInlineBytes, TEXT_CONTENT_TYPE } from "./upload
 export interface FileToolsDeps {
   files: FileService;
   shares: ShareService;
+  folders: FolderService;
   /** Public origin for file and share URLs (HOSTNAME). */
   baseUrl: () => string;
   /** Largest content accepted, in bytes (MAX_UPLOAD_BYTES). */
@@ -69,15 +73,27 @@ const ShareSchema = z.object({
 
 const idOnly = z.strictObject({ id: fileId });
 
+/** The Folder object of CONTRACT §12, as REST sends it. */
+const FolderSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  parent_id: z.string().describe("The folder it is in; empty at the top."),
+  url: z.string().describe("Where the dashboard shows it."),
+  file_count: z.number().int().describe("Files directly in it."),
+  bytes: z.string().describe("Their bytes, as a decimal string."),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
 /**
- * Registers the seven tools on `server`, each acting as `caller`. A failure becomes a tool
+ * Registers the ten tools on `server`, each acting as `caller`. A failure becomes a tool
  * error (`isError`, the message REST would give: "this key lacks files.write", "file not
  * found", …), reported like any other surface's (context/report.ts: internal errors are logged
  * with the request ID and answered "internal error"). Arguments the input schema refuses
  * become tool errors in the SDK before a handler runs.
  */
 export function registerFileTools(server: McpServer, deps: FileToolsDeps, caller: ToolCaller): void {
-  const { files, shares } = deps;
+  const { files, shares, folders } = deps;
   const { principal } = caller;
   const fileJson = (record: Parameters<typeof toFileJson>[1]) => toFileJson(deps.baseUrl(), record);
   const run = async (work: () => Promise<object>): Promise<CallToolResult> => {
@@ -216,6 +232,64 @@ export function registerFileTools(server: McpServer, deps: FileToolsDeps, caller
     (args) =>
       run(async () => {
         await files.delete(principal, parseFileId(args.id));
+        return {};
+      }),
+  );
+
+  server.registerTool(
+    "list_folders",
+    {
+      title: "List your folders",
+      description:
+        `Your folders in one folder (parent_id) or at the top (no parent_id), newest first, page_size at a time (default ${DEFAULT_PAGE_SIZE}); ` +
+        "pass next_page_token back as page_token for the next page (empty on the last page). file_count and bytes count the files directly in each.",
+      inputSchema: z.strictObject({
+        parent_id: z.string().optional().describe("The folder whose sub-folders to list; empty or absent: the top."),
+        page_size: z.number().int().min(1).max(MAX_PAGE_SIZE).optional(),
+        page_token: z.string().optional(),
+      }),
+      outputSchema: z.object({ folders: z.array(FolderSchema), next_page_token: z.string() }),
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    (args) =>
+      run(async () => {
+        const page = await folders.list(principal, parseParentId(args.parent_id ?? ""), args.page_size ?? DEFAULT_PAGE_SIZE, parsePageToken(args.page_token ?? ""));
+        return toFolderPageJson(deps.baseUrl(), page);
+      }),
+  );
+
+  server.registerTool(
+    "create_folder",
+    {
+      title: "Create a folder",
+      description:
+        'Creates a folder at the top or in one of your folders (parent_id) and answers with its Folder object. Names are unique within a folder, files and sub-folders alike (at most 255 characters, no "/", not "." or "..").',
+      inputSchema: z.strictObject({
+        name: z.string().describe('The folder\'s name, e.g. "Invoices".'),
+        parent_id: z.string().optional().describe("The folder to create it in; empty or absent: the top."),
+      }),
+      outputSchema: FolderSchema,
+      annotations: { destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    },
+    (args) => run(async () => toFolderJson(deps.baseUrl(), await folders.create(principal, { name: args.name, parentId: parseParentId(args.parent_id ?? "") }))),
+  );
+
+  server.registerTool(
+    "move_file",
+    {
+      title: "Move a file into a folder",
+      description:
+        "Moves one of your files into one of your folders (folder_id), out of any folder it was in; an empty folder_id moves it to the top. Fails when the folder already holds a file or sub-folder of its name. Answers {}.",
+      inputSchema: z.strictObject({
+        id: fileId,
+        folder_id: z.string().describe("The folder to move it to; empty: the top (in no folder)."),
+      }),
+      outputSchema: z.object({}),
+      annotations: { destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    },
+    (args) =>
+      run(async () => {
+        await folders.moveFile(principal, parseParentId(args.folder_id, "folder_id"), parseFileId(args.id));
         return {};
       }),
   );

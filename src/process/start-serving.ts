@@ -46,8 +46,8 @@ export async function startServing(
     signInLimiter: new WindowLimiter(services.store.rateLimits, "sign-in", config.rateLimits.signIns, services.clock),
     baseUrl: () => baseUrl,
     maxUploadBytes: config.maxUploadBytes,
-  }).use(mcpRoutes({ files: services.files, shares: services.shares, auth, baseUrl: () => baseUrl, maxUploadBytes: config.maxUploadBytes }));
-  const rpcDeps = { files: services.files, auth, baseUrl: () => baseUrl };
+  }).use(mcpRoutes({ files: services.files, shares: services.shares, folders: services.folders, auth, baseUrl: () => baseUrl, maxUploadBytes: config.maxUploadBytes }));
+  const rpcDeps = { files: services.files, folders: services.folders, auth, baseUrl: () => baseUrl };
   // One implementation of the unary methods, for connect-node and the unary fast path alike.
   const unary = fileUnaryMethods(rpcDeps);
   const routes = rpcRoutes(rpcDeps, unary);

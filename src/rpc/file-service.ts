@@ -129,13 +129,13 @@ export function fileUnaryMethods(deps: FileRpcDeps): FileUnaryMethods {
   };
 }
 
-/** The caller's principal (every FileService method needs one, CONTRACT §4). @throws AppError as Authenticator.require */
-function authenticate(auth: Authenticator, caller: RpcCaller): Promise<Principal> {
+/** The caller's principal (every FileService and FolderService method needs one, CONTRACT §4). @throws AppError as Authenticator.require */
+export function authenticate(auth: Authenticator, caller: RpcCaller): Promise<Principal> {
   return auth.require({ method: caller.method, headers: caller.headers, clientAddress: caller.context?.clientAddress ?? "unknown", context: caller.context });
 }
 
 /** The caller of a call connect-node serves. */
-function callerOf(ctx: HandlerContext): RpcCaller {
+export function callerOf(ctx: HandlerContext): RpcCaller {
   return { method: ctx.requestMethod, headers: ctx.requestHeader, context: ctx.values.get(requestContextKey), timeLeftMs: () => ctx.timeoutMs() };
 }
 
@@ -218,7 +218,8 @@ export function fileMessage(baseUrl: string, f: FileRecord): File {
   });
 }
 
-function timestamp(micros: number): Timestamp {
+/** A google.protobuf.Timestamp of Unix microseconds. */
+export function timestamp(micros: number): Timestamp {
   return create(TimestampSchema, toSecondsNanos(micros));
 }
 

@@ -1,7 +1,7 @@
 /**
  * `cubby export`: every user (with their quota and disabled state), API key (hash only), live
- * session if asked for, guest upload link, file row and blob, and share link of the configured
- * stores, as one streamed archive (docs/archive.md). Written over the two
+ * session if asked for, guest upload link, folder, file row (with its folder) and blob, and
+ * share link of the configured stores, as one streamed archive (docs/archive.md). Written over the two
  * ports only, so it reads SQLite + disk and PostgreSQL + S3 alike.
  *
  * The ports give no snapshot, so the archive is consistent row by row, as each was committed
@@ -12,6 +12,10 @@
  * - a user who appeared after the users were read is written just before the first record
  *   that refers to them (every record's user comes before it), and so is a guest upload link
  *   that appeared after the links were read, before the first file that arrived through it;
+ * - a folder is written after its parent (reading the parent first when it comes later in ID
+ *   order, or appeared after the folders were read), and before the first file in it; a folder
+ *   gone by then is left out (its sub-folders went with it), and a file whose folder is gone is
+ *   at the top (it was moved out before the folder was deleted);
  * - a share link read after its file was left out (deleted, or created after the files were
  *   read) is written as it is: imported, it answers 410 as the share of a deleted file does.
  * A blob that is missing while its row still names it, or whose bytes do not match the row's
@@ -19,6 +23,7 @@
  */
 import { checksumToBase64, crc32cUpdate } from "../domain/checksum.ts";
 import type { FileRecord } from "../domain/file.ts";
+import type { FolderRow } from "../domain/folder.ts";
 import type { Clock } from "../domain/time.ts";
 import type { UploadLinkRow } from "../domain/upload-link.ts";
 import type { BlobChunk, BlobStore, MetadataStore } from "../storage/ports.ts";
@@ -64,11 +69,15 @@ export async function exportArchive(
 }
 
 class Exporter {
-  private readonly report: ExportReport = { users: 0, keys: 0, sessions: 0, uploadLinks: 0, files: 0, shares: 0, bytes: 0, skippedFiles: 0 };
+  private readonly report: ExportReport = { users: 0, keys: 0, sessions: 0, uploadLinks: 0, files: 0, shares: 0, bytes: 0, folders: 0, skippedFiles: 0 };
   /** IDs of the users written so far: one string per user (and per link, below) is the export's only growing memory. */
   private readonly written = new Set<string>();
   /** IDs of the guest upload links written so far. */
   private readonly writtenLinks = new Set<string>();
+  /** IDs of the folders written so far; null for those found gone. */
+  private readonly writtenFolders = new Map<string, boolean>();
+  /** Folders whose parents are being written: a chain that meets one again changed meanwhile. */
+  private readonly writingFolders = new Set<string>();
 
   constructor(
     private readonly deps: { store: MetadataStore; blobs: BlobStore; clock: Clock },
@@ -94,10 +103,14 @@ class Exporter {
     for await (const link of store.uploadLinks.all()) {
       if (!this.writtenLinks.has(link.id)) await this.link(link);
     }
+    for await (const folder of store.folders.all()) await this.folderWritten(folder.id);
     for await (const file of store.files.all()) await this.file(file);
     for await (const share of store.shares.all()) {
-      // A share whose owner is gone was deleted with them.
-      if (await this.userWritten(share.ownerId)) await this.record({ type: "share", row: share });
+      // A share whose owner is gone was deleted with them; a folder's share names a folder written
+      // before it, or one gone (deleted with its folder: imported, it answers 410).
+      if (!(await this.userWritten(share.ownerId))) continue;
+      if (share.folderId !== null) await this.folderWritten(share.folderId);
+      await this.record({ type: "share", row: share });
     }
     const { skippedFiles: _, ...counts } = this.report;
     await this.out.text(encodeRecord({ type: "end", trailer: { ...counts, crc32c: this.out.checksum() } }));
@@ -125,6 +138,32 @@ class Exporter {
       case "share":
         this.report.shares++;
         break;
+      case "folder":
+        this.writtenFolders.set(record.row.id, true);
+        this.report.folders++;
+        break;
+    }
+  }
+
+  /**
+   * Writes a folder's record as it is now, after its parent's and its owner's, unless it was
+   * written already. @returns false when it no longer exists (nor, then, does what was in it)
+   * @throws Error when the folders moved into a chain that meets itself while they were read
+   */
+  private async folderWritten(id: string): Promise<boolean> {
+    const known = this.writtenFolders.get(id);
+    if (known !== undefined) return known;
+    if (this.writingFolders.has(id)) throw new Error(`folder ${id}: the folders were moved while they were exported; run the export again`);
+    this.writingFolders.add(id);
+    try {
+      const folder: FolderRow | undefined = await this.deps.store.folders.get(id);
+      const present =
+        folder !== undefined && (folder.parentId === null || (await this.folderWritten(folder.parentId))) && (await this.userWritten(folder.ownerId));
+      if (present) await this.record({ type: "folder", row: folder });
+      else this.writtenFolders.set(id, false);
+      return present;
+    } finally {
+      this.writingFolders.delete(id);
     }
   }
 
@@ -198,7 +237,9 @@ class Exporter {
       this.report.skippedFiles++;
       return;
     }
-    const { blob: _, ...archived } = row;
+    const folderId = (await this.deps.store.folders.folderOf(row.id)) ?? null;
+    const { blob: _, ...fields } = row;
+    const archived = { ...fields, folderId: folderId !== null && (await this.folderWritten(folderId)) ? folderId : null };
     await this.out.text(encodeRecord({ type: "file", row: archived }));
     let crc = 0;
     let size = 0;

@@ -1,6 +1,6 @@
 /**
  * The records of a cubby archive (docs/archive.md): one JSON object per line for each user, API
- * key, session, guest upload link, file and share link, and a trailer. Encoding is exact and decoding is strict: a record with
+ * key, session, guest upload link, folder, file (with the folder it is in) and share link, and a trailer. Encoding is exact and decoding is strict: a record with
  * a missing, unknown or ill-typed field is refused rather than guessed at, because an importer
  * that dropped a field it did not know (a key's scopes, say) would hand out more than the
  * source did. Pure functions, no I/O.
@@ -11,25 +11,30 @@ import { FILE_ID_PATTERN, SHARE_TOKEN_PATTERN } from "../domain/ids.ts";
 import { ALL_SCOPES, formatScopes, parseScopes, SCOPES } from "../domain/principal.ts";
 import { UPLOAD_LINK_TOKEN, type UploadLinkRow } from "../domain/upload-link.ts";
 import type { ShareRow } from "../domain/share.ts";
+import { checkFolderName, type FolderRow } from "../domain/folder.ts";
 import { NO_QUOTA, type ApiKeyRow, type SessionRow, type UserAccount } from "../storage/ports.ts";
 
 /** The version this cubby writes. */
-export const ARCHIVE_VERSION = 3;
+export const ARCHIVE_VERSION = 4;
 /** The first line of every archive, without its "\n"; the number is the format's version. */
 export const ARCHIVE_MAGIC = `cubby-archive ${ARCHIVE_VERSION}`;
 /**
  * The versions this cubby reads: 1 (before key scopes and expiries), 2 (before users' state,
- * share links and guest upload links) and 3. What an older version lacks reads as the default.
+ * share links and guest upload links), 3 (before folders) and 4. What an older version lacks
+ * reads as the default (no folders: every file at the top).
  */
-export type ArchiveVersion = 1 | 2 | 3;
-const READABLE: readonly ArchiveVersion[] = [1, 2, 3];
+export type ArchiveVersion = 1 | 2 | 3 | 4;
+const READABLE: readonly ArchiveVersion[] = [1, 2, 3, 4];
 const MAGIC_PREFIX = "cubby-archive ";
 
 /** The longest record line accepted, "\n" excluded: a damaged archive cannot make a reader buffer more. */
 export const MAX_RECORD_BYTES = 64 * 1024;
 
-/** A file's row as archived: everything but the blob name, which belongs to the source's blob store. */
-export type ArchivedFile = Omit<FileRecord, "blob">;
+/**
+ * A file's row as archived: everything but the blob name, which belongs to the source's blob
+ * store, and with the folder it is in (CONTRACT §12; null at the top).
+ */
+export type ArchivedFile = Omit<FileRecord, "blob"> & { folderId: string | null };
 
 /**
  * A user's row as archived: the identity and the administrative state (quota, disabled, last
@@ -49,11 +54,16 @@ export interface ArchiveCounts {
   shares: number;
   /** Content bytes of every file together. */
   bytes: number;
+  /** Folders (CONTRACT §12). */
+  folders: number;
 }
 
-/** The counts as the CLI reports them: "3 user(s), 4 API key(s), …, 5 file(s) of 1234 bytes, 2 share link(s)". */
+/** The counts as the CLI reports them: "3 user(s), 4 API key(s), …, 5 file(s) of 1234 bytes, 2 share link(s), 1 folder(s)". */
 export function describeCounts(c: ArchiveCounts): string {
-  return `${c.users} user(s), ${c.keys} API key(s), ${c.sessions} session(s), ${c.uploadLinks} guest upload link(s), ${c.files} file(s) of ${c.bytes} bytes, ${c.shares} share link(s)`;
+  return (
+    `${c.users} user(s), ${c.keys} API key(s), ${c.sessions} session(s), ${c.uploadLinks} guest upload link(s), ${c.files} file(s) of ${c.bytes} bytes, ` +
+    `${c.shares} share link(s), ${c.folders} folder(s)`
+  );
 }
 
 export interface Trailer extends ArchiveCounts {
@@ -66,6 +76,7 @@ export type ArchiveRecord =
   | { type: "key"; row: ApiKeyRow }
   | { type: "session"; row: SessionRow }
   | { type: "upload_link"; row: UploadLinkRow }
+  | { type: "folder"; row: FolderRow }
   | { type: "file"; row: ArchivedFile }
   | { type: "share"; row: ShareRow }
   | { type: "end"; trailer: Trailer };
@@ -137,7 +148,12 @@ function toJson(record: ArchiveRecord): Record<string, unknown> {
         updated_at: f.updatedAt,
         expires_at: f.expiresAt,
         upload_link_id: f.uploadLinkId,
+        folder_id: f.folderId,
       };
+    }
+    case "folder": {
+      const f = record.row;
+      return { type: "folder", id: f.id, owner_id: f.ownerId, parent_id: f.parentId, name: f.name, created_at: f.createdAt, updated_at: f.updatedAt };
     }
     case "upload_link": {
       const l = record.row;
@@ -163,6 +179,7 @@ function toJson(record: ArchiveRecord): Record<string, unknown> {
         type: "share",
         id: s.id,
         file_id: s.fileId,
+        folder_id: s.folderId,
         owner_id: s.ownerId,
         token: s.token,
         expires_at: s.expiresAt,
@@ -184,6 +201,7 @@ function toJson(record: ArchiveRecord): Record<string, unknown> {
         files: t.files,
         shares: t.shares,
         bytes: t.bytes,
+        folders: t.folders,
         crc32c: t.crc32c,
       };
     }
@@ -272,9 +290,25 @@ export function decodeRecord(line: string, offset: number, version: ArchiveVersi
         updatedAt: f.count("updated_at"),
         expiresAt: f.since(2, "expires_at", null, (n) => f.optionalCount(n)),
         uploadLinkId: f.since(3, "upload_link_id", null, (n) => f.optionalId(n)),
+        folderId: f.since(4, "folder_id", null, (n) => f.optionalId(n)),
       };
       f.done("file");
       return { type: "file", row };
+    }
+    case "folder": {
+      f.introducedIn(4);
+      const id = f.id("id");
+      if (!FILE_ID_PATTERN.test(id)) throw damaged(offset, `"${id}" is not a folder ID`);
+      const row: FolderRow = {
+        id,
+        ownerId: f.id("owner_id"),
+        parentId: f.optionalId("parent_id"),
+        name: f.folderName("name"),
+        createdAt: f.count("created_at"),
+        updatedAt: f.count("updated_at"),
+      };
+      f.done("folder");
+      return { type: "folder", row };
     }
     case "upload_link": {
       f.introducedIn(3);
@@ -297,12 +331,16 @@ export function decodeRecord(line: string, offset: number, version: ArchiveVersi
     }
     case "share": {
       f.introducedIn(3);
-      const fileId = f.id("file_id");
-      if (!FILE_ID_PATTERN.test(fileId)) throw damaged(offset, `"${fileId}" is not a file ID`);
+      // A folder's share (CONTRACT §12, version 4) has file_id "" and names its folder.
+      const folderId = f.since(4, "folder_id", null, (n) => f.optionalId(n));
+      const fileId = folderId === null ? f.id("file_id") : f.string("file_id");
+      if (folderId === null ? !FILE_ID_PATTERN.test(fileId) : fileId !== "") {
+        throw damaged(offset, folderId === null ? `"${fileId}" is not a file ID` : `a folder's share has file_id "", not "${fileId}"`);
+      }
       const row: ShareRow = {
         id: f.id("id"),
         fileId,
-        folderId: null,
+        folderId,
         ownerId: f.id("owner_id"),
         token: f.token("token", SHARE_TOKEN_PATTERN),
         expiresAt: f.optionalCount("expires_at"),
@@ -324,6 +362,7 @@ export function decodeRecord(line: string, offset: number, version: ArchiveVersi
         files: f.count("files"),
         shares: f.since(3, "shares", 0, (n) => f.count(n)),
         bytes: f.count("bytes"),
+        folders: f.since(4, "folders", 0, (n) => f.count(n)),
         crc32c: f.checksum("crc32c"),
       };
       f.done("end");
@@ -395,7 +434,7 @@ class Fields {
 
   /**
    * A field added in `version` (2: CONTRACT §8's key scopes and expiries; 3: users' state and a
-   * file's upload link, CONTRACT §10): read as `read` says; in an earlier archive, `absent` (and
+   * file's upload link, CONTRACT §10; 4: a file's folder, a share's folder, CONTRACT §12): read as `read` says; in an earlier archive, `absent` (and
    * a record that has the field anyway is refused as unknown).
    */
   since<T>(version: ArchiveVersion, name: string, absent: T, read: (name: string) => T): T {
@@ -453,6 +492,16 @@ class Fields {
     const bytes = Buffer.from(v, "base64");
     if (bytes.toString("base64") !== v) throw this.bad(name, "canonical base64");
     return new Uint8Array(bytes);
+  }
+
+  /** A folder's name (domain/folder.ts checkFolderName). */
+  folderName(name: string): string {
+    const v = this.string(name);
+    try {
+      return checkFolderName(v);
+    } catch (err) {
+      throw this.bad(name, `a folder name (${(err as AppError).message})`);
+    }
   }
 
   visibility(name: string): Visibility {

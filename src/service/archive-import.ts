@@ -4,17 +4,19 @@
  *
  * 1. Each record is checked as it arrives: well-formed, its user defined earlier in the archive,
  *    not a second time in the archive, and not already in the destination (a user by ID, e-mail
- *    or sign-in identity; a key by ID or hash; a session or file by ID; a guest upload link or
- *    share link by ID or token). A file's guest upload link, and a share link's file when the
- *    archive holds it, come earlier with the same owner; a share link whose file the archive
- *    does not hold (deleted before the export) may not name a file the destination has, which
- *    it would then serve. Import never overwrites: the first clash stops it before another
- *    byte is stored.
+ *    or sign-in identity; a key by ID or hash; a session, folder or file by ID; a guest upload
+ *    link or share link by ID or token). A file's guest upload link and folder, a folder's
+ *    parent, and a share link's file or folder when the archive holds it, come earlier with the
+ *    same owner; a share link whose file or folder the archive does not hold (deleted before
+ *    the export) may not name one the destination has, which it would then serve. Names are
+ *    unique within a folder as CONTRACT §12 says (service/folder-names.ts). Import never
+ *    overwrites: the first clash stops it before another byte is stored.
  * 2. Each file's content streams into the blob store under a new name, its CRC32C verified by
  *    the store on the way (`expectedChecksum`); the rows wait in memory, each with its new blob.
  * 3. The trailer's counts and the CRC32C of the whole archive are checked, and nothing may follow.
  * 4. One metadata transaction inserts every row: users (with their quota and disabled state),
- *    keys, sessions, guest upload links, files, share links.
+ *    keys, sessions, guest upload links, folders (parents first), files and the folders they
+ *    are in, share links.
  *
  * When any step fails, every blob staged so far is removed and the error rethrown: the stores
  * are as they were. (A clash that appears between step 1 and step 4, written by someone else,
@@ -25,6 +27,7 @@ import type { FileRecord } from "../domain/file.ts";
 import { AppError } from "../errors.ts";
 import type { UploadLinkRow } from "../domain/upload-link.ts";
 import type { ShareRow } from "../domain/share.ts";
+import type { FolderRow } from "../domain/folder.ts";
 import type { ApiKeyRow, BlobStore, MetadataStore, SessionRow } from "../storage/ports.ts";
 import { checkMagic, damaged, decodeRecord, MAX_RECORD_BYTES, type ArchiveCounts, type ArchivedFile, type ArchivedUser, type Trailer } from "./archive-format.ts";
 import { ArchiveReader } from "./archive-stream.ts";
@@ -66,8 +69,11 @@ class Importer {
   private readonly keys: ApiKeyRow[] = [];
   private readonly sessions: SessionRow[] = [];
   private readonly uploadLinks: UploadLinkRow[] = [];
+  private readonly folders: FolderRow[] = [];
   /** Rows with their new blob names: about 1 KB of memory per file (docs/archive.md). */
   private readonly files: FileRecord[] = [];
+  /** Which folder each file goes in (file ID, folder ID), in archive order. */
+  private readonly memberships: [string, string][] = [];
   private readonly shares: ShareRow[] = [];
   /** Blobs written and not yet referenced by a committed row. */
   private readonly staged: string[] = [];
@@ -85,6 +91,13 @@ class Importer {
   private readonly fileOwners = new Map<string, string>();
   private readonly shareIds = new Set<string>();
   private readonly shareTokens = new Set<string>();
+  /** Owner by folder ID. */
+  private readonly folderOwners = new Map<string, string>();
+  /**
+   * The names each folder holds (`{folder ID}/{name}`), and the folder names at each user's
+   * top (`{user ID}:{name}`): CONTRACT §12's rule, which the destination's service keeps.
+   */
+  private readonly names = new Set<string>();
 
   constructor(
     private readonly deps: { store: MetadataStore; blobs: BlobStore },
@@ -100,6 +113,7 @@ class Importer {
       files: this.files.length,
       shares: this.shares.length,
       bytes: this.bytes,
+      folders: this.folders.length,
     };
   }
 
@@ -126,6 +140,9 @@ class Importer {
           break;
         case "upload_link":
           await this.uploadLink(record.row, offset);
+          break;
+        case "folder":
+          await this.folder(record.row, offset);
           break;
         case "file":
           await this.file(record.row, offset);
@@ -189,10 +206,43 @@ class Importer {
     this.uploadLinks.push(row);
   }
 
+  private async folder(row: FolderRow, offset: number): Promise<void> {
+    this.knownUser(row.ownerId, `folder ${row.id}`, offset);
+    if (this.folderOwners.has(row.id)) throw damaged(offset, `folder ID ${row.id} appears twice`);
+    if (row.parentId !== null) {
+      const parentOwner = this.folderOwners.get(row.parentId);
+      if (parentOwner === undefined) throw damaged(offset, `folder ${row.id} is in folder ${row.parentId}, which no earlier record defines`);
+      if (parentOwner !== row.ownerId) throw damaged(offset, `folder ${row.id} is in folder ${row.parentId} of another user`);
+    }
+    this.nameFree(row.parentId === null ? `${row.ownerId}:${row.name}` : `${row.parentId}/${row.name}`, `folder ${row.id}`, offset);
+    if ((await this.deps.store.folders.get(row.id)) !== undefined) throw exists(`folder ${row.id}`);
+    this.folderOwners.set(row.id, row.ownerId);
+    this.folders.push(row);
+  }
+
+  /** Takes `key` (see {@link names}) for `what`. @throws damaged when it is taken */
+  private nameFree(key: string, what: string, offset: number): void {
+    if (this.names.has(key)) throw damaged(offset, `${what}: its folder holds its name already`);
+    this.names.add(key);
+  }
+
   private async share(row: ShareRow, offset: number): Promise<void> {
     this.knownUser(row.ownerId, `share link ${row.id}`, offset);
     if (this.shareIds.has(row.id)) throw damaged(offset, `share link ID ${row.id} appears twice`);
     if (this.shareTokens.has(row.token)) throw damaged(offset, `the token of share link ${row.id} appears twice`);
+    if (row.folderId !== null) {
+      const folderOwner = this.folderOwners.get(row.folderId);
+      if (folderOwner !== undefined && folderOwner !== row.ownerId) throw damaged(offset, `share link ${row.id} shares folder ${row.folderId}, which its owner does not own`);
+      if ((await this.deps.store.shares.byId(row.id)) !== undefined) throw exists(`share link ${row.id}`);
+      if ((await this.deps.store.shares.byToken(row.token)) !== undefined) throw exists(`the share link of archived share ${row.id} (same token)`);
+      if (folderOwner === undefined && (await this.deps.store.folders.get(row.folderId)) !== undefined) {
+        throw exists(`folder ${row.folderId}, which archived share link ${row.id} refers to`);
+      }
+      this.shareIds.add(row.id);
+      this.shareTokens.add(row.token);
+      this.shares.push(row);
+      return;
+    }
     const fileOwner = this.fileOwners.get(row.fileId);
     if (fileOwner !== undefined && fileOwner !== row.ownerId) throw damaged(offset, `share link ${row.id} shares file ${row.fileId}, which its owner does not own`);
     const { shares, files } = this.deps.store;
@@ -213,6 +263,13 @@ class Importer {
       const linkOwner = this.linkOwners.get(row.uploadLinkId);
       if (linkOwner === undefined) throw damaged(offset, `file ${row.id} arrived through guest upload link ${row.uploadLinkId}, which no earlier record defines`);
       if (linkOwner !== row.ownerId) throw damaged(offset, `file ${row.id} arrived through guest upload link ${row.uploadLinkId} of another user`);
+    }
+    if (row.folderId !== null) {
+      const folderOwner = this.folderOwners.get(row.folderId);
+      if (folderOwner === undefined) throw damaged(offset, `file ${row.id} is in folder ${row.folderId}, which no earlier record defines`);
+      if (folderOwner !== row.ownerId) throw damaged(offset, `file ${row.id} is in folder ${row.folderId} of another user`);
+      // A file with no name never clashes (service/folder-names.ts).
+      if (row.name !== "") this.nameFree(`${row.folderId}/${row.name}`, `file ${row.id}`, offset);
     }
     if ((await this.deps.store.files.get(row.id)) !== undefined) throw exists(`file ${row.id}`);
     this.fileOwners.set(row.id, row.ownerId);
@@ -240,7 +297,9 @@ class Importer {
     }
     this.staged.push(blob);
     await this.reader.newline(what);
-    this.files.push({ ...row, blob });
+    const { folderId, ...record } = row;
+    this.files.push({ ...record, blob });
+    if (folderId !== null) this.memberships.push([row.id, folderId]);
     this.bytes += row.size;
   }
 
@@ -272,7 +331,10 @@ class Importer {
       for (const k of this.keys) await tx.keys.insert(k);
       for (const s of this.sessions) await tx.sessions.insert(s);
       for (const l of this.uploadLinks) await tx.uploadLinks.insert(l);
+      // In archive order: every folder's parent comes before it.
+      for (const f of this.folders) await tx.folders.insert(f);
       for (const f of this.files) await tx.files.insert(f);
+      for (const [fileId, folderId] of this.memberships) await tx.folders.setFolder(fileId, folderId);
       for (const s of this.shares) await tx.shares.insert(s);
     });
     this.staged.length = 0;

@@ -127,7 +127,7 @@ export class FileService {
     const staged = await this.stageContent(principal.userId, input.content, this.deps.maxUploadBytes, input.expectedChecksum);
     const fields = { ...input, visibility: input.visibility ?? DEFAULT_VISIBILITY, expiresAt: input.expiresAt ?? null, uploadLinkId: null };
     const folderId = input.folderId;
-    const alsoInTx = folderId === undefined ? undefined : (tx: MetadataTables, record: FileRecord) => placeInFolder(tx, record.ownerId, folderId, record);
+    const alsoInTx = folderId === undefined ? undefined : (tx: MetadataTables, record: FileRecord) => placeInFolder(tx, record.ownerId, folderId, record, this.deps.clock.nowMicros());
     return this.commitNew(principal.userId, staged, fields, { signal: input.signal, alsoInTx });
   }
 
@@ -340,7 +340,7 @@ export class FileService {
         // as every change of the owner's folders is (service/folders.ts).
         await tx.users.account(file.ownerId);
         const folderId = await tx.folders.folderOf(file.id);
-        if (folderId !== undefined) await assertNameFree(tx, file.ownerId, folderId, next.name, { fileId: file.id });
+        if (folderId !== undefined) await assertNameFree(tx, file.ownerId, folderId, next.name, { fileId: file.id }, this.deps.clock.nowMicros());
       }
       next.updatedAt = this.nextUpdate(file);
       await tx.files.update(next);

@@ -74,7 +74,7 @@ export class FolderService {
     const row: FolderRow = { id: newFileId(), ownerId: principal.userId, parentId, name, createdAt: now, updatedAt: now };
     await this.change(principal, async (tx) => {
       if (parentId !== null) await this.ownedIn(tx, principal, parentId);
-      await assertNameFree(tx, principal.userId, parentId, name, { folderId: row.id });
+      await assertNameFree(tx, principal.userId, parentId, name, { folderId: row.id }, this.deps.clock.nowMicros());
       await tx.folders.insert(row);
     });
     return { ...row, fileCount: 0, bytes: 0 };
@@ -124,7 +124,7 @@ export class FolderService {
           if (at === folder.id) throw new AppError("invalid_argument", "a folder cannot move into itself or one of its sub-folders");
         }
       }
-      await assertNameFree(tx, principal.userId, parentId, name, { folderId: folder.id });
+      await assertNameFree(tx, principal.userId, parentId, name, { folderId: folder.id }, this.deps.clock.nowMicros());
       const next: FolderRow = { ...folder, name, parentId, updatedAt: Math.max(this.deps.clock.nowMicros(), folder.updatedAt + 1) };
       await tx.folders.update(next);
       return next;
@@ -174,7 +174,7 @@ export class FolderService {
       if (folderId !== null) await this.ownedIn(tx, principal, folderId);
       const file = await this.deps.files.ownedIn(tx, principal, fileId);
       if ((await tx.folders.folderOf(file.id)) === (folderId ?? undefined)) return;
-      await assertNameFree(tx, principal.userId, folderId, file.name, { fileId: file.id });
+      await assertNameFree(tx, principal.userId, folderId, file.name, { fileId: file.id }, this.deps.clock.nowMicros());
       await tx.folders.setFolder(file.id, folderId);
     });
   }

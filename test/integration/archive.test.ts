@@ -1,8 +1,8 @@
 // cubby export / cubby import (CONTRACT §7 and §10, docs/archive.md) through the real CLI and real
 // servers: a round trip keeps every row, checksum, File object, key and session, users' quotas
-// and disabled state, file expiries, share links (password, limit, count, deletion) and guest
-// upload links (limits, counters, deletion), each checked from outside on the destination's
-// server; import refuses to overwrite and refuses damaged, newer or unknown archives, leaving
+// and disabled state, file expiries, share links (password, limit, count, deletion), guest
+// upload links (limits, counters, deletion) and folders with the files in them (CONTRACT §12),
+// each checked from outside on the destination's server; import refuses to overwrite and refuses damaged, newer or unknown archives, leaving
 // the destination exactly as it was; export never overwrites a file; memory stays far below
 // the size of what passes through.
 //
@@ -66,7 +66,7 @@ const s3 =
 /** Empties the PostgreSQL database of CUBBY_TEST_DATABASE_URL (its tables, once they exist). */
 async function emptyPostgres(): Promise<void> {
   const driver = connectPostgres(pgUrl!);
-  await driver.db.execute(sql`DO $$ BEGIN IF to_regclass('files') IS NOT NULL THEN TRUNCATE files, shares, upload_links, uploads, sessions, api_keys, users; END IF; END $$`);
+  await driver.db.execute(sql`DO $$ BEGIN IF to_regclass('files') IS NOT NULL THEN TRUNCATE folder_files, folders, files, shares, upload_links, uploads, sessions, api_keys, users; END IF; END $$`);
   await driver.end();
 }
 
@@ -118,6 +118,8 @@ async function contents(d: Deployment) {
     files: files.map(({ blob: _, ...row }) => row),
     uploadLinks: await all(services.store.uploadLinks.all()),
     shares: await all(services.store.shares.all()),
+    folders: await all(services.store.folders.all()),
+    memberships: await all(services.store.folders.memberships()),
     blobs: blobs.map((b) => b.name).sort(),
     referenced: files.map((f) => f.blob).sort(),
   };
@@ -125,7 +127,7 @@ async function contents(d: Deployment) {
 
 /** What a refused import must leave in a deployment it was the first to touch: nothing. */
 async function expectUntouched(d: Deployment) {
-  expect(await contents(d)).toEqual({ users: [], keys: [], sessions: [], files: [], uploadLinks: [], shares: [], blobs: [], referenced: [] });
+  expect(await contents(d)).toEqual({ users: [], keys: [], sessions: [], files: [], uploadLinks: [], shares: [], folders: [], memberships: [], blobs: [], referenced: [] });
   for (const sub of ["blobs", "tmp"]) {
     const dir = path.join(d.dataDir, sub);
     expect({ dir: sub, entries: fs.existsSync(dir) ? fs.readdirSync(dir) : [] }).toEqual({ dir: sub, entries: [] });
@@ -154,6 +156,8 @@ interface SourceState {
   deletedLinkToken: string;
   /** A file with an expiry, and what GET …/expiry answered. */
   expiring: { id: string; expiry: unknown };
+  /** bob's folders (Scans, Scans/2026) as REST showed them, and the files in each. */
+  folders: { key: string; top: unknown; byId: Map<string, { folder: unknown; subFolders: unknown; files: unknown }> };
 }
 
 const QUOTA = 1000;
@@ -182,12 +186,13 @@ const BIG = 8 * 1024 * 1024 + 3;
 /** Bytes of the files beside the four above: dave's, the one through bob's link, the doomed one is gone. */
 const EXTRA = 6 + 10;
 const BYTES = 1 + 65536 + BIG + EXTRA;
-const COUNTS = `4 user(s), 5 API key(s), 1 session(s), 2 guest upload link(s), 6 file(s) of ${BYTES} bytes, 3 share link(s)`;
+const COUNTS = `4 user(s), 5 API key(s), 1 session(s), 2 guest upload link(s), 6 file(s) of ${BYTES} bytes, 3 share link(s), 2 folder(s)`;
 
 /**
  * Through `server` and the CLI: dave disabled (with a key and a file), alice's quota, carol with
  * none, share links (one with a password and a download limit, partly used; one deleted; one of
- * a deleted file), bob's guest upload links (one used once, one deleted), a file's expiry.
+ * a deleted file), bob's guest upload links (one used once, one deleted), a file's expiry, bob's
+ * folders (a sub-folder made before its parent in ID order is likely, not certain) with a file in each.
  */
 async function addState(d: Deployment, server: { url: string }, files: FileJson[], alice: string, bob: string): Promise<SourceState> {
   const ok = async (res: Response, status = 200) => {
@@ -225,6 +230,23 @@ async function addState(d: Deployment, server: { url: string }, files: FileJson[
 
   const expiring = files[2]!;
   await ok(await client(server, bob).fetch(`/v1/files/${expiring.id}/expiry`, { method: "PATCH", headers: json, body: JSON.stringify({ ttl: "7d" }) }));
+
+  // Folders: 2026 is made first, then Scans, and 2026 moved into it (so a child may come before
+  // its parent in the store's order); the 64 KiB file in Scans, the big one in Scans/2026.
+  const year = await ok(await client(server, bob).fetch("/v1/folders", { method: "POST", headers: json, body: JSON.stringify({ name: "2026" }) }));
+  const scans = await ok(await client(server, bob).fetch("/v1/folders", { method: "POST", headers: json, body: JSON.stringify({ name: "Scans" }) }));
+  await ok(await client(server, bob).fetch(`/v1/folders/${year.id}`, { method: "PATCH", headers: json, body: JSON.stringify({ parent_id: scans.id }) }));
+  await ok(await client(server, bob).fetch(`/v1/folders/${scans.id}/files/${files[2]!.id}`, { method: "PUT" }));
+  await ok(await client(server, bob).fetch(`/v1/folders/${year.id}/files/${files[3]!.id}`, { method: "PUT" }));
+  const byId = new Map<string, { folder: unknown; subFolders: unknown; files: unknown }>();
+  for (const id of [scans.id as string, year.id as string]) {
+    byId.set(id, {
+      folder: await ok(await client(server, bob).fetch(`/v1/folders/${id}`)),
+      subFolders: await ok(await client(server, bob).fetch(`/v1/folders?parent_id=${id}`)),
+      files: await ok(await client(server, bob).fetch(`/v1/folders/${id}/files`)),
+    });
+  }
+  const top = await ok(await client(server, bob).fetch("/v1/folders"));
   return {
     disabled,
     quotaKey: alice,
@@ -239,6 +261,7 @@ async function addState(d: Deployment, server: { url: string }, files: FileJson[
     },
     deletedLinkToken: tokenOf(gone.url as string),
     expiring: { id: expiring.id, expiry: await ok(await client(server, bob).fetch(`/v1/files/${expiring.id}/expiry`)) },
+    folders: { key: bob, top, byId },
   };
 }
 
@@ -360,6 +383,15 @@ async function expectStateKept(server: { url: string }, state: SourceState) {
 
   // The file's expiry.
   expect(await body(await as(state.link.owner).fetch(`/v1/files/${state.expiring.id}/expiry`))).toEqual({ status: 200, body: state.expiring.expiry });
+
+  // The folders, their sub-folders and the files in each, as REST showed them at the source.
+  const folders = as(state.folders.key);
+  expect(await body(await folders.fetch("/v1/folders"))).toEqual({ status: 200, body: state.folders.top });
+  for (const [id, seen] of state.folders.byId) {
+    expect(await body(await folders.fetch(`/v1/folders/${id}`))).toEqual({ status: 200, body: seen.folder });
+    expect(await body(await folders.fetch(`/v1/folders?parent_id=${id}`))).toEqual({ status: 200, body: seen.subFolders });
+    expect(await body(await folders.fetch(`/v1/folders/${id}/files`))).toEqual({ status: 200, body: seen.files });
+  }
 }
 
 /** Exports a filled `source` and imports it into `dest`. */
@@ -370,11 +402,11 @@ async function roundTrip(makeSource: () => Promise<Deployment>, makeDest: () => 
   await importAndCompare(await exportedSource(source, dir.path), dest);
 }
 
-/** `archive` as a later cubby might write it: its version 4 (the rest as it was). */
+/** `archive` as a later cubby might write it: its version 5 (the rest as it was). */
 function newerVersion(archive: Buffer): Buffer {
-  const magic = "cubby-archive 3\n";
+  const magic = "cubby-archive 4\n";
   expect(archive.subarray(0, magic.length).toString()).toBe(magic);
-  return Buffer.concat([Buffer.from("cubby-archive 4\n"), archive.subarray(magic.length)]);
+  return Buffer.concat([Buffer.from("cubby-archive 5\n"), archive.subarray(magic.length)]);
 }
 
 /** `archive` with a record of a type this cubby does not know just before its trailer, after every file's content. */
@@ -408,7 +440,7 @@ describe.skipIf(BACKEND === "sqlite-disk" && pgUrl === undefined && s3 === undef
     for (const [what, variant, message] of [
       ["a flipped byte", damaged, /damaged archive/],
       ["truncated", bytes.subarray(0, bytes.length - 100), /\(truncated\?\)/],
-      ["a newer version", newerVersion(bytes), /archive format "cubby-archive 4" is not one this cubby reads \(written by a newer cubby\?\)/],
+      ["a newer version", newerVersion(bytes), /archive format "cubby-archive 5" is not one this cubby reads \(written by a newer cubby\?\)/],
       ["an unknown record", withUnknownRecord(bytes), /unknown record type "webhook" \(written by a newer cubby\?\)/],
     ] as const) {
       const file = path.join(dir.path, "refused.cubby");
@@ -507,15 +539,15 @@ describe.skipIf(postgresPass)("refusals", () => {
   });
 
   test("not an archive, or another version", async () => {
-    await expectRefused(Buffer.from("hello\n"), /^cubby: not a cubby archive \(it does not start with "cubby-archive 3"\)\n$/);
-    await expectRefused(Buffer.from("cubby-archive 4\n"), /^cubby: archive format "cubby-archive 4" is not one this cubby reads/);
+    await expectRefused(Buffer.from("hello\n"), /^cubby: not a cubby archive \(it does not start with "cubby-archive 4"\)\n$/);
+    await expectRefused(Buffer.from("cubby-archive 5\n"), /^cubby: archive format "cubby-archive 5" is not one this cubby reads/);
     await expectRefused(new Uint8Array(0), /^cubby: not a cubby archive \(it is empty\)\n$/);
   });
 
   test("a newer version's archive is refused before anything is read, and changes nothing", async () => {
     await expectRefused(
       newerVersion(archive),
-      /^cubby: archive format "cubby-archive 4" is not one this cubby reads \(written by a newer cubby\?\); it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3"; nothing was changed\n$/,
+      /^cubby: archive format "cubby-archive 5" is not one this cubby reads \(written by a newer cubby\?\); it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3", "cubby-archive 4"; nothing was changed\n$/,
     );
   });
 

@@ -222,7 +222,7 @@ http {
     expect({ code, err, services: out.trim().split("\n").sort() }).toEqual({
       code: 0,
       err: "",
-      services: ["cubby.v1.FileService", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"],
+      services: ["cubby.v1.FileService", "cubby.v1.FolderService", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"],
     });
   });
 

@@ -1,5 +1,5 @@
 // `/mcp` (CONTRACT §9) through a real server on the run's backend, driven by the official MCP
-// SDK's client over Streamable HTTP: the seven tools, what they change as REST and content URLs
+// SDK's client over Streamable HTTP: the ten tools (folders' in folders.test.ts), what they change as REST and content URLs
 // see it, bearer-key authentication, scopes (§8), other users' files, and bad input.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -71,9 +71,20 @@ const restFiles = async (key: string, query = "") => (await (await rest(key, `/v
 
 
 describe("tools", () => {
-  test("tools/list: the seven tools, with their input schemas", async () => {
+  test("tools/list: the ten tools, with their input schemas", async () => {
     const { tools } = await (await connect(alice)).listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(["create_share_link", "delete_file", "get_file", "list_files", "publish_file", "unpublish_file", "upload_file"]);
+    expect(tools.map((t) => t.name).sort()).toEqual([
+      "create_folder",
+      "create_share_link",
+      "delete_file",
+      "get_file",
+      "list_files",
+      "list_folders",
+      "move_file",
+      "publish_file",
+      "unpublish_file",
+      "upload_file",
+    ]);
     const byName = new Map(tools.map((t) => [t.name, t]));
     expect(byName.get("upload_file")!.description).toContain(`at most ${MAX_UPLOAD_BYTES} bytes`);
     const upload = byName.get("upload_file")!.inputSchema;
@@ -279,7 +290,7 @@ describe("authentication and authorization", () => {
     });
     expect(list.status).toBe(200);
     const body = (await list.json()) as { result: { tools: { name: string }[] } };
-    expect(body.result.tools).toHaveLength(7);
+    expect(body.result.tools).toHaveLength(10);
 
     for (const method of ["GET", "DELETE"]) {
       const res = await initialize({ authorization: `Bearer ${alice}` }, method);

@@ -25,10 +25,10 @@ type Doc = { paths: Record<string, Record<string, { responses: Record<string, un
 const doc = openApiDocument() as unknown as Doc;
 const METHODS = ["get", "head", "post", "put", "patch", "delete", "options"];
 
-/** `/v1/files/:id` → `/v1/files/{id}`. */
-const template = (elysiaPath: string) => elysiaPath.replace(/:([A-Za-z]+)/g, "{$1}");
+/** `/v1/files/:id` → `/v1/files/{id}` (and `:file_id` → `{file_id}`). */
+const template = (elysiaPath: string) => elysiaPath.replace(/:([A-Za-z_]+)/g, "{$1}");
 /** A path the template matches, with values of the right shape. */
-const sample = (t: string) => t.replace("{id}", "AAAAAAAAAAAAAAAAAAAAA").replace("{slug}", "s").replace("{token}", "t0k3n");
+const sample = (t: string) => t.replace("{id}", "AAAAAAAAAAAAAAAAAAAAA").replace("{file_id}", "BBBBBBBBBBBBBBBBBBBBB").replace("{slug}", "s").replace("{token}", "t0k3n");
 
 let server: RunningServer;
 let key: string;
@@ -266,7 +266,7 @@ describe("the routes' declared inputs are the document's, and validation refuses
     // The JSON bodies are closed: an unknown field is refused, and the document says so.
     const bodies = declaring().filter(({ op }) => op.requestBody?.content["application/json"] !== undefined);
     expect(bodies.map(({ method, template: t }) => `${method} ${t}`).sort()).toEqual(
-      ["PATCH /v1/files/{id}", "PATCH /v1/files/{id}/expiry", "POST /v1/files/{id}/shares", "POST /v1/upload-links", "POST /auth/keys", "POST /v1/webhooks"].sort(),
+      ["PATCH /v1/files/{id}", "PATCH /v1/files/{id}/expiry", "POST /v1/files/{id}/shares", "POST /v1/upload-links", "POST /auth/keys", "POST /v1/webhooks", "POST /v1/folders", "PATCH /v1/folders/{id}"].sort(),
     );
     for (const { op } of bodies) expect(op.requestBody!.content["application/json"]!.schema.additionalProperties).toBe(false);
   });
@@ -294,7 +294,7 @@ describe("the routes' declared inputs are the document's, and validation refuses
 
   test("every declared JSON body field refuses a value of the wrong type, and an undeclared field is refused: 400, code 3, the field named", async () => {
     // Valid values of a body's required fields, so that the one field made wrong is what fails.
-    const required: Record<string, Record<string, unknown>> = { "POST /v1/webhooks": { url: "https://example.com/hook" } };
+    const required: Record<string, Record<string, unknown>> = { "POST /v1/webhooks": { url: "https://example.com/hook" }, "POST /v1/folders": { name: "x" } };
     let fields = 0;
     for (const { method, template: t, op, path: p } of declaring()) {
       const schema = op.requestBody?.content["application/json"]?.schema;

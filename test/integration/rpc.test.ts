@@ -297,7 +297,7 @@ describe("buf curl", () => {
     const proc = Bun.spawn([buf, "curl", "--http2-prior-knowledge", "--protocol", "grpc", "--list-services", server.url], { stdout: "pipe", stderr: "pipe" });
     const out = await new Response(proc.stdout).text();
     expect(await proc.exited).toBe(0);
-    expect(out.trim().split("\n").sort()).toEqual(["cubby.v1.FileService", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"]);
+    expect(out.trim().split("\n").sort()).toEqual(["cubby.v1.FileService", "cubby.v1.FolderService", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"]);
   });
 });
 

@@ -89,7 +89,7 @@ test("changes during the export: a deleted file is left out, a replaced one foll
   const store = overriding(services.store, "keys", keys);
 
   const { report, archive } = await exportToMemory({ store, blobs });
-  expect(report).toEqual({ users: 3, keys: 0, sessions: 0, uploadLinks: 0, files: 3, shares: 0, bytes: first.size + 3000 + 2, skippedFiles: 1 });
+  expect(report).toEqual({ users: 3, keys: 0, sessions: 0, uploadLinks: 0, files: 3, shares: 0, bytes: first.size + 3000 + 2, folders: 0, skippedFiles: 1 });
   const email = (f: FileRecord) => services.users.emailOf(f.ownerId);
   expect(await importedFiles(archive)).toEqual({
     [first.name]: { size: first.size, checksum: first.checksum, owner: await email(first) },
@@ -198,7 +198,7 @@ test("an archive of version 2 (before users' state, links and shares) imports, w
   const archive = Buffer.concat([body, Buffer.from(`{"type":"end","users":1,"keys":1,"sessions":0,"files":1,"bytes":5,"crc32c":"${checksumOf(body)}"}\n`)]);
 
   await using dest = await openServices({ dataDir: path.join(dir, "dest"), maxUploadBytes: 1 << 30 });
-  expect(await importArchive(dest, once(archive))).toEqual({ users: 1, keys: 1, sessions: 0, uploadLinks: 0, files: 1, shares: 0, bytes: 5 });
+  expect(await importArchive(dest, once(archive))).toEqual({ users: 1, keys: 1, sessions: 0, uploadLinks: 0, files: 1, shares: 0, bytes: 5, folders: 0 });
   const { blob: _, ...file } = (await dest.store.files.get("RF679M44sfS9U7UzN8EbB"))!;
   expect({ account: await dest.store.users.account("u1"), key: (await dest.store.keys.byId("k1"))?.scopes, file }).toEqual({
     account: { id: "u1", email: "old@example.com", issuer: null, subject: null, createdAt: 1795435224342012, quotaBytes: null, disabledAt: null, lastSeenAt: null },
@@ -218,4 +218,111 @@ test("an archive of version 2 (before users' state, links and shares) imports, w
       uploadLinkId: null,
     },
   });
+});
+
+test("folders: a parent is written before its child whatever their ID order, a file after its folder; import restores the tree and which folder each file is in", async () => {
+  const a = await upload("f@example.com", new Uint8Array([1]), "in-child.txt");
+  const b = await upload("f@example.com", new Uint8Array([2, 3]), "in-parent.txt");
+  const c = await upload("f@example.com", new Uint8Array([4]), "at-top.txt");
+  const owner = a.ownerId;
+  // The child's ID sorts before its parent's: the store lists it first.
+  const parent = { id: "ZZZZZZZZZZZZZZZZZZZZZ", ownerId: owner, parentId: null, name: "Parent", createdAt: 1, updatedAt: 2 };
+  const child = { id: "AAAAAAAAAAAAAAAAAAAAA", ownerId: owner, parentId: parent.id, name: "Child", createdAt: 3, updatedAt: 4 };
+  await services.store.transaction(async (tx) => {
+    await tx.folders.insert(parent);
+    await tx.folders.insert(child);
+    await tx.folders.setFolder(a.id, child.id);
+    await tx.folders.setFolder(b.id, parent.id);
+  });
+  const { report, archive } = await exportToMemory(services);
+  expect(report).toMatchObject({ files: 3, folders: 2 });
+  const types = archive
+    .toString("latin1")
+    .split("\n")
+    .filter((l) => l.startsWith('{"type":"folder"') || l.startsWith('{"type":"file"'))
+    .map((l) => JSON.parse(l) as { type: string; id: string; folder_id?: string | null });
+  expect(types.findIndex((r) => r.id === parent.id)).toBeLessThan(types.findIndex((r) => r.id === child.id));
+  expect(types.filter((r) => r.type === "file").map((r) => [r.id, r.folder_id])).toEqual(
+    expect.arrayContaining([
+      [a.id, child.id],
+      [b.id, parent.id],
+      [c.id, null],
+    ]),
+  );
+
+  await using dest = await openServices({ dataDir: path.join(dir, "dest"), maxUploadBytes: 1 << 30 });
+  expect(await importArchive(dest, once(archive))).toMatchObject({ files: 3, folders: 2 });
+  const folders: unknown[] = [];
+  for await (const f of dest.store.folders.all()) folders.push(f);
+  expect(folders).toEqual([child, parent]);
+  expect({ a: await dest.store.folders.folderOf(a.id), b: await dest.store.folders.folderOf(b.id), c: await dest.store.folders.folderOf(c.id) }).toEqual({
+    a: child.id,
+    b: parent.id,
+    c: undefined,
+  });
+});
+
+/** A version 4 archive of one user and `records` (JSON lines; a file's content is "x"), with its trailer. */
+function v4Archive(records: Record<string, unknown>[]): Buffer {
+  const parts: Buffer[] = [Buffer.from('cubby-archive 4\n{"type":"user","id":"u1","email":"a@example.com","issuer":null,"subject":null,"created_at":1,"quota_bytes":null,"disabled_at":null,"last_seen_at":null}\n')];
+  parts.push(Buffer.from('{"type":"user","id":"u2","email":"b@example.com","issuer":null,"subject":null,"created_at":1,"quota_bytes":null,"disabled_at":null,"last_seen_at":null}\n'));
+  let files = 0;
+  let folders = 0;
+  for (const r of records) {
+    parts.push(Buffer.from(`${JSON.stringify(r)}\n`));
+    if (r.type === "file") {
+      parts.push(Buffer.from("x\n"));
+      files++;
+    } else folders++;
+  }
+  const body = Buffer.concat(parts);
+  const trailer = { type: "end", users: 2, keys: 0, sessions: 0, upload_links: 0, files, shares: 0, bytes: files, folders, crc32c: checksumOf(body) };
+  return Buffer.concat([body, Buffer.from(`${JSON.stringify(trailer)}\n`)]);
+}
+
+const folderRecord = (id: string, name: string, parentId: string | null = null, ownerId = "u1") => ({ type: "folder", id, owner_id: ownerId, parent_id: parentId, name, created_at: 1, updated_at: 1 });
+const fileRecord = (id: string, name: string, folderId: string | null) => ({
+  type: "file",
+  id,
+  owner_id: "u1",
+  slug: "",
+  name,
+  content_type: "text/plain",
+  visibility: "private",
+  size: 1,
+  checksum: checksumOf("x"),
+  created_at: 1,
+  updated_at: 1,
+  expires_at: null,
+  upload_link_id: null,
+  folder_id: folderId,
+});
+
+test.each([
+  ["a file in a folder no earlier record defines", [fileRecord("f".repeat(21), "a.txt", "F".repeat(21))], /file f+ is in folder F+, which no earlier record defines/],
+  ["a folder before its parent", [folderRecord("C".repeat(21), "child", "P".repeat(21)), folderRecord("P".repeat(21), "parent")], /folder C+ is in folder P+, which no earlier record defines/],
+  ["a folder in another user's folder", [folderRecord("P".repeat(21), "p", null, "u2"), folderRecord("C".repeat(21), "c", "P".repeat(21))], /folder C+ is in folder P+ of another user/],
+  ["two top folders of one name", [folderRecord("P".repeat(21), "same"), folderRecord("Q".repeat(21), "same")], /folder Q+: its folder holds its name already/],
+  ["a file and a sub-folder of one name in one folder", [folderRecord("P".repeat(21), "p"), folderRecord("C".repeat(21), "n.txt", "P".repeat(21)), fileRecord("f".repeat(21), "n.txt", "P".repeat(21))], /file f+: its folder holds its name already/],
+] as const)("import refuses %s, and changes nothing", async (_, records, message) => {
+  await using dest = await openServices({ dataDir: path.join(dir, "dest"), maxUploadBytes: 1 << 30 });
+  await expect(importArchive(dest, once(v4Archive([...records])))).rejects.toThrow(message);
+  const users: unknown[] = [];
+  for await (const u of dest.store.users.all()) users.push(u);
+  const blobs: unknown[] = [];
+  for await (const b of dest.blobs.list()) blobs.push(b);
+  expect({ users, blobs }).toEqual({ users: [], blobs: [] });
+});
+
+test("a version 4 archive whose top files share a name, and whose unnamed files share a folder, imports", async () => {
+  const archive = v4Archive([
+    folderRecord("P".repeat(21), "p"),
+    fileRecord("a".repeat(21), "same.txt", null),
+    fileRecord("b".repeat(21), "same.txt", null),
+    fileRecord("c".repeat(21), "", "P".repeat(21)),
+    fileRecord("d".repeat(21), "", "P".repeat(21)),
+  ]);
+  await using dest = await openServices({ dataDir: path.join(dir, "dest"), maxUploadBytes: 1 << 30 });
+  expect(await importArchive(dest, once(archive))).toMatchObject({ files: 4, folders: 1 });
+  expect(await dest.store.folders.folderOf("d".repeat(21))).toBe("P".repeat(21));
 });

@@ -21,12 +21,14 @@ const records: ArchiveRecord[] = [
   { type: "session", row: { id: "s1", userId: "u2", secretHash: hash, createdAt: 5, expiresAt: 6 } },
   {
     type: "file",
-    row: { id: "abcdefghijklmnopqrstu", ownerId: "u1", slug: "", name: "a\nb\"c", contentType: "text/plain; charset=utf-8", visibility: "public", size: 0, checksum: checksumOf(""), createdAt: 7, updatedAt: 8, expiresAt: null, uploadLinkId: null },
+    row: { id: "abcdefghijklmnopqrstu", ownerId: "u1", slug: "", name: "a\nb\"c", contentType: "text/plain; charset=utf-8", visibility: "public", size: 0, checksum: checksumOf(""), createdAt: 7, updatedAt: 8, expiresAt: null, uploadLinkId: null, folderId: null },
   },
   {
     type: "file",
-    row: { id: "abcdefghijklmnopqrstv", ownerId: "u1", slug: "x", name: "", contentType: "text/plain", visibility: "private", size: 3, checksum: checksumOf("abc"), createdAt: 7, updatedAt: 8, expiresAt: 99, uploadLinkId: "l1" },
+    row: { id: "abcdefghijklmnopqrstv", ownerId: "u1", slug: "x", name: "", contentType: "text/plain", visibility: "private", size: 3, checksum: checksumOf("abc"), createdAt: 7, updatedAt: 8, expiresAt: 99, uploadLinkId: "l1", folderId: "fold1fold1fold1fold1f" },
   },
+  { type: "folder", row: { id: "fold1fold1fold1fold1f", ownerId: "u1", parentId: null, name: "Scans ✓", createdAt: 5, updatedAt: 6 } },
+  { type: "folder", row: { id: "fold2fold2fold2fold2f", ownerId: "u1", parentId: "fold1fold1fold1fold1f", name: "2026", createdAt: 5, updatedAt: 5 } },
   {
     type: "upload_link",
     row: { id: "l1", ownerId: "u1", token: linkToken, name: "Scans ✓", visibility: "internal", expiresAt: null, maxFiles: 3, maxBytes: 1000, filesUploaded: 1, bytesUploaded: 3, createdAt: 5, deletedAt: null },
@@ -43,7 +45,11 @@ const records: ArchiveRecord[] = [
     type: "share",
     row: { id: "sh2", fileId: "abcdefghijklmnopqrstu", folderId: null, ownerId: "u1", token: shareToken.toLowerCase(), expiresAt: null, maxDownloads: null, downloadCount: 0, passwordHash: null, createdAt: 6, deletedAt: 7 },
   },
-  { type: "end", trailer: { users: 2, keys: 2, sessions: 1, uploadLinks: 2, files: 1, shares: 2, bytes: 0, crc32c: "AAAAAA==" } },
+  {
+    type: "share",
+    row: { id: "sh3", fileId: "", folderId: "fold1fold1fold1fold1f", ownerId: "u1", token: shareToken.replace("S", "F"), expiresAt: null, maxDownloads: 2, downloadCount: 0, passwordHash: null, createdAt: 6, deletedAt: null },
+  },
+  { type: "end", trailer: { users: 2, keys: 2, sessions: 1, uploadLinks: 2, files: 1, shares: 2, bytes: 0, folders: 2, crc32c: "AAAAAA==" } },
 ];
 
 test.each(records.map((r) => [r.type, r] as const))("a %s record round-trips exactly, on one line", (_, record) => {
@@ -59,6 +65,8 @@ const key = json("key");
 const user = JSON.parse(encodeRecord(records[1]!)) as Record<string, unknown>;
 const link = json("upload_link");
 const share = json("share");
+const folder = json("folder");
+const folderShare = JSON.parse(encodeRecord(records.find((r) => r.type === "share" && r.row.folderId !== null)!)) as Record<string, unknown>;
 
 test("a quota of none is written as \"none\", not as the stored -1", () => {
   expect(JSON.parse(encodeRecord(records[2]!))).toMatchObject({ quota_bytes: "none" });
@@ -92,6 +100,14 @@ test.each([
   ["a share with an empty password hash", JSON.stringify({ ...share, password_hash: "" }), /"password_hash" of a share record must be a non-empty string/],
   ["a share with an unknown field", JSON.stringify({ ...share, webhook: null }), /a share record has unknown field\(s\) "webhook"/],
   ["a file with an empty upload link", JSON.stringify({ ...file, upload_link_id: "" }), /"upload_link_id" of a file record must be a non-empty string/],
+  ["a file without folder_id", JSON.stringify({ ...file, folder_id: undefined }), /a file record has no "folder_id"/],
+  ["a folder ID of the wrong shape", JSON.stringify({ ...folder, id: "f1" }), /"f1" is not a folder ID/],
+  ["a folder named ..", JSON.stringify({ ...folder, name: ".." }), /"name" of a folder record must be a folder name \(name: '\.' and '\.\.' are not folder names\)/],
+  ["a folder with an empty name", JSON.stringify({ ...folder, name: "" }), /"name" of a folder record must be a folder name/],
+  ["a folder name with a slash", JSON.stringify({ ...folder, name: "a/b" }), /"name" of a folder record must be a folder name/],
+  ["a folder with an unknown field", JSON.stringify({ ...folder, colour: "red" }), /a folder record has unknown field\(s\) "colour"/],
+  ["a folder's share that names a file too", JSON.stringify({ ...folderShare, file_id: "abcdefghijklmnopqrstu" }), /a folder's share has file_id "", not "abcdefghijklmnopqrstu"/],
+  ["a share with neither file nor folder", JSON.stringify({ ...folderShare, folder_id: null }), /"file_id" of a share record must be a non-empty string/],
 ])("refused: %s", (_, line, message) => {
   let thrown: unknown;
   try {
@@ -111,11 +127,15 @@ test.each([
   ["cubby-archive 1", 1],
   ["cubby-archive 2", 2],
   ["cubby-archive 3", 3],
-  ["cubby-archive 4", 'archive format "cubby-archive 4" is not one this cubby reads (written by a newer cubby?); it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3"; nothing was changed'],
-  ["cubby-archive 2b", 'archive format "cubby-archive 2b" is not one this cubby reads; it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3"; nothing was changed'],
-  ["PK\u0003\u0004", 'not a cubby archive (it does not start with "cubby-archive 3")'],
+  ["cubby-archive 4", 4],
+  [
+    "cubby-archive 5",
+    'archive format "cubby-archive 5" is not one this cubby reads (written by a newer cubby?); it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3", "cubby-archive 4"; nothing was changed',
+  ],
+  ["cubby-archive 2b", 'archive format "cubby-archive 2b" is not one this cubby reads; it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3", "cubby-archive 4"; nothing was changed'],
+  ["PK\u0003\u0004", 'not a cubby archive (it does not start with "cubby-archive 4")'],
 ])("magic line %p", (line, outcome) => {
-  if (typeof outcome === "number") expect(checkMagic(line)).toBe(outcome as 1 | 2 | 3);
+  if (typeof outcome === "number") expect(checkMagic(line)).toBe(outcome as 1 | 2 | 3 | 4);
   else expect(() => checkMagic(line)).toThrow(outcome);
 });
 
@@ -124,14 +144,29 @@ test("a version 2 archive's records read with the defaults (users enabled, quota
   expect(decodeRecord(v2user, 0, 2)).toEqual({ type: "user", row: { id: "u1", email: "a@example.com", issuer: null, subject: null, createdAt: 1, ...fresh } });
   expect(() => decodeRecord(v2user, 0, 3)).toThrow('a user record has no "quota_bytes"');
   expect(() => decodeRecord(JSON.stringify(user), 0, 2)).toThrow('unknown field(s) "quota_bytes", "disabled_at", "last_seen_at"');
-  const { upload_link_id: _, ...v2file } = file;
+  const { upload_link_id: _, folder_id: _f, ...v2file } = file;
   expect(decodeRecord(JSON.stringify(v2file), 0, 2)).toMatchObject({ type: "file", row: { uploadLinkId: null, expiresAt: null } });
-  expect(() => decodeRecord(JSON.stringify(file), 0, 2)).toThrow('unknown field(s) "upload_link_id"');
+  expect(() => decodeRecord(JSON.stringify({ ...file, folder_id: undefined }), 0, 2)).toThrow('unknown field(s) "upload_link_id"');
   expect(() => decodeRecord(JSON.stringify(share), 0, 2)).toThrow("a share record in a version 2 archive (records of that type came with version 3)");
   expect(() => decodeRecord(JSON.stringify(link), 0, 1)).toThrow("a upload_link record in a version 1 archive");
   const v2end = '{"type":"end","users":1,"keys":0,"sessions":0,"files":0,"bytes":0,"crc32c":"AAAAAA=="}';
-  expect(decodeRecord(v2end, 0, 2)).toEqual({ type: "end", trailer: { users: 1, keys: 0, sessions: 0, uploadLinks: 0, files: 0, shares: 0, bytes: 0, crc32c: "AAAAAA==" } });
+  expect(decodeRecord(v2end, 0, 2)).toEqual({ type: "end", trailer: { users: 1, keys: 0, sessions: 0, uploadLinks: 0, files: 0, shares: 0, bytes: 0, folders: 0, crc32c: "AAAAAA==" } });
   expect(() => decodeRecord(v2end, 0, 3)).toThrow('a end record has no "upload_links"');
+});
+
+test("a version 3 archive's records read with no folders (every file at the top, every share a file's); version 4 records and fields in one are refused", () => {
+  const { folder_id: _, ...v3file } = file;
+  expect(decodeRecord(JSON.stringify(v3file), 0, 3)).toMatchObject({ type: "file", row: { folderId: null } });
+  expect(() => decodeRecord(JSON.stringify(v3file), 0, 4)).toThrow('a file record has no "folder_id"');
+  expect(() => decodeRecord(JSON.stringify(file), 0, 3)).toThrow('unknown field(s) "folder_id"');
+  const { folder_id: _s, ...v3share } = share;
+  expect(decodeRecord(JSON.stringify(v3share), 0, 3)).toMatchObject({ type: "share", row: { folderId: null, fileId: "abcdefghijklmnopqrstu" } });
+  expect(() => decodeRecord(JSON.stringify(folderShare), 0, 3)).toThrow('"file_id" of a share record must be a non-empty string');
+  expect(() => decodeRecord(JSON.stringify(share), 0, 3)).toThrow('unknown field(s) "folder_id"');
+  expect(() => decodeRecord(JSON.stringify(folder), 0, 3)).toThrow("a folder record in a version 3 archive (records of that type came with version 4)");
+  const v3end = '{"type":"end","users":1,"keys":0,"sessions":0,"upload_links":0,"files":0,"shares":0,"bytes":0,"crc32c":"AAAAAA=="}';
+  expect(decodeRecord(v3end, 0, 3)).toMatchObject({ type: "end", trailer: { folders: 0, shares: 0 } });
+  expect(() => decodeRecord(v3end, 0, 4)).toThrow('a end record has no "folders"');
 });
 
 test("a version 1 archive's records read with the defaults (every scope, no expiry); version 2 fields in one are refused", () => {
