@@ -277,28 +277,32 @@ function fileRow(file) {
     "danger",
   );
   const copyLink = button("Copy link", `Copy link of ${label}`, (e) => copy(file.url, e.currentTarget));
-  const share = button("Share", `Share ${label}`, () => openShares(file));
-
   const open = el("a", { href: file.url, textContent: label, target: "_blank", rel: "noopener" });
+  const share = button("Share", `Share ${label}`, () => openShares(file));
+  const move = button("Move to…", `Move to… ${label}`, (e) => openMoveDialog(file, e.currentTarget));
+  // Dragged onto a folder row or a breadcrumb, the file moves there (keyboards have Move to…).
+  const nameCell = el(
+    "div",
+    { className: "name-cell", draggable: true },
+    thumbnail(file),
+    // On a phone the size goes beside the type (app.css), leaving the choices a line of their own.
+    el("div", {}, open, el("div", { className: "muted" }, file.content_type, el("span", { className: "size-inline", textContent: ` · ${formatSize(file.size)}` }))),
+  );
+  nameCell.addEventListener("dragstart", (e) => {
+    e.dataTransfer.setData(FILE_DRAG_TYPE, JSON.stringify({ id: file.id, name: label }));
+    e.dataTransfer.effectAllowed = "move";
+  });
+
   const cell = (className, ...children) => el("td", { className }, ...children);
   const row = el(
     "tr",
     {},
-    cell(
-      "name full",
-      el(
-        "div",
-        { className: "name-cell" },
-        thumbnail(file),
-        // On a phone the size goes beside the type (app.css), leaving the choices a line of their own.
-        el("div", {}, open, el("div", { className: "muted" }, file.content_type, el("span", { className: "size-inline", textContent: ` · ${formatSize(file.size)}` }))),
-      ),
-    ),
+    cell("name full", nameCell),
     cell("size", formatSize(file.size)),
     cell("visibility", visibility),
     cell("expires", expiry),
     cell("slug full", el("div", { className: "inline" }, slug, saveSlug)),
-    cell("actions", el("div", { className: "inline" }, copyLink, share, del)),
+    cell("actions", el("div", { className: "inline" }, copyLink, share, move, del)),
   );
   row.cells[3].dataset.label = "Expires";
   row.cells[4].dataset.label = "Slug";
@@ -334,18 +338,24 @@ function updateFilesEmpty() {
   loadUsage().catch(showError);
   const rows = $("files").tBodies[0].rows.length;
   $("files-empty").hidden = rows > 0;
-  $("files-empty").textContent = searchText ? `No file name contains "${searchText}".` : "No files yet.";
+  $("files-empty").textContent = searchText ? `No file name contains "${searchText}".` : currentFolder ? "No files in this folder." : "No files at the top.";
   $("files-count").textContent = rows === 0 ? "" : `${rows} shown${nextPageToken ? ", more below" : ""}`;
 }
 
-/** Loads the first page (or, with `append`, the next one) of the caller's files, filtered by the search box. */
+/**
+ * Loads the first page (or, with `append`, the next one) of the files in the folder being viewed
+ * (at the top: those in no folder); while the search box holds text, of every file whose name
+ * contains it, in any folder.
+ */
 async function loadFiles(append) {
   const query = new URLSearchParams({ page_size: String(PAGE_SIZE) });
   if (searchText) query.set("q", searchText);
   if (append && nextPageToken) query.set("page_token", nextPageToken);
-  const asked = searchText;
-  const page = await api(`/v1/files?${query}`);
-  if (asked !== searchText) return; // a newer search has started
+  const [asked, view] = [searchText, viewSerial];
+  const from = searchText ? "/v1/files" : `/v1/folders/${currentFolder || TOP_FOLDER}/files`;
+  const page = await api(`${from}?${query}`);
+  if (asked !== searchText || view !== viewSerial) return; // a newer search or another folder
+  $("files-caption").textContent = searchText ? "Files in every folder" : currentFolder ? `Files in ${folderPath.at(-1)?.name ?? "this folder"}` : "Files at the top";
   const body = $("files").tBodies[0];
   if (!append) body.replaceChildren();
   for (const f of page.files) body.append(fileRow(f));
@@ -354,11 +364,428 @@ async function loadFiles(append) {
   updateFilesEmpty();
 }
 
-/** Adds a file just uploaded at the top of the list, if it matches the current search. */
-function showNewFile(file) {
-  if (searchText && !file.name.toLowerCase().includes(searchText.toLowerCase())) return;
+/** Adds a file just uploaded at the head of the list, if it matches the current search (or, without one, is in the folder viewed). */
+function showNewFile(file, folderId) {
+  if (searchText ? !file.name.toLowerCase().includes(searchText.toLowerCase()) : folderId !== currentFolder) return;
   $("files").tBodies[0].prepend(fileRow(file));
   updateFilesEmpty();
+}
+
+// --- folders (CONTRACT §12) ---
+
+/** The folder being viewed: its ID, "" at the top. The URL holds it as /?folder={id}. */
+let currentFolder = "";
+/** The Folder objects from the top down to the one viewed; [] at the top. */
+let folderPath = [];
+/** Counts navigations: an answer for a folder no longer viewed is dropped. */
+let viewSerial = 0;
+/** What `GET /v1/folders/{id}/files` takes for the files in no folder. */
+const TOP_FOLDER = "root";
+/** The drag data type of a file row: JSON `{id, name}`. */
+const FILE_DRAG_TYPE = "application/x-cubby-file";
+/** Folders the move dialog lists at most (it asks for each one's sub-folders). */
+const MAX_PICKER_FOLDERS = 500;
+/** Folders deep enough to be a cycle, not a tree: breadcrumbs stop there. */
+const MAX_DEPTH = 64;
+
+/** The dashboard's address of a folder ("" the top). */
+function folderHref(id) {
+  return id ? `/?folder=${encodeURIComponent(id)}` : "/";
+}
+
+/** The folder the address bar names, "" at the top. */
+function folderFromUrl() {
+  return new URLSearchParams(location.search).get("folder") ?? "";
+}
+
+/** Every sub-folder of `parentId` ("" the top), page after page. */
+async function listFolders(parentId) {
+  const folders = [];
+  let token = "";
+  do {
+    const query = new URLSearchParams({ parent_id: parentId, page_size: "100" });
+    if (token) query.set("page_token", token);
+    const page = await api(`/v1/folders?${query}`);
+    folders.push(...page.folders);
+    token = page.next_page_token;
+  } while (token);
+  return folders;
+}
+
+/** A folder and its ancestors, top first, asked for one by one (an address opened afresh). */
+async function ancestry(id) {
+  const chain = [];
+  for (let at = id; at && chain.length < MAX_DEPTH; ) {
+    const folder = await api(`/v1/folders/${encodeURIComponent(at)}`);
+    chain.unshift(folder);
+    at = folder.parent_id;
+  }
+  return chain;
+}
+
+/**
+ * Shows folder `id` ("" the top): its breadcrumbs, sub-folders and files. `path` (the Folder
+ * objects down to it, when the caller knows them) saves asking; `push` adds a history entry;
+ * `focus` moves focus to the heading, which names the folder, as a page load would.
+ * An unknown folder (deleted, or another user's) shows the top, and says so.
+ */
+async function openFolder(id, { path, push = false, focus = false } = {}) {
+  if (push && id !== folderFromUrl()) history.pushState(null, "", folderHref(id));
+  const serial = ++viewSerial;
+  if ($("files-search").value !== "" || searchText !== "") {
+    $("files-search").value = "";
+    searchText = "";
+  }
+  let chain = path;
+  try {
+    chain ??= id ? await ancestry(id) : [];
+  } catch (err) {
+    if (!(err instanceof ApiError && err.status === 404) || serial !== viewSerial) throw err;
+    history.replaceState(null, "", "/");
+    await openFolder("", { focus });
+    throw new Error("That folder does not exist (it was deleted, or is not yours): the top is shown.");
+  }
+  if (serial !== viewSerial) return;
+  currentFolder = id;
+  folderPath = chain;
+  $("files-note").hidden = true;
+  renderPlace();
+  $("files").tBodies[0].replaceChildren();
+  $("folders").tBodies[0].replaceChildren();
+  await Promise.all([loadFolders(), loadFiles(false)]);
+  if (focus && serial === viewSerial) $("files-title").focus();
+}
+
+/** Follows a folder link in the page (a plain click; a middle click or Ctrl+click opens a tab as usual). */
+function followFolder(e, id, path) {
+  if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+  e.preventDefault();
+  attempt(() => openFolder(id, { path, push: true, focus: true }));
+}
+
+/** The heading, breadcrumbs (Home › a › b, each a link and a drop target), title and upload hint of the folder viewed. */
+function renderPlace() {
+  const here = folderPath.at(-1);
+  const crumbs = [{ id: "", name: "Home" }, ...folderPath].map((folder, i, all) => {
+    const link = el("a", { href: folderHref(folder.id), textContent: folder.name });
+    if (i === all.length - 1) link.setAttribute("aria-current", "page");
+    const path = folderPath.slice(0, i);
+    link.addEventListener("click", (e) => followFolder(e, folder.id, path));
+    acceptFileDrops(link, folder.id, folder.name);
+    return el("li", {}, link);
+  });
+  $("crumbs").querySelector("ol").replaceChildren(...crumbs);
+  $("crumbs").hidden = here === undefined;
+  $("files-title").textContent = here?.name ?? "Files";
+  document.title = here ? `${here.name} · cubby` : "cubby";
+  $("upload-target").textContent = here ? `into ${here.name}` : "to the top";
+}
+
+/** Lists the sub-folders of the folder viewed, above its files (none while searching every folder). */
+async function loadFolders() {
+  const serial = viewSerial;
+  const folders = searchText ? [] : await listFolders(currentFolder);
+  if (serial !== viewSerial) return;
+  folders.sort((a, b) => a.name.localeCompare(b.name));
+  $("folders").tBodies[0].replaceChildren(...folders.map(folderRow));
+  $("folders").hidden = folders.length === 0;
+}
+
+/** A small folder outline before a folder's name; decoration only. */
+function folderIcon() {
+  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+  svg.setAttribute("viewBox", "0 0 24 24");
+  svg.setAttribute("class", "folder-icon");
+  svg.setAttribute("aria-hidden", "true");
+  const shape = document.createElementNS("http://www.w3.org/2000/svg", "path");
+  shape.setAttribute("d", "M3 6.5A1.5 1.5 0 0 1 4.5 5h4.6l2 2h8.4A1.5 1.5 0 0 1 21 8.5v9a1.5 1.5 0 0 1-1.5 1.5h-15A1.5 1.5 0 0 1 3 17.5z");
+  svg.append(shape);
+  return svg;
+}
+
+/** "3 files, 1.2 MiB" of a folder's own files (the API counts them directly, not its sub-folders'). */
+function folderHolds(folder) {
+  const n = folder.file_count;
+  return n === 0 ? "no files" : `${n} file${n === 1 ? "" : "s"}, ${formatSize(Number(folder.bytes))}`;
+}
+
+/** A sub-folder's row: its name opens it; Rename, Delete; a file dropped on it moves in. */
+function folderRow(folder) {
+  const path = [...folderPath, folder];
+  const open = el("a", { href: folderHref(folder.id), className: "list-name folder-link" }, folderIcon(), folder.name);
+  open.addEventListener("click", (e) => followFolder(e, folder.id, path));
+  const rename = button("Rename", `Rename folder ${folder.name}`, () =>
+    openFolderDialog(`Rename folder ${folder.name}`, "Rename", folder.name, async (name) => {
+      const renamed = await send("PATCH", `/v1/folders/${folder.id}`, { name });
+      const row = folderRow(renamed);
+      $("folders").querySelector(`tr[data-id="${folder.id}"]`)?.replaceWith(row);
+      return row.querySelector(".actions button");
+    }),
+  );
+  const del = button("Delete", `Delete folder ${folder.name}`, (e) => deleteFolder(folder, e.currentTarget), "danger");
+  const row = el(
+    "tr",
+    {},
+    el("td", { className: "name full" }, open),
+    el("td", { className: "holds", textContent: folderHolds(folder) }),
+    el("td", { className: "actions" }, el("div", { className: "inline" }, rename, del)),
+  );
+  row.cells[1].dataset.label = "Holds";
+  row.dataset.id = folder.id;
+  acceptFileDrops(row, folder.id, folder.name);
+  return row;
+}
+
+/** What deleting a folder takes with it: its sub-folders at every depth and the files in them all. */
+async function folderTally(folder) {
+  const tally = { folders: 0, files: folder.file_count };
+  for (let level = [folder.id]; level.length > 0; ) {
+    const below = (await Promise.all(level.map(listFolders))).flat();
+    tally.folders += below.length;
+    for (const f of below) tally.files += f.file_count;
+    level = below.map((f) => f.id);
+  }
+  return tally;
+}
+
+/** Asks, saying how many files and sub-folders go with it, then deletes a folder (recursive). */
+async function deleteFolder(folder, btn) {
+  const tally = await attemptAt(btn, () => folderTally(folder));
+  if (!tally) return;
+  const files = `${tally.files} file${tally.files === 1 ? "" : "s"}`;
+  const folders = `${tally.folders} sub-folder${tally.folders === 1 ? "" : "s"}`;
+  const question =
+    tally.files === 0 && tally.folders === 0
+      ? `Delete the empty folder "${folder.name}"?`
+      : tally.folders === 0
+        ? `Delete the folder "${folder.name}" and the ${files} in it? The files are deleted too; this cannot be undone.`
+        : `Delete the folder "${folder.name}", its ${folders} and the ${files} in them? The files are deleted too; this cannot be undone.`;
+  if (!confirm(question)) return;
+  if ((await attemptAt(btn, () => api(`/v1/folders/${folder.id}?recursive=true`, { method: "DELETE" }))) === undefined) return;
+  $("folders").querySelector(`tr[data-id="${folder.id}"]`)?.remove();
+  $("folders").hidden = $("folders").tBodies[0].rows.length === 0;
+  note(`Deleted the folder ${folder.name}${tally.files + tally.folders === 0 ? "" : ` with ${files}`}.`);
+  $("new-folder").focus();
+  loadUsage().catch(showError);
+}
+
+/** A line under the list tools saying what a move or delete did (or why it did not), read out politely. */
+function note(text, isError = false) {
+  const line = $("files-note");
+  line.textContent = text;
+  line.className = isError ? "field-error" : "muted";
+  line.hidden = false;
+}
+
+let folderDialogSave;
+
+/**
+ * Opens the name dialog (New folder, Rename): `save(name)` makes the request and returns what
+ * gets focus once the dialog has closed; a refusal naming the name (a clash, a "/") shows beside
+ * the field and the dialog stays open.
+ */
+function openFolderDialog(title, submitText, value, save) {
+  $("folder-dialog-title").textContent = title;
+  $("folder-submit").textContent = submitText;
+  const input = $("folder-name");
+  clearInvalid(input);
+  const stale = $("folder-submit").closest(".inline").nextElementSibling;
+  if (stale?.classList.contains("field-error")) stale.remove();
+  input.value = value;
+  folderDialogSave = save;
+  $("folder-dialog").showModal();
+  input.select();
+}
+
+async function submitFolderDialog(e) {
+  e.preventDefault();
+  const input = $("folder-name");
+  const done = await submitForm($("folder-form"), { name: input, parent_id: input }, async () => {
+    try {
+      return { focus: await folderDialogSave(input.value) };
+    } catch (err) {
+      // A clash (409) is about the name, though its message does not start "name:".
+      if (err instanceof ApiError && err.status === 409) throw new ApiError(`name: ${err.message}`, 409);
+      throw err;
+    }
+  });
+  if (!done) return;
+  $("folder-dialog").close(); // before focusing: a modal dialog leaves the page behind it inert
+  done.focus?.focus();
+}
+
+function newFolder() {
+  const parent = currentFolder;
+  const where = folderPath.at(-1)?.name;
+  openFolderDialog(where ? `New folder in ${where}` : "New folder", "Create", "", async (name) => {
+    const made = await send("POST", "/v1/folders", parent ? { name, parent_id: parent } : { name });
+    if (parent !== currentFolder) return undefined;
+    await loadFolders();
+    return $("folders").querySelector(`tr[data-id="${made.id}"] a`);
+  });
+}
+
+/**
+ * Moves a file from the folder viewed into folder `to` ("" the top: out of the folder viewed)
+ * and updates the page: its row goes (it is no longer here), the folders' counts follow.
+ * @returns what should get focus now that the row is gone (the next row's link, or the
+ *   heading), or undefined when the row stays (search results span folders)
+ * @throws ApiError; a name clash (409) in words a person reads
+ */
+async function moveFile(file, to, toName) {
+  const from = currentFolder;
+  try {
+    if (to === "") await api(`/v1/folders/${from}/files/${file.id}`, { method: "DELETE" });
+    else await api(`/v1/folders/${to}/files/${file.id}`, { method: "PUT" });
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 409) throw new ApiError(`${toName} already has a file named "${file.name}": nothing moved.`, 409);
+    throw err;
+  }
+  note(`Moved ${file.name || file.id} to ${toName}.`);
+  if (from !== currentFolder) return undefined;
+  let focus;
+  if (!searchText) {
+    const row = $("files").querySelector(`tr[data-id="${file.id}"]`);
+    const next = row?.nextElementSibling ?? row?.previousElementSibling;
+    row?.remove();
+    updateFilesEmpty();
+    focus = next?.querySelector("a") ?? $("files-title");
+  }
+  await loadFolders();
+  return focus;
+}
+
+/**
+ * Whether a drag of `types` may drop on folder `folderId`: a file row, and not onto the folder
+ * viewed; not onto Home from search results (their folder is unknown, see openMoveDialog).
+ */
+function takesDrop(folderId, types) {
+  return types.includes(FILE_DRAG_TYPE) && folderId !== currentFolder && !(searchText && folderId === "");
+}
+
+/** Makes a folder row or breadcrumb take a dragged file row (not one of the folder viewed). */
+function acceptFileDrops(target, folderId, name) {
+  target.addEventListener("dragover", (e) => {
+    if (!takesDrop(folderId, e.dataTransfer.types)) return;
+    e.preventDefault();
+    e.dataTransfer.dropEffect = "move";
+    target.classList.add("drop-target");
+  });
+  target.addEventListener("dragleave", (e) => {
+    if (!target.contains(e.relatedTarget)) target.classList.remove("drop-target");
+  });
+  target.addEventListener("drop", async (e) => {
+    target.classList.remove("drop-target");
+    const data = e.dataTransfer.getData(FILE_DRAG_TYPE);
+    if (!data || !takesDrop(folderId, e.dataTransfer.types)) return;
+    e.preventDefault();
+    const file = JSON.parse(data);
+    try {
+      await moveFile(file, folderId, name);
+    } catch (err) {
+      note(`Not moved: ${messageOf(err)}`, true);
+    }
+  });
+}
+
+/** The caller's folders as `{id, path}` ("a › b"), in tree order, at most MAX_PICKER_FOLDERS. */
+async function folderTree() {
+  const children = new Map();
+  let count = 0;
+  for (let level = [""]; level.length > 0 && count < MAX_PICKER_FOLDERS; ) {
+    const parents = level;
+    const lists = await Promise.all(parents.map(listFolders));
+    level = [];
+    lists.forEach((list, i) => {
+      list.sort((a, b) => a.name.localeCompare(b.name));
+      children.set(parents[i], list);
+      count += list.length;
+      level.push(...list.map((f) => f.id));
+    });
+  }
+  const out = [];
+  const walk = (parentId, prefix) => {
+    for (const f of children.get(parentId) ?? []) {
+      if (out.length >= MAX_PICKER_FOLDERS) return;
+      const path = prefix ? `${prefix} › ${f.name}` : f.name;
+      out.push({ id: f.id, name: f.name, path });
+      walk(f.id, path);
+    }
+  };
+  walk("", "");
+  return out;
+}
+
+let movingFile;
+let moveOpener;
+
+/**
+ * The Move to… dialog: every folder as a radio button by its path, Home (no folder) first, the
+ * folder viewed marked and not choosable. Home is offered where the file's folder is known (a
+ * folder's or the top's list, not search results, which span folders).
+ */
+async function openMoveDialog(file, opener) {
+  movingFile = file;
+  moveOpener = opener;
+  const label = file.name || file.id;
+  $("move-title").textContent = `Move ${label}`;
+  const stale = $("move-submit").closest(".inline").nextElementSibling;
+  if (stale?.classList.contains("field-error")) stale.remove();
+  const list = $("move-choices");
+  list.replaceChildren(el("li", { className: "muted", textContent: "Loading folders…" }));
+  $("move-hint").hidden = !searchText;
+  $("move-submit").disabled = true;
+  $("move-dialog").showModal();
+  const tree = await attemptAt(list, folderTree);
+  if (!tree || movingFile !== file) return;
+  const choices = [...(searchText ? [] : [{ id: "", name: "Home", path: "Home" }]), ...tree];
+  list.replaceChildren(
+    ...choices.map((c) => {
+      const here = !searchText && c.id === currentFolder;
+      const radio = el("input", { type: "radio", name: "move-target", value: c.id, required: true, disabled: here });
+      radio.dataset.name = c.name;
+      return el("li", {}, el("label", {}, radio, el("span", { textContent: here ? `${c.path} (here)` : c.path })));
+    }),
+  );
+  if (tree.length === MAX_PICKER_FOLDERS) list.append(el("li", { className: "muted", textContent: `The first ${MAX_PICKER_FOLDERS} folders are listed.` }));
+  if (choices.every((c) => !searchText && c.id === currentFolder)) list.append(el("li", { className: "muted", textContent: "No other folder yet: make one with New folder." }));
+  $("move-submit").disabled = false;
+  list.querySelector("input:not(:disabled)")?.focus();
+}
+
+async function submitMove(e) {
+  e.preventDefault();
+  const choice = $("move-form").querySelector("input[name=move-target]:checked");
+  if (!choice) return;
+  const file = movingFile;
+  const done = await attemptAt($("move-submit"), async () => ({ focus: await moveFile(file, choice.value, choice.dataset.name) }));
+  if (!done) return;
+  $("move-dialog").close();
+  (done.focus ?? (moveOpener?.isConnected ? moveOpener : $("files-title"))).focus();
+}
+
+/**
+ * After a tus upload completes: puts the file in the folder that was viewed when it started
+ * (`into.id`, "" the top) and shows it if that folder is still viewed. A name clash there (409)
+ * leaves it at the top, and the upload's line says so.
+ * @returns whether the file is where it was meant to go
+ */
+async function placeUpload(fileId, into, status) {
+  let placed = true;
+  if (into.id) {
+    try {
+      await api(`/v1/folders/${into.id}/files/${fileId}`, { method: "PUT" });
+    } catch (err) {
+      placed = false;
+      const why = err instanceof ApiError && err.status === 409 ? `${into.name} already has a file of that name` : messageOf(err);
+      status.textContent = `uploaded, but left at the top: ${why}`;
+      status.setAttribute("role", "alert");
+    }
+  }
+  const file = await api(`/v1/files/${fileId}`);
+  showNewFile(file, placed ? into.id : "");
+  if (placed && $("folders").querySelector(`tr[data-id="${into.id}"]`)) loadFolders().catch(showError);
+  return placed;
 }
 
 // --- uploads (tus 1.0.0 through tus-js-client) ---
@@ -394,6 +821,8 @@ function upload(file) {
   item.dataset.state = "uploading";
   let paused = false;
   let waiting;
+  // Where the file goes: the folder viewed when the upload starts (tus has no folder: put there once complete).
+  const into = { id: currentFolder, name: folderPath.at(-1)?.name ?? "" };
   const metadata = { filename: file.name, filetype: file.type || "application/octet-stream", visibility: $("upload-visibility").value };
   if ($("upload-expiry").value) metadata.expire_time = ttlToTime($("upload-expiry").value);
 
@@ -430,8 +859,10 @@ function upload(file) {
       pauseButton.remove();
       cancelButton.remove();
       const id = payload?.lastResponse?.getHeader("Cubby-File-Id");
-      if (id) api(`/v1/files/${id}`).then(showNewFile).catch((err) => (status.textContent = `uploaded; the list could not show it: ${messageOf(err)}`));
-      setTimeout(() => item.remove(), 3000);
+      if (!id) return void setTimeout(() => item.remove(), 3000);
+      placeUpload(id, into, status)
+        .then((placed) => placed && setTimeout(() => item.remove(), 3000))
+        .catch((err) => (status.textContent = `uploaded; the list could not show it: ${messageOf(err)}`));
     },
     onError(err) {
       if (isDropped(err)) {
@@ -858,6 +1289,7 @@ function wire() {
   });
   const drop = $("drop");
   drop.addEventListener("dragover", (e) => {
+    if (!e.dataTransfer.types.includes("Files")) return; // a file row dragged to a folder, not an upload
     e.preventDefault();
     drop.classList.add("over");
   });
@@ -872,10 +1304,17 @@ function wire() {
     clearTimeout(searchTimer);
     searchTimer = setTimeout(() => {
       searchText = $("files-search").value.trim();
-      attempt(() => loadFiles(false));
+      $("files-note").hidden = true;
+      attempt(() => Promise.all([loadFiles(false), loadFolders()]));
     }, 250);
   });
   $("files-more").addEventListener("click", () => attempt(() => loadFiles(true)));
+  $("new-folder").addEventListener("click", newFolder);
+  $("folder-form").addEventListener("submit", submitFolderDialog);
+  $("folder-cancel").addEventListener("click", () => $("folder-dialog").close());
+  $("move-form").addEventListener("submit", submitMove);
+  $("move-cancel").addEventListener("click", () => $("move-dialog").close());
+  window.addEventListener("popstate", () => attempt(() => openFolder(folderFromUrl(), { focus: true })));
   $("share-form").addEventListener("submit", createShare);
   $("share-close").addEventListener("click", () => $("share-dialog").close());
   $("link-form").addEventListener("submit", createLink);
@@ -906,7 +1345,7 @@ async function main() {
   $("signed-in").hidden = false;
   wire();
   // The links first: unfinished uploads name the link they come through.
-  await attempt(() => Promise.all([loadFiles(false), loadLinks().then(loadUnfinished), loadHooks(), loadKeys()]));
+  await attempt(() => Promise.all([openFolder(folderFromUrl()), loadLinks().then(loadUnfinished), loadHooks(), loadKeys()]));
 }
 
 main();

@@ -44,11 +44,11 @@ function overflowIn(): { document: [number, number]; rows: string[] } {
   return { document: [doc.documentElement.scrollWidth, doc.documentElement.clientWidth], rows };
 }
 
-/** Runs in the page: visible controls (bar check boxes) shorter than 44 CSS pixels. */
+/** Runs in the page: visible controls (bar check boxes and radio buttons, whose 44 px labels are the targets) shorter than 44 CSS pixels. */
 function smallTargetsIn(): string[] {
   const doc = (globalThis as any).document;
   const small: string[] = [];
-  for (const node of doc.querySelectorAll("main button, main select, main input:not([type=checkbox]), main .button, header button")) {
+  for (const node of doc.querySelectorAll("main button, main select, main input:not([type=checkbox]):not([type=radio]), main .button, header button")) {
     const box = node.getBoundingClientRect();
     if (box.width > 0 && box.height < 44) small.push(`${Math.round(box.height)}px ${node.outerHTML.slice(0, 100)}`);
   }
@@ -200,6 +200,42 @@ test("the signed-in dashboard on every screen: cards on a phone, dead shares mar
   await expect(working.getByRole("button", { name: "Copy share link" })).toBeVisible();
   await expect(working.getByRole("button", { name: "Show QR code" })).toBeVisible();
   await page.getByRole("button", { name: "Close" }).click();
+  expect(errors).toEqual([]);
+  expect(foreign).toEqual([]);
+});
+
+test("a folder on every screen: breadcrumbs, its sub-folders above its files, the Move to… dialog", async ({ page }) => {
+  const { errors, foreign } = watchPage(page, stack);
+  await signIn(page, stack, "erin");
+  type Folder = { id: string };
+  const outer = await apiInPage<Folder>(page, "POST", "/v1/folders", { name: "Clients and their long-running projects" });
+  const inner = await apiInPage<Folder>(page, "POST", "/v1/folders", { name: "Acme Corporation — quarterly reports 2026", parent_id: outer.id });
+  await apiInPage(page, "POST", "/v1/folders", { name: "Drafts", parent_id: inner.id });
+  await apiInPage(page, "POST", "/v1/folders", { name: "Invoices", parent_id: inner.id });
+  const png = fs.readFileSync("/usr/share/pixmaps/debian-logo.png").toString("base64");
+  for (const [name, type, body] of [
+    [LONG_NAME, "application/pdf", Buffer.from("%PDF-1.4\n").toString("base64")],
+    [SPACED_NAME, "image/png", png],
+  ] as const) {
+    const file = await uploadInPage(page, name, type, body);
+    await apiInPage(page, "PUT", `/v1/folders/${inner.id}/files/${file.id}`);
+  }
+  await everyScreen(page, "folder", async () => {
+    await page.goto(`${stack.url}/?folder=${inner.id}`);
+    await expect(page.getByRole("navigation", { name: "Folder path" }).getByRole("link")).toHaveCount(3);
+    await expect(page.locator("#folders tbody tr")).toHaveCount(2);
+    await expect(page.locator("#files tbody tr")).toHaveCount(2);
+  });
+  for (const scheme of SCHEMES) {
+    for (const size of Object.keys(SIZES) as Size[]) {
+      await page.setViewportSize(SIZES[size]);
+      await page.emulateMedia({ colorScheme: scheme });
+      await page.getByRole("button", { name: `Move to… ${LONG_NAME}` }).click();
+      await expect(page.getByRole("dialog").getByRole("radio")).toHaveCount(5);
+      await checkPage(page, "move-dialog", size, scheme);
+      await page.getByRole("button", { name: "Cancel" }).click();
+    }
+  }
   expect(errors).toEqual([]);
   expect(foreign).toEqual([]);
 });
