@@ -8,6 +8,10 @@
  * unlock cookie for this share's path only.
  */
 import { parse as parseCookies } from "cookie";
+import { contentDisposition } from "../domain/content-disposition.ts";
+import type { FileRecord } from "../domain/file.ts";
+import type { FolderRow } from "../domain/folder.ts";
+import type { FolderService } from "../service/folders.ts";
 import { AppError, toRpcStatus } from "../errors.ts";
 import type { Authenticator } from "../auth/principal.ts";
 import type { ShareRow } from "../domain/share.ts";
@@ -15,11 +19,12 @@ import type { FileContent, FileService } from "../service/files.ts";
 import type { ShareService } from "../service/shares.ts";
 import { contentReply, wantsHtml, type ContentReply, type ContentRequest } from "./content.ts";
 import { sharePasswordPage } from "./pages.ts";
-import { sharePage } from "./share-page.ts";
+import { folderSharePage, MAX_LISTED_FILES, sharePage } from "./share-page.ts";
 import { parseQuery } from "../domain/params.ts";
 
 export interface ShareContentDeps {
   files: FileService;
+  folders: FolderService;
   shares: ShareService;
   auth: Authenticator;
   baseUrl: () => string;
@@ -59,10 +64,70 @@ export function basicPassword(authorization: string | null): string | undefined 
  *   resource_exhausted (429: too many wrong passwords from this address), invalid_argument
  *   (a malformed `download` parameter)
  */
-export async function shareReply(deps: ShareContentDeps, request: ContentRequest, token: string): Promise<{ reply: ContentReply; content?: FileContent }> {
-  const { share, file } = await deps.shares.open(token);
+export async function shareReply(deps: ShareContentDeps, request: ContentRequest, token: string): Promise<ShareAnswer> {
+  const opened = await deps.shares.open(token);
+  const share = opened.share;
   if (share.passwordHash !== null && !(await unlocked(deps, request, share))) return { reply: passwordWanted(request) };
-  if (isPageRequest(request)) return { reply: sharePage({ share, file, sharer: await deps.shares.sharerEmail(share), nowMicros: deps.clockMicros() }, request.method) };
+  if (opened.folder !== undefined) return folderShareReply(deps, request, share, opened.folder);
+  if (isPageRequest(request)) return { reply: sharePage({ share, file: opened.file, sharer: await deps.shares.sharerEmail(share), nowMicros: deps.clockMicros() }, request.method) };
+  return fileShareReply(deps, request, share, opened.file);
+}
+
+/** What a share URL answers: a reply, with the file's content, or the folder whose ZIP is the body, when it sends one. */
+export interface ShareAnswer {
+  reply: ContentReply;
+  content?: FileContent;
+  /** The shared folder whose files the body is, as one ZIP (serving/content.ts writes it). */
+  zipOf?: FolderRow;
+}
+
+/**
+ * A shared folder's URL (CONTRACT §12): `?file={id}` one of its files (as a file's share sends
+ * it, counted alike); `?download=zip` (and any request that is not a browser's page
+ * navigation) the whole folder as one ZIP, counted once when a GET starts it; a browser's
+ * navigation the folder's page (share-page.ts folderSharePage), which counts nothing.
+ * @throws AppError not_found (no such file in the folder), invalid_argument (`download` other
+ *   than `zip`, `0`, `1`), gone (the limit was reached meanwhile)
+ */
+async function folderShareReply(deps: ShareContentDeps, request: ContentRequest, share: ShareRow, folder: FolderRow): Promise<ShareAnswer> {
+  const query = parseQuery(request.search, ["download", "file"]);
+  const fileId = query.get("file");
+  if (fileId !== undefined) {
+    const file = await deps.folders.fileForShare(folder, fileId);
+    if (file === undefined) throw new AppError("not_found", "no such file in this shared folder");
+    return fileShareReply(deps, request, share, file);
+  }
+  const download = query.get("download");
+  if (download === undefined && wantsHtml(request)) {
+    const files: { path: string; file: FileRecord }[] = [];
+    let truncated = false;
+    for await (const entry of deps.folders.filesForShare(folder)) {
+      if (files.length === MAX_LISTED_FILES) {
+        truncated = true;
+        break;
+      }
+      files.push(entry);
+    }
+    return { reply: folderSharePage({ share, folder, files, truncated, sharer: await deps.shares.sharerEmail(share), nowMicros: deps.clockMicros() }, request.method) };
+  }
+  if (download !== undefined && download !== "zip") throw new AppError("invalid_argument", "download: zip for the whole folder (or file={id} with 0 or 1 for one file)");
+  const headers: Record<string, string> = {
+    "content-type": "application/zip",
+    "content-disposition": contentDisposition("attachment", `${folder.name}.zip`),
+    "cache-control": "no-cache, private",
+    "referrer-policy": "no-referrer",
+    "x-content-type-options": "nosniff",
+  };
+  if (request.method !== "GET") return { reply: { status: 200, headers: { ...headers, "content-length": "0" } } };
+  await deps.shares.countDownload(share, folder);
+  return { reply: { status: 200, headers }, zipOf: folder };
+}
+
+/**
+ * A file of a share (the file's own, or one in a shared folder) as the share URL sends it: the
+ * content headers of §3, nothing for shared caches; a GET from byte 0 counted as a download.
+ */
+async function fileShareReply(deps: ShareContentDeps, request: ContentRequest, share: ShareRow, file: FileRecord): Promise<ShareAnswer> {
   const fileReply = contentReply(file, request, undefined, deps.baseUrl());
   // Whoever has the link may read; nothing about the reply is for shared caches.
   const headers: Record<string, string> = { ...fileReply.headers, "cache-control": "no-cache, private", "referrer-policy": "no-referrer" };

@@ -19,6 +19,7 @@
  * No script: the page's CSP allows only cubby's own stylesheet and media from the share itself.
  */
 import type { FileRecord } from "../domain/file.ts";
+import type { FolderRow } from "../domain/folder.ts";
 import { essenceOf } from "../domain/params.ts";
 import type { ShareRow } from "../domain/share.ts";
 import { formatSize } from "../domain/size.ts";
@@ -79,25 +80,107 @@ ${previewOf(file, self, share.maxDownloads !== null)}
   };
 }
 
+/** What a shared folder's page shows (CONTRACT §12). */
+export interface FolderSharePageView {
+  share: ShareRow;
+  folder: FolderRow;
+  /** The files to list, each with its path inside the folder ("" or `sub/`), at most {@link MAX_LISTED_FILES}. */
+  files: { path: string; file: FileRecord }[];
+  /** Whether there were more files than listed (the ZIP still holds them all). */
+  truncated: boolean;
+  sharer: string | undefined;
+  nowMicros: number;
+}
+
+/** Files a shared folder's page lists; the ZIP holds every one. */
+export const MAX_LISTED_FILES = 1000;
+
+/**
+ * The page of a shared folder for a browser (CONTRACT §12): the folder's name, who shared it,
+ * expiry, downloads left, "Download all" (`?download=zip`), and each file with its size, a
+ * Download link (`?file={id}&download=1`) and, for images, audio, video, PDF and text, a Preview
+ * (`?file={id}&download=0`) inside a closed `<details>`, so the page itself fetches nothing and
+ * counts nothing: each download, of one file or of the ZIP, counts once (service/shares.ts).
+ * @returns a reply with its own body: 200, `text/html`, never cached
+ */
+export function folderSharePage(view: FolderSharePageView, method: string): ContentReply {
+  const { share, folder } = view;
+  const self = `/s/${share.token}`;
+  const total = view.files.reduce((sum, f) => sum + f.file.size, 0);
+  const facts = [
+    `<div><dt>Files</dt><dd>${view.truncated ? `more than ${view.files.length}` : view.files.length}${view.truncated ? "" : ` (${escapeHtml(formatSize(total))})`}</dd></div>`,
+    view.sharer === undefined ? "" : `<div><dt>Shared by</dt><dd>${escapeHtml(view.sharer)}</dd></div>`,
+    `<div><dt>Expires</dt><dd>${share.expiresAt === null ? "Never" : escapeHtml(formatWhen(share.expiresAt, view.nowMicros))}</dd></div>`,
+    `<div><dt>Downloads left</dt><dd>${share.maxDownloads === null ? "No limit" : `${Math.max(0, share.maxDownloads - share.downloadCount)} of ${share.maxDownloads}`}</dd></div>`,
+  ].join("");
+  const costs = share.maxDownloads === null ? "" : ' <span class="muted">(each download, of one file or of all, uses one)</span>';
+  const rows = view.files
+    .map(({ path, file }) => {
+      const name = `${path}${file.name === "" ? file.id : file.name}`;
+      const link = `${self}?file=${file.id}`;
+      const preview = hasPreview(file) ? `<details class="preview"><summary>Preview</summary>${previewElement(file, `${link}&amp;download=0`, true)}</details>` : "";
+      return `<li class="shared-file"><div class="shared-file-head"><span class="shared-file-name">${escapeHtml(name)}</span> <span class="muted">${escapeHtml(formatSize(file.size))}</span> <a class="button" href="${link}&amp;download=1" download aria-label="Download ${escapeHtml(name)}">Download</a></div>${preview}</li>`;
+    })
+    .join("\n");
+  const empty = view.files.length === 0 ? '<p class="muted">This folder is empty.</p>' : "";
+  const more = view.truncated ? `<p class="muted">Only the first ${view.files.length} files are listed; "Download all" has every one.</p>` : "";
+  const body = `${pageHead(folder.name)}
+<body><main class="narrow share-page">
+<p class="muted">A folder shared with you</p>
+<h1 class="file-name">${escapeHtml(folder.name)}</h1>
+<dl class="facts">${facts}</dl>
+<p><a class="button primary download" href="${self}?download=zip" download>Download all <span class="muted-on-accent">(ZIP)</span></a>${costs}</p>
+${empty}<ul class="shared-files">
+${rows}
+</ul>
+${more}
+</main></body></html>
+`;
+  return {
+    status: 200,
+    headers: {
+      "content-type": "text/html; charset=utf-8",
+      "cache-control": "no-store",
+      "content-security-policy": PAGE_CSP,
+      "x-content-type-options": "nosniff",
+      "referrer-policy": "no-referrer",
+      vary: "Accept",
+      "content-length": String(Buffer.byteLength(body)),
+    },
+    body: method === "HEAD" ? undefined : body,
+  };
+}
+
 /**
  * The preview element for a file's type, or "" when there is none (other types, large text).
  * @param limited the share has a download limit: the preview starts closed
  */
 function previewOf(file: FileRecord, self: string, limited: boolean): string {
-  const src = `${self}?download=0`;
+  if (!hasPreview(file)) return "";
+  const summary = limited ? "Preview (opening it uses one download)" : "Preview";
+  return `<details class="preview"${limited ? "" : " open"}><summary>${summary}</summary>${previewElement(file, `${self}?download=0`, limited)}</details>`;
+}
+
+/** Whether the page can preview a file of this type and size: images, audio, video, PDF, and text up to 1 MiB. */
+function hasPreview(file: FileRecord): boolean {
+  const type = essenceOf(file.contentType);
+  if (type.startsWith("image/") || type.startsWith("video/") || type.startsWith("audio/") || type === "application/pdf") return true;
+  return (type.startsWith("text/") || type === "application/json") && file.size <= MAX_TEXT_PREVIEW_BYTES;
+}
+
+/**
+ * The element that previews a file {@link hasPreview} accepts, loading `src` (HTML-escaped
+ * already); media load nothing until played when `lazyMedia`.
+ */
+function previewElement(file: FileRecord, src: string, lazyMedia: boolean): string {
   const title = escapeHtml(file.name === "" ? "the file" : file.name);
   const type = essenceOf(file.contentType);
-  const preload = limited ? "none" : "metadata";
-  let element: string;
-  if (type.startsWith("image/")) element = `<img class="preview-media" src="${src}" alt="Preview of ${title}" loading="lazy">`;
-  else if (type.startsWith("video/")) element = `<video class="preview-media" src="${src}" controls preload="${preload}" aria-label="Preview of ${title}"></video>`;
-  else if (type.startsWith("audio/")) element = `<audio src="${src}" controls preload="${preload}" aria-label="Preview of ${title}"></audio>`;
-  else if (type === "application/pdf") element = `<iframe class="preview-frame" src="${src}" title="Preview of ${title}" loading="lazy"></iframe>`;
-  else if ((type.startsWith("text/") || type === "application/json") && file.size <= MAX_TEXT_PREVIEW_BYTES) {
-    element = `<iframe class="preview-frame text" src="${src}" title="Preview of ${title}" loading="lazy" sandbox></iframe>`;
-  } else return "";
-  const summary = limited ? "Preview (opening it uses one download)" : "Preview";
-  return `<details class="preview"${limited ? "" : " open"}><summary>${summary}</summary>${element}</details>`;
+  const preload = lazyMedia ? "none" : "metadata";
+  if (type.startsWith("image/")) return `<img class="preview-media" src="${src}" alt="Preview of ${title}" loading="lazy">`;
+  if (type.startsWith("video/")) return `<video class="preview-media" src="${src}" controls preload="${preload}" aria-label="Preview of ${title}"></video>`;
+  if (type.startsWith("audio/")) return `<audio src="${src}" controls preload="${preload}" aria-label="Preview of ${title}"></audio>`;
+  if (type === "application/pdf") return `<iframe class="preview-frame" src="${src}" title="Preview of ${title}" loading="lazy"></iframe>`;
+  return `<iframe class="preview-frame text" src="${src}" title="Preview of ${title}" loading="lazy" sandbox></iframe>`;
 }
 
 /** An expiry as "26 Nov 2026, 13:20 UTC (in 3 days)". */

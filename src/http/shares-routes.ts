@@ -1,6 +1,6 @@
 /**
- * REST routes for share links (CONTRACT §8): `POST` and `GET /v1/files/{id}/shares`,
- * `DELETE /v1/shares/{id}`, and the POST of a share's password form at `/s/{token}`. The share
+ * REST routes for share links (CONTRACT §8): `POST` and `GET /v1/files/{id}/shares` and
+ * `/v1/folders/{id}/shares` (CONTRACT §12), `DELETE /v1/shares/{id}`, and the POST of a share's password form at `/s/{token}`. The share
  * URL's GET and HEAD are served on the content path (serving/content.ts, http/share-content.ts).
  */
 import { serialize as serializeCookie } from "cookie";
@@ -27,6 +27,9 @@ export interface SharesRoutesDeps {
 
 /** Largest body read for a new share or a password form, in bytes. */
 const MAX_BODY_BYTES = 16 * 1024;
+
+/** `{id}` of a folder. */
+const folderIdParams = t.Object({ id: t.String({ description: "Folder ID" }) });
 
 /** `{token}` of a share link's URL. */
 const tokenParams = t.Object({ token: t.String({ description: "The share's token (from its `url`)" }) });
@@ -136,6 +139,32 @@ function sharesOfFiles(deps: SharesRoutesDeps) {
         params: fileIdParams,
         parse: "none",
         detail: detail({ operationId: "listShares", summary: "A file's share links", tags: ["shares"], responses: { ...ok("ShareList"), ...errors(400, 404, ...AUTH) } }),
+      })
+      .post(
+        "/v1/folders/:id/shares",
+        async ({ principal, params, body }) => {
+          const input = {
+            expiresAt: deps.files.expiryFrom({ expire_time: body.expire_time, ttl: body.ttl }),
+            maxDownloads: body.max_downloads,
+            password: body.password,
+          };
+          return json(toJson(await shares.createForFolder(principal, params.id, input)));
+        },
+        {
+          params: folderIdParams,
+          ...newShareBody,
+          detail: detail({
+            operationId: "createFolderShare",
+            summary: "Share a folder by link: a page of its files and one ZIP (CONTRACT §12)",
+            tags: ["shares"],
+            responses: { ...ok("Share"), ...errors(400, 404, 415, ...AUTH) },
+          }),
+        },
+      )
+      .get("/v1/folders/:id/shares", async ({ principal, params }) => json({ shares: (await shares.listForFolder(principal, params.id)).map(toJson) }), {
+        params: folderIdParams,
+        parse: "none",
+        detail: detail({ operationId: "listFolderShares", summary: "A folder's share links", tags: ["shares"], responses: { ...ok("ShareList"), ...errors(400, 404, ...AUTH) } }),
       })
       .delete(
         "/v1/shares/:id",

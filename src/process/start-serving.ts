@@ -69,7 +69,7 @@ export async function startServing(
     routes,
     rpcPaths: rpcPaths(routes),
     unary,
-    content: { files: services.files, shares: services.shares, auth, baseUrl: () => baseUrl, clockMicros: () => services.clock.nowMicros() },
+    content: { files: services.files, folders: services.folders, shares: services.shares, auth, baseUrl: () => baseUrl, clockMicros: () => services.clock.nowMicros() },
     dav: { files: services.files, folders: services.folders, store: services.store, clock: services.clock, auth, baseUrl: () => baseUrl },
     answerAtOnce: config.testAtOnce !== false,
     log,

@@ -52,6 +52,9 @@ export interface FolderPatch {
 /** What a folder holds under one name: a sub-folder or a file. */
 export type FolderEntry = { kind: "folder"; folder: FolderRow } | { kind: "file"; file: FileRecord };
 
+/** Rows read per query when a share walks a folder. */
+const SHARE_PAGE = 500;
+
 /** Files read per query when a recursive delete walks a folder. */
 const DELETE_BATCH = 500;
 
@@ -256,6 +259,57 @@ export class FolderService {
       if (file.expiresAt === null || file.expiresAt > now) out.push({ kind: "file", file });
     }
     return out;
+  }
+
+  /**
+   * A folder by ID with no access check, for a share link's holder (the share is the access);
+   * undefined when it does not exist.
+   */
+  forShare(id: string): Promise<FolderRow | undefined> {
+    return this.deps.store.folders.get(id);
+  }
+
+  /**
+   * Every live file in `folder` and below it, for a share link's holder: each with its path
+   * inside the folder ("" for the folder's own files, else `sub/sub2/`), folders in name order,
+   * files newest first within each. Reads a page at a time.
+   */
+  async *filesForShare(folder: FolderRow): AsyncIterable<{ path: string; file: FileRecord }> {
+    const now = this.deps.clock.nowMicros();
+    const pending: { id: string; path: string }[] = [{ id: folder.id, path: "" }];
+    for (let next = pending.shift(); next !== undefined; next = pending.shift()) {
+      for (let after: PageCursor | undefined, more = true; more; ) {
+        const rows = await this.deps.store.folders.listFiles(folder.ownerId, next.id, SHARE_PAGE, after);
+        for (const file of rows) if (file.expiresAt === null || file.expiresAt > now) yield { path: next.path, file };
+        more = rows.length === SHARE_PAGE;
+        const last = rows[rows.length - 1];
+        after = last === undefined ? undefined : { createdAt: last.createdAt, id: last.id };
+      }
+      const subs: FolderRow[] = [];
+      for (let after: PageCursor | undefined, more = true; more; ) {
+        const rows = await this.deps.store.folders.listByParent(folder.ownerId, next.id, SHARE_PAGE, after);
+        subs.push(...rows);
+        more = rows.length === SHARE_PAGE;
+        const last = rows[rows.length - 1];
+        after = last === undefined ? undefined : { createdAt: last.createdAt, id: last.id };
+      }
+      subs.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      pending.unshift(...subs.map((s) => ({ id: s.id, path: `${next.path}${s.name}/` })));
+    }
+  }
+
+  /**
+   * A live file in `folder` or below it, for a share link's holder; undefined when there is no
+   * such file there.
+   */
+  async fileForShare(folder: FolderRow, fileId: string): Promise<FileRecord | undefined> {
+    if (!isIdShaped(fileId)) return undefined;
+    const file = await this.deps.files.forShare(fileId);
+    if (file === undefined || file.ownerId !== folder.ownerId) return undefined;
+    for (let at = await this.deps.store.folders.folderOf(file.id); at !== undefined; at = (await this.deps.store.folders.get(at))?.parentId ?? undefined) {
+      if (at === folder.id) return file;
+    }
+    return undefined;
   }
 
   /** Folders with their counts, in the same order. */

@@ -106,6 +106,7 @@ export async function openServices(opts: OpenOptions): Promise<Services> {
   const files = new FileService({ store, blobs, clock, maxUploadBytes: opts.maxUploadBytes, quotas, webhooks });
   const uploadLinks = new UploadLinkService({ store, clock, files, maxUploadBytes: opts.maxUploadBytes });
   const users = new UserService({ store, clock });
+  const folders = new FolderService({ store, blobs, clock, files, webhooks });
   const expiryMicros = (opts.uploadExpirySeconds ?? 24 * 3600) * 1_000_000;
   // One machine shares DATA_DIR (flock); several instances share PostgreSQL (advisory locks).
   const locks = opts.databaseUrl === undefined ? new FileLocks(path.join(opts.dataDir, "uploads")) : new PgAdvisoryLocks(opts.databaseUrl);
@@ -114,8 +115,8 @@ export async function openServices(opts: OpenOptions): Promise<Services> {
     blobs,
     clock,
     files,
-    shares: new ShareService({ store, files, clock, webhooks }),
-    folders: new FolderService({ store, blobs, clock, files, webhooks }),
+    shares: new ShareService({ store, files, folders, clock, webhooks }),
+    folders,
     webhooks,
     uploads: new UploadService({ store, blobs, clock, files, links: uploadLinks, quotas, maxUploadBytes: opts.maxUploadBytes, expiryMicros, locks }),
     uploadLinks,

@@ -11,6 +11,8 @@ import type { Clock } from "../domain/time.ts";
 import type { ShareRow } from "../domain/share.ts";
 import type { MetadataStore } from "../storage/ports.ts";
 import type { FileService } from "./files.ts";
+import type { FolderRow } from "../domain/folder.ts";
+import type { FolderService } from "./folders.ts";
 import type { WebhookService } from "./webhooks.ts";
 
 /** What a new share may set; every field optional. */
@@ -26,15 +28,12 @@ export interface ShareInput {
 export const MAX_DOWNLOADS = 1_000_000_000;
 export const MAX_PASSWORD_CHARS = 1024;
 
-/** A live share and its file, as a share URL opens them. */
-export interface OpenShare {
-  share: ShareRow;
-  file: FileRecord;
-}
+/** A live share and its file (a file's share) or folder (a folder's, CONTRACT §12), as a share URL opens them. */
+export type OpenShare = { share: ShareRow; file: FileRecord; folder?: undefined } | { share: ShareRow; folder: FolderRow; file?: undefined };
 
 /** Share links: create, list and delete (the file's owner), and open by token (anyone who has it). */
 export class ShareService {
-  constructor(private readonly deps: { store: MetadataStore; files: FileService; clock: Clock; webhooks: WebhookService }) {}
+  constructor(private readonly deps: { store: MetadataStore; files: FileService; folders: FolderService; clock: Clock; webhooks: WebhookService }) {}
 
   /**
    * Shares a file the caller owns.
@@ -45,15 +44,46 @@ export class ShareService {
     // A share link exposes the file: files.read as well as files.write (CONTRACT §10).
     requireScope(principal, "files.read");
     const file = await this.deps.files.owned(principal, fileId);
+    const share = await this.newShare(principal, input, { fileId: file.id, folderId: null });
+    await this.deps.store.shares.insert(share);
+    return share;
+  }
+
+  /**
+   * Shares a folder the caller owns (CONTRACT §12): its files, and its sub-folders' files, for
+   * whoever has the link, as a page and as one ZIP. Records `folder.shared` (CONTRACT §13) in
+   * the same transaction.
+   * @throws permission_denied without files.read or files.write; invalid_argument as
+   *   {@link create}; not_found (no such folder of the caller's)
+   */
+  async createForFolder(principal: Principal, folderId: string, input: ShareInput): Promise<ShareRow> {
+    requireScope(principal, "files.read");
+    requireScope(principal, "files.write");
+    const folder = await this.deps.folders.row(principal, folderId);
+    const share = await this.newShare(principal, input, { fileId: "", folderId: folder.id });
+    await this.deps.store.transaction(async (tx) => {
+      await tx.shares.insert(share);
+      await this.deps.webhooks.folderShared(tx, folder, share.id);
+    });
+    return share;
+  }
+
+  /** The live shares of a folder the caller owns, newest first. @throws not_found */
+  async listForFolder(principal: Principal, folderId: string): Promise<ShareRow[]> {
+    const folder = await this.deps.folders.row(principal, folderId);
+    return this.deps.store.shares.listByFolder(folder.id);
+  }
+
+  /** A new share row of the caller's for a file or a folder, its input checked and its password hashed. */
+  private async newShare(principal: Principal, input: ShareInput, target: Pick<ShareRow, "fileId" | "folderId">): Promise<ShareRow> {
     const now = this.deps.clock.nowMicros();
     const { expiresAt = null, maxDownloads = null, password } = input;
     if (expiresAt !== null && expiresAt <= now) throw new AppError("invalid_argument", "expire_time must be in the future");
     if (maxDownloads !== null) checkMaxDownloads(maxDownloads);
     if (password !== undefined) checkSharePassword(password);
-    const share: ShareRow = {
+    return {
       id: newShareId(),
-      fileId: file.id,
-      folderId: null,
+      ...target,
       ownerId: principal.userId,
       token: newShareToken(),
       expiresAt,
@@ -63,8 +93,6 @@ export class ShareService {
       createdAt: now,
       deletedAt: null,
     };
-    await this.deps.store.shares.insert(share);
-    return share;
   }
 
   /** The live shares of a file the caller owns, newest first (expired and used-up ones included). */
@@ -95,6 +123,11 @@ export class ShareService {
     if (share.deletedAt !== null) throw gone("this share link was deleted");
     if (share.expiresAt !== null && share.expiresAt <= this.deps.clock.nowMicros()) throw gone("this share link has expired");
     if (share.maxDownloads !== null && share.downloadCount >= share.maxDownloads) throw gone("this share link has reached its download limit");
+    if (share.folderId !== null) {
+      const folder = await this.deps.folders.forShare(share.folderId);
+      if (folder === undefined) throw gone("the shared folder was deleted");
+      return { share, folder };
+    }
     const file = await this.deps.files.forShare(share.fileId);
     if (file === undefined) throw gone("the shared file was deleted");
     return { share, file };
@@ -113,14 +146,16 @@ export class ShareService {
   }
 
   /**
-   * Counts a download (a GET from byte 0) of `file` through `share`, never past the limit, and
-   * records `share.downloaded` in the same transaction (CONTRACT §13).
+   * Counts a download (a GET from byte 0) of a file, or of a shared folder's ZIP (CONTRACT §12:
+   * the limit counts both alike), through `share`, never past the limit, and records
+   * `share.downloaded` in the same transaction (CONTRACT §13).
    * @throws gone when the limit was reached meanwhile, or the share was deleted
    */
-  async countDownload(share: ShareRow, file: FileRecord): Promise<void> {
+  async countDownload(share: ShareRow, what: FileRecord | FolderRow): Promise<void> {
     const counted = await this.deps.store.transaction(async (tx) => {
       if (!(await tx.shares.countDownload(share.id))) return false;
-      await this.deps.webhooks.shareDownloaded(tx, file, share.id);
+      if ("blob" in what) await this.deps.webhooks.shareDownloaded(tx, what, share.id);
+      else await this.deps.webhooks.folderDownloaded(tx, what, share.id);
       return true;
     });
     if (!counted) throw gone("this share link has reached its download limit");

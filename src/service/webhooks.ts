@@ -5,6 +5,7 @@
  * fanned out there to each of the owner's webhooks subscribed to its type; the deliverer
  * (webhook-deliverer.ts) sends it later, at least once.
  */
+import type { FolderRow } from "../domain/folder.ts";
 import { nanoid } from "nanoid";
 import { AppError } from "../errors.ts";
 import { toFileJson, type FileRecord } from "../domain/file.ts";
@@ -123,6 +124,22 @@ export class WebhookService {
   }
 
   /**
+   * Records `folder.shared` (CONTRACT §12, §13) for a new share `shareId` of `folder`, in `tx`.
+   * `data`: `{"share_id","folder":{"id","name","parent_id"}}`; the subject is the folder's ID.
+   */
+  folderShared(tx: MetadataTables, folder: FolderRow, shareId: string): Promise<void> {
+    return this.record(tx, folder.ownerId, "folder.shared", folder.id, { share_id: shareId, folder: folderRef(folder) });
+  }
+
+  /**
+   * Records `share.downloaded` for a download of a shared folder's ZIP through share `shareId`,
+   * in `tx`: `data` is `{"share_id","folder":{"id","name","parent_id"}}`.
+   */
+  folderDownloaded(tx: MetadataTables, folder: FolderRow, shareId: string): Promise<void> {
+    return this.record(tx, folder.ownerId, "share.downloaded", folder.id, { share_id: shareId, folder: folderRef(folder) });
+  }
+
+  /**
    * Writes one event to the outbox for each of `ownerId`'s webhooks subscribed to `type`, in
    * `tx`: it commits with the change or not at all. `subject` orders events (a file ID).
    */
@@ -134,4 +151,9 @@ export class WebhookService {
     const payload = eventPayload(type, now, data);
     await tx.webhooks.enqueue(hooks.map((h) => ({ eventId, webhookId: h.id, type, subject, payload, createdAt: now })));
   }
+}
+
+/** A folder as events name it: `{"id","name","parent_id"}` ("" at the top). */
+function folderRef(folder: FolderRow): { id: string; name: string; parent_id: string } {
+  return { id: folder.id, name: folder.name, parent_id: folder.parentId ?? "" };
 }

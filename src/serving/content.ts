@@ -20,6 +20,7 @@ import { shareReply, type ShareContentDeps } from "../http/share-content.ts";
 import type { FileContent } from "../service/files.ts";
 import type { ByteRange } from "../storage/ports.ts";
 import { failed, type Buffering, type Exchange, type Outgoing } from "./exchange.ts";
+import { writeFolderZip } from "./folder-zip.ts";
 
 /** What content URLs and share links are answered with. */
 export interface ContentOptions {
@@ -61,10 +62,14 @@ export function shareTarget(pathname: string): string | undefined {
   return SHARE_PATH.exec(pathname)?.[1];
 }
 
-/** What a content answer is: the reply, and the file's content when the reply sends some of it. */
+/**
+ * What a content answer is: the reply, and the file's content when the reply sends some of it,
+ * or what writes a body of another kind (a shared folder's ZIP, folder-zip.ts) and ends it.
+ */
 export interface ContentDecision {
   reply: ContentReply;
   content?: FileContent | undefined;
+  writeBody?: ((out: Outgoing, buffering: Buffering) => Promise<void>) | undefined;
 }
 
 /**
@@ -80,7 +85,11 @@ export function serveContent(opts: ContentOptions, ex: Exchange, target: Content
 
 /** Answers GET or HEAD of a share link, `/s/{token}` (http/share-content.ts decides; a lookup always). */
 export function serveShare(opts: ContentOptions, ex: Exchange, token: string): void {
-  void answerContent(ex, shareReply(opts.deps, ex, token));
+  const decided = shareReply(opts.deps, ex, token).then(({ reply, content, zipOf }): ContentDecision => {
+    if (zipOf === undefined) return { reply, content };
+    return { reply, writeBody: (out, buffering) => writeFolderZip(out, opts.deps, zipOf, buffering) };
+  });
+  void answerContent(ex, decided);
 }
 
 /**
@@ -125,7 +134,8 @@ async function decideRest(deps: ContentDeps, request: ContentRequest, target: Co
  * redirects, 304, 416, empty files), or a range of content held in memory.
  * @returns false (nothing written) when the bytes must be read from the store
  */
-function answerWhole(ex: Exchange, { reply, content }: ContentDecision): boolean {
+function answerWhole(ex: Exchange, { reply, content, writeBody }: ContentDecision): boolean {
+  if (writeBody !== undefined && ex.method !== "HEAD") return false;
   const range = reply.range;
   if (reply.body !== undefined || range === undefined || ex.method === "HEAD" || content === undefined) {
     ex.respond(reply.status, reply.headers, reply.body);
@@ -149,7 +159,8 @@ export async function answerContent(ex: Exchange, decided: ContentDecision | Pro
     const decision = await decided;
     if (ex.gone || answerWhole(ex, decision)) return;
     out = ex.stream(decision.reply.status, decision.reply.headers);
-    await writeContent(out, decision.content!, decision.reply.range!, ex.buffering);
+    if (decision.writeBody !== undefined) await decision.writeBody(out, ex.buffering);
+    else await writeContent(out, decision.content!, decision.reply.range!, ex.buffering);
   } catch (err) {
     failed(ex, err, ex.context, out);
   }

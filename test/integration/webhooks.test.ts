@@ -188,6 +188,17 @@ describe("every event type, from every surface, signed", () => {
     expect(receiver.accepted().filter((r) => r.type === "share.downloaded" && r.data.file?.id === file.id)).toHaveLength(1);
   });
 
+  test("a folder shared: folder.shared; its ZIP downloaded: share.downloaded naming the folder", async () => {
+    const folder = (await (await post("/v1/folders", { name: "to share" })).json()) as { id: string };
+    const share = (await (await post(`/v1/folders/${folder.id}/shares`, {})).json()) as { id: string; url: string };
+    const aboutFolder = (type: string) => waitFor(() => receiver.accepted().find((r) => r.type === type && (r.data.folder as { id?: string } | undefined)?.id === folder.id), `${type} of ${folder.id}`, 15_000);
+    expect((await aboutFolder("folder.shared")).data).toEqual({ share_id: share.id, folder: { id: folder.id, name: "to share", parent_id: "" } });
+    const zip = await fetch(`${share.url}?download=zip`);
+    expect(zip.status).toBe(200);
+    await zip.arrayBuffer();
+    expect((await aboutFolder("share.downloaded")).data).toEqual({ share_id: share.id, folder: { id: folder.id, name: "to share", parent_id: "" } });
+  });
+
   test("the expiry sweep: file.deleted with reason expired", async () => {
     const file = await client(server, key).upload("brief", "?name=brief.txt&ttl=1s");
     expect((await eventOf("file.deleted", file.id)).data).toMatchObject({ reason: "expired", file: { id: file.id } });

@@ -1,0 +1,65 @@
+/**
+ * A shared folder's ZIP (CONTRACT §12, `/s/{token}?download=zip`): every live file in the folder
+ * and below it, STORED (never recompressed), streamed as it is read, one member at a time, with
+ * constant memory whatever the folder's size, from either blob store. The ZIP writing itself is
+ * zip-stream.ts; this module feeds it the folder's files and writes what it makes on the wire
+ * at the pace the client reads.
+ */
+import type { FolderRow } from "../domain/folder.ts";
+import type { ShareContentDeps } from "../http/share-content.ts";
+import type { Buffering, Outgoing } from "./exchange.ts";
+import { blobBytes, zipStream, ZipNames, type ZipMember } from "./zip-stream.ts";
+
+/** Chunks of the archive written and not yet left the process, at most. */
+const IN_FLIGHT = 4;
+
+/**
+ * Streams `folder`'s ZIP on `out` and ends it. Each member's content is read from the store
+ * with the wire's buffering, each chunk copied into the archive and its buffer released at
+ * once; at most {@link IN_FLIGHT} archive chunks wait on the connection. Stops, releasing the
+ * blob being read, when the client goes (`out.signal`).
+ * @throws what listing the folder or reading a blob throws (the caller resets the answer)
+ */
+export async function writeFolderZip(out: Outgoing, deps: Pick<ShareContentDeps, "files" | "folders">, folder: FolderRow, buffering: Buffering): Promise<void> {
+  const signal = out.signal;
+  const plan = { ...buffering, signal };
+  /** One ZipNames per directory of the archive, by its path ("" or `sub/`). */
+  const directories = new Map<string, ZipNames>();
+  const entryName = (path: string, name: string, id: string): string => {
+    let names = directories.get(path);
+    if (names === undefined) directories.set(path, (names = new ZipNames()));
+    // A folder's name holds no "/" but may hold "\", which some unzippers take for one.
+    return `${path.replace(/\\/g, "_")}${names.take(name, id)}`;
+  };
+  async function* members(): AsyncIterable<ZipMember> {
+    for await (const { path, file } of deps.folders.filesForShare(folder)) {
+      const content = deps.files.contentOf(file);
+      const cached = content.cached;
+      yield {
+        name: entryName(path, file.name, file.id),
+        size: file.size,
+        modified: file.updatedAt,
+        content: () => (cached !== undefined ? once(cached) : blobBytes(content.read({ start: 0, length: file.size }, plan))),
+      };
+    }
+  }
+  let inFlight = 0;
+  let drained: (() => void) | undefined;
+  const written = () => {
+    inFlight--;
+    drained?.();
+  };
+  for await (const bytes of zipStream(members(), signal)) {
+    if (signal.aborted) break;
+    inFlight++;
+    out.write(bytes, written);
+    while (inFlight >= IN_FLIGHT && !signal.aborted) await new Promise<void>((resolve) => (drained = resolve));
+    drained = undefined;
+  }
+  if (!signal.aborted) out.end();
+}
+
+/** One chunk as an async iterable (a small file's content from the blob cache). */
+async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
+  yield bytes;
+}
