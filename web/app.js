@@ -278,7 +278,7 @@ function fileRow(file) {
   );
   const copyLink = button("Copy link", `Copy link of ${label}`, (e) => copy(file.url, e.currentTarget));
   const open = el("a", { href: file.url, textContent: label, target: "_blank", rel: "noopener" });
-  const share = button("Share", `Share ${label}`, () => openShares(file));
+  const share = button("Share", `Share ${label}`, () => openShares(fileSharing(file)));
   const move = button("Move to…", `Move to… ${label}`, (e) => openMoveDialog(file, e.currentTarget));
   // Dragged onto a folder row or a breadcrumb, the file moves there (keyboards have Move to…).
   const nameCell = el(
@@ -475,7 +475,8 @@ function renderPlace() {
     return el("li", {}, link);
   });
   $("crumbs").querySelector("ol").replaceChildren(...crumbs);
-  $("crumbs").hidden = here === undefined;
+  $("place").hidden = here === undefined;
+  if (here) $("share-folder").setAttribute("aria-label", `Share folder ${here.name}`);
   $("files-title").textContent = here?.name ?? "Files";
   document.title = here ? `${here.name} · cubby` : "cubby";
   $("upload-target").textContent = here ? `into ${here.name}` : "to the top";
@@ -509,7 +510,7 @@ function folderHolds(folder) {
   return n === 0 ? "no files" : `${n} file${n === 1 ? "" : "s"}, ${formatSize(Number(folder.bytes))}`;
 }
 
-/** A sub-folder's row: its name opens it; Rename, Delete; a file dropped on it moves in. */
+/** A sub-folder's row: its name opens it; Rename, Share, Delete; a file dropped on it moves in. */
 function folderRow(folder) {
   const path = [...folderPath, folder];
   const open = el("a", { href: folderHref(folder.id), className: "list-name folder-link" }, folderIcon(), folder.name);
@@ -522,13 +523,14 @@ function folderRow(folder) {
       return row.querySelector(".actions button");
     }),
   );
+  const share = button("Share", `Share folder ${folder.name}`, () => openShares(folderSharing(folder)));
   const del = button("Delete", `Delete folder ${folder.name}`, (e) => deleteFolder(folder, e.currentTarget), "danger");
   const row = el(
     "tr",
     {},
     el("td", { className: "name full" }, open),
     el("td", { className: "holds", textContent: folderHolds(folder) }),
-    el("td", { className: "actions" }, el("div", { className: "inline" }, rename, del)),
+    el("td", { className: "actions" }, el("div", { className: "inline" }, rename, share, del)),
   );
   row.cells[1].dataset.label = "Holds";
   row.dataset.id = folder.id;
@@ -930,23 +932,59 @@ function uploadAll(files) {
   for (const f of files) upload(f);
 }
 
-// --- share links ---
+// --- share links (of a file, CONTRACT §8, or of a folder, §12: one dialog for both) ---
 
-let sharedFile;
+/**
+ * What the share dialog is about: `what` ("file" or "folder"), its `name` for people, the
+ * endpoint that lists and creates its links (`GET`/`POST {endpoint}`; revoking is
+ * `DELETE /v1/shares/{id}` for both), and the dialog's words for it.
+ * @typedef {{ what: "file" | "folder", name: string, endpoint: string, about: string }} Sharing
+ */
 
-async function openShares(file) {
-  sharedFile = file;
-  $("share-title").textContent = `Share links of ${file.name || file.id}`;
+/** @returns {Sharing} the share dialog's subject for a File object */
+function fileSharing(file) {
+  return {
+    what: "file",
+    name: file.name || file.id,
+    endpoint: `/v1/files/${encodeURIComponent(file.id)}/shares`,
+    about: "Anyone with a share link can download the file, whatever its visibility, until the link expires, runs out of downloads or is revoked.",
+  };
+}
+
+/** @returns {Sharing} the share dialog's subject for a Folder object: its files and its sub-folders' */
+function folderSharing(folder) {
+  return {
+    what: "folder",
+    name: folder.name,
+    endpoint: `/v1/folders/${encodeURIComponent(folder.id)}/shares`,
+    about:
+      "Anyone with a share link sees the files in this folder and its sub-folders, as they are when the link is opened, and can download each one or all as one ZIP, until the link expires, runs out of downloads (each file or ZIP downloaded uses one) or is revoked.",
+  };
+}
+
+/** The subject of the open share dialog; an answer for an earlier one is dropped. */
+let sharing;
+
+/** Opens the share dialog of a file or a folder: its links (working ones first), and a form for a new one. */
+async function openShares(subject) {
+  sharing = subject;
+  $("share-title").textContent = `Share links of ${subject.what === "folder" ? "folder " : ""}${subject.name}`;
+  $("share-about").textContent = subject.about;
+  $("shares-empty").textContent = `No share links for this ${subject.what}.`;
   $("shares").replaceChildren();
   $("shares-empty").hidden = true;
+  const stale = $("share-form").nextElementSibling;
+  if (stale?.classList.contains("field-error")) stale.remove();
+  for (const field of [$("share-expiry"), $("share-max"), $("share-password")]) clearInvalid(field);
+  $("share-form").reset();
   $("share-dialog").showModal();
   await attemptAt($("shares"), loadShares);
 }
 
 async function loadShares() {
-  const file = sharedFile;
-  const { shares } = await api(`/v1/files/${file.id}/shares`);
-  if (file !== sharedFile) return;
+  const subject = sharing;
+  const { shares } = await api(subject.endpoint);
+  if (subject !== sharing) return;
   // Working links first: the ones a person may want to pass on.
   const dead = (share) => (shareState(share) === "" ? 0 : 1);
   $("shares").replaceChildren(...shares.map((share, i) => [share, i]).sort(([a, i], [b, j]) => dead(a) - dead(b) || i - j).map(([share]) => shareCard(share)));
@@ -985,7 +1023,10 @@ function shareCard(share) {
     "Revoke share link",
     async (e) => {
       if (!confirm("Revoke this share link? It stops working at once.")) return;
-      if ((await attemptAt(e.currentTarget, () => api(`/v1/shares/${share.id}`, { method: "DELETE" }))) !== undefined) await attemptAt($("shares"), loadShares);
+      if ((await attemptAt(e.currentTarget, () => api(`/v1/shares/${share.id}`, { method: "DELETE" }))) === undefined) return;
+      await attemptAt($("shares"), loadShares);
+      // The card is gone: focus goes to the next link's first control, or to the form.
+      ($("shares").querySelector("button") ?? $("share-expiry")).focus();
     },
     "danger",
   );
@@ -1021,10 +1062,12 @@ async function createShare(e) {
   if ($("share-max").value) body.max_downloads = Number($("share-max").value);
   if ($("share-password").value) body.password = $("share-password").value;
   const fields = { ttl: $("share-expiry"), expire_time: $("share-expiry"), max_downloads: $("share-max"), password: $("share-password") };
-  const made = await submitForm($("share-form"), fields, () => send("POST", `/v1/files/${sharedFile.id}/shares`, body));
+  const made = await submitForm($("share-form"), fields, () => send("POST", sharing.endpoint, body));
   if (!made) return;
   $("share-form").reset();
   await attemptAt($("shares"), loadShares);
+  // The new link's Copy button: what a person does next, and a screen reader hears that it exists.
+  $("shares").querySelector(`li[data-id="${made.id}"] button`)?.focus();
 }
 
 // --- upload links ---
@@ -1317,6 +1360,7 @@ function wire() {
   window.addEventListener("popstate", () => attempt(() => openFolder(folderFromUrl(), { focus: true })));
   $("share-form").addEventListener("submit", createShare);
   $("share-close").addEventListener("click", () => $("share-dialog").close());
+  $("share-folder").addEventListener("click", () => folderPath.length > 0 && openShares(folderSharing(folderPath.at(-1))));
   $("link-form").addEventListener("submit", createLink);
   $("unfinished-refresh").addEventListener("click", () => attempt(() => Promise.all([loadUnfinished(), loadUsage()])));
   $("hook-form").addEventListener("submit", createHook);

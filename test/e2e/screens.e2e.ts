@@ -204,7 +204,7 @@ test("the signed-in dashboard on every screen: cards on a phone, dead shares mar
   expect(foreign).toEqual([]);
 });
 
-test("a folder on every screen: breadcrumbs, its sub-folders above its files, the Move to… dialog", async ({ page }) => {
+test("a folder on every screen: breadcrumbs and Share folder, its sub-folders above its files, the Move to… dialog, the folder's share dialog", async ({ page }) => {
   const { errors, foreign } = watchPage(page, stack);
   await signIn(page, stack, "erin");
   type Folder = { id: string };
@@ -234,6 +234,25 @@ test("a folder on every screen: breadcrumbs, its sub-folders above its files, th
       await expect(page.getByRole("dialog").getByRole("radio")).toHaveCount(5);
       await checkPage(page, "move-dialog", size, scheme);
       await page.getByRole("button", { name: "Cancel" }).click();
+    }
+  }
+
+  // The folder's share dialog (the file's, given the folder): one working link with a password, one used up.
+  await apiInPage(page, "POST", `/v1/folders/${inner.id}/shares`, { ttl: "7d", password: "open sesame" });
+  const once = await apiInPage<{ url: string }>(page, "POST", `/v1/folders/${inner.id}/shares`, { max_downloads: 1 });
+  const zip = await fetch(`${once.url}?download=zip`);
+  expect(zip.status).toBe(200);
+  await zip.arrayBuffer();
+  for (const scheme of SCHEMES) {
+    for (const size of Object.keys(SIZES) as Size[]) {
+      await page.setViewportSize(SIZES[size]);
+      await page.emulateMedia({ colorScheme: scheme });
+      await page.getByRole("button", { name: "Share folder Acme Corporation — quarterly reports 2026" }).click();
+      const dialog = page.getByRole("dialog", { name: "Share links of folder Acme Corporation — quarterly reports 2026" });
+      await expect(dialog.locator("#shares li")).toHaveCount(2);
+      await expect(dialog.locator('#shares li[data-state="used up"]')).toContainText("1 of 1 downloads");
+      await checkPage(page, "folder-share-dialog", size, scheme);
+      await dialog.getByRole("button", { name: "Close" }).click();
     }
   }
   expect(errors).toEqual([]);
