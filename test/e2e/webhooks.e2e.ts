@@ -63,6 +63,7 @@ test("add a webhook (its secret once), see its deliveries, delete it", async ({ 
   await section.getByLabel("URL").fill(receiverUrl);
   await section.getByLabel("replaced").uncheck();
   await section.getByLabel("share downloaded").uncheck();
+  await section.getByLabel("folder shared").uncheck();
   await section.getByRole("button", { name: "Add webhook" }).click();
   const shown = section.getByLabel("New webhook secret");
   await expect(shown).toHaveValue(/^whsec_/);
