@@ -1,7 +1,7 @@
 // What a streamed ZIP (src/serving/zip-stream.ts) holds, as the tools people unpack it with see
 // it: Info-ZIP's unzip, 7-Zip (Debian's p7zip-full) and Python's zipfile. Members are read from
 // this run's blob store (a disk store; an S3 store with CUBBY_TEST_BACKEND=postgres-s3) through
-// blobBytes, as a folder's files are. The archive past 4 GiB is test/integration/zip64.test.ts.
+// blobBytes, as a folder's files are. The archive past 4 GiB, through the server, is test/integration/folder-zip-big.test.ts.
 import { afterAll, beforeAll, describe, expect } from "bun:test";
 import fs from "node:fs";
 import os from "node:os";
