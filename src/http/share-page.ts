@@ -65,19 +65,7 @@ export function sharePage(view: SharePageView, method: string): ContentReply {
 ${previewOf(file, self, share.maxDownloads !== null)}
 </main></body></html>
 `;
-  return {
-    status: 200,
-    headers: {
-      "content-type": "text/html; charset=utf-8",
-      "cache-control": "no-store",
-      "content-security-policy": PAGE_CSP,
-      "x-content-type-options": "nosniff",
-      "referrer-policy": "no-referrer",
-      vary: "Accept",
-      "content-length": String(Buffer.byteLength(body)),
-    },
-    body: method === "HEAD" ? undefined : body,
-  };
+  return pageReply(body, method);
 }
 
 /** What a shared folder's page shows (CONTRACT §12). */
@@ -136,6 +124,11 @@ ${rows}
 ${more}
 </main></body></html>
 `;
+  return pageReply(body, method);
+}
+
+/** A share page's reply: 200, HTML, never cached (it shows downloads left), the page's CSP; no body for HEAD. */
+function pageReply(body: string, method: string): ContentReply {
   return {
     status: 200,
     headers: {

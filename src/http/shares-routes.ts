@@ -9,7 +9,7 @@ import { AppError } from "../errors.ts";
 import { toShareJson, type ShareRow } from "../domain/share.ts";
 import type { Authenticator } from "../auth/principal.ts";
 import type { FileService } from "../service/files.ts";
-import { checkMaxDownloads, checkSharePassword, MAX_DOWNLOADS, MAX_PASSWORD_CHARS, type ShareService } from "../service/shares.ts";
+import { checkMaxDownloads, checkSharePassword, MAX_DOWNLOADS, MAX_PASSWORD_CHARS, type ShareInput, type ShareService } from "../service/shares.ts";
 import { ANYONE, AUTH, detail, errors, html, LOCATION, ok, SERVER } from "./describe.ts";
 import { bodyString, checked, closedBody, expiryFields, fileIdParams, jsonBody } from "./inputs.ts";
 import { readBounded } from "./json-body.ts";
@@ -110,6 +110,11 @@ export function sharesRoutes(deps: SharesRoutesDeps) {
 function sharesOfFiles(deps: SharesRoutesDeps) {
   const { auth, shares } = deps;
   const toJson = (s: ShareRow) => toShareJson(deps.baseUrl(), s);
+  const inputOf = (body: { expire_time?: string | undefined; ttl?: string | undefined; max_downloads?: number | null | undefined; password?: string | undefined }): ShareInput => ({
+    expiresAt: deps.files.expiryFrom({ expire_time: body.expire_time, ttl: body.ttl }),
+    maxDownloads: body.max_downloads,
+    password: body.password,
+  });
   return (
     new Elysia({ name: "shares-of-files" })
       .use(requestContext)
@@ -117,12 +122,7 @@ function sharesOfFiles(deps: SharesRoutesDeps) {
       .post(
         "/v1/files/:id/shares",
         async ({ principal, params, body }) => {
-          const input = {
-            expiresAt: deps.files.expiryFrom({ expire_time: body.expire_time, ttl: body.ttl }),
-            maxDownloads: body.max_downloads,
-            password: body.password,
-          };
-          return json(toJson(await shares.create(principal, params.id, input)));
+          return json(toJson(await shares.create(principal, params.id, inputOf(body))));
         },
         {
           params: fileIdParams,
@@ -143,12 +143,7 @@ function sharesOfFiles(deps: SharesRoutesDeps) {
       .post(
         "/v1/folders/:id/shares",
         async ({ principal, params, body }) => {
-          const input = {
-            expiresAt: deps.files.expiryFrom({ expire_time: body.expire_time, ttl: body.ttl }),
-            maxDownloads: body.max_downloads,
-            password: body.password,
-          };
-          return json(toJson(await shares.createForFolder(principal, params.id, input)));
+          return json(toJson(await shares.createForFolder(principal, params.id, inputOf(body))));
         },
         {
           params: folderIdParams,

@@ -14,6 +14,7 @@ import type { ShareJson } from "../../src/domain/share.ts";
 import { BACKEND } from "../support/backend.ts";
 import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";
 import { waitFor } from "../support/wait.ts";
+import { generated } from "../support/generated.ts";
 
 const MIB = 1024 ** 2;
 const BIG = 5 * 1024 * MIB;
@@ -24,22 +25,6 @@ let key: string;
 let dir: string;
 let share: ShareJson;
 let bigChecksum: string;
-
-/** `total` bytes of a random 1 MiB block stamped with each chunk's offset, never held whole. */
-function generated(total: number, onChunk: (c: Uint8Array) => void): ReadableStream<Uint8Array> {
-  const block = crypto.getRandomValues(new Uint8Array(MIB));
-  let sent = 0;
-  return new ReadableStream<Uint8Array>({
-    pull(controller) {
-      if (sent >= total) return controller.close();
-      const chunk = new Uint8Array(block);
-      new DataView(chunk.buffer).setFloat64(0, sent);
-      sent += chunk.byteLength;
-      onChunk(chunk);
-      controller.enqueue(chunk);
-    },
-  });
-}
 
 /** A field of /proc/PID/status, in KiB. */
 function statusKiB(pid: number, field: "VmRSS" | "VmHWM"): number {

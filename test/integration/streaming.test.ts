@@ -5,25 +5,10 @@ import fs from "node:fs";
 import http2 from "node:http2";
 import { crc32cUpdate, checksumToBase64 } from "../../src/domain/checksum.ts";
 import { client, startServer, type FileJson } from "../support/server.ts";
+import { generated } from "../support/generated.ts";
 
 const GIB = 1024 ** 3;
 const CHUNK = 1024 * 1024;
-
-/** 1 GiB of non-repeating-looking bytes: a random 1 MiB block, stamped with the chunk number. */
-function generated(total: number, onChunk: (c: Uint8Array) => void): ReadableStream<Uint8Array> {
-  const block = crypto.getRandomValues(new Uint8Array(CHUNK));
-  let sent = 0;
-  return new ReadableStream<Uint8Array>({
-    pull(controller) {
-      if (sent >= total) return controller.close();
-      const chunk = new Uint8Array(block);
-      new DataView(chunk.buffer).setFloat64(0, sent);
-      sent += chunk.byteLength;
-      onChunk(chunk);
-      controller.enqueue(chunk);
-    },
-  });
-}
 
 function vmHwmKiB(pid: number): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
