@@ -141,6 +141,8 @@ export async function copyOrMove(req: DavRequest, move: boolean): Promise<void> 
   const to = lockPathOf(dest);
   if (from === to) throw new DavError(403, "the source and the destination are the same");
   if (resource.kind === "folder" && to.startsWith(`${from}/`)) throw new DavError(403, "a collection cannot go inside itself");
+  // Overwriting a collection that holds the source would delete the source with it.
+  if (from.startsWith(`${to}/`)) throw new DavError(403, "the destination holds the source");
   if (dest.length === 0) throw new DavError(403, "the destination cannot be the top");
   const target = await req.resolve(dest);
   if (target.parent === undefined) throw new DavError(409, "the destination's parent collection does not exist");
@@ -150,6 +152,21 @@ export async function copyOrMove(req: DavRequest, move: boolean): Promise<void> 
   if (move) targets.push({ segments: req.segments, kind: "membership" });
   await req.checkChange(targets, resource);
   if (existing !== undefined && sameResource(existing, resource)) throw new DavError(403, "the source and the destination are the same");
+  if (existing?.kind === "file" && resource.kind === "file") {
+    // A file onto a file (how editors save: a temporary file moved over the real one): the
+    // destination keeps its ID and URL and takes the bytes, in one step that changes nothing
+    // when it fails.
+    if (move) {
+      await req.deps.files.moveOnto(req.principal, resource.file.id, existing.file.id);
+      await moveProperties(req, propertyKey(resource), propertyKey(existing));
+      await dropLocks(req, req.segments);
+    } else {
+      await req.deps.files.replaceContent(req.principal, existing.file.id, { contentType: resource.file.contentType, content: resource.file.size === 0 ? null : blobCopy(req, resource.file) });
+      await replaceProperties(req, propertyKey(resource), propertyKey(existing));
+    }
+    req.ex.respond(204, { "content-length": "0" });
+    return;
+  }
   if (existing !== undefined) await remove(req, dest, existing);
   const name = dest[dest.length - 1]!;
   const parentId = folderIdOf(target.parent);
@@ -196,21 +213,12 @@ function checkFileName(name: string): void {
 /** A new file in `parentId` named `name` with `file`'s bytes (streamed from its blob) and dead properties. */
 async function copyFile(req: DavRequest, file: FileRecord, parentId: string | null, name: string): Promise<void> {
   checkFileName(name);
-  const content = req.deps.files.contentOf(file);
-  async function* bytes(): AsyncIterable<Uint8Array> {
-    // Each chunk is copied before its buffer is released: the writer may still hold it.
-    for await (const chunk of content.read({ start: 0, length: file.size }, COPY_PLAN)) {
-      const copy = chunk.bytes.slice();
-      chunk.release();
-      yield copy;
-    }
-  }
   const copy = await req.deps.files.create(req.principal, {
     slug: "",
     name,
     visibility: undefined,
     contentType: file.contentType,
-    content: file.size === 0 ? null : bytes(),
+    content: file.size === 0 ? null : blobCopy(req, file),
     folderId: parentId ?? undefined,
   });
   await copyProperties(req, propertyKey({ kind: "file", file, folderId: null }), `file:${copy.id}`);
@@ -225,6 +233,27 @@ async function copyFolder(req: DavRequest, source: Collection & { kind: "folder"
     if (m.resource.kind === "folder") await copyFolder(req, m.resource, created.id, m.resource.folder.name, true);
     else await copyFile(req, m.resource.file, created.id, m.resource.file.name);
   }
+}
+
+/** A file's bytes streamed from its blob, each chunk copied before its buffer is released (the writer may still hold it). */
+async function* blobCopy(req: DavRequest, file: FileRecord): AsyncIterable<Uint8Array> {
+  for await (const chunk of req.deps.files.contentOf(file).read({ start: 0, length: file.size }, COPY_PLAN)) {
+    const copy = chunk.bytes.slice();
+    chunk.release();
+    yield copy;
+  }
+}
+
+/** Gives `to` the dead properties of `from` instead of its own (a copy onto an existing resource). */
+async function replaceProperties(req: DavRequest, from: string, to: string): Promise<void> {
+  await req.deps.store.dav.deleteProperties(req.principal.userId, [to]);
+  await copyProperties(req, from, to);
+}
+
+/** Moves the dead properties of one resource to another, replacing the other's. */
+async function moveProperties(req: DavRequest, from: string, to: string): Promise<void> {
+  await replaceProperties(req, from, to);
+  await req.deps.store.dav.deleteProperties(req.principal.userId, [from]);
 }
 
 /** Copies the dead properties of one resource to another. */

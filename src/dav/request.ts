@@ -133,7 +133,9 @@ export class DavRequest {
     } catch {
       return undefined;
     }
-    if (url.hostname !== "placeholder.invalid" && url.host !== this.host()) return undefined;
+    // The host the request came to, or HOSTNAME's: behind a proxy that passes `Host $host`, a
+    // public port is gone from the first but not from the URLs a client builds from the second.
+    if (url.hostname !== "placeholder.invalid" && url.host !== this.host() && url.host !== publicHost(this.deps.baseUrl())) return undefined;
     if (!isDavPath(url.pathname)) return undefined;
     try {
       return segmentsOf(url.pathname);
@@ -151,4 +153,13 @@ export class DavRequest {
 /** A resource's entity tag: a file's is its content URL's (`"{blob}"`: new content, new tag); collections have none. */
 export function etagOf(r: Resource): string | undefined {
   return r.kind === "file" ? `"${r.file.blob}"` : undefined;
+}
+
+/** The host and port of a public origin (HOSTNAME), or "" when it is not a URL. */
+function publicHost(baseUrl: string): string {
+  try {
+    return new URL(baseUrl).host;
+  } catch {
+    return "";
+  }
 }

@@ -118,8 +118,7 @@ async function folderShareReply(deps: ShareContentDeps, request: ContentRequest,
     "referrer-policy": "no-referrer",
     "x-content-type-options": "nosniff",
   };
-  if (request.method !== "GET") return { reply: { status: 200, headers: { ...headers, "content-length": "0" } } };
-  await deps.shares.countDownload(share, folder);
+  if (request.method === "GET") await deps.shares.countDownload(share, folder);
   return { reply: { status: 200, headers }, zipOf: folder };
 }
 

@@ -191,7 +191,8 @@ export class Http1Exchange implements Exchange, HeaderSource, Outgoing {
     this.state = 1;
     this.status = status;
     this.length = headers["content-length"];
-    // No length: the body ends with the connection (HTTP/1.0's way; nothing of cubby's streams without one).
+    // No length: the body ends with the connection (HTTP/1.0's way; only a shared folder's ZIP,
+    // whose length is not known ahead, streams without one).
     if (this.length === undefined) this.keepAlive = false;
     this.conn.socket.write(`${this.statusLine(status)}${typeof block === "string" ? block : block.toString("latin1")}Date: ${httpDate()}\r\n${this.keepAlive ? `Connection: keep-alive\r\nKeep-Alive: timeout=${this.conn.keepAliveSeconds}\r\n\r\n` : "Connection: close\r\n\r\n"}`, "latin1");
     return this;

@@ -268,8 +268,10 @@ class Importer {
       const folderOwner = this.folderOwners.get(row.folderId);
       if (folderOwner === undefined) throw damaged(offset, `file ${row.id} is in folder ${row.folderId}, which no earlier record defines`);
       if (folderOwner !== row.ownerId) throw damaged(offset, `file ${row.id} is in folder ${row.folderId} of another user`);
-      // A file with no name never clashes (service/folder-names.ts).
-      if (row.name !== "") this.nameFree(`${row.folderId}/${row.name}`, `file ${row.id}`, offset);
+      // A file with no name never clashes, nor does one past its expiry (service/folder-names.ts):
+      // an export may hold such a file beside a live one of its name.
+      const expired = row.expiresAt !== null && row.expiresAt <= Date.now() * 1000;
+      if (row.name !== "" && !expired) this.nameFree(`${row.folderId}/${row.name}`, `file ${row.id}`, offset);
     }
     if ((await this.deps.store.files.get(row.id)) !== undefined) throw exists(`file ${row.id}`);
     this.fileOwners.set(row.id, row.ownerId);

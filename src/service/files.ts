@@ -377,6 +377,33 @@ export class FileService {
   }
 
   /**
+   * Moves one of the caller's files onto another of theirs (WebDAV MOVE with Overwrite: a save
+   * through a temporary file): `targetId` keeps its ID, URL, name and folder and takes the
+   * source's content and media type; the source's row goes. One transaction, so a failure
+   * changes nothing; the target's old blob is removed after the commit.
+   * @throws not_found, permission_denied (either file); invalid_argument (the same file)
+   */
+  async moveOnto(principal: Principal, sourceId: string, targetId: string): Promise<FileRecord> {
+    if (sourceId === targetId) throw new AppError("invalid_argument", "a file cannot be moved onto itself");
+    let oldBlob = "";
+    const updated = await this.deps.store.transaction(async (tx) => {
+      await this.deps.quotas.lock(tx, principal.userId);
+      const source = await this.ownedForWrite(tx, principal, sourceId);
+      const target = await this.ownedForWrite(tx, principal, targetId);
+      // The source's row goes first: a blob is referred to by one row at a time.
+      await tx.files.delete(source.id, source.blob);
+      await this.deps.webhooks.fileDeleted(tx, source, "deleted");
+      oldBlob = target.blob;
+      const next: FileRecord = { ...target, contentType: source.contentType, size: source.size, checksum: source.checksum, blob: source.blob, updatedAt: this.nextUpdate(target) };
+      await tx.files.update(next);
+      await this.deps.webhooks.fileChanged(tx, "file.updated", next);
+      return next;
+    });
+    this.deps.blobs.removeLater(oldBlob);
+    return updated;
+  }
+
+  /**
    * Sets or clears slug and name, or changes visibility. Fields left undefined are kept.
    * Needs files.read as well as files.write (CONTRACT §10): the answer is the File, and a
    * visibility change may expose it; a write-only key creates and replaces, never reads back.
@@ -386,6 +413,9 @@ export class FileService {
     requireScope(principal, "files.write");
     requireScope(principal, "files.read");
     return this.deps.store.transaction(async (tx) => {
+      // A new name is checked against its folder's under the owner's row (service/folders.ts),
+      // locked before the file's row, as every transaction locks them; only the owner renames.
+      if (patch.name !== undefined) await tx.users.account(principal.userId);
       const file = await this.ownedForWrite(tx, principal, id);
       const next: FileRecord = {
         ...file,
@@ -395,9 +425,7 @@ export class FileService {
       };
       if (next.slug === file.slug && next.name === file.name && next.visibility === file.visibility) return file;
       if (next.name !== file.name) {
-        // Names are unique within a folder (CONTRACT §12): checked with the owner's row locked,
-        // as every change of the owner's folders is (service/folders.ts).
-        await tx.users.account(file.ownerId);
+        // Names are unique within a folder (CONTRACT §12): the owner's row is locked above.
         const folderId = await tx.folders.folderOf(file.id);
         if (folderId !== undefined) await assertNameFree(tx, file.ownerId, folderId, next.name, { fileId: file.id }, this.deps.clock.nowMicros());
       }
@@ -420,6 +448,9 @@ export class FileService {
   /** Deletes a file (owner only); its blob is removed after the commit. */
   async delete(principal: Principal, id: string): Promise<void> {
     const blob = await this.deps.store.transaction(async (tx) => {
+      // The owner's row first (only the owner deletes), so that a delete and a change that
+      // looked the file up by name under that lock (putNamed, a folder's) apply one after the other.
+      await tx.users.account(principal.userId);
       const file = await this.ownedForWrite(tx, principal, id);
       if (await tx.files.delete(id, file.blob)) await this.deps.webhooks.fileDeleted(tx, file, "deleted");
       return file.blob;

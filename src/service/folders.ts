@@ -151,7 +151,10 @@ export class FolderService {
         for (;;) {
           const batch = await tx.folders.listFiles(principal.userId, folderId, DELETE_BATCH, undefined);
           if (batch.length === 0) break;
-          if (opts.recursive !== true) throw new AppError("failed_precondition", "the folder is not empty; delete it with recursive=true");
+          // A file past its expiry is gone for every reader already: it goes with the folder.
+          const now = this.deps.clock.nowMicros();
+          const live = batch.some((f) => f.expiresAt === null || f.expiresAt > now);
+          if (live && opts.recursive !== true) throw new AppError("failed_precondition", "the folder is not empty; delete it with recursive=true");
           for (const file of batch) {
             if (await tx.files.delete(file.id, file.blob)) await this.deps.webhooks.fileDeleted(tx, file, "deleted");
             removed.push(file.blob);

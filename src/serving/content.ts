@@ -135,7 +135,7 @@ async function decideRest(deps: ContentDeps, request: ContentRequest, target: Co
  * @returns false (nothing written) when the bytes must be read from the store
  */
 function answerWhole(ex: Exchange, { reply, content, writeBody }: ContentDecision): boolean {
-  if (writeBody !== undefined && ex.method !== "HEAD") return false;
+  if (writeBody !== undefined) return false;
   const range = reply.range;
   if (reply.body !== undefined || range === undefined || ex.method === "HEAD" || content === undefined) {
     ex.respond(reply.status, reply.headers, reply.body);
@@ -159,7 +159,8 @@ export async function answerContent(ex: Exchange, decided: ContentDecision | Pro
     const decision = await decided;
     if (ex.gone || answerWhole(ex, decision)) return;
     out = ex.stream(decision.reply.status, decision.reply.headers);
-    if (decision.writeBody !== undefined) await decision.writeBody(out, ex.buffering);
+    // HEAD of a body written as it goes: its head as GET's, no length, nothing after it.
+    if (decision.writeBody !== undefined) await (ex.method === "HEAD" ? out.end() : decision.writeBody(out, ex.buffering));
     else await writeContent(out, decision.content!, decision.reply.range!, ex.buffering);
   } catch (err) {
     failed(ex, err, ex.context, out);

@@ -32,7 +32,11 @@ export async function writeFolderZip(out: Outgoing, deps: Pick<ShareContentDeps,
     return `${path.replace(/\\/g, "_")}${names.take(name, id)}`;
   };
   async function* members(): AsyncIterable<ZipMember> {
-    for await (const { path, file } of deps.folders.filesForShare(folder)) {
+    for await (const { path, file: listed } of deps.folders.filesForShare(folder)) {
+      // The listing reads a page of rows ahead; by the time a slow client reaches this one, its
+      // content may have been replaced and the old blob removed: read the row as it is now.
+      const file = await deps.files.forShare(listed.id);
+      if (file === undefined) continue;
       const content = deps.files.contentOf(file);
       const cached = content.cached;
       yield {

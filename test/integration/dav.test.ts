@@ -112,6 +112,35 @@ describe("the tree", () => {
     expect(((await (await api.fetch("/v1/files")).json()) as { files: FileJson[] }).files).toEqual([]);
   });
 
+  test("MOVE or COPY of a file onto another (an editor's save): the target keeps its ID and URL and takes the bytes; the source goes with MOVE", async () => {
+    const k = await server.mintKey("save@example.com");
+    const api = client(server, k);
+    expect((await dav("/dav/doc.txt", { method: "PUT", body: "version 1" }, k)).status).toBe(201);
+    const [doc] = ((await (await api.fetch("/v1/files")).json()) as { files: FileJson[] }).files;
+    expect((await dav("/dav/.doc.txt.tmp", { method: "PUT", body: "version 2" }, k)).status).toBe(201);
+    expect((await dav("/dav/.doc.txt.tmp", { method: "MOVE", headers: { destination: "/dav/doc.txt" } }, k)).status).toBe(204);
+    const after = ((await (await api.fetch("/v1/files")).json()) as { files: FileJson[] }).files;
+    expect(after.map((f) => [f.id, f.name])).toEqual([[doc!.id, "doc.txt"]]);
+    expect(await (await fetch(doc!.url, { headers: { authorization: `Bearer ${k}` } })).text()).toBe("version 2");
+    expect((await dav("/dav/other.txt", { method: "PUT", body: "version 3" }, k)).status).toBe(201);
+    expect((await dav("/dav/other.txt", { method: "COPY", headers: { destination: "/dav/doc.txt" } }, k)).status).toBe(204);
+    const copied = ((await (await api.fetch("/v1/files")).json()) as { files: FileJson[] }).files;
+    expect(copied.map((f) => f.name).sort()).toEqual(["doc.txt", "other.txt"]);
+    expect(copied.find((f) => f.name === "doc.txt")!.id).toBe(doc!.id);
+    expect(await (await dav("/dav/doc.txt", {}, k)).text()).toBe("version 3");
+  });
+
+  test("MOVE or COPY onto a collection that holds the source is refused (403) and loses nothing", async () => {
+    const k = await server.mintKey("nest@example.com");
+    expect((await dav("/dav/A/", { method: "MKCOL" }, k)).status).toBe(201);
+    expect((await dav("/dav/A/B/", { method: "MKCOL" }, k)).status).toBe(201);
+    expect((await dav("/dav/A/B/f.txt", { method: "PUT", body: "keep me" }, k)).status).toBe(201);
+    expect((await dav("/dav/A/B/f.txt", { method: "MOVE", headers: { destination: "/dav/A" } }, k)).status).toBe(403);
+    expect((await dav("/dav/A/B/f.txt", { method: "COPY", headers: { destination: "/dav/A/" } }, k)).status).toBe(403);
+    expect((await dav("/dav/A/B", { method: "MOVE", headers: { destination: "/dav/A" } }, k)).status).toBe(403);
+    expect(await (await dav("/dav/A/B/f.txt", {}, k)).text()).toBe("keep me");
+  });
+
   test("conflicts: PUT or MKCOL with no parent 409, MKCOL over something 405, DELETE of the top 403, a missing path 404", async () => {
     const answers = await Promise.all([
       dav("/dav/no/such/file.txt", { method: "PUT", body: "x" }),

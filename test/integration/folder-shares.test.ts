@@ -161,7 +161,13 @@ describe("a shared folder", () => {
     const head = await get(share, "?download=zip", {}, "HEAD");
     expect(head.status).toBe(200);
     expect(head.headers.get("content-type")).toBe("application/zip");
+    expect(head.headers.get("content-length")).toBeNull(); // as GET: not known ahead, not 0
     expect(await head.text()).toBe("");
+    // Over HTTP/2 alike (curl --http2-prior-knowledge: h2c).
+    const h2 = Bun.spawnSync(["curl", "-sS", "--http2-prior-knowledge", "-I", `${share.url}?download=zip`], { stdout: "pipe" }).stdout.toString();
+    expect(h2).toMatch(/^HTTP\/2 200/);
+    expect(h2).toContain("content-type: application/zip");
+    expect(h2).not.toContain("content-length");
   });
 });
 
