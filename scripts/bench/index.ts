@@ -706,6 +706,34 @@ if (want(16) && has("curl")) {
   });
 } else if (ONLY === undefined) skip("dashboard uploader over a slow link", ["curl"]);
 
+// 17. A shared folder's ZIP (issue 29): a folder holding the LARGE file and SMALL_FILES small
+// ones, downloaded as one ZIP through its share link, against the LARGE file alone through its
+// content URL on the same server (the same blob read, no ZIP); and the serving process's peak
+// RSS over idle while the ZIP streams.
+if (want(17) && has("curl")) {
+  step(`folder ZIP (${size(LARGE)} + small files) vs the large file alone`);
+  const smallFiles = SMOKE ? 100 : 1000;
+  const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
+  const folder = (await (await fetch(`${base}/v1/folders`, { method: "POST", body: JSON.stringify({ name: "zip bench" }), headers })).json()) as { id: string };
+  for (let i = 0; i < smallFiles; i++) await upload(`small file ${i}\n`.repeat(1 + (i % 50)), `?folder_id=${folder.id}&name=small-${i}.txt`);
+  const moved = await fetch(`${base}/v1/folders/${folder.id}/files/${largeId}`, { method: "PUT", headers });
+  if (moved.status !== 200) throw new Error(`moving the large file into the folder: ${moved.status}`);
+  const share = (await (await fetch(`${base}/v1/folders/${folder.id}/shares`, { method: "POST", body: "{}", headers })).json()) as { url: string };
+  const zipUrl = `${share.url}?download=zip`;
+  const [z, f] = await pair(
+    () => curlSpeed([zipUrl], "speed_download"),
+    () => curlSpeed([`${base}/${largeId}`], "speed_download"),
+  );
+  rows.push({ workload: `shared folder as one ZIP (${size(LARGE)} + ${smallFiles} small files)`, how: "curl -o /dev/null, /s/{token}?download=zip", value: z, unit: "MB/s", anchor: "the large file alone, its content URL", anchorValue: f, target: 0.9 });
+  const pid = server.proc.pid;
+  const status = () => fs.readFileSync(`/proc/${pid}/status`, "utf8");
+  const idle = Number(/VmRSS:\s+(\d+) kB/.exec(status())![1]) * 1024;
+  fs.writeFileSync(`/proc/${pid}/clear_refs`, "5");
+  await curlSpeed([zipUrl], "speed_download");
+  const peak = (Number(/VmHWM:\s+(\d+) kB/.exec(status())![1]) * 1024 - idle) / 2 ** 20;
+  rows.push({ workload: `peak RSS over idle, folder ZIP (${size(LARGE)} + ${smallFiles} small files)`, how: "VmHWM after reset (clear_refs) minus idle VmRSS", value: peak, unit: "MiB", anchor: "", target: 64, lowerIsBetter: true });
+} else if (ONLY === undefined) skip("shared folder as one ZIP", ["curl"]);
+
 // 14. Metrics (CONTRACT §9): the small public GET of workload 1 on a server counting every
 // request (the default) against one with METRICS=off; both fresh, started alike, each with its own
 // data directory holding the same 4 KiB file (the main server has had large uploads: not alike).
