@@ -708,8 +708,9 @@ if (want(16) && has("curl")) {
 
 // 17. A shared folder's ZIP (issue 29): a folder holding the LARGE file and SMALL_FILES small
 // ones, downloaded as one ZIP through its share link, against the LARGE file alone through its
-// content URL on the same server (the same blob read, no ZIP); and the serving process's peak
-// RSS over idle while the ZIP streams.
+// content URL on the same server (the same blob read, no ZIP; the small files are the ZIP's
+// alone, each a row read and a blob opened); and the serving process's peak RSS over idle while
+// the ZIP streams. No target: issue 29 asks for the figures, and the 64 MiB of memory.
 if (want(17) && has("curl")) {
   step(`folder ZIP (${size(LARGE)} + small files) vs the large file alone`);
   const smallFiles = SMOKE ? 100 : 1000;
@@ -724,7 +725,7 @@ if (want(17) && has("curl")) {
     () => curlSpeed([zipUrl], "speed_download"),
     () => curlSpeed([`${base}/${largeId}`], "speed_download"),
   );
-  rows.push({ workload: `shared folder as one ZIP (${size(LARGE)} + ${smallFiles} small files)`, how: "curl -o /dev/null, /s/{token}?download=zip", value: z, unit: "MB/s", anchor: "the large file alone, its content URL", anchorValue: f, target: 0.9 });
+  rows.push({ workload: `shared folder as one ZIP (${size(LARGE)} + ${smallFiles} small files)`, how: "curl -o /dev/null, /s/{token}?download=zip", value: z, unit: "MB/s", anchor: "the large file alone, its content URL", anchorValue: f });
   const pid = server.proc.pid;
   const status = () => fs.readFileSync(`/proc/${pid}/status`, "utf8");
   const idle = Number(/VmRSS:\s+(\d+) kB/.exec(status())![1]) * 1024;

@@ -8,21 +8,25 @@
 import type { FolderRow } from "../domain/folder.ts";
 import type { ShareContentDeps } from "../http/share-content.ts";
 import type { Buffering, Outgoing } from "./exchange.ts";
-import { blobBytes, zipStream, ZipNames, type ZipMember } from "./zip-stream.ts";
+import { blobBytes, CopyPool, zipStream, ZipNames, type ZipMember } from "./zip-stream.ts";
 
 /** Chunks of the archive written and not yet left the process, at most. */
 const IN_FLIGHT = 4;
 
 /**
  * Streams `folder`'s ZIP on `out` and ends it. Each member's content is read from the store
- * with the wire's buffering, each chunk copied into the archive and its buffer released at
- * once; at most {@link IN_FLIGHT} archive chunks wait on the connection. Stops, releasing the
+ * with the wire's buffering, each chunk copied into a buffer of a {@link CopyPool} and the
+ * blob's buffer released at once; the copy's buffer goes back to the pool once its write has
+ * left. At most {@link IN_FLIGHT} archive chunks wait on the connection. Stops, releasing the
  * blob being read, when the client goes (`out.signal`).
  * @throws what listing the folder or reading a blob throws (the caller resets the answer)
  */
 export async function writeFolderZip(out: Outgoing, deps: Pick<ShareContentDeps, "files" | "folders">, folder: FolderRow, buffering: Buffering): Promise<void> {
   const signal = out.signal;
   const plan = { ...buffering, signal };
+  // The copies' buffers, back once written: the writes in flight, what the ZIP writer and the
+  // streams between hold, and the one being filled.
+  const pool = new CopyPool(buffering.chunkBytes, IN_FLIGHT + 4);
   /** One ZipNames per directory of the archive, by its path ("" or `sub/`). */
   const directories = new Map<string, ZipNames>();
   const entryName = (path: string, name: string, id: string): string => {
@@ -43,20 +47,20 @@ export async function writeFolderZip(out: Outgoing, deps: Pick<ShareContentDeps,
         name: entryName(path, file.name, file.id),
         size: file.size,
         modified: file.updatedAt,
-        content: () => (cached !== undefined ? once(cached) : blobBytes(content.read({ start: 0, length: file.size }, plan))),
+        content: () => (cached !== undefined ? once(cached) : blobBytes(content.read({ start: 0, length: file.size }, plan), pool)),
       };
     }
   }
   let inFlight = 0;
   let drained: (() => void) | undefined;
-  const written = () => {
-    inFlight--;
-    drained?.();
-  };
   for await (const bytes of zipStream(members(), signal)) {
     if (signal.aborted) break;
     inFlight++;
-    out.write(bytes, written);
+    out.write(bytes, () => {
+      pool.giveBack(bytes);
+      inFlight--;
+      drained?.();
+    });
     while (inFlight >= IN_FLIGHT && !signal.aborted) await new Promise<void>((resolve) => (drained = resolve));
     drained = undefined;
   }

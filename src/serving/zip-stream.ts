@@ -172,19 +172,70 @@ export function zipLength(members: Iterable<Pick<ZipMember, "name" | "size">>): 
 
 /**
  * A blob read ({@link BlobChunk}s, e.g. `BlobStore.read` or `FileContent.read`) as the plain
- * bytes a {@link ZipMember}'s content yields. A blob chunk lives in a buffer the reader reuses
+ * bytes a {@link ZipMember}'s content yields; with a {@link CopyPool}, into its buffers. A blob chunk lives in a buffer the reader reuses
  * once released, and the ZIP writer may still hold a chunk when it asks for the next (and the
  * consumer until its write has left), so each chunk is copied and released at once: the read
  * keeps its few buffers, and the copies are garbage the GC pacer counts. (The other way, holding
  * each chunk until the consumer's write has left, would spare the copy but needs the writer to
  * pass chunks through untouched, which client-zip does but does not promise.)
  */
-export async function* blobBytes(chunks: AsyncIterable<BlobChunk>): AsyncGenerator<Uint8Array, void, undefined> {
+export async function* blobBytes(chunks: AsyncIterable<BlobChunk>, pool?: CopyPool): AsyncGenerator<Uint8Array, void, undefined> {
   for await (const chunk of chunks) {
-    const bytes = new Uint8Array(chunk.bytes);
+    const bytes = pool === undefined ? new Uint8Array(chunk.bytes) : pool.copy(chunk.bytes);
     chunk.release();
-    gcPacer.add(bytes.byteLength);
+    // A pooled copy is no garbage: nothing to count.
+    if (pool === undefined) gcPacer.add(bytes.byteLength);
     yield bytes;
+  }
+}
+
+/**
+ * Buffers for {@link blobBytes}' copies that come back once their bytes have been written, so
+ * that an archive streamed at disk speed makes no garbage: without it, every byte of the
+ * archive is a copy the collector must free (a forced collection every 64 MiB, gc-pacer.ts,
+ * which cost a 1 GiB archive more than half its time). The consumer hands back each chunk it
+ * wrote ({@link giveBack}); a chunk that is not one of the pool's is ignored. When every buffer
+ * is out (the writer held more than expected, or passed on a chunk of its own making), a copy
+ * is made as garbage instead, counted by the GC pacer: never a wait, so never a deadlock.
+ */
+export class CopyPool {
+  private readonly free: ArrayBuffer[] = [];
+  /** The buffer under each copy handed out and not yet given back. */
+  private readonly out = new WeakMap<Uint8Array, ArrayBuffer>();
+  private made = 0;
+
+  /**
+   * @param bufferBytes each buffer's size (the largest chunk copied; a larger one is garbage)
+   * @param most buffers at most
+   */
+  constructor(
+    private readonly bufferBytes: number,
+    private readonly most: number,
+  ) {}
+
+  /** `bytes` copied into a buffer of the pool (or, when none is free, into a new one as garbage). */
+  copy(bytes: Uint8Array): Uint8Array {
+    let buffer = bytes.byteLength <= this.bufferBytes ? this.free.pop() : undefined;
+    if (buffer === undefined && bytes.byteLength <= this.bufferBytes && this.made < this.most) {
+      buffer = new ArrayBuffer(this.bufferBytes);
+      this.made++;
+    }
+    if (buffer === undefined) {
+      gcPacer.add(bytes.byteLength);
+      return new Uint8Array(bytes);
+    }
+    const view = new Uint8Array(buffer, 0, bytes.byteLength);
+    view.set(bytes);
+    this.out.set(view, buffer);
+    return view;
+  }
+
+  /** Takes back the buffer under `chunk` once it has been written, if it is one of the pool's. */
+  giveBack(chunk: Uint8Array): void {
+    const buffer = this.out.get(chunk);
+    if (buffer === undefined) return;
+    this.out.delete(chunk);
+    this.free.push(buffer);
   }
 }
 

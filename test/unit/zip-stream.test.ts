@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { blobBytes, zipLength, zipStream, ZipNames, type ZipMember } from "../../src/serving/zip-stream.ts";
+import { blobBytes, CopyPool, zipLength, zipStream, ZipNames, type ZipMember } from "../../src/serving/zip-stream.ts";
 import { DiskBlobStore } from "../../src/storage/disk-blobs.ts";
 import { waitFor } from "../support/wait.ts";
 
@@ -222,5 +222,31 @@ describe("blobBytes over a disk blob store", () => {
       else abort.abort();
       await waitFor(() => openFds() === before, `the blob's file closed after a ${how}`, { timeoutMs: 5000, pollMs: 0 });
     }
+  });
+});
+
+describe("CopyPool", () => {
+  test("a copy's buffer comes back once given back; when all are out, a copy is made anyway (never a wait)", () => {
+    const pool = new CopyPool(8, 2);
+    const a = pool.copy(new Uint8Array([1, 2, 3]));
+    const b = pool.copy(new Uint8Array([4]));
+    expect([...a, ...b]).toEqual([1, 2, 3, 4]);
+    expect(a.buffer).not.toBe(b.buffer);
+    const extra = pool.copy(new Uint8Array([5, 6]));
+    expect([...extra]).toEqual([5, 6]);
+    pool.giveBack(extra); // not one of the pool's: ignored
+    pool.giveBack(a);
+    const c = pool.copy(new Uint8Array([7, 8, 9, 10]));
+    expect(c.buffer).toBe(a.buffer);
+    expect([...c]).toEqual([7, 8, 9, 10]);
+    pool.giveBack(a); // given back already: ignored, so the buffer is never handed out twice
+    const d = pool.copy(new Uint8Array([11]));
+    expect(d.buffer).not.toBe(c.buffer);
+  });
+
+  test("a chunk larger than the pool's buffers is copied as it is", () => {
+    const pool = new CopyPool(4, 2);
+    const big = pool.copy(new Uint8Array([1, 2, 3, 4, 5, 6]));
+    expect([...big]).toEqual([1, 2, 3, 4, 5, 6]);
   });
 });
