@@ -106,3 +106,21 @@ export function watchPage(page: Page, stack: Stack): { errors: string[]; foreign
   });
   return { errors, foreign };
 }
+
+/** A REST call from inside the signed-in page (its session cookie, its origin): the status and the body as text. */
+export async function fetchInPage(page: Page, method: string, url: string, body?: unknown): Promise<{ status: number; text: string }> {
+  return page.evaluate(
+    async ([method, url, body]) => {
+      const res = await fetch(url as string, { method: method as string, headers: { "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+      return { status: res.status, text: await res.text() };
+    },
+    [method, url, body] as const,
+  );
+}
+
+/** {@link fetchInPage} that wants a 200: its JSON body. @throws with the answer otherwise */
+export async function apiInPage<T>(page: Page, method: string, url: string, body?: unknown): Promise<T> {
+  const answer = await fetchInPage(page, method, url, body);
+  if (answer.status !== 200) throw new Error(`${method} ${url}: ${answer.status} ${answer.text}`);
+  return JSON.parse(answer.text) as T;
+}

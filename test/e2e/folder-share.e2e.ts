@@ -10,7 +10,7 @@ import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { buildBinary, SCREENSHOTS, signIn, startStack, watchPage, type Stack } from "./fixtures.ts";
+import { apiInPage, buildBinary, SCREENSHOTS, signIn, startStack, watchPage, type Stack } from "./fixtures.ts";
 
 test.describe.configure({ mode: "serial" });
 
@@ -28,19 +28,6 @@ test.afterAll(async () => {
 });
 
 const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SCREENSHOTS, `folder-share-${name}.png`), fullPage: true });
-
-/** A REST call from inside the signed-in page (its session cookie); throws unless 200. */
-async function apiInPage<T>(page: Page, method: string, url: string, body?: unknown): Promise<T> {
-  const answer = await page.evaluate(
-    async ([method, url, body]) => {
-      const res = await fetch(url as string, { method: method as string, headers: { "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
-      return { status: res.status, text: await res.text() };
-    },
-    [method, url, body] as const,
-  );
-  if (answer.status !== 200) throw new Error(`${method} ${url}: ${answer.status} ${answer.text}`);
-  return JSON.parse(answer.text) as T;
-}
 
 /** Uploads a text file into a folder from inside the signed-in page. */
 async function uploadInto(page: Page, folderId: string, name: string, text: string): Promise<void> {

@@ -6,7 +6,7 @@
 import { expect, test, type Page } from "@playwright/test";
 import fs from "node:fs";
 import path from "node:path";
-import { buildBinary, SCREENSHOTS, signIn, startStack, watchPage, type Stack } from "./fixtures.ts";
+import { buildBinary, fetchInPage, SCREENSHOTS, signIn, startStack, watchPage, type Stack } from "./fixtures.ts";
 
 test.describe.configure({ mode: "serial" });
 
@@ -20,15 +20,9 @@ test.afterAll(() => stack?.stop());
 
 const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SCREENSHOTS, `folders-${name}.png`), fullPage: true });
 
-/** A REST call from inside the signed-in page (its session cookie); the status and the JSON answer. */
+/** A REST call from inside the signed-in page: the status and the JSON answer. */
 async function apiInPage<T>(page: Page, method: string, url: string, body?: unknown): Promise<{ status: number; body: T }> {
-  const answer = await page.evaluate(
-    async ([method, url, body]) => {
-      const res = await fetch(url as string, { method: method as string, headers: { "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
-      return { status: res.status, text: await res.text() };
-    },
-    [method, url, body] as const,
-  );
+  const answer = await fetchInPage(page, method, url, body);
   return { status: answer.status, body: (answer.text === "" ? null : JSON.parse(answer.text)) as T };
 }
 

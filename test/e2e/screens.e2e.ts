@@ -11,7 +11,7 @@ import { expect, test, type Page } from "@playwright/test";
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { buildBinary, SCREENSHOTS, signIn, startStack, watchPage, type Stack } from "./fixtures.ts";
+import { apiInPage, buildBinary, SCREENSHOTS, signIn, startStack, watchPage, type Stack } from "./fixtures.ts";
 
 test.describe.configure({ mode: "serial" });
 
@@ -80,19 +80,6 @@ async function everyScreen(page: Page, name: string, open: () => Promise<void>):
       await checkPage(page, name, size, scheme);
     }
   }
-}
-
-/** A REST call from inside the signed-in page (its session cookie, its origin). */
-async function apiInPage<T>(page: Page, method: string, url: string, body?: unknown): Promise<T> {
-  const answer = await page.evaluate(
-    async ([method, url, body]) => {
-      const res = await fetch(url as string, { method: method as string, headers: { "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
-      return { status: res.status, text: await res.text() };
-    },
-    [method, url, body] as const,
-  );
-  if (answer.status !== 200) throw new Error(`${method} ${url}: ${answer.status} ${answer.text}`);
-  return JSON.parse(answer.text) as T;
 }
 
 /** Uploads `content` as `name` from inside the signed-in page. */
