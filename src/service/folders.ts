@@ -281,23 +281,13 @@ export class FolderService {
     const now = this.deps.clock.nowMicros();
     const pending: { id: string; path: string }[] = [{ id: folder.id, path: "" }];
     for (let next = pending.shift(); next !== undefined; next = pending.shift()) {
-      for (let after: PageCursor | undefined, more = true; more; ) {
-        const rows = await this.deps.store.folders.listFiles(folder.ownerId, next.id, SHARE_PAGE, after);
-        for (const file of rows) if (file.expiresAt === null || file.expiresAt > now) yield { path: next.path, file };
-        more = rows.length === SHARE_PAGE;
-        const last = rows[rows.length - 1];
-        after = last === undefined ? undefined : { createdAt: last.createdAt, id: last.id };
+      const { id, path } = next;
+      for await (const file of newestFirst((after) => this.deps.store.folders.listFiles(folder.ownerId, id, SHARE_PAGE, after))) {
+        if (file.expiresAt === null || file.expiresAt > now) yield { path, file };
       }
-      const subs: FolderRow[] = [];
-      for (let after: PageCursor | undefined, more = true; more; ) {
-        const rows = await this.deps.store.folders.listByParent(folder.ownerId, next.id, SHARE_PAGE, after);
-        subs.push(...rows);
-        more = rows.length === SHARE_PAGE;
-        const last = rows[rows.length - 1];
-        after = last === undefined ? undefined : { createdAt: last.createdAt, id: last.id };
-      }
+      const subs = await Array.fromAsync(newestFirst((after) => this.deps.store.folders.listByParent(folder.ownerId, id, SHARE_PAGE, after)));
       subs.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-      pending.unshift(...subs.map((s) => ({ id: s.id, path: `${next.path}${s.name}/` })));
+      pending.unshift(...subs.map((s) => ({ id: s.id, path: `${path}${s.name}/` })));
     }
   }
 
@@ -337,5 +327,19 @@ export class FolderService {
     const folder = isIdShaped(id) ? await tables.folders.get(id) : undefined;
     if (folder === undefined || folder.ownerId !== principal.userId) throw folderNotFound();
     return folder;
+  }
+}
+
+/**
+ * Every row of a newest-first listing read {@link SHARE_PAGE} at a time: `page(after)` returns
+ * the rows after the (created_at, id) cursor, as the folder table's listings do.
+ */
+async function* newestFirst<T extends { createdAt: number; id: string }>(page: (after: PageCursor | undefined) => Promise<T[]>): AsyncIterable<T> {
+  for (let after: PageCursor | undefined; ; ) {
+    const rows = await page(after);
+    yield* rows;
+    const last = rows[rows.length - 1];
+    if (rows.length < SHARE_PAGE || last === undefined) return;
+    after = { createdAt: last.createdAt, id: last.id };
   }
 }
