@@ -20,9 +20,8 @@ import type { BlobChunk, BlobStore, ByteRange, ReadPlan, StagedBlob, WriteOption
 import { BufferPool, DelayedRemovals, REMOVAL_GRACE_MS, SMALL_BLOB_BYTES, SmallBlobCache, syncDir } from "./blob-memory.ts";
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./permissions.ts";
 import { DiskPartials } from "./disk-partials.ts";
+import { FileAppender } from "./file-appender.ts";
 
-/** Bytes gathered before one write(2): large writes keep the syscall count low. */
-const WRITE_BUFFER_BYTES = 1024 * 1024;
 /** The {@link BlobStore} port on a local directory (see the module comment for the layout and the write recipe). */
 export class DiskBlobStore implements BlobStore {
   private readonly blobDir: string;
@@ -67,41 +66,24 @@ export class DiskBlobStore implements BlobStore {
     try {
       let crc = 0;
       let size = 0;
-      const buffer = Buffer.allocUnsafe(WRITE_BUFFER_BYTES);
-      let filled = 0;
-      // Positional writes (pwrite): the file offset is ours, not the descriptor's.
-      let position = 0;
-      const flush = async () => {
-        if (filled === 0) return;
-        const view = buffer.subarray(0, filled);
-        crc = crc32cUpdate(crc, view);
-        let off = 0;
-        while (off < filled) {
-          const { bytesWritten } = await handle.write(view, off, filled - off, position);
-          off += bytesWritten;
-          position += bytesWritten;
-        }
-        filled = 0;
-        // Every chunk read from the connection is a fresh buffer, garbage once copied here.
-        gcPacer.add(view.byteLength);
-      };
-      if (content !== null) {
-        for await (const chunk of content) {
-          size += chunk.byteLength;
-          if (size > opts.maxBytes) {
-            throw new AppError("payload_too_large", `content is larger than the limit of ${opts.maxBytes} bytes`);
-          }
-          let off = 0;
-          while (off < chunk.byteLength) {
-            const n = Math.min(chunk.byteLength - off, WRITE_BUFFER_BYTES - filled);
-            buffer.set(chunk.subarray(off, off + n), filled);
-            filled += n;
-            off += n;
-            if (filled === WRITE_BUFFER_BYTES) await flush();
+      const appender = new FileAppender(handle, 0);
+      try {
+        if (content !== null) {
+          for await (const chunk of content) {
+            size += chunk.byteLength;
+            if (size > opts.maxBytes) {
+              throw new AppError("payload_too_large", `content is larger than the limit of ${opts.maxBytes} bytes`);
+            }
+            crc = crc32cUpdate(crc, chunk);
+            await appender.append(chunk);
+            // Every chunk read from the connection is a fresh buffer, garbage once copied.
+            gcPacer.add(chunk.byteLength);
           }
         }
+        await appender.finish();
+      } finally {
+        await appender.settle();
       }
-      await flush();
       const checksum = checksumToBase64(crc);
       if (opts.expectedChecksum !== undefined && opts.expectedChecksum !== checksum) {
         throw new AppError(
