@@ -9,6 +9,7 @@ import m5 from "./0005_login_links.sql" with { type: "text" };
 import m6 from "./0006_upload_concat.sql" with { type: "text" };
 import m7 from "./0007_webhooks.sql" with { type: "text" };
 import m8 from "./0008_folders.sql" with { type: "text" };
+import m9 from "./0009_upload_crc32c.sql" with { type: "text" };
 
 /** The migrations in order: tag, journal timestamp (ms), and SQL text. */
 export const migrations: { tag: string; when: number; breakpoints: boolean; sql: string }[] = [
@@ -21,4 +22,5 @@ export const migrations: { tag: string; when: number; breakpoints: boolean; sql:
   { tag: "0006_upload_concat", when: 1795700195252, breakpoints: true, sql: m6 },
   { tag: "0007_webhooks", when: 1795702897158, breakpoints: true, sql: m7 },
   { tag: "0008_folders", when: 1795709029877, breakpoints: true, sql: m8 },
+  { tag: "0009_upload_crc32c", when: 1795721530870, breakpoints: true, sql: m9 },
 ];

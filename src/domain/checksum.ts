@@ -5,6 +5,8 @@
 import { AppError } from "../errors.ts";
 import { crc32c } from "./crc32c.ts";
 
+export { crc32cCombine } from "./crc32c.ts";
+
 /**
  * Continues a CRC32C over `bytes`, starting from `state` (0 for a fresh checksum).
  * @returns the unsigned 32-bit CRC32C (see ./crc32c.ts: WebAssembly, nothing loaded from disk)

@@ -155,3 +155,47 @@ export function crc32c(bytes: Uint8Array, state = 0): number {
   }
   return crc >>> 0;
 }
+
+/** a·b mod P over GF(2), both reflected (bit 31 is x⁰), as in zlib's crc32.c multmodp. */
+function multModP(a: number, b: number): number {
+  let m = 0x80000000;
+  let p = 0;
+  for (;;) {
+    if (a & m) {
+      p ^= b;
+      if ((a & (m - 1)) === 0) break;
+    }
+    m >>>= 1;
+    b = b & 1 ? (b >>> 1) ^ POLY_REFLECTED : b >>> 1;
+  }
+  return p >>> 0;
+}
+
+/** x^(2^k) mod P for k = 0 … 31 (reflected), as zlib's x2n_table. */
+const X2N = (() => {
+  const table = new Array<number>(32);
+  let p = 0x40000000; // x¹
+  for (let k = 0; k < 32; k++) {
+    table[k] = p;
+    p = multModP(p, p);
+  }
+  return table;
+})();
+
+/**
+ * The CRC32C of two byte strings one after the other, from each one's CRC32C and the second's
+ * length (zlib's crc32_combine: crc1·x^(8·len2) mod P, xor crc2), so a checksum carried per
+ * part needs no byte read again.
+ * @param crc1 CRC32C of the first bytes (unsigned or signed 32-bit)
+ * @param crc2 CRC32C of the second bytes
+ * @param length2 bytes in the second (a safe integer ≥ 0)
+ * @returns the CRC32C of both, unsigned
+ */
+export function crc32cCombine(crc1: number, crc2: number, length2: number): number {
+  let shift = 0x80000000; // x⁰
+  let k = 3; // x^(8n) = x^(2^3 · n)
+  for (let n = length2; n > 0; n = Math.floor(n / 2), k++) {
+    if (n % 2 === 1) shift = multModP(X2N[k % 32]!, shift);
+  }
+  return (multModP(shift, crc1 >>> 0) ^ (crc2 >>> 0)) >>> 0;
+}

@@ -27,6 +27,7 @@ import { DEFAULT_VISIBILITY, type Content, type FileService } from "./files.ts";
 import type { Quotas } from "./quota.ts";
 import type { UploadLinkService } from "./upload-links.ts";
 import { logError } from "../log.ts";
+import { crc32cUpdate } from "../domain/checksum.ts";
 
 /** Who is uploading: a signed-in user (with files.write), or anyone holding a guest link's token. */
 export type Uploader = { principal: Principal } | { link: UploadLinkRow };
@@ -131,6 +132,7 @@ export class UploadService {
       metadata: JSON.stringify(input.metadata),
       fileId: null,
       concat: partial ? formatUploadConcat({ kind: "partial" }) : null,
+      crc32c: 0,
       createdAt: now,
       expiresAt: now + this.deps.expiryMicros,
     };
@@ -174,14 +176,16 @@ export class UploadService {
       }
       const link = row.uploadLinkId === null ? undefined : await this.linkOf(row);
       try {
-        const written = await this.deps.blobs.partials.append(id, offset, content, { maxBytes: row.length - offset, checksum });
+        const carried = row.crc32c === null ? undefined : new CarriedCrc(row.crc32c);
+        const written = await this.deps.blobs.partials.append(id, offset, carried?.tap(content) ?? content, { maxBytes: row.length - offset, checksum });
         const to = offset + written.bytes;
+        const crc = carried?.over(written.bytes);
         // Fencing: what another writer may have done once the lock was lost is not committed over.
         if (written.bytes > 0 && !(await lock.held())) throw new AppError("aborted", "this request lost the upload's lock while it wrote; ask with HEAD and resume from there");
         let state: UploadState;
-        if (to === row.length && !isPartial(row)) state = await this.finish(row, link);
+        if (to === row.length && !isPartial(row)) state = await this.finish(row, link, crc);
         else {
-          if (written.bytes > 0 && !(await this.deps.store.uploads.advance(id, offset, to))) throw moved();
+          if (written.bytes > 0 && !(await this.deps.store.uploads.advance(id, offset, to, crc ?? null))) throw moved();
           state = stateOf({ ...row, offset: to });
         }
         if (written.cutShort !== undefined) throw written.cutShort;
@@ -233,7 +237,7 @@ export class UploadService {
       const length = parts.reduce((n, p) => n + p.length, 0);
       if (length > this.deps.maxUploadBytes) throw new AppError("payload_too_large", `the partial uploads hold ${length} bytes, over the limit of ${this.deps.maxUploadBytes}`);
       const { files, blobs } = this.deps;
-      const staged = length === 0 ? await files.stageContent(ownerId, null, 0) : await blobs.partials.concat(parts.map((p) => ({ id: p.id, length: p.length })));
+      const staged = length === 0 ? await files.stageContent(ownerId, null, 0) : await blobs.partials.concat(parts.map((p) => ({ id: p.id, length: p.length, crc32c: p.crc32c === null ? undefined : p.crc32c >>> 0 })));
       const final: UploadRow = {
         id: newUploadId(),
         ownerId,
@@ -243,6 +247,7 @@ export class UploadService {
         metadata: JSON.stringify(metadata),
         fileId: null,
         concat,
+        crc32c: null,
         createdAt: now,
         expiresAt: now + this.deps.expiryMicros,
       };
@@ -463,11 +468,14 @@ export class UploadService {
     return link;
   }
 
-  /** Stages the stored bytes as a blob and commits the file, the upload's completion and the link's count together. */
-  private async finish(row: UploadRow, link: UploadLinkRow | undefined): Promise<UploadState> {
+  /**
+   * Stages the stored bytes as a blob and commits the file, the upload's completion and the link's count together.
+   * @param crc32c the whole upload's CRC32C when carried chunk by chunk (unsigned)
+   */
+  private async finish(row: UploadRow, link: UploadLinkRow | undefined, crc32c?: number): Promise<UploadState> {
     const fields = fieldsOf(JSON.parse(row.metadata) as Record<string, string>, link, row.createdAt);
     const { files, blobs } = this.deps;
-    const staged = row.length === 0 ? await files.stageContent(row.ownerId, null, 0) : await blobs.partials.stage(row.id, row.length);
+    const staged = row.length === 0 ? await files.stageContent(row.ownerId, null, 0) : await blobs.partials.stage(row.id, row.length, crc32c);
     const file: FileRecord = await files.commitNew(row.ownerId, staged, fields, {
       // The Upload-Length counts against the quota only until the upload expires: a last PATCH
       // that began before its expiry and ends after it is charged like a new upload.
@@ -552,4 +560,37 @@ function fieldsOf(metadata: Record<string, string>, link: UploadLinkRow | undefi
   if (metadata.visibility !== undefined && metadata.visibility !== "") fields.visibility = parseVisibility(metadata.visibility);
   fields.expiresAt = parseExpiry({ expire_time: metadata.expire_time }, now) ?? null;
   return fields;
+}
+
+/**
+ * The CRC32C of an upload's bytes carried across one chunk: {@link tap} sees the chunk's bytes
+ * as the store reads them, and {@link over} gives the CRC32C up to the chunk's end if the store
+ * wrote exactly what was seen (else unknown: the finished upload is then read back once).
+ */
+class CarriedCrc {
+  private crc: number;
+  private seen = 0;
+
+  /** @param before the CRC32C of the bytes before the chunk, as the row stores it */
+  constructor(before: number) {
+    this.crc = before >>> 0;
+  }
+
+  /** `content`, unchanged, counted and checksummed as it is read. */
+  tap(content: Content): Content {
+    if (content === null) return null;
+    const self = this;
+    return (async function* () {
+      for await (const chunk of content) {
+        self.crc = crc32cUpdate(self.crc, chunk);
+        self.seen += chunk.byteLength;
+        yield chunk;
+      }
+    })();
+  }
+
+  /** @returns the CRC32C up to the chunk's end (unsigned), or undefined unless `written` bytes were seen */
+  over(written: number): number | undefined {
+    return written === this.seen ? this.crc : undefined;
+  }
 }

@@ -14,18 +14,17 @@
 import fs from "node:fs";
 import fsp from "node:fs/promises";
 import path from "node:path";
-import { checksumToBase64, crc32cUpdate } from "../domain/checksum.ts";
+import { checksumToBase64, crc32cCombine, crc32cUpdate } from "../domain/checksum.ts";
 import { newBlobName } from "../domain/ids.ts";
 import { AppError } from "../errors.ts";
 import { gcPacer } from "../gc-pacer.ts";
 import { syncDir } from "./blob-memory.ts";
 import { chunkDigest } from "./chunk-digest.ts";
+import { APPEND_BUFFER_BYTES, FileAppender } from "./file-appender.ts";
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./permissions.ts";
 import type { StagedBlob } from "./ports.ts";
 import type { AppendOptions, PartialUploads } from "./upload-ports.ts";
 
-/** Bytes gathered before one write(2), as for blobs. */
-const WRITE_BUFFER_BYTES = 1024 * 1024;
 /** Upload IDs as the service makes them; anything else never reaches a path. */
 const UPLOAD_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -59,44 +58,32 @@ export class DiskPartials implements PartialUploads {
       if (stored < offset) throw new Error(`upload ${id}: ${stored} bytes on disk, fewer than its offset ${offset}`);
       if (stored > offset) await handle.truncate(offset);
       const digest = chunkDigest(opts.checksum);
-      const buffer = Buffer.allocUnsafe(WRITE_BUFFER_BYTES);
-      let filled = 0;
-      let written = 0;
+      const appender = new FileAppender(handle, offset);
       let received = 0;
-      const flush = async () => {
-        let off = 0;
-        while (off < filled) {
-          const { bytesWritten } = await handle.write(buffer, off, filled - off, offset + written);
-          off += bytesWritten;
-          written += bytesWritten;
-        }
-        gcPacer.add(filled);
-        filled = 0;
-      };
       let cutShort: unknown;
       try {
-        if (content !== null) {
-          for await (const chunk of content) {
-            received += chunk.byteLength;
-            if (received > opts.maxBytes) throw new AppError("payload_too_large", `the chunk is longer than the ${opts.maxBytes} bytes left of the upload`);
-            digest?.update(chunk);
-            for (let off = 0; off < chunk.byteLength; ) {
-              const n = Math.min(chunk.byteLength - off, WRITE_BUFFER_BYTES - filled);
-              buffer.set(chunk.subarray(off, off + n), filled);
-              filled += n;
-              off += n;
-              if (filled === WRITE_BUFFER_BYTES) await flush();
+        try {
+          if (content !== null) {
+            for await (const chunk of content) {
+              received += chunk.byteLength;
+              if (received > opts.maxBytes) throw new AppError("payload_too_large", `the chunk is longer than the ${opts.maxBytes} bytes left of the upload`);
+              digest?.update(chunk);
+              await appender.append(chunk);
+              gcPacer.add(chunk.byteLength);
             }
           }
+        } catch (err) {
+          // A body cut short keeps what arrived (tus: store as much as possible), unless its
+          // checksum can no longer be verified or the failure is ours.
+          if (err instanceof AppError && err.code !== "invalid_argument") throw err;
+          if (digest !== undefined || received === 0) throw err;
+          cutShort = err;
         }
-      } catch (err) {
-        // A body cut short keeps what arrived (tus: store as much as possible), unless its
-        // checksum can no longer be verified or the failure is ours.
-        if (err instanceof AppError && err.code !== "invalid_argument") throw err;
-        if (digest !== undefined || received === 0) throw err;
-        cutShort = err;
+        await appender.finish();
+      } finally {
+        await appender.settle();
       }
-      await flush();
+      const written = appender.end - offset;
       digest?.verify();
       await handle.sync();
       if (created) await syncDir(this.dir);
@@ -107,30 +94,22 @@ export class DiskPartials implements PartialUploads {
       throw err;
     } finally {
       await handle.close().catch(() => {});
-      // This request's write buffer is garbage now: one per PATCH adds up over many chunks.
-      gcPacer.add(WRITE_BUFFER_BYTES);
     }
   }
 
-  async stage(id: string, length: number): Promise<StagedBlob> {
+  async stage(id: string, length: number, crc32c?: number): Promise<StagedBlob> {
     const file = this.path(id);
     const handle = await fsp.open(file, "r+");
-    let crc = 0;
+    let crc = crc32c ?? 0;
     try {
       const stored = (await handle.stat()).size;
       if (stored < length) throw new Error(`upload ${id}: ${stored} bytes on disk, fewer than its length ${length}`);
       if (stored > length) await handle.truncate(length);
-      const buffer = Buffer.allocUnsafe(WRITE_BUFFER_BYTES);
-      for (let position = 0; position < length; ) {
-        const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.byteLength, length - position), position);
-        if (bytesRead === 0) throw new Error(`upload ${id} ended at byte ${position}, before ${length}`);
-        crc = crc32cUpdate(crc, buffer.subarray(0, bytesRead));
-        position += bytesRead;
-      }
+      // Each chunk was fsynced as it was written; only the checksum, when not carried, reads them.
+      if (crc32c === undefined) crc = await checksumOfFile(handle, id, length);
       await handle.sync();
     } finally {
       await handle.close();
-      gcPacer.add(WRITE_BUFFER_BYTES);
     }
     const name = newBlobName();
     await fsp.link(file, path.join(this.blobDir, name));
@@ -141,33 +120,31 @@ export class DiskPartials implements PartialUploads {
   /**
    * The first part's file becomes the blob, as {@link stage} does for one upload: the other
    * parts are appended to it (each byte read and written once, 1 MiB at a time; ext4 has no
-   * reflink to share their extents instead), the first part's bytes are only read for the
-   * CRC32C, then the file is fsynced and hard-linked into blobs/ under a fresh name. The caller
+   * reflink to share their extents instead), then the file is fsynced and hard-linked into
+   * blobs/ under a fresh name. The CRC32C combines the parts' carried checksums (no byte read
+   * for it); only when one is missing are the first part's bytes read, and every byte checksummed. The caller
    * holds every part's lock, and a consumed part is never written again (the upload service),
    * so the shared inode stays the blob's. Bytes past the first part's length are never its
    * own (the offset rule): a failed or crashed concatenation's are truncated away, here and by
    * the next one.
    */
-  async concat(parts: readonly { id: string; length: number }[]): Promise<StagedBlob> {
+  async concat(parts: readonly { id: string; length: number; crc32c?: number | undefined }[]): Promise<StagedBlob> {
     const [first, ...rest] = parts;
     if (first === undefined) throw new Error("concatenation of no parts");
     const file = this.path(first.id);
     const handle = await fsp.open(file, "r+");
-    const buffer = Buffer.allocUnsafe(WRITE_BUFFER_BYTES);
+    // Carried checksums are combined; a part without one is checksummed as its bytes pass.
+    const carried = parts.every((p) => p.crc32c !== undefined);
+    const buffer = Buffer.allocUnsafe(APPEND_BUFFER_BYTES);
     let crc = 0;
-    let position = 0;
+    let position = first.length;
     try {
       const stored = (await handle.stat()).size;
       if (stored < first.length) throw new Error(`upload ${first.id}: ${stored} bytes on disk, fewer than its length ${first.length}`);
       if (stored > first.length) await handle.truncate(first.length);
-      for (; position < first.length; ) {
-        const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.byteLength, first.length - position), position);
-        if (bytesRead === 0) throw new Error(`upload ${first.id} ended at byte ${position}, before ${first.length}`);
-        crc = crc32cUpdate(crc, buffer.subarray(0, bytesRead));
-        position += bytesRead;
-      }
-      // Two buffers: one is written while the next is read and checksummed.
-      const spare = Buffer.allocUnsafe(WRITE_BUFFER_BYTES);
+      crc = carried ? first.crc32c! : await checksumOfFile(handle, first.id, first.length, buffer);
+      // Two buffers: one is written while the next is read (and checksummed).
+      const spare = Buffer.allocUnsafe(APPEND_BUFFER_BYTES);
       let writing: Promise<void> = Promise.resolve();
       let next = spare;
       for (const part of rest) {
@@ -178,7 +155,7 @@ export class DiskPartials implements PartialUploads {
             const { bytesRead } = await source.read(into, 0, Math.min(into.byteLength, part.length - at), at);
             if (bytesRead === 0) throw new Error(`upload ${part.id} ended at byte ${at}, before ${part.length}`);
             const view = into.subarray(0, bytesRead);
-            crc = crc32cUpdate(crc, view);
+            if (!carried) crc = crc32cUpdate(crc, view);
             await writing;
             writing = writeAll(handle, view, position);
             // Handled here so a failure while the next read runs is not an unhandled rejection; awaited above.
@@ -191,6 +168,7 @@ export class DiskPartials implements PartialUploads {
           await writing.catch(() => {}); // its failure is thrown by the next `await writing`
           await source.close();
         }
+        if (carried) crc = crc32cCombine(crc, part.crc32c!, part.length);
       }
       await writing;
       await handle.sync();
@@ -199,7 +177,7 @@ export class DiskPartials implements PartialUploads {
       throw err;
     } finally {
       await handle.close();
-      gcPacer.add(2 * WRITE_BUFFER_BYTES);
+      gcPacer.add(2 * APPEND_BUFFER_BYTES);
     }
     const name = newBlobName();
     await fsp.link(file, path.join(this.blobDir, name));
@@ -225,4 +203,24 @@ async function writeAll(handle: fsp.FileHandle, bytes: Uint8Array, position: num
     const { bytesWritten } = await handle.write(bytes, off, bytes.byteLength - off, position + off);
     off += bytesWritten;
   }
+}
+
+/**
+ * CRC32C of the first `length` bytes of an open file, read 1 MiB at a time into `buffer`.
+ * @throws when the file ends before `length`
+ */
+async function checksumOfFile(handle: fsp.FileHandle, id: string, length: number, buffer?: Buffer): Promise<number> {
+  const into = buffer ?? Buffer.allocUnsafe(APPEND_BUFFER_BYTES);
+  let crc = 0;
+  try {
+    for (let position = 0; position < length; ) {
+      const { bytesRead } = await handle.read(into, 0, Math.min(into.byteLength, length - position), position);
+      if (bytesRead === 0) throw new Error(`upload ${id} ended at byte ${position}, before ${length}`);
+      crc = crc32cUpdate(crc, into.subarray(0, bytesRead));
+      position += bytesRead;
+    }
+  } finally {
+    if (buffer === undefined) gcPacer.add(APPEND_BUFFER_BYTES);
+  }
+  return crc;
 }

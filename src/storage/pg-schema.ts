@@ -192,6 +192,12 @@ export const uploads = pgTable(
      * of finished partials, in order.
      */
     concat: text("concat"),
+    /**
+     * CRC32C of the bytes before the offset, carried chunk by chunk so the finished upload is
+     * not read back to checksum it (signed 32-bit as stored; null when unknown: rows made
+     * before it was kept, whose bytes are read once at the end instead).
+     */
+    crc32c: integer("crc32c"),
     createdAt: micros("created_at").notNull(),
     expiresAt: micros("expires_at").notNull(),
   },

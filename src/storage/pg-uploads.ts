@@ -30,10 +30,10 @@ export class PgUploads implements UploadTable {
     this.changed();
   }
 
-  async advance(id: string, from: number, to: number): Promise<boolean> {
+  async advance(id: string, from: number, to: number, crc32c: number | null): Promise<boolean> {
     const moved = await this.db
       .update(uploads)
-      .set({ offset: to })
+      .set({ offset: to, crc32c: crc32c === null ? null : crc32c | 0 })
       .where(and(eq(uploads.id, id), eq(uploads.offset, from), isNull(uploads.fileId)))
       .returning({ id: uploads.id });
     this.changed();

@@ -30,12 +30,12 @@ export class SqliteUploads implements UploadTable {
     return this.write((db) => void db.insert(uploads).values(row).run());
   }
 
-  advance(id: string, from: number, to: number): Promise<boolean> {
+  advance(id: string, from: number, to: number, crc32c: number | null): Promise<boolean> {
     return this.write(
       (db) =>
         db
           .update(uploads)
-          .set({ offset: to })
+          .set({ offset: to, crc32c: crc32c === null ? null : crc32c | 0 })
           .where(and(eq(uploads.id, id), eq(uploads.offset, from), isNull(uploads.fileId)))
           .returning({ id: uploads.id })
           .all().length > 0,

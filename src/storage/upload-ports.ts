@@ -33,6 +33,12 @@ export interface UploadRow {
   fileId: string | null;
   /** Upload-Concat (tus concatenation): null, `partial`, or `final;<upload paths>`. */
   concat: string | null;
+  /**
+   * CRC32C of the bytes before the offset, carried on by each chunk so the finished upload is
+   * not read back to checksum it; signed 32-bit as stored (`>>> 0` for the unsigned value);
+   * null when unknown (a row made before it was kept, or a chunk the store wrote only part of).
+   */
+  crc32c: number | null;
   createdAt: number;
   /** Unfinished, it is swept after this (Upload-Expires). */
   expiresAt: number;
@@ -43,10 +49,11 @@ export interface UploadTable {
   get(id: string): Promise<UploadRow | undefined>;
   insert(row: UploadRow): Promise<void>;
   /**
-   * Moves an unfinished upload's offset from `from` to `to` if it is still `from`.
+   * Moves an unfinished upload's offset from `from` to `to` if it is still `from`, with the
+   * CRC32C of the bytes before `to` (null: unknown).
    * @returns whether it moved (false: another request moved it first, or it is gone or complete)
    */
-  advance(id: string, from: number, to: number): Promise<boolean>;
+  advance(id: string, from: number, to: number, crc32c: number | null): Promise<boolean>;
   /**
    * Marks an unfinished upload at offset `from` complete: offset = length, file_id = `fileId`.
    * @returns whether it did (false: the offset moved, or it is gone or complete already)
@@ -137,15 +144,19 @@ export interface PartialUploads {
   /**
    * The upload's first `length` bytes as a new durable blob with its CRC32C (the partial bytes
    * stay until {@link remove}).
+   * @param crc32c the bytes' CRC32C when the caller carried it chunk by chunk (unsigned): a store
+   *   may then skip reading them back; undefined: computed from the stored bytes
    * @throws when fewer than `length` bytes are stored
    */
-  stage(id: string, length: number): Promise<StagedBlob>;
+  stage(id: string, length: number, crc32c?: number): Promise<StagedBlob>;
   /**
    * Finished partial uploads (tus concatenation), in order, as one new durable blob with its
-   * CRC32C (their partial bytes stay until {@link remove}); memory stays constant.
+   * CRC32C (their partial bytes stay until {@link remove}); memory stays constant. A part's
+   * `crc32c` (unsigned), when given, lets a store combine the checksums instead of reading the
+   * bytes for them (domain/crc32c.ts crc32cCombine).
    * @throws when a part holds fewer bytes than its `length`
    */
-  concat(parts: readonly { id: string; length: number }[]): Promise<StagedBlob>;
+  concat(parts: readonly { id: string; length: number; crc32c?: number | undefined }[]): Promise<StagedBlob>;
   /** Removes an upload's partial bytes. Missing is fine. */
   remove(id: string): Promise<void>;
   /** Every upload that has partial bytes, with when they were last written (Unix ms). */

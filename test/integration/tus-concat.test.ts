@@ -7,6 +7,7 @@
 // used twice, a missing one, a non-partial) is a clear 4xx and changes nothing. tus-js-client's
 // parallelUploads, the dashboard's way, uploads through nginx capping bodies at 16 MiB.
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { checksumOf } from "../../src/domain/checksum.ts";
 import type { UploadLinkJson } from "../../src/domain/upload-link.ts";
 import { blobNames, runSql } from "../support/backend.ts";
 import { startNginx } from "../support/nginx.ts";
@@ -91,7 +92,7 @@ test("partials then a final: the file of their bytes in order, the final's metad
   const finalPaths = [a, empty, b].map((u) => new URL(u).pathname).join(" ");
   expect([final.headers.get("upload-concat"), final.headers.get("upload-offset")]).toEqual([`final;${finalPaths}`, "25"]);
   const file = (await (await client(server, key).fetch(`/v1/files/${fileId}`)).json()) as FileJson;
-  expect({ name: file.name, type: file.content_type, size: file.size }).toEqual({ name: "greeting.txt", type: "text/plain", size: "25" });
+  expect({ name: file.name, type: file.content_type, size: file.size, checksum: file.checksum }).toEqual({ name: "greeting.txt", type: "text/plain", size: "25", checksum: checksumOf("hello, concatenated world") });
   expect(await (await client(server, key).fetch(`/${fileId}`)).text()).toBe("hello, concatenated world");
   expect(await usage(key)).toMatchObject({ reserved_bytes: 0, used_bytes: 25 });
 
@@ -111,6 +112,19 @@ test("partials then a final: the file of their bytes in order, the final's metad
   expect([partHead.status, partHead.headers.get("cubby-file-id")]).toEqual([200, fileId]);
   const stored = await blobNames(server.dataDir);
   for (const u of [a, empty, b]) expect(stored.filter((n) => n.startsWith(`uploads/${idOf(u)}`))).toEqual([]);
+});
+
+// The parts' carried CRC32Cs are combined; a part whose row has none (made before the column)
+// makes the final checksum every byte instead.
+test("a partial whose row carries no CRC32C: the final's checksum is computed from the bytes", async () => {
+  const key = await newUser();
+  const a = await partialOf(key, "first part, ");
+  const b = await partialOf(key, "second part");
+  await runSql(server.dataDir, "UPDATE uploads SET crc32c = NULL WHERE id = ?", idOf(b));
+  const final = await createFinal(key, [a, b]);
+  expect(final.status).toBe(201);
+  const file = (await (await client(server, key).fetch(`/v1/files/${final.headers.get("cubby-file-id")}`)).json()) as FileJson;
+  expect({ size: file.size, checksum: file.checksum }).toEqual({ size: "23", checksum: checksumOf("first part, second part") });
 });
 
 test("hostile finals are clear 4xx and change nothing", async () => {

@@ -126,6 +126,24 @@ test("a wrong Upload-Offset gets 409 and a checksum mismatch 460, both leaving t
   expect(await (await client(server, key).fetch(`/${file.id}`)).text()).toBe("hello world");
 });
 
+// The CRC32C is carried chunk by chunk in the upload's row, so the finished upload is not read
+// back to checksum it; a row without one (made before the column) is checksummed from its bytes.
+test("the row carries the CRC32C of the bytes before the offset; an upload whose row has none still gets the right checksum", async () => {
+  const url = await createUpload(server.url, key, 11);
+  const id = url.split("/").pop()!;
+  expect((await patchChunk(url, key, 0, "hello")).status).toBe(204);
+  const [carried] = await runSql<{ crc32c: number | null }>(server.dataDir, "SELECT crc32c FROM uploads WHERE id = ?", id);
+  expect(carried!.crc32c! >>> 0).toBe(Buffer.from(checksumOf("hello"), "base64").readUInt32BE());
+  const last = await patchChunk(url, key, 5, " world");
+  expect((await fileOf(server, last.headers.get("cubby-file-id")!)).checksum).toBe(checksumOf("hello world"));
+
+  const unknown = await createUpload(server.url, key, 11);
+  expect((await patchChunk(unknown, key, 0, "hello")).status).toBe(204);
+  await runSql(server.dataDir, "UPDATE uploads SET crc32c = NULL WHERE id = ?", unknown.split("/").pop()!);
+  const end = await patchChunk(unknown, key, 5, " world");
+  expect((await fileOf(server, end.headers.get("cubby-file-id")!)).checksum).toBe(checksumOf("hello world"));
+});
+
 test("crc32c checksums pass; creation-with-upload; a request without Tus-Resumable gets 412 with Tus-Version", async () => {
   const created = await tusFetch(`${server.url}/v1/uploads`, "POST", key, { "upload-length": "10", "content-type": "application/offset+octet-stream", "upload-checksum": `crc32c ${checksumOf("01234")}` }, "01234");
   expect([created.status, created.headers.get("upload-offset")]).toEqual([201, "5"]);

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { outcome } from "../support/outcome.ts";
-import { checksumOf, crc32cUpdate, parseDeclaredChecksum } from "../../src/domain/checksum.ts";
+import { checksumOf, crc32cCombine, crc32cUpdate, parseDeclaredChecksum } from "../../src/domain/checksum.ts";
 
 /** CRC32C by its definition, one bit at a time (RFC 3720 §B.4; reflected polynomial 0x82F63B78): the reference. */
 function bitwiseCrc32c(bytes: Uint8Array, state = 0): number {
@@ -50,6 +50,31 @@ describe("CRC32C", () => {
       fresh: bitwiseCrc32c(bytes),
       continued: bitwiseCrc32c(bytes, state),
     });
+  });
+});
+
+describe("crc32cCombine", () => {
+  test("the checksums of two pieces combine into the bitwise checksum of both, signed states too", () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 300 }), fc.nat(), (bytes, a) => {
+        const i = a % (bytes.length + 1);
+        const [head, tail] = [bytes.subarray(0, i), bytes.subarray(i)];
+        expect(crc32cCombine(bitwiseCrc32c(head) | 0, bitwiseCrc32c(tail), tail.length)).toBe(bitwiseCrc32c(bytes));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  // The shift by the second piece's length is built from x^(2^k) by repeated squaring: long pieces too.
+  test.each([65_536, 16 * 2 ** 20 + 5])("a second piece of %i bytes", (length) => {
+    const head = crypto.getRandomValues(new Uint8Array(11));
+    const tail = crypto.getRandomValues(new Uint8Array(length));
+    expect(crc32cCombine(crc32cUpdate(0, head), crc32cUpdate(0, tail), length)).toBe(crc32cUpdate(crc32cUpdate(0, head), tail));
+  });
+
+  test("of an empty second piece is the first's checksum; of an empty first, the second's", () => {
+    const bytes = crypto.getRandomValues(new Uint8Array(100));
+    expect([crc32cCombine(crc32cUpdate(0, bytes), 0, 0), crc32cCombine(0, crc32cUpdate(0, bytes), bytes.length)]).toEqual([crc32cUpdate(0, bytes), crc32cUpdate(0, bytes)]);
   });
 });
 

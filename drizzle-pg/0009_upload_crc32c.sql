@@ -1,0 +1,1 @@
+ALTER TABLE "uploads" ADD COLUMN "crc32c" integer;
