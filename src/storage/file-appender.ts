@@ -16,11 +16,11 @@ export const APPEND_BUFFER_BYTES = 1024 * 1024;
 /** Buffers per appender: one filling while the others are written. */
 const APPEND_BUFFERS = 4;
 /**
- * Buffers kept between appenders (8 MiB): uploads one after another reuse them instead of
+ * Buffers kept between appenders (4 MiB): uploads one after another reuse them instead of
  * leaving 1 MiB of garbage each for a collection (64 KiB uploads at ~400/s would otherwise force
  * a full collection about every 64 of them, gc-pacer.ts).
  */
-const SPARE_BUFFERS = 8;
+const SPARE_BUFFERS = 4;
 /** Bytes written between two background fdatasync(2) calls ({@link FileAppender.startWriteback}). */
 const WRITEBACK_BYTES = 64 * 1024 * 1024;
 const spare: Buffer[] = [];
