@@ -35,11 +35,13 @@ export interface ObjectStore {
 }
 
 /**
- * Full collections paced by the bytes S3 uploads take in, one per 8 MiB: besides the connection's
- * chunks, every part's request holds fetch's own buffers until its objects are collected. Counted
- * on the process's shared pacer (64 MiB), a 1 GiB upload with 4 parts in flight peaked at 116–120
- * MiB over idle; every 8 MiB, 55. The price is CPU: ~2 s more a GiB (4.4–4.9 s of the server's
- * CPU against 2.3 s collecting nothing; docs/benchmarks.md, issue 28).
+ * Full collections paced by the bytes S3 uploads take in, one per 8 MiB: the connection's chunks
+ * are garbage once copied into a part, and only a collection frees them. Counted on the
+ * process's shared pacer (64 MiB), a 1 GiB upload with 4 parts in flight peaked at 116–120 MiB
+ * over idle; every 16 MiB, 71; every 8 MiB, 55. The price is CPU: ~3 s a GiB (5.8–6.5 s of the
+ * server's CPU against 2.6–3.4 s collecting nothing). Parts written on a socket of their own
+ * instead of through `fetch` peaked the same at every pacing, so it is the chunks, not fetch's
+ * buffers, that the collections free (docs/benchmarks.md, issue 28).
  */
 const uploadPacer = new GcPacer(8 * 1024 * 1024);
 
