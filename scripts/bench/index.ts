@@ -11,7 +11,8 @@
  *   npm run bench -- --only 4,5 --binary ../old/dist/cubby   # another build, this harness
  *
  * Installs nothing: a missing tool is named with the command that installs it, and the rows
- * that need it are reported as skipped.
+ * that need it are reported as skipped. Workload 18 (S3 against `aws s3 cp`) needs Debian's
+ * `apt-get install awscli`, found at /usr/bin/aws before any other `aws` on PATH.
  */
 import { S3Client, type Subprocess } from "bun";
 import fs from "node:fs";
@@ -20,7 +21,7 @@ import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { chartSvg, markdownTable, type Row } from "./report.ts";
-import { s3DirectUpload, s3DownloadSpeed, s3GetRate, startStores, storesInstalled } from "./stores.ts";
+import { awsCli, awsCp, awsStartup, s3DirectUpload, s3DownloadSpeed, s3GetRate, startStores, storesInstalled } from "./stores.ts";
 import * as tus from "tus-js-client";
 // @ts-ignore: a browser module in plain JavaScript (web/ is not type-checked).
 import { tusOptions as shippedTusOptions } from "../../web/tus-options.js";
@@ -61,8 +62,10 @@ const TOOLS: Record<string, string> = {
   curl: "apt-get install curl",
   dd: "apt-get install coreutils",
   node: "install Node.js (https://nodejs.org)",
+  aws: "apt-get install awscli",
 };
-const which = (tool: string) => Bun.which(tool) ?? (tool === "nginx" && fs.existsSync("/usr/sbin/nginx") ? "/usr/sbin/nginx" : null);
+const which = (tool: string) =>
+  tool === "aws" ? (awsCli() ?? null) : (Bun.which(tool) ?? (tool === "nginx" && fs.existsSync("/usr/sbin/nginx") ? "/usr/sbin/nginx" : null));
 const missing = Object.keys(TOOLS).filter((t) => which(t) === null);
 for (const t of missing) console.error(`bench: ${t} is missing (${TOOLS[t]}); the rows that need it are skipped`);
 if (missing.length > 0) console.error("bench: all anchors at once: apt-get install nginx-light wrk nghttp2-client");
@@ -479,7 +482,7 @@ if (want(10) && has("curl")) {
 // 11. PostgreSQL + S3 (issue 13): the same workloads as on SQLite + disk, each against cubby on
 // SQLite + disk and against the S3 store read or written directly with the same client
 // (Bun.S3Client, the parts cubby uses); 12: GET through nginx to 1 and to 3 instances.
-if ((want(11) || want(12)) && has("wrk", "curl", "nginx") && storesInstalled()) {
+if ((want(11) || want(12) || want(18)) && has("wrk", "curl", "nginx") && storesInstalled()) {
   step("PostgreSQL + S3: starting PostgreSQL and Swift");
   await using stores = await startStores();
   // Behind nginx as docs/scale-out.md sets it up: the proxy is trusted (no per-client limit on it).
@@ -561,6 +564,52 @@ if ((want(11) || want(12)) && has("wrk", "curl", "nginx") && storesInstalled()) 
     rows.push({ workload: `peak RSS over idle, ${size(LARGE)} upload, PostgreSQL + S3`, how, value: up, unit: "MiB", anchor: "", target: 64, lowerIsBetter: true });
     rows.push({ workload: `peak RSS over idle, ${size(LARGE)} download, PostgreSQL + S3`, how, value: down, unit: "MiB", anchor: "", target: 64, lowerIsBetter: true });
   }
+
+  // 18. S3 at the speed of the AWS CLI (issue 28): the LARGE file uploaded with curl -T to cubby
+  // on PostgreSQL + S3 and downloaded with curl, against `aws s3 cp` of the same file to and from
+  // the same bucket with its default settings (8 MiB parts, 10 requests at once), timed from the
+  // CLI's start to its exit; the download is written to a file, as a user of the CLI gets it.
+  if (want(18) && has("aws")) {
+    step(`PostgreSQL + S3: ${size(LARGE)} upload and download vs aws s3 cp`);
+    const src = path.join(www, "large.bin");
+    const bucket = `s3://${stores.s3.bucket}`;
+    const startups: number[] = [];
+    const [up, awsUp] = await pair(
+      async () => {
+        const { out } = await run(["curl", "-sS", "--fail", "-X", "POST", "-T", src, "-H", `authorization: Bearer ${pgKey}`, "-w", "\n%{speed_upload}", `${pgBase}/v1/files`]);
+        const [json, speed] = out.split("\n");
+        await fetch(`${pgBase}/v1/files/${(JSON.parse(json!) as { id: string }).id}`, { method: "DELETE", headers: { authorization: `Bearer ${pgKey}` } });
+        return Number(speed) / 1e6;
+      },
+      async () => {
+        const key = `aws/${crypto.randomUUID()}`;
+        const seconds = await awsCp(stores, work, src, `${bucket}/${key}`);
+        await s3.delete(key);
+        startups.push(await awsStartup(stores, work));
+        return LARGE / seconds / 1e6;
+      },
+    );
+    const version = (await run([awsCli()!, "--version"])).out.split(" ")[0];
+    // The CLI's time includes its start (Python importing botocore): said in the row, not taken off.
+    const startup = () => `; its start-up (aws s3 ls) ${median(startups).toFixed(1)} s included`;
+    rows.push({ workload: `large upload (${size(LARGE)}), PostgreSQL + S3`, how: "curl -T, POST /v1/files", value: up, unit: "MB/s", anchor: `aws s3 cp (${version}), 8 MiB parts, 10 at once${startup()}`, anchorValue: awsUp, target: 1.0 });
+    const pgLargeId = await pgUpload(src, "?visibility=public");
+    const largeKey = `aws/${crypto.randomUUID()}`;
+    await awsCp(stores, work, src, `${bucket}/${largeKey}`);
+    const downloaded = path.join(work, "aws-download.bin");
+    const [down, awsDown] = await pair(
+      () => curlSpeed([`${pgBase}/${pgLargeId}`], "speed_download"),
+      async () => {
+        const seconds = await awsCp(stores, work, `${bucket}/${largeKey}`, downloaded);
+        if (fs.statSync(downloaded).size !== LARGE) throw new Error("aws s3 cp downloaded a short file");
+        fs.rmSync(downloaded);
+        startups.push(await awsStartup(stores, work));
+        return LARGE / seconds / 1e6;
+      },
+    );
+    await s3.delete(largeKey);
+    rows.push({ workload: `large download (${size(LARGE)}), PostgreSQL + S3`, how: "curl -o /dev/null", value: down, unit: "MB/s", anchor: `aws s3 cp (${version}) to a file${startup()}`, anchorValue: awsDown, target: 0.9 });
+  } else if (ONLY === undefined) skip("PostgreSQL + S3 vs aws s3 cp", ["aws"]);
 
   if (want(12)) {
     step("PostgreSQL + S3: GET through nginx, 1 and 3 instances");

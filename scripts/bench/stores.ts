@@ -2,10 +2,12 @@
  * The benchmark's PostgreSQL and S3 store (issue 13): the test harness's own throwaway servers
  * (test/support/postgres.ts, test/support/s3.ts: Debian's PostgreSQL and a one-node Swift with
  * s3api), and the anchors that use the S3 store directly with the client cubby uses
- * (Bun.S3Client), so a row's ratio is what cubby adds on top of the store.
+ * (Bun.S3Client), so a row's ratio is what cubby adds on top of the store; and the AWS CLI's
+ * `aws s3 cp` (what a user would otherwise run) on the same store.
  */
 import { S3Client } from "bun";
 import fs from "node:fs";
+import path from "node:path";
 import { haveSwift, startS3 } from "../../test/support/s3.ts";
 import { postgresBinDir, startPostgres } from "../../test/support/postgres.ts";
 
@@ -51,8 +53,8 @@ export async function startStores(): Promise<BenchStores> {
 const PART_BYTES = 5 * 1024 * 1024;
 
 /**
- * Uploads `file` as cubby's S3 store does: a multipart upload in 5 MiB parts, one part in
- * flight, flushed before the next is read.
+ * Uploads `file` with Bun's own multipart writer, 5 MiB parts, one part in flight, flushed
+ * before the next is read (how cubby's S3 store wrote until issue 28).
  * @returns the object's key
  */
 export async function s3DirectUpload(client: S3Client, file: string): Promise<string> {
@@ -93,4 +95,60 @@ export async function s3GetRate(client: S3Client, key: string, concurrency: numb
     }),
   );
   return done / seconds;
+}
+
+/**
+ * The AWS CLI: Debian's `/usr/bin/aws` (`apt-get install awscli`) before any other on PATH (a
+ * pyenv shim, say), or undefined when there is none.
+ */
+export function awsCli(): string | undefined {
+  return fs.existsSync("/usr/bin/aws") ? "/usr/bin/aws" : (Bun.which("aws") ?? undefined);
+}
+
+/**
+ * Runs `aws s3 cp from to` against the store with its default transfer settings (8 MiB parts, 10
+ * requests at once); see {@link awsS3}.
+ * @returns seconds from the CLI's start to its exit (its start-up included)
+ */
+export function awsCp(stores: BenchStores, dir: string, from: string, to: string): Promise<number> {
+  return awsS3(stores, dir, ["cp", "--only-show-errors", from, to]);
+}
+
+/**
+ * The CLI's start-up and one request: `aws s3 ls` of a prefix that holds nothing, the time an
+ * `aws s3 cp` spends besides its transfer (Python importing botocore, mostly).
+ * @returns seconds
+ */
+export function awsStartup(stores: BenchStores, dir: string): Promise<number> {
+  return awsS3(stores, dir, ["ls", `s3://${stores.s3.bucket}/nothing-here/`]);
+}
+
+/**
+ * Runs `aws s3 ARGS` against the store, configured by environment only: the credentials, the region, path-style
+ * addressing (a config file in `dir`), and no checksum trailers (CLIs from 2.23 on send CRCs in
+ * aws-chunked bodies by default, which Swift's s3api does not read; older ones ignore it).
+ * @returns seconds from the CLI's start to its exit (its start-up included)
+ * @throws on a non-zero exit
+ */
+async function awsS3(stores: BenchStores, dir: string, args: string[]): Promise<number> {
+  const config = path.join(dir, "aws-config");
+  if (!fs.existsSync(config)) fs.writeFileSync(config, "[default]\ns3 =\n  addressing_style = path\n");
+  const env = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: dir,
+    AWS_ACCESS_KEY_ID: stores.s3.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: stores.s3.secretAccessKey,
+    AWS_DEFAULT_REGION: stores.s3.region,
+    AWS_CONFIG_FILE: config,
+    AWS_SHARED_CREDENTIALS_FILE: path.join(dir, "aws-credentials-none"),
+    AWS_EC2_METADATA_DISABLED: "true",
+    AWS_REQUEST_CHECKSUM_CALCULATION: "when_required",
+    AWS_RESPONSE_CHECKSUM_VALIDATION: "when_required",
+  };
+  const started = performance.now();
+  const proc = Bun.spawn([awsCli()!, "--endpoint-url", stores.s3.endpoint, "s3", ...args], { env, stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  // `aws s3 ls` of an empty prefix exits 1: it found nothing, which is what was asked.
+  if (code !== 0 && !(args[0] === "ls" && code === 1 && err === "")) throw new Error(`aws s3 ${args.join(" ")} failed (${code}): ${err}${out}`);
+  return (performance.now() - started) / 1000;
 }

@@ -3,12 +3,11 @@
  * the second implementation of the {@link BlobStore} port, for several instances sharing one
  * bucket. Objects live at `S3_PREFIX + "blobs/" + name` and `… "quarantine/" …`.
  *
- * - An upload streams as a multipart upload under a fresh name, one part at a time: every part
- *   is flushed before the next is taken (Bun's `writer().write()` returns no promise, so without
- *   the flush a 1 GiB upload held ~1.1 GiB). CRC32C and size are computed on the way; the
- *   object's size is checked with a HEAD after it completes, and only then does the caller
- *   commit the row. No `x-amz-checksum-*` header is sent (Backblaze B2 refuses them; Swift
- *   ignores them).
+ * - An upload streams as a multipart upload under a fresh name, several parts in flight in a
+ *   fixed set of part buffers (s3-object-writer.ts); reading from the client waits while all are
+ *   in flight. CRC32C and size are computed on the way; the object's size is checked with a HEAD
+ *   after it completes, and only then does the caller commit the row. No `x-amz-checksum-*`
+ *   header is sent (Backblaze B2 refuses them; Swift ignores them).
  * - A download passes its range to the store (`Range`) and streams it.
  * - An object that no row refers to may be another instance's upload about to commit: sweeps
  *   leave those younger than an hour ({@link S3BlobStore.orphanGraceMs}). A multipart upload
@@ -21,8 +20,9 @@ import { checksumToBase64, crc32cUpdate } from "../domain/checksum.ts";
 import { newBlobName } from "../domain/ids.ts";
 import { BufferPool, DelayedRemovals, REMOVAL_GRACE_MS, SMALL_BLOB_BYTES, SmallBlobCache } from "./blob-memory.ts";
 import type { BlobChunk, BlobStore, ByteRange, ReadPlan, StagedBlob, WriteOptions } from "./ports.ts";
-import { writeObject } from "./s3-object-writer.ts";
+import { writeObject, type ObjectStore } from "./s3-object-writer.ts";
 import { S3Partials } from "./s3-partials.ts";
+import { S3Signer } from "./s3-signer.ts";
 
 /** Where and how to reach the bucket (CONTRACT §7 variables). */
 export interface S3Settings {
@@ -39,8 +39,8 @@ export interface S3Settings {
 
 /**
  * Bytes per multipart part: S3's minimum (except the last part), which keeps what an upload holds
- * smallest (measured: 1 GiB upload peaks 63 MiB over idle RSS with 5 MiB parts, 69 with 8 MiB),
- * unless the upload limit needs larger parts to stay within S3's 10 000 parts.
+ * smallest ({@link PARTS_IN_FLIGHT} + 1 part buffers), unless the upload limit needs larger parts
+ * to stay within S3's 10 000 parts.
  */
 function partBytes(maxBytes: number): number {
   const MiB = 1024 * 1024;
@@ -48,11 +48,20 @@ function partBytes(maxBytes: number): number {
   return Math.max(5 * MiB, Math.ceil(maxBytes / 10_000 / MiB) * MiB);
 }
 
+/**
+ * Multipart parts sent at once by one upload (s3-object-writer.ts): an upload holds one more part
+ * buffer than this. Measured for a 1 GiB upload with 5 MiB parts against the Swift store (peak RSS
+ * over idle): 1 in flight 41 MiB, 2: 44, 3: 49, 4: 55, 6: 66 (docs/benchmarks.md, issue 28).
+ */
+const PARTS_IN_FLIGHT = 4;
+
 /** The {@link BlobStore} port on an S3-compatible bucket (see the module comment). */
 export class S3BlobStore implements BlobStore {
   /** Other instances write this bucket: an unreferenced object younger than this may be theirs. */
   readonly orphanGraceMs = 60 * 60 * 1000;
   private readonly client: S3Client;
+  /** The bucket as s3-object-writer.ts writes to it. */
+  private readonly objects: ObjectStore;
   /** Blobs up to 64 KiB read whole are kept in memory, as on disk. */
   private readonly small = new SmallBlobCache();
   private readonly removals: DelayedRemovals;
@@ -77,7 +86,8 @@ export class S3BlobStore implements BlobStore {
       secretAccessKey: settings.secretAccessKey,
       virtualHostedStyle: settings.virtualHostedStyle,
     });
-    this.partials = new S3Partials(this.client, (p) => this.key(p), (content, opts) => this.write(content, opts));
+    this.objects = { client: this.client, signer: new S3Signer(this.client, settings), partsInFlight: PARTS_IN_FLIGHT };
+    this.partials = new S3Partials(this.objects, (p) => this.key(p), (content, opts) => this.write(content, opts));
   }
 
   /**
@@ -98,7 +108,7 @@ export class S3BlobStore implements BlobStore {
     let crc = 0;
     let size = 0;
     let checksum = "";
-    await writeObject(this.client.file(this.blobKey(name)), content, {
+    await writeObject(this.objects, this.blobKey(name), content, {
       partBytes: partBytes(opts.maxBytes),
       onChunk: (chunk) => {
         size += chunk.byteLength;

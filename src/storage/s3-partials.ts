@@ -12,10 +12,9 @@
  * its place, so the chain is the committed chunks. A chunk whose checksum failed is never
  * completed: its write is aborted before the object exists.
  */
-import type { S3Client } from "bun";
 import { AppError } from "../errors.ts";
 import { chunkDigest } from "./chunk-digest.ts";
-import { writeObject } from "./s3-object-writer.ts";
+import { writeObject, type ObjectStore } from "./s3-object-writer.ts";
 import type { StagedBlob, WriteOptions } from "./ports.ts";
 import type { AppendOptions, PartialUploads } from "./upload-ports.ts";
 
@@ -31,13 +30,18 @@ interface Chunk {
 
 /** {@link PartialUploads} in a bucket (see the module comment). */
 export class S3Partials implements PartialUploads {
+  private readonly client: ObjectStore["client"];
+
   constructor(
-    private readonly client: S3Client,
+    /** The bucket (Bun's client for listing, reading and deleting; s3-object-writer.ts writes). */
+    private readonly objects: ObjectStore,
     /** The bucket key of a path below the deployment's prefix. */
     private readonly key: (path: string) => string,
     /** The store's blob write (multipart, CRC32C, size check). */
     private readonly write: (content: AsyncIterable<Uint8Array>, opts: WriteOptions) => Promise<StagedBlob>,
-  ) {}
+  ) {
+    this.client = objects.client;
+  }
 
   private prefix(id: string): string {
     if (!UPLOAD_ID.test(id)) throw new Error(`not an upload ID: ${JSON.stringify(id)}`);
@@ -52,7 +56,7 @@ export class S3Partials implements PartialUploads {
     const key = `${this.prefix(id)}${String(offset).padStart(16, "0")}.${crypto.randomUUID()}`;
     const digest = chunkDigest(opts.checksum);
     let size = 0;
-    const bytes = await writeObject(this.client.file(key), content, {
+    const bytes = await writeObject(this.objects, key, content, {
       partBytes: CHUNK_PART_BYTES,
       onChunk: (chunk) => {
         size += chunk.byteLength;
