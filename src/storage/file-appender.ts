@@ -2,7 +2,7 @@
  * Sequential writes into one file at the speed of the disk: the bytes of a stream are gathered
  * into a few reused buffers, and a full buffer is written (pwrite(2) at its position) in the
  * background while the next one fills, so receiving, checksumming and writing overlap instead of
- * taking turns. Shared by the blob writer (disk-blobs.ts) and resumable uploads' chunks
+ * taking turns; and the disk is told to write back as the bytes arrive, not only at the end. Shared by the blob writer (disk-blobs.ts) and resumable uploads' chunks
  * (disk-partials.ts).
  *
  * Measured (docs/benchmarks.md, issue 28): a 1 GiB upload spent ~2.5 s of its ~4 s awaiting its
@@ -21,8 +21,12 @@ const APPEND_BUFFERS = 4;
  * a full collection about every 64 of them, gc-pacer.ts).
  */
 const SPARE_BUFFERS = 4;
-/** Bytes written between two background fdatasync(2) calls ({@link FileAppender.startWriteback}). */
-const WRITEBACK_BYTES = 64 * 1024 * 1024;
+/**
+ * Bytes written between two background fdatasync(2) calls ({@link FileAppender.startWriteback}).
+ * Measured (docs/benchmarks.md, issue 28): 2–8 MiB beat 16 and 64 MiB for a tus upload in 16 MiB
+ * chunks (each PATCH's own fsync then finds at most this much left) and for one large POST.
+ */
+const WRITEBACK_BYTES = 8 * 1024 * 1024;
 const spare: Buffer[] = [];
 
 /**
