@@ -176,8 +176,9 @@ export class UploadService {
       }
       const link = row.uploadLinkId === null ? undefined : await this.linkOf(row);
       try {
-        const carried = row.crc32c === null ? undefined : new CarriedCrc(row.crc32c);
-        const written = await this.deps.blobs.partials.append(id, offset, carried?.tap(content) ?? content, { maxBytes: row.length - offset, checksum });
+        const partials = this.deps.blobs.partials;
+        const carried = row.crc32c === null || !partials.usesCarriedChecksum ? undefined : new CarriedCrc(row.crc32c);
+        const written = await partials.append(id, offset, carried?.tap(content) ?? content, { maxBytes: row.length - offset, checksum });
         const to = offset + written.bytes;
         const crc = carried?.over(written.bytes);
         // Fencing: what another writer may have done once the lock was lost is not committed over.

@@ -13,10 +13,13 @@ import { gcPacer } from "../gc-pacer.ts";
 
 /** Bytes per write(2): large writes keep the syscall count low. */
 export const APPEND_BUFFER_BYTES = 1024 * 1024;
-/** Buffers per appender: one filling while the others are written. */
-const APPEND_BUFFERS = 4;
 /**
- * Buffers kept between appenders (4 MiB): uploads one after another reuse them instead of
+ * Buffers per appender: one filling while the other is written. Four measured no faster and
+ * raised a 1 GiB tus upload's peak over idle from 62.6–67.6 to 74.2–78.1 MiB (docs/benchmarks.md).
+ */
+const APPEND_BUFFERS = 2;
+/**
+ * Buffers kept between appenders (4 MiB, two uploads' worth): uploads one after another reuse them instead of
  * leaving 1 MiB of garbage each for a collection (64 KiB uploads at ~400/s would otherwise force
  * a full collection about every 64 of them, gc-pacer.ts).
  */
@@ -31,7 +34,7 @@ const spare: Buffer[] = [];
 
 /**
  * Writes what {@link append} is given, in order, from `start` on, through at most
- * {@link APPEND_BUFFERS} buffers of {@link APPEND_BUFFER_BYTES} (4 MiB per appender at most). The
+ * {@link APPEND_BUFFERS} buffers of {@link APPEND_BUFFER_BYTES} (2 MiB per appender at most). The
  * caller owns the handle: it waits for {@link finish} (or {@link settle} after a failure) before
  * it syncs, truncates or closes it.
  */

@@ -132,6 +132,12 @@ export interface AppendOptions {
  */
 export interface PartialUploads {
   /**
+   * Whether {@link stage} and {@link concat} use a CRC32C the caller carried (disk: they then
+   * read nothing for it). When false (S3, which checksums while it copies the chunks into the
+   * blob anyway) the caller need not compute one.
+   */
+  readonly usesCarriedChecksum: boolean;
+  /**
    * Writes `content` durably at byte `offset` of upload `id`, replacing anything at or past
    * `offset` (left by a crash or a lost race). On a checksum mismatch or payload_too_large the
    * chunk is discarded. When the body is cut short with no checksum declared, the store may
