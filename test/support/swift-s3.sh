@@ -73,6 +73,8 @@ account_autocreate = true
 [filter:s3api]
 use = egg:swift#s3api
 location = us-east-1
+# AWS's limit; s3api's default of 1000 parts refuses an upload past 1000 × 5 MiB (~4.9 GiB)
+max_upload_part_num = 10000
 [filter:tempauth]
 # tempauth + access-key aliases without ':' (Bun's presign() mis-signs keys containing ':')
 paste.filter_factory = s3alias:filter_factory
