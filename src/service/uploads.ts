@@ -12,6 +12,7 @@
  * consumed (its file_id), inserts the final's row complete and, through a guest link, counts
  * one file of the total. So the quota and a link's limits count the bytes once and the file once.
  */
+import { crc32cUpdate } from "../domain/checksum.ts";
 import type { FileRecord, Visibility } from "../domain/file.ts";
 import { parseExpiry } from "../domain/expiry.ts";
 import { parseMediaType, parseName, parseSlug, parseVisibility, type PageCursor } from "../domain/params.ts";
@@ -27,7 +28,6 @@ import { DEFAULT_VISIBILITY, type Content, type FileService } from "./files.ts";
 import type { Quotas } from "./quota.ts";
 import type { UploadLinkService } from "./upload-links.ts";
 import { logError } from "../log.ts";
-import { crc32cUpdate } from "../domain/checksum.ts";
 
 /** Who is uploading: a signed-in user (with files.write), or anyone holding a guest link's token. */
 export type Uploader = { principal: Principal } | { link: UploadLinkRow };
