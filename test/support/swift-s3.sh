@@ -74,6 +74,7 @@ account_autocreate = true
 use = egg:swift#s3api
 location = us-east-1
 # AWS's limit; s3api's default of 1000 parts refuses an upload past 1000 × 5 MiB (~4.9 GiB)
+# (and [filter:slo] below allows as many segments)
 max_upload_part_num = 10000
 [filter:tempauth]
 # tempauth + access-key aliases without ':' (Bun's presign() mis-signs keys containing ':')
@@ -86,6 +87,8 @@ memcache_servers = 127.0.0.1:$((PORT + 20))
 EOF
 for f in catch_errors gatekeeper healthcheck proxy_logging listing_formats bulk copy slo dlo; do
   printf '[filter:%s]\nuse = egg:swift#%s\n' "${f/proxy_logging/proxy-logging}" "$f" >> "$D/etc/proxy-server.conf"
+  # s3api completes a multipart upload as an SLO manifest: as many segments as parts (default 1000)
+  if [ "$f" = slo ]; then echo "max_manifest_segments = 10000" >> "$D/etc/proxy-server.conf"; fi
 done
 cp "$(dirname "$0")/swift-s3alias.py" "$D/lib/s3alias.py"   # tempauth + colon-free key aliases
 [ "$CMD" = config ] && exit 0
