@@ -80,7 +80,8 @@ test("SIGKILL between the object's upload and the commit: no file, the object is
   expect(orphans.length).toBe(1);
   // Younger than an hour: kept (it could be another instance's upload), and reported.
   const fsck = await runCli(["fsck", "--repair", "--data-dir", data.path], { env });
-  expect(fsck.stdout).toContain(`orphan\tblob ${orphans[0]!.replace(/^blobs\//, "")}\t`);
+  // The bucket's key is {S3_PREFIX}blobs/{name}; fsck names the blob.
+  expect(fsck.stdout).toContain(`orphan\tblob ${orphans[0]!.replace(/^.*blobs\//, "")}\t`);
   expect((await objects()).filter((k) => !before.includes(k))).toEqual(orphans);
 }, 60_000);
 
