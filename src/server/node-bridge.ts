@@ -136,8 +136,6 @@ function toRequest(req: NodeRequest): Request {
  * 1 GiB upload ~10 % more CPU, issue 28).
  */
 const READ_AHEAD_BYTES = 1024 * 1024;
-/** Queued past the read-ahead while nobody reads: the body was abandoned, the rest is dropped. */
-const ABANDONED_BYTES = 8 * READ_AHEAD_BYTES;
 
 /**
  * The request body as a web stream that reads ahead of its consumer by at most
@@ -170,13 +168,6 @@ function bodyStream(req: NodeRequest): ReadableStream<Uint8Array> {
   let controller!: ReadableStreamDefaultController<Uint8Array>;
   const onData = (chunk: Uint8Array) => {
     received += chunk.byteLength;
-    if ((controller.desiredSize ?? 0) < -ABANDONED_BYTES) {
-      // Nobody reads (the answer went out without it, and resumed the connection): drop the rest.
-      detach();
-      controller.error(new AppError("invalid_argument", "the request body was not read"));
-      req.resume();
-      return;
-    }
     controller.enqueue(chunk);
     if ((controller.desiredSize ?? 0) <= 0 && !paused) {
       paused = true;
