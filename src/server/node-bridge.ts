@@ -132,8 +132,9 @@ function toRequest(req: NodeRequest): Request {
  * Bytes of a request body read ahead of its consumer before the connection (HTTP/1.1) or the
  * stream (HTTP/2, whose flow control then holds the client back) is paused: enough that a
  * consumer writing to disk in the background rarely waits for the network, and that the
- * connection is paused and resumed only now and then instead of once per chunk (that cost a
- * 1 GiB upload ~10 % more CPU, issue 28).
+ * connection is paused and resumed only now and then instead of once per chunk (with writes in
+ * the background and a pause per chunk, a 1 GiB upload took 3.4–4.1 s of server CPU against
+ * 2.5–2.9 s before, measured under load, issue 28).
  */
 const READ_AHEAD_BYTES = 1024 * 1024;
 

@@ -5,8 +5,8 @@
  * taking turns; and the disk is told to write back as the bytes arrive, not only at the end. Shared by the blob writer (disk-blobs.ts) and resumable uploads' chunks
  * (disk-partials.ts).
  *
- * Measured (docs/benchmarks.md, issue 28): a 1 GiB upload spent ~2.5 s of its ~4 s awaiting its
- * own writes one buffer at a time, with nothing read from the connection meanwhile.
+ * Measured (docs/benchmarks.md, issue 28): a 1 GiB upload spent ~2.5 s of its ~4 s checksumming
+ * each 1 MiB buffer and then awaiting its write, with nothing read from the connection meanwhile.
  */
 import type fsp from "node:fs/promises";
 import { gcPacer } from "../gc-pacer.ts";
