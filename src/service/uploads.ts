@@ -12,7 +12,7 @@
  * consumed (its file_id), inserts the final's row complete and, through a guest link, counts
  * one file of the total. So the quota and a link's limits count the bytes once and the file once.
  */
-import { crc32cUpdate } from "../domain/checksum.ts";
+import { crc32cCombine } from "../domain/checksum.ts";
 import type { FileRecord, Visibility } from "../domain/file.ts";
 import { parseExpiry } from "../domain/expiry.ts";
 import { parseMediaType, parseName, parseSlug, parseVisibility, type PageCursor } from "../domain/params.ts";
@@ -177,10 +177,11 @@ export class UploadService {
       const link = row.uploadLinkId === null ? undefined : await this.linkOf(row);
       try {
         const partials = this.deps.blobs.partials;
-        const carried = row.crc32c === null || !partials.usesCarriedChecksum ? undefined : new CarriedCrc(row.crc32c);
-        const written = await partials.append(id, offset, carried?.tap(content) ?? content, { maxBytes: row.length - offset, checksum });
+        const written = await partials.append(id, offset, content, { maxBytes: row.length - offset, checksum });
         const to = offset + written.bytes;
-        const crc = carried?.over(written.bytes);
+        // The CRC32C up to the chunk's end, carried from the row's; unknown for a row from before
+        // it was carried (the finished upload is then read back once).
+        const crc = row.crc32c === null || written.crc32c === undefined ? undefined : crc32cCombine(row.crc32c, written.crc32c, written.bytes);
         // Fencing: what another writer may have done once the lock was lost is not committed over.
         if (written.bytes > 0 && !(await lock.held())) throw new AppError("aborted", "this request lost the upload's lock while it wrote; ask with HEAD and resume from there");
         let state: UploadState;
@@ -561,37 +562,4 @@ function fieldsOf(metadata: Record<string, string>, link: UploadLinkRow | undefi
   if (metadata.visibility !== undefined && metadata.visibility !== "") fields.visibility = parseVisibility(metadata.visibility);
   fields.expiresAt = parseExpiry({ expire_time: metadata.expire_time }, now) ?? null;
   return fields;
-}
-
-/**
- * The CRC32C of an upload's bytes carried across one chunk: {@link tap} sees the chunk's bytes
- * as the store reads them, and {@link over} gives the CRC32C up to the chunk's end if the store
- * wrote exactly what was seen (else unknown: the finished upload is then read back once).
- */
-class CarriedCrc {
-  private crc: number;
-  private seen = 0;
-
-  /** @param before the CRC32C of the bytes before the chunk, as the row stores it */
-  constructor(before: number) {
-    this.crc = before >>> 0;
-  }
-
-  /** `content`, unchanged, counted and checksummed as it is read. */
-  tap(content: Content): Content {
-    if (content === null) return null;
-    const self = this;
-    return (async function* () {
-      for await (const chunk of content) {
-        self.crc = crc32cUpdate(self.crc, chunk);
-        self.seen += chunk.byteLength;
-        yield chunk;
-      }
-    })();
-  }
-
-  /** @returns the CRC32C up to the chunk's end (unsigned), or undefined unless `written` bytes were seen */
-  over(written: number): number | undefined {
-    return written === this.seen ? this.crc : undefined;
-  }
 }

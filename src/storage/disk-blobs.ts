@@ -64,8 +64,8 @@ export class DiskBlobStore implements BlobStore {
     const handle = await fsp.open(tmpPath, "wx", PRIVATE_FILE_MODE);
     let closed = false;
     try {
-      let crc = 0;
       let size = 0;
+      let crc: number;
       const appender = new FileAppender(handle, 0);
       try {
         if (content !== null) {
@@ -74,13 +74,12 @@ export class DiskBlobStore implements BlobStore {
             if (size > opts.maxBytes) {
               throw new AppError("payload_too_large", `content is larger than the limit of ${opts.maxBytes} bytes`);
             }
-            crc = crc32cUpdate(crc, chunk);
             await appender.append(chunk);
             // Every chunk read from the connection is a fresh buffer, garbage once copied.
             gcPacer.add(chunk.byteLength);
           }
         }
-        await appender.finish();
+        crc = (await appender.finish()).crc32c;
       } finally {
         await appender.settle();
       }

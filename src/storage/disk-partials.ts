@@ -44,7 +44,7 @@ export class DiskPartials implements PartialUploads {
     return path.join(this.dir, id);
   }
 
-  async append(id: string, offset: number, content: AsyncIterable<Uint8Array> | null, opts: AppendOptions): Promise<{ bytes: number; cutShort?: unknown }> {
+  async append(id: string, offset: number, content: AsyncIterable<Uint8Array> | null, opts: AppendOptions): Promise<{ bytes: number; crc32c: number; cutShort?: unknown }> {
     const file = this.path(id);
     let handle: fsp.FileHandle;
     let created = false;
@@ -62,6 +62,7 @@ export class DiskPartials implements PartialUploads {
       const digest = chunkDigest(opts.checksum);
       const appender = new FileAppender(handle, offset);
       let received = 0;
+      let crc: number;
       let cutShort: unknown;
       try {
         try {
@@ -81,7 +82,7 @@ export class DiskPartials implements PartialUploads {
           if (digest !== undefined || received === 0) throw err;
           cutShort = err;
         }
-        await appender.finish();
+        crc = (await appender.finish()).crc32c;
       } finally {
         await appender.settle();
       }
@@ -89,7 +90,7 @@ export class DiskPartials implements PartialUploads {
       digest?.verify();
       await handle.sync();
       if (created) await syncDir(this.dir);
-      return cutShort === undefined ? { bytes: written } : { bytes: written, cutShort };
+      return cutShort === undefined ? { bytes: written, crc32c: crc } : { bytes: written, crc32c: crc, cutShort };
     } catch (err) {
       // Nothing past the offset is committed; leave the file as the offset says.
       await handle.truncate(offset).catch(() => {});

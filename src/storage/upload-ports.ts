@@ -133,8 +133,8 @@ export interface AppendOptions {
 export interface PartialUploads {
   /**
    * Whether {@link stage} and {@link concat} use a CRC32C the caller carried (disk: they then
-   * read nothing for it). When false (S3, which checksums while it copies the chunks into the
-   * blob anyway) the caller need not compute one.
+   * read nothing for it), which {@link append} then gives for each chunk. When false (S3, which
+   * checksums while it copies the chunks into the blob anyway) nothing is carried.
    */
   readonly usesCarriedChecksum: boolean;
   /**
@@ -143,10 +143,10 @@ export interface PartialUploads {
    * chunk is discarded. When the body is cut short with no checksum declared, the store may
    * keep what arrived (tus: "store as much of the received data as possible"): it says so with
    * `cutShort`, the error that ended the body.
-   * @returns the bytes written durably
+   * @returns the bytes written durably, and their CRC32C (unsigned) when {@link usesCarriedChecksum}
    * @throws AppError checksum_mismatch, payload_too_large; what the stream or store throws
    */
-  append(id: string, offset: number, content: AsyncIterable<Uint8Array> | null, opts: AppendOptions): Promise<{ bytes: number; cutShort?: unknown }>;
+  append(id: string, offset: number, content: AsyncIterable<Uint8Array> | null, opts: AppendOptions): Promise<{ bytes: number; crc32c?: number; cutShort?: unknown }>;
   /**
    * The upload's first `length` bytes as a new durable blob with its CRC32C (the partial bytes
    * stay until {@link remove}).

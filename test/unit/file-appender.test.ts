@@ -1,17 +1,18 @@
 // FileAppender (storage/file-appender.ts): bytes appended in chunks of any size land in order at
 // their offsets while several buffers are written in the background, and a failed write is
-// reported, never lost.
+// reported, never lost; the CRC32C it gives is the whole content's.
 import { afterAll, expect, test } from "bun:test";
 import fs from "node:fs";
 import fsp from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { crc32c } from "../../src/domain/crc32c.ts";
 import { APPEND_BUFFER_BYTES, FileAppender } from "../../src/storage/file-appender.ts";
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cubby-appender-"));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-test("chunks of every size, 9 MiB in all, land in order after the start offset; end and finish say where it stopped", async () => {
+test("chunks of every size, 9 MiB in all, land in order after the start offset; end and finish say where it stopped and the CRC32C of it all", async () => {
   const file = path.join(dir, "ordered");
   fs.writeFileSync(file, "keep");
   const source = crypto.getRandomValues(new Uint8Array(9 * APPEND_BUFFER_BYTES + 12_345));
@@ -24,7 +25,7 @@ test("chunks of every size, 9 MiB in all, land in order after the start offset; 
     at += n;
   }
   expect(appender.end).toBe(4 + source.byteLength);
-  expect(await appender.finish()).toBe(4 + source.byteLength);
+  expect(await appender.finish()).toEqual({ end: 4 + source.byteLength, crc32c: crc32c(source) });
   await handle.close();
   const stored = fs.readFileSync(file);
   expect({ head: stored.subarray(0, 4).toString(), length: stored.byteLength, same: Buffer.compare(stored.subarray(4), source) === 0 }).toEqual({
