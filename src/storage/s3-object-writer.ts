@@ -11,7 +11,7 @@
  * over the measuring process's idle RSS. So the parts are sent here, through {@link S3Signer}.
  */
 import type { S3Client } from "bun";
-import { GcPacer } from "../gc-pacer.ts";
+import { collectGarbage, GcPacer } from "../gc-pacer.ts";
 import type { S3Signer } from "./s3-signer.ts";
 
 /** How {@link writeObject} writes: its part size and the caller's checks. */
@@ -166,7 +166,7 @@ export async function writeObject(store: ObjectStore, key: string, content: Asyn
       // over idle with them left to the next collection, 33–40 before parts went in parallel).
       free.length = 0;
       part = new Uint8Array(0);
-      Bun.gc(true);
+      collectGarbage();
     }
   }
 }
