@@ -58,6 +58,40 @@ export function httpDate(): string {
   return dateText;
 }
 
+/** `HTTP/1.1 <status> <reason>\r\nx-request-id: ` by status, encoded once. */
+const statusPrefixes = new Map<number, Buffer>();
+
+function statusPrefix(status: number): Buffer {
+  let prefix = statusPrefixes.get(status);
+  if (prefix === undefined) {
+    prefix = Buffer.from(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? "unknown"}\r\nx-request-id: `, "latin1");
+    statusPrefixes.set(status, prefix);
+  }
+  return prefix;
+}
+
+/** The second and keep-alive timeout {@link headTail}'s buffers were encoded for. */
+let tailSecond = -1;
+let tailSeconds = -1;
+let tailKeepAlive = Buffer.alloc(0);
+let tailClose = Buffer.alloc(0);
+
+/**
+ * The head's last lines, `Date`, `Connection` (and `Keep-Alive`) and the blank line, encoded once
+ * a second: a whole answer copies these bytes instead of building and encoding the text each time.
+ * @param keepAliveSeconds the `Keep-Alive: timeout` answered on a kept-alive connection
+ */
+function headTail(keepAlive: boolean, keepAliveSeconds: number): Buffer {
+  const date = httpDate();
+  if (dateSecond !== tailSecond || keepAliveSeconds !== tailSeconds) {
+    tailSecond = dateSecond;
+    tailSeconds = keepAliveSeconds;
+    tailKeepAlive = Buffer.from(`Date: ${date}\r\nConnection: keep-alive\r\nKeep-Alive: timeout=${keepAliveSeconds}\r\n\r\n`, "latin1");
+    tailClose = Buffer.from(`Date: ${date}\r\nConnection: close\r\n\r\n`, "latin1");
+  }
+  return keepAlive ? tailKeepAlive : tailClose;
+}
+
 /** The encoded header lines of shared, frozen header objects (a file version's plain answer, http/content.ts). */
 const encodedBlocks = new WeakMap<object, Buffer>();
 
@@ -157,18 +191,25 @@ export class Http1Exchange implements Exchange, HeaderSource, Outgoing {
     const bodiless = this.method === "HEAD" || status === 204 || status === 304 || status < 200;
     const bytes = bodiless || body === undefined ? undefined : typeof body === "string" ? Buffer.from(body) : body;
     let length = headers["content-length"];
-    const first = this.statusLine(status);
-    let last = `Date: ${httpDate()}\r\n${this.keepAlive ? `Connection: keep-alive\r\nKeep-Alive: timeout=${this.conn.keepAliveSeconds}\r\n\r\n` : "Connection: close\r\n\r\n"}`;
+    const prefix = statusPrefix(status);
+    const requestId = this.context.requestId;
+    // The request ID is ours (request-id.ts: printable ASCII), so its length is its byte count.
+    let lengthLine: string | undefined;
     if (length === undefined && !bodiless) {
       length = String(bytes === undefined ? 0 : bytes.byteLength);
-      last = `content-length: ${length}\r\n${last}`;
+      lengthLine = `content-length: ${length}\r\n`;
     }
-    const size = first.length + block.length + last.length + (bytes === undefined ? 0 : bytes.byteLength);
+    const tail = headTail(this.keepAlive, this.conn.keepAliveSeconds);
+    const size = prefix.length + requestId.length + 2 + block.length + (lengthLine?.length ?? 0) + tail.length + (bytes === undefined ? 0 : bytes.byteLength);
     const pooled = size <= POOLED_BYTES ? (pool.pop() ?? Buffer.allocUnsafeSlow(POOLED_BYTES)) : undefined;
     const out = pooled ?? Buffer.allocUnsafe(size);
-    let at = out.write(first, 0, "latin1");
+    let at = prefix.copy(out, 0);
+    at += out.write(requestId, at, "latin1");
+    out[at++] = 13;
+    out[at++] = 10;
     at += typeof block === "string" ? out.write(block, at, "latin1") : block.copy(out, at);
-    at += out.write(last, at, "latin1");
+    if (lengthLine !== undefined) at += out.write(lengthLine, at, "latin1");
+    at += tail.copy(out, at);
     if (bytes !== undefined) out.set(bytes, at);
     this.status = status;
     this.length = length;

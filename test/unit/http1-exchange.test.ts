@@ -2,7 +2,9 @@
 // (serveHttp1Fast) with a dispatch of the test's: a whole answer's framing (one head with
 // X-Request-Id, Date, Connection and Keep-Alive; Content-Length added when absent; no body for
 // HEAD, 304 and 204), header injection refused before anything is written, a streamed answer, and
-// a connection that closes mid-body (signal aborted, pending write callbacks told).
+// a connection that closes mid-body (signal aborted, pending write callbacks told); the Date line
+// follows the clock and each connection answers its own Keep-Alive timeout (the head's last lines
+// are encoded once a second).
 import { afterEach, expect, test } from "bun:test";
 import net from "node:net";
 import type { RequestContext } from "../../src/context/request-context.ts";
@@ -25,7 +27,7 @@ interface Seen {
  * A connected socket pair whose server side is read by the reader; every request is handed to
  * `answer` as an exchange opened with request ID `r1`. `received` is what the client got.
  */
-async function serve(answer: (ex: Exchange) => void, opts: { stopping?: boolean } = {}) {
+async function serve(answer: (ex: Exchange) => void, opts: { stopping?: boolean; keepAliveSeconds?: number } = {}) {
   const listener = net.createServer({ allowHalfOpen: true });
   await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
   const accepted = new Promise<net.Socket>((resolve) => listener.once("connection", resolve));
@@ -39,7 +41,7 @@ async function serve(answer: (ex: Exchange) => void, opts: { stopping?: boolean 
   const seen: Seen = { logged: [], written: 0 };
   serveHttp1Fast(server, {
     maxHeadBytes: 64 * 1024,
-    keepAliveSeconds: 60,
+    keepAliveSeconds: opts.keepAliveSeconds ?? 60,
     route: (_method, target) => target,
     dispatch: (ex) => {
       ex.open({ requestId: "r1", clientAddress: "127.0.0.1", method: ex.method, path: ex.target, startedAt: performance.now() } as RequestContext);
@@ -75,6 +77,29 @@ test("a whole answer: one head with X-Request-Id, Date, Connection and Keep-Aliv
   );
   await waitFor(() => p.seen.written === 1, "the answer written");
   expect(p.seen.logged).toEqual(["200 5"]);
+});
+
+test("the Date line is the current second's, also once the second has changed; each connection answers its own Keep-Alive timeout", async () => {
+  const ok = (ex: Exchange) => ex.respond(200, { "content-length": "2" }, "ok");
+  const a = await serve(ok, { keepAliveSeconds: 60 });
+  const b = await serve(ok, { keepAliveSeconds: 7 });
+  const dateOf = (text: string) => /Date: ([^\r]*)\r\n/.exec(text)?.[1];
+  const before = Math.floor(Date.now() / 1000);
+  a.client.write("GET /a HTTP/1.1\r\nhost: x\r\n\r\n");
+  b.client.write("GET /b HTTP/1.1\r\nhost: x\r\n\r\n");
+  const first = await receivedMatching(a, /ok$/);
+  expect(await receivedMatching(b, /ok$/)).toContain("Connection: keep-alive\r\nKeep-Alive: timeout=7\r\n\r\nok");
+  expect(first).toContain("Connection: keep-alive\r\nKeep-Alive: timeout=60\r\n\r\nok");
+  const firstSecond = Date.parse(dateOf(first)!) / 1000;
+  expect(firstSecond).toBeGreaterThanOrEqual(before);
+  expect(firstSecond).toBeLessThanOrEqual(Math.floor(Date.now() / 1000));
+  // The next request once the clock is past the first answer's second.
+  await waitFor(() => Math.floor(Date.now() / 1000) > firstSecond, "the next second", 2_500, 20);
+  a.client.write("GET /a HTTP/1.1\r\nhost: x\r\n\r\n");
+  const both = await receivedMatching(a, /ok[\s\S]*ok$/);
+  const second = both.slice(first.length);
+  expect(Date.parse(dateOf(second)!) / 1000).toBeGreaterThan(firstSecond);
+  expect(second).toContain("Connection: keep-alive\r\nKeep-Alive: timeout=60\r\n\r\nok");
 });
 
 test("Content-Length is added when absent; a connection that may not carry another request answers Connection: close and closes", async () => {
