@@ -2,7 +2,8 @@ import { fullGC } from "bun:jsc";
 
 /**
  * A full garbage collection, synchronous, through `bun:jsc`'s `fullGC` rather than
- * `Bun.gc(true)`: both free the same (a 1 GiB tus upload peaked 76.5 and 78.1 MiB over idle), but
+ * `Bun.gc(true)`: both free about the same (a 1 GiB tus upload peaked 70–76 MiB over idle with
+ * either; 4 GiB up and down at once 132–141 MiB, within the runs' spread), but
  * a 1 GiB upload paced by `Bun.gc(true)` took 2.43 s of server CPU against 2.02 s, and 1.95 s
  * against 1.57 s of wall time (medians of 5 alternating rounds, 2026-11-26, issue 28), far more
  * than the collections themselves (15.8 vs 13.5 ms each): `Bun.gc(true)` leaves the process more
