@@ -59,6 +59,13 @@ async function main(): Promise<void> {
   const port = (probe.address() as net.AddressInfo).port;
   probe.close();
   const servers = [0, 1].map(() => Bun.spawn([process.execPath, import.meta.path, "serve", String(port)], { stdout: "pipe", stderr: "inherit" }));
+  // Stopped on Ctrl-C or SIGTERM too, not only when the measurement ends or fails.
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.on(signal, () => {
+      for (const s of servers) s.kill();
+      process.exit(130);
+    });
+  }
   try {
     for (const s of servers) {
       const reader = s.stdout.getReader();
