@@ -30,8 +30,6 @@ const UPLOAD_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** {@link PartialUploads} in a directory beside the blobs (same file system, for the hard link). */
 export class DiskPartials implements PartialUploads {
-  /** A finished upload's file is linked, not read: its CRC32C comes from the row. */
-  readonly usesCarriedChecksum = true;
   constructor(
     private readonly dir: string,
     private readonly blobDir: string,

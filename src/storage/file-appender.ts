@@ -2,8 +2,8 @@
  * Sequential writes into one file at the speed of the disk: the bytes of a stream are gathered
  * into a few reused buffers, and a full buffer is written (pwrite(2) at its position) in the
  * background while the next one fills, so receiving, checksumming and writing overlap instead of
- * taking turns; and the disk is told to write back as the bytes arrive, not only at the end. Shared by the blob writer (disk-blobs.ts) and resumable uploads' chunks
- * (disk-partials.ts).
+ * taking turns; and the disk is told to write back as the bytes arrive, not only at the end.
+ * Shared by the blob writer (disk-blobs.ts) and resumable uploads' chunks (disk-partials.ts).
  *
  * The CRC32C of what is appended is continued over each chunk, so the caller gets the checksum
  * of exactly the bytes written.

@@ -30,8 +30,6 @@ interface Chunk {
 
 /** {@link PartialUploads} in a bucket (see the module comment). */
 export class S3Partials implements PartialUploads {
-  /** The chunks are copied into the blob and checksummed on the way: a carried CRC32C saves nothing. */
-  readonly usesCarriedChecksum = false;
   private readonly client: ObjectStore["client"];
 
   constructor(

@@ -132,18 +132,14 @@ export interface AppendOptions {
  */
 export interface PartialUploads {
   /**
-   * Whether {@link stage} and {@link concat} use a CRC32C the caller carried (disk: they then
-   * read nothing for it), which {@link append} then gives for each chunk. When false (S3, which
-   * checksums while it copies the chunks into the blob anyway) nothing is carried.
-   */
-  readonly usesCarriedChecksum: boolean;
-  /**
    * Writes `content` durably at byte `offset` of upload `id`, replacing anything at or past
    * `offset` (left by a crash or a lost race). On a checksum mismatch or payload_too_large the
    * chunk is discarded. When the body is cut short with no checksum declared, the store may
    * keep what arrived (tus: "store as much of the received data as possible"): it says so with
    * `cutShort`, the error that ended the body.
-   * @returns the bytes written durably, and their CRC32C (unsigned) when {@link usesCarriedChecksum}
+   * @returns the bytes written durably, and their CRC32C (unsigned) when the store can use a
+   *   carried checksum in {@link stage} and {@link concat} (disk: it then reads nothing for it; S3
+   *   checksums while it copies the chunks into the blob anyway, and gives none)
    * @throws AppError checksum_mismatch, payload_too_large; what the stream or store throws
    */
   append(id: string, offset: number, content: AsyncIterable<Uint8Array> | null, opts: AppendOptions): Promise<{ bytes: number; crc32c?: number; cutShort?: unknown }>;
