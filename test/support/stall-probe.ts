@@ -1,0 +1,121 @@
+/**
+ * The stall probe (CONTRACT §14): while a test's heavy request runs, several keep-alive
+ * connections each send `GET /healthz` one after another and time every answer. The worst wait
+ * is how long a serving process was held. Several connections, because with WORKERS > 1 the
+ * kernel spreads connections over the workers (SO_REUSEPORT hashes their ports): with
+ * {@link PROBE_CONNECTIONS} of them, every worker has one with near certainty, and the probe
+ * reports which processes it reached (`ss`, test/support/sockets.ts) so a test can say so.
+ */
+import net from "node:net";
+import { serverSide } from "./sockets.ts";
+
+/** Connections the probe keeps open, each asking in turn. */
+export const PROBE_CONNECTIONS = 6;
+
+/** What a probe saw. */
+export interface StallReport {
+  /** The longest a `/healthz` waited for its whole answer, in milliseconds. */
+  worstMs: number;
+  /** Answers received. */
+  answers: number;
+  /** The processes that served the probe's connections. */
+  pids: number[];
+}
+
+/** A running probe: stop it to get its report. */
+export interface StallProbe {
+  stop(): Promise<StallReport>;
+}
+
+/**
+ * Starts probing `url`'s `/healthz` (HTTP/1.1, plain TCP). Each connection sends the next
+ * request as soon as the previous answer is whole; the wait of a request still unanswered when
+ * the probe stops counts too.
+ * @throws when a connection fails or answers anything but 200
+ */
+export async function startStallProbe(url: string, connections = PROBE_CONNECTIONS): Promise<StallProbe> {
+  const { hostname, port } = new URL(url);
+  let worstMs = 0;
+  let answers = 0;
+  let failure: Error | undefined;
+  let stopping = false;
+  const sockets: net.Socket[] = [];
+  const pending = new Set<number>();
+  const done: Promise<void>[] = [];
+  const pids = new Set<number>();
+
+  const open = (): Promise<void> =>
+    new Promise((ready, fail) => {
+      const socket = net.connect({ host: hostname, port: Number(port), noDelay: true });
+      sockets.push(socket);
+      let buffer = "";
+      let sentAt = 0;
+      let slot = 0;
+      const ask = () => {
+        sentAt = performance.now();
+        slot = sentAt;
+        pending.add(slot);
+        socket.write(`GET /healthz HTTP/1.1\r\nHost: ${hostname}:${port}\r\nAccept: application/json\r\n\r\n`);
+      };
+      socket.setEncoding("latin1");
+      socket.once("connect", () => {
+        const side = serverSide(Number(port), socket.localPort!);
+        if (side?.pid !== undefined) pids.add(side.pid);
+        ready();
+        ask();
+      });
+      socket.on("data", (chunk: string) => {
+        buffer += chunk;
+        for (;;) {
+          const end = buffer.indexOf("\r\n\r\n");
+          if (end < 0) return;
+          const head = buffer.slice(0, end);
+          const length = Number(/\r\ncontent-length:\s*(\d+)/i.exec(head)?.[1] ?? 0);
+          if (buffer.length < end + 4 + length) return;
+          buffer = buffer.slice(end + 4 + length);
+          if (!head.startsWith("HTTP/1.1 200")) failure ??= new Error(`the stall probe got: ${head.split("\r\n")[0]}`);
+          worstMs = Math.max(worstMs, performance.now() - sentAt);
+          pending.delete(slot);
+          answers++;
+          if (!stopping) ask();
+        }
+      });
+      socket.on("error", (e) => {
+        if (!stopping) failure ??= e;
+        fail(e);
+      });
+      done.push(new Promise((closed) => socket.once("close", () => closed())));
+    });
+
+  await Promise.all(Array.from({ length: connections }, open));
+  return {
+    async stop() {
+      stopping = true;
+      const now = performance.now();
+      for (const at of pending) worstMs = Math.max(worstMs, now - at);
+      for (const s of sockets) s.destroy();
+      await Promise.all(done);
+      if (failure !== undefined) throw failure;
+      return { worstMs, answers, pids: [...pids] };
+    },
+  };
+}
+
+/**
+ * Runs `work` while probing `url`, and returns its result with the probe's report. The probe is
+ * stopped also when `work` throws.
+ */
+export async function whileProbing<T>(url: string, work: () => Promise<T>): Promise<{ result: T; stall: StallReport }> {
+  const probe = await startStallProbe(url);
+  let result: T;
+  try {
+    result = await work();
+  } catch (e) {
+    await probe.stop().catch(() => {});
+    throw e;
+  }
+  return { result, stall: await probe.stop() };
+}
+
+/** The worst wait the contract allows (CONTRACT §14), in milliseconds. */
+export const STALL_LIMIT_MS = 100;
