@@ -28,6 +28,7 @@ import type { BlobStore, MetadataStore, MetadataTables } from "../storage/ports.
 import { pageOf, type FileService } from "./files.ts";
 import { assertNameFree } from "./folder-names.ts";
 import type { WebhookService } from "./webhooks.ts";
+import { Slicer } from "../slices.ts";
 
 export interface FolderServiceDeps {
   store: MetadataStore;
@@ -52,8 +53,8 @@ export interface FolderPatch {
 /** What a folder holds under one name: a sub-folder or a file. */
 export type FolderEntry = { kind: "folder"; folder: FolderRow } | { kind: "file"; file: FileRecord };
 
-/** Rows read per query when a share walks a folder. */
-const SHARE_PAGE = 500;
+/** Rows read per query when a folder is walked (a share's ZIP, a recursive delete). */
+const WALK_PAGE = 500;
 
 /** Files read per query when a recursive delete walks a folder. */
 const DELETE_BATCH = 500;
@@ -143,12 +144,15 @@ export class FolderService {
    */
   async delete(principal: Principal, id: string, opts: { recursive?: boolean } = {}): Promise<void> {
     requireScope(principal, "files.write");
+    const slicer = new Slicer();
     const blobs = await this.change(principal, async (tx) => {
       const folder = await this.ownedIn(tx, principal, id);
-      const tree = await tx.folders.subtree(folder.id);
+      const tree = await subtreeOf(tx, folder.id, slicer);
+      if (tree.length > 1 && opts.recursive !== true) throw new AppError("failed_precondition", "the folder is not empty; delete it with recursive=true");
       const removed: string[] = [];
       for (const folderId of tree) {
         for (;;) {
+          await slicer.breathe();
           const batch = await tx.folders.listFiles(principal.userId, folderId, DELETE_BATCH, undefined);
           if (batch.length === 0) break;
           // A file past its expiry is gone for every reader already: it goes with the folder.
@@ -158,10 +162,15 @@ export class FolderService {
           for (const file of batch) {
             if (await tx.files.delete(file.id, file.blob)) await this.deps.webhooks.fileDeleted(tx, file, "deleted");
             removed.push(file.blob);
+            await slicer.breathe();
           }
         }
       }
-      if (tree.length > 1 && opts.recursive !== true) throw new AppError("failed_precondition", "the folder is not empty; delete it with recursive=true");
+      // Children before their parents, one row each: no statement cascades over the whole tree.
+      for (let i = tree.length - 1; i > 0; i--) {
+        await tx.folders.delete(tree[i]!);
+        await slicer.breathe();
+      }
       await tx.folders.delete(folder.id);
       return removed;
     });
@@ -273,21 +282,50 @@ export class FolderService {
   }
 
   /**
-   * Every live file in `folder` and below it, for a share link's holder: each with its path
-   * inside the folder ("" for the folder's own files, else `sub/sub2/`), folders in name order,
-   * files newest first within each. Reads a page at a time.
+   * Every live file in `folder` and below it, for a share link's holder (its ZIP): each with its
+   * path inside the folder ("" for the folder's own files, else `sub/sub2/`), depth first,
+   * sub-folders in name order, files newest first within each. Walks with an explicit stack
+   * that holds one page of sub-folders per level, so time is linear in the entries (two indexed
+   * queries per folder, one per page of files) and memory in the depth, whatever the tree's
+   * shape; the event loop breathes between queries (CONTRACT §14).
    */
   async *filesForShare(folder: FolderRow): AsyncIterable<{ path: string; file: FileRecord }> {
+    const store = this.deps.store.folders;
+    const slicer = new Slicer();
     const now = this.deps.clock.nowMicros();
-    const pending: { id: string; path: string }[] = [{ id: folder.id, path: "" }];
-    for (let next = pending.shift(); next !== undefined; next = pending.shift()) {
-      const { id, path } = next;
-      for await (const file of newestFirst((after) => this.deps.store.folders.listFiles(folder.ownerId, id, SHARE_PAGE, after))) {
-        if (file.expiresAt === null || file.expiresAt > now) yield { path, file };
+    /** A folder being walked: its files first, then its sub-folders a page at a time. */
+    type Frame = { id: string; path: string; subs: FolderRow[]; lastName: string | undefined; subsDone: boolean };
+    const enter = async function* (id: string, path: string): AsyncIterable<{ path: string; file: FileRecord }> {
+      for (let after: PageCursor | undefined; ; ) {
+        await slicer.breathe();
+        const rows = await store.listFiles(folder.ownerId, id, WALK_PAGE, after);
+        for (const file of rows) if (file.expiresAt === null || file.expiresAt > now) yield { path, file };
+        const last = rows[rows.length - 1];
+        if (rows.length < WALK_PAGE || last === undefined) return;
+        after = { createdAt: last.createdAt, id: last.id };
       }
-      const subs = await Array.fromAsync(newestFirst((after) => this.deps.store.folders.listByParent(folder.ownerId, id, SHARE_PAGE, after)));
-      subs.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-      pending.unshift(...subs.map((s) => ({ id: s.id, path: `${path}${s.name}/` })));
+    };
+    yield* enter(folder.id, "");
+    const stack: Frame[] = [{ id: folder.id, path: "", subs: [], lastName: undefined, subsDone: false }];
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1]!;
+      if (top.subs.length === 0) {
+        if (top.subsDone) {
+          stack.pop();
+          continue;
+        }
+        await slicer.breathe();
+        top.subs = await store.subfoldersByName(top.id, WALK_PAGE, top.lastName);
+        top.subsDone = top.subs.length < WALK_PAGE;
+        top.lastName = top.subs[top.subs.length - 1]?.name;
+        // Read back to front below: pop() takes them in name order.
+        top.subs.reverse();
+        continue;
+      }
+      const sub = top.subs.pop()!;
+      const path = `${top.path}${sub.name}/`;
+      yield* enter(sub.id, path);
+      stack.push({ id: sub.id, path, subs: [], lastName: undefined, subsDone: false });
     }
   }
 
@@ -331,15 +369,20 @@ export class FolderService {
 }
 
 /**
- * Every row of a newest-first listing read {@link SHARE_PAGE} at a time: `page(after)` returns
- * the rows after the (created_at, id) cursor, as the folder table's listings do.
+ * The IDs of folder `id` and every folder below it, parents before their children (breadth
+ * first), read a page of sub-folders at a time through folders_parent_name_unique, breathing
+ * between queries: linear in the folders, whatever the tree's shape.
  */
-async function* newestFirst<T extends { createdAt: number; id: string }>(page: (after: PageCursor | undefined) => Promise<T[]>): AsyncIterable<T> {
-  for (let after: PageCursor | undefined; ; ) {
-    const rows = await page(after);
-    yield* rows;
-    const last = rows[rows.length - 1];
-    if (rows.length < SHARE_PAGE || last === undefined) return;
-    after = { createdAt: last.createdAt, id: last.id };
+async function subtreeOf(tables: MetadataTables, id: string, slicer: Slicer): Promise<string[]> {
+  const ids = [id];
+  for (let i = 0; i < ids.length; i++) {
+    for (let after: string | undefined; ; ) {
+      await slicer.breathe();
+      const subs = await tables.folders.subfoldersByName(ids[i]!, WALK_PAGE, after);
+      for (const sub of subs) ids.push(sub.id);
+      if (subs.length < WALK_PAGE) break;
+      after = subs[subs.length - 1]!.name;
+    }
   }
+  return ids;
 }

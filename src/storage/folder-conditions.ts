@@ -6,14 +6,6 @@
 import { and, eq, isNull, sql, type Column, type SQL } from "drizzle-orm";
 
 /**
- * The IDs of folder `id` and every folder below it: a recursive common table expression
- * (SQLite ≥ 3.8.3, PostgreSQL), `id` first. Rows: `{ id }`.
- */
-export function subtreeQuery(id: string): SQL {
-  return sql`WITH RECURSIVE tree(id, depth) AS (SELECT id, 0 FROM folders WHERE id = ${id} UNION ALL SELECT f.id, tree.depth + 1 FROM folders f JOIN tree ON f.parent_id = tree.id) SELECT id FROM tree ORDER BY depth`;
-}
-
-/**
  * Live files (no expiry, or one after `now`, Unix microseconds) and their bytes directly in each
  * of the folders `ids` (not empty). Rows: `{ folderId, files, bytes }`, none for an empty folder.
  */
@@ -22,13 +14,15 @@ export function folderCountsQuery(ids: string[], now: number): SQL {
     ids.map((id) => sql`${id}`),
     sql`, `,
   );
-  return sql`SELECT ff.folder_id AS "folderId", count(*) AS "files", coalesce(sum(f.size), 0) AS "bytes" FROM folder_files ff JOIN files f ON f.id = ff.file_id WHERE ff.folder_id IN (${list}) AND (f.expires_at IS NULL OR f.expires_at > ${now}) GROUP BY ff.folder_id`;
+  return sql`SELECT folder_id AS "folderId", count(*) AS "files", coalesce(sum(size), 0) AS "bytes" FROM files WHERE folder_id IN (${list}) AND (expires_at IS NULL OR expires_at > ${now}) GROUP BY folder_id`;
 }
 
 /**
- * The condition, over `files LEFT JOIN folder_files ON file_id = files.id`, for `ownerId`'s files
- * directly in `folderId`, or (null) in no folder.
+ * The condition, over `files`, for `ownerId`'s files directly in `folderId`, or (null) in no
+ * folder. Written so that each case is served by its index (schema.ts): files_folder_* for a
+ * folder (whose files are its owner's: only the owner puts files in it), the partial
+ * files_top_* (`folder_id IS NULL`) per owner for the top.
  */
-export function inFolder(t: { files: { ownerId: Column }; folderFiles: { folderId: Column; fileId: Column } }, ownerId: string, folderId: string | null): SQL | undefined {
-  return and(eq(t.files.ownerId, ownerId), folderId === null ? isNull(t.folderFiles.fileId) : eq(t.folderFiles.folderId, folderId));
+export function inFolder(files: { ownerId: Column; folderId: Column }, ownerId: string, folderId: string | null): SQL | undefined {
+  return folderId === null ? and(eq(files.ownerId, ownerId), isNull(files.folderId)) : eq(files.folderId, folderId);
 }

@@ -1,13 +1,13 @@
 /** Folders and file membership (CONTRACT §12) on PostgreSQL: the {@link FolderTable} part of the PostgreSQL metadata store. */
-import { and, asc, desc, eq, getTableColumns, gt, isNull } from "drizzle-orm";
+import { and, asc, desc, eq, gt, isNull } from "drizzle-orm";
 import type { PgDb } from "./pg-metadata.ts";
 import type { FileRecord } from "../domain/file.ts";
 import type { FolderRow } from "../domain/folder.ts";
 import type { PageCursor } from "../domain/params.ts";
-import { folderCountsQuery, inFolder, subtreeQuery } from "./folder-conditions.ts";
+import { folderCountsQuery, inFolder } from "./folder-conditions.ts";
 import { inIdOrder, newestFirstAfter, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
 import type { FolderCounts, FolderTable } from "./ports.ts";
-import { files, folderFiles, folders } from "./pg-schema.ts";
+import { fileColumns, files, folders } from "./pg-schema.ts";
 
 /** Folder rows on PostgreSQL, on the pool or inside a transaction (whichever `db` is). */
 export class PgFolders implements FolderTable {
@@ -35,13 +35,14 @@ export class PgFolders implements FolderTable {
     return this.db.select().from(folders).where(where).orderBy(desc(folders.createdAt), desc(folders.id)).limit(limit);
   }
 
+  subfoldersByName(parentId: string, limit: number, afterName: string | undefined): Promise<FolderRow[]> {
+    const where = afterName === undefined ? eq(folders.parentId, parentId) : and(eq(folders.parentId, parentId), gt(folders.name, afterName));
+    return this.db.select().from(folders).where(where).orderBy(asc(folders.name)).limit(limit);
+  }
+
   async byName(ownerId: string, parentId: string | null, name: string): Promise<FolderRow | undefined> {
     const where = and(eq(folders.ownerId, ownerId), parentId === null ? isNull(folders.parentId) : eq(folders.parentId, parentId), eq(folders.name, name));
     return (await this.db.select().from(folders).where(where))[0];
-  }
-
-  async subtree(id: string): Promise<string[]> {
-    return ((await this.db.execute(subtreeQuery(id))) as unknown as { id: string }[]).map((r) => r.id);
   }
 
   async counts(ids: string[], now: number): Promise<Map<string, FolderCounts>> {
@@ -53,44 +54,37 @@ export class PgFolders implements FolderTable {
   }
 
   async folderOf(fileId: string): Promise<string | undefined> {
-    return (await this.db.select({ folderId: folderFiles.folderId }).from(folderFiles).where(eq(folderFiles.fileId, fileId)))[0]?.folderId;
+    return (await this.db.select({ folderId: files.folderId }).from(files).where(eq(files.id, fileId)))[0]?.folderId ?? undefined;
   }
 
   async setFolder(fileId: string, folderId: string | null): Promise<void> {
-    if (folderId === null) await this.db.delete(folderFiles).where(eq(folderFiles.fileId, fileId));
-    else await this.db.insert(folderFiles).values({ fileId, folderId }).onConflictDoUpdate({ target: folderFiles.fileId, set: { folderId } });
+    await this.db.update(files).set({ folderId }).where(eq(files.id, fileId));
   }
 
   async listFiles(ownerId: string, folderId: string | null, limit: number, after: PageCursor | undefined): Promise<FileRecord[]> {
     return (await this.db
-      .select(getTableColumns(files))
+      .select(fileColumns)
       .from(files)
-      .leftJoin(folderFiles, eq(folderFiles.fileId, files.id))
-      .where(and(inFolder({ files, folderFiles }, ownerId, folderId), newestFirstAfter(files, after)))
+      .where(and(inFolder(files, ownerId, folderId), newestFirstAfter(files, after)))
       .orderBy(desc(files.createdAt), desc(files.id))
       .limit(limit)) as FileRecord[];
   }
 
   async filesNamed(ownerId: string, folderId: string | null, name: string): Promise<FileRecord[]> {
     return (await this.db
-      .select(getTableColumns(files))
+      .select(fileColumns)
       .from(files)
-      .leftJoin(folderFiles, eq(folderFiles.fileId, files.id))
-      .where(and(inFolder({ files, folderFiles }, ownerId, folderId), eq(files.name, name)))) as FileRecord[];
+      .where(and(inFolder(files, ownerId, folderId), eq(files.name, name)))) as FileRecord[];
   }
 
   all(): AsyncIterable<FolderRow> {
     return inIdOrder((after) => this.db.select().from(folders).where(gt(folders.id, after)).orderBy(asc(folders.id)).limit(PAGE_ROWS));
   }
 
-  memberships(): AsyncIterable<{ fileId: string; folderId: string }> {
-    return inIdOrder((after) =>
-      this.db
-        .select({ id: folderFiles.fileId, fileId: folderFiles.fileId, folderId: folderFiles.folderId })
-        .from(folderFiles)
-        .where(gt(folderFiles.fileId, after))
-        .orderBy(asc(folderFiles.fileId))
-        .limit(PAGE_ROWS),
-    );
+  async *memberships(): AsyncIterable<{ fileId: string; folderId: string }> {
+    // Every file a page at a time through the primary key (a page's cost is bounded whatever
+    // the share of files in folders), those at the top skipped.
+    const pages = inIdOrder((after) => this.db.select({ id: files.id, folderId: files.folderId }).from(files).where(gt(files.id, after)).orderBy(asc(files.id)).limit(PAGE_ROWS));
+    for await (const { id, folderId } of pages) if (folderId !== null) yield { fileId: id, folderId };
   }
 }

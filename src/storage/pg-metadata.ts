@@ -50,7 +50,7 @@ import { PgWebhooks } from "./pg-webhooks.ts";
 import { countAll, liveFilesOf, reservingUploadsOf, sumOf } from "./user-conditions.ts";
 import type { UploadLinkTable, UploadTable } from "./upload-ports.ts";
 
-const { apiKeys, files, sessions, shares, uploadLinks, uploads, users } = schema;
+const { apiKeys, fileColumns, files, sessions, shares, uploadLinks, uploads, users } = schema;
 
 /** A drizzle PostgreSQL database or transaction over whichever driver. */
 export type PgDb = PgDatabase<PgQueryResultHKT, typeof schema>;
@@ -259,7 +259,7 @@ class PgFiles implements FileTable {
   ) {}
 
   async get(id: string): Promise<FileRecord | undefined> {
-    const query = this.db.select().from(files).where(eq(files.id, id));
+    const query = this.db.select(fileColumns).from(files).where(eq(files.id, id));
     const rows = this.forUpdate ? await query.for("update") : await query;
     return rows[0] as FileRecord | undefined;
   }
@@ -269,12 +269,12 @@ class PgFiles implements FileTable {
     // as containsPattern expects (and as SQLite does).
     const named = nameContains === "" ? undefined : sql`lower(${files.name} COLLATE "C") LIKE ${containsPattern(nameContains)} ESCAPE '\\'`;
     const where = and(ownerFilesAfter(files, ownerId, after), named);
-    return (await this.db.select().from(files).where(where).orderBy(desc(files.createdAt), desc(files.id)).limit(limit)) as FileRecord[];
+    return (await this.db.select(fileColumns).from(files).where(where).orderBy(desc(files.createdAt), desc(files.id)).limit(limit)) as FileRecord[];
   }
 
   async listByUploadLink(linkId: string, limit: number, after: PageCursor | undefined): Promise<FileRecord[]> {
     const where = and(eq(files.uploadLinkId, linkId), newestFirstAfter(files, after));
-    return (await this.db.select().from(files).where(where).orderBy(desc(files.createdAt), desc(files.id)).limit(limit)) as FileRecord[];
+    return (await this.db.select(fileColumns).from(files).where(where).orderBy(desc(files.createdAt), desc(files.id)).limit(limit)) as FileRecord[];
   }
 
   async insert(file: FileRecord): Promise<void> {
@@ -295,7 +295,7 @@ class PgFiles implements FileTable {
   }
 
   all(): AsyncIterable<FileRecord> {
-    return inIdOrder(async (after) => (await this.db.select().from(files).where(gt(files.id, after)).orderBy(asc(files.id)).limit(PAGE_ROWS)) as FileRecord[]);
+    return inIdOrder(async (after) => (await this.db.select(fileColumns).from(files).where(gt(files.id, after)).orderBy(asc(files.id)).limit(PAGE_ROWS)) as FileRecord[]);
   }
 
   async blobNames(): Promise<Set<string>> {
@@ -314,7 +314,7 @@ class PgFiles implements FileTable {
   }
 
   async dueToExpire(now: number, limit: number): Promise<FileRecord[]> {
-    return (await this.db.select().from(files).where(lte(files.expiresAt, now)).orderBy(asc(files.expiresAt)).limit(limit)) as FileRecord[];
+    return (await this.db.select(fileColumns).from(files).where(lte(files.expiresAt, now)).orderBy(asc(files.expiresAt)).limit(limit)) as FileRecord[];
   }
 }
 

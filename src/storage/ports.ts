@@ -154,17 +154,23 @@ export interface FolderTable {
   get(id: string): Promise<FolderRow | undefined>;
   /** Writes name, parent and updated time. */
   update(folder: FolderRow): Promise<void>;
-  /** Deletes a folder with its sub-folders (cascade) and their memberships. @returns whether it existed */
+  /**
+   * Deletes a folder with its sub-folders (cascade); files still in them are left at the top
+   * (ON DELETE SET NULL). @returns whether it existed
+   */
   delete(id: string): Promise<boolean>;
   /**
    * Up to `limit` of an owner's folders in `parentId` (null: at the top), newest first
    * (created_at, then id, both descending), after `after`.
    */
   listByParent(ownerId: string, parentId: string | null, limit: number, after: PageCursor | undefined): Promise<FolderRow[]>;
+  /**
+   * Up to `limit` sub-folders of `parentId` in the store's name order (ascending), after the
+   * name `afterName` (a shared folder's walk and page), through folders_parent_name_unique.
+   */
+  subfoldersByName(parentId: string, limit: number, afterName: string | undefined): Promise<FolderRow[]>;
   /** The owner's sub-folder of `parentId` (null: at the top) named exactly `name`. */
   byName(ownerId: string, parentId: string | null, name: string): Promise<FolderRow | undefined>;
-  /** The IDs of `id` and every folder below it, `id` first, parents before their children. */
-  subtree(id: string): Promise<string[]>;
   /** Live files (not expired at `now`) and their bytes directly in each folder of `ids`; absent: none. */
   counts(ids: string[], now: number): Promise<Map<string, FolderCounts>>;
   /** The folder a file is in, or undefined at the top. */

@@ -2,7 +2,7 @@
  * The database schema (drizzle-orm, SQLite). `drizzle-kit generate` turns changes here into SQL
  * migrations under drizzle/. Times are INTEGER Unix microseconds.
  */
-import { sql } from "drizzle-orm";
+import { getTableColumns, sql } from "drizzle-orm";
 import { type AnySQLiteColumn, blob, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 export const users = sqliteTable(
@@ -76,14 +76,35 @@ export const files = sqliteTable(
      * the File object.
      */
     uploadLinkId: text("upload_link_id"),
+    /**
+     * The folder the file is in (CONTRACT §12: at most one); null at the top. Not part of the
+     * File object, and not of FileRecord either: read through the folder table's methods, and
+     * never written by a file's update ({@link fileColumns}). A folder's deletion leaves its files
+     * at the top (the service deletes them first when it deletes recursively).
+     */
+    folderId: text("folder_id").references((): AnySQLiteColumn => folders.id, { onDelete: "set null" }),
   },
   (t) => [
     index("files_expires_idx").on(t.expiresAt),
     index("files_owner_created_idx").on(t.ownerId, sql`${t.createdAt} DESC`, sql`${t.id} DESC`),
+    // A folder's files newest first, a page at a time, and by name (a path's step); the same
+    // two for the files at the top (folder_id NULL), per owner. files_folder_created_idx also
+    // serves the foreign key's ON DELETE SET NULL when folders go.
+    index("files_folder_created_idx").on(t.folderId, sql`${t.createdAt} DESC`, sql`${t.id} DESC`),
+    index("files_folder_name_idx").on(t.folderId, t.name),
+    index("files_top_created_idx").on(t.ownerId, sql`${t.createdAt} DESC`, sql`${t.id} DESC`).where(sql`${t.folderId} IS NULL`),
+    index("files_top_name_idx").on(t.ownerId, t.name).where(sql`${t.folderId} IS NULL`),
     index("files_upload_link_created_idx").on(t.uploadLinkId, sql`${t.createdAt} DESC`, sql`${t.id} DESC`),
     uniqueIndex("files_blob_unique").on(t.blob),
   ],
 );
+
+/**
+ * The columns a {@link FileRecord} is read from: every column of `files` but `folder_id`, which
+ * the folder table reads and writes alone, so that a file's update written from a record read
+ * earlier can never move it back to the folder it was in then.
+ */
+export const fileColumns = (({ folderId: _folder, ...columns }) => columns)(getTableColumns(files));
 
 export const sessions = sqliteTable(
   "sessions",
@@ -316,26 +337,10 @@ export const folders = sqliteTable(
   (t) => [
     uniqueIndex("folders_parent_name_unique").on(t.parentId, t.name).where(sql`${t.parentId} IS NOT NULL`),
     uniqueIndex("folders_top_name_unique").on(t.ownerId, t.name).where(sql`${t.parentId} IS NULL`),
-    index("folders_owner_created_idx").on(t.ownerId, sql`${t.createdAt} DESC`, sql`${t.id} DESC`),
+    index("folders_owner_parent_created_idx").on(t.ownerId, t.parentId, sql`${t.createdAt} DESC`, sql`${t.id} DESC`),
   ],
 );
 
-/**
- * Which folder a file is in (CONTRACT §12: at most one; never a field of the File object). A
- * file with no row here is at the top. Goes with the file (and with the folder).
- */
-export const folderFiles = sqliteTable(
-  "folder_files",
-  {
-    fileId: text("file_id")
-      .primaryKey()
-      .references(() => files.id, { onDelete: "cascade" }),
-    folderId: text("folder_id")
-      .notNull()
-      .references(() => folders.id, { onDelete: "cascade" }),
-  },
-  (t) => [index("folder_files_folder_idx").on(t.folderId)],
-);
 
 /**
  * WebDAV locks (RFC 4918 §6, CONTRACT §12), in the metadata store so that every worker and

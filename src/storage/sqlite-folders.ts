@@ -1,13 +1,13 @@
 /** Folders and file membership (CONTRACT §12) on SQLite: the {@link FolderTable} part of the SQLite metadata store. */
-import { and, asc, desc, eq, getTableColumns, gt, isNull } from "drizzle-orm";
+import { and, asc, desc, eq, gt, isNull } from "drizzle-orm";
 import type { Db, WriteRunner } from "./db.ts";
 import type { FileRecord } from "../domain/file.ts";
 import type { FolderRow } from "../domain/folder.ts";
 import type { PageCursor } from "../domain/params.ts";
-import { folderCountsQuery, inFolder, subtreeQuery } from "./folder-conditions.ts";
+import { folderCountsQuery, inFolder } from "./folder-conditions.ts";
 import { inIdOrder, newestFirstAfter, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
 import type { FolderCounts, FolderTable } from "./ports.ts";
-import { files, folderFiles, folders } from "./schema.ts";
+import { fileColumns, files, folders } from "./schema.ts";
 
 /** Folder rows on SQLite: reads on the given connection, writes through the store's write runner. */
 export class SqliteFolders implements FolderTable {
@@ -38,13 +38,14 @@ export class SqliteFolders implements FolderTable {
     return this.db.select().from(folders).where(where).orderBy(desc(folders.createdAt), desc(folders.id)).limit(limit).all();
   }
 
+  async subfoldersByName(parentId: string, limit: number, afterName: string | undefined): Promise<FolderRow[]> {
+    const where = afterName === undefined ? eq(folders.parentId, parentId) : and(eq(folders.parentId, parentId), gt(folders.name, afterName));
+    return this.db.select().from(folders).where(where).orderBy(asc(folders.name)).limit(limit).all();
+  }
+
   async byName(ownerId: string, parentId: string | null, name: string): Promise<FolderRow | undefined> {
     const where = and(eq(folders.ownerId, ownerId), parentId === null ? isNull(folders.parentId) : eq(folders.parentId, parentId), eq(folders.name, name));
     return this.db.select().from(folders).where(where).get();
-  }
-
-  async subtree(id: string): Promise<string[]> {
-    return this.db.all<{ id: string }>(subtreeQuery(id)).map((r) => r.id);
   }
 
   async counts(ids: string[], now: number): Promise<Map<string, FolderCounts>> {
@@ -55,22 +56,18 @@ export class SqliteFolders implements FolderTable {
   }
 
   async folderOf(fileId: string): Promise<string | undefined> {
-    return this.db.select({ folderId: folderFiles.folderId }).from(folderFiles).where(eq(folderFiles.fileId, fileId)).get()?.folderId;
+    return this.db.select({ folderId: files.folderId }).from(files).where(eq(files.id, fileId)).get()?.folderId ?? undefined;
   }
 
   setFolder(fileId: string, folderId: string | null): Promise<void> {
-    return this.write((db) => {
-      if (folderId === null) db.delete(folderFiles).where(eq(folderFiles.fileId, fileId)).run();
-      else db.insert(folderFiles).values({ fileId, folderId }).onConflictDoUpdate({ target: folderFiles.fileId, set: { folderId } }).run();
-    });
+    return this.write((db) => void db.update(files).set({ folderId }).where(eq(files.id, fileId)).run());
   }
 
   async listFiles(ownerId: string, folderId: string | null, limit: number, after: PageCursor | undefined): Promise<FileRecord[]> {
     return this.db
-      .select(getTableColumns(files))
+      .select(fileColumns)
       .from(files)
-      .leftJoin(folderFiles, eq(folderFiles.fileId, files.id))
-      .where(and(inFolder({ files, folderFiles }, ownerId, folderId), newestFirstAfter(files, after)))
+      .where(and(inFolder(files, ownerId, folderId), newestFirstAfter(files, after)))
       .orderBy(desc(files.createdAt), desc(files.id))
       .limit(limit)
       .all() as FileRecord[];
@@ -78,10 +75,9 @@ export class SqliteFolders implements FolderTable {
 
   async filesNamed(ownerId: string, folderId: string | null, name: string): Promise<FileRecord[]> {
     return this.db
-      .select(getTableColumns(files))
+      .select(fileColumns)
       .from(files)
-      .leftJoin(folderFiles, eq(folderFiles.fileId, files.id))
-      .where(and(inFolder({ files, folderFiles }, ownerId, folderId), eq(files.name, name)))
+      .where(and(inFolder(files, ownerId, folderId), eq(files.name, name)))
       .all() as FileRecord[];
   }
 
@@ -89,15 +85,10 @@ export class SqliteFolders implements FolderTable {
     return inIdOrder((after) => this.db.select().from(folders).where(gt(folders.id, after)).orderBy(asc(folders.id)).limit(PAGE_ROWS).all());
   }
 
-  memberships(): AsyncIterable<{ fileId: string; folderId: string }> {
-    return inIdOrder((after) =>
-      this.db
-        .select({ id: folderFiles.fileId, fileId: folderFiles.fileId, folderId: folderFiles.folderId })
-        .from(folderFiles)
-        .where(gt(folderFiles.fileId, after))
-        .orderBy(asc(folderFiles.fileId))
-        .limit(PAGE_ROWS)
-        .all(),
-    );
+  async *memberships(): AsyncIterable<{ fileId: string; folderId: string }> {
+    // Every file a page at a time through the primary key (a page's cost is bounded whatever
+    // the share of files in folders), those at the top skipped.
+    const pages = inIdOrder((after) => this.db.select({ id: files.id, folderId: files.folderId }).from(files).where(gt(files.id, after)).orderBy(asc(files.id)).limit(PAGE_ROWS).all());
+    for await (const { id, folderId } of pages) if (folderId !== null) yield { fileId: id, folderId };
   }
 }

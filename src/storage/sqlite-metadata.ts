@@ -37,7 +37,7 @@ import { SqliteFolders } from "./sqlite-folders.ts";
 import { SqliteDav } from "./sqlite-dav.ts";
 import { migrate } from "./migrate.ts";
 import { containsPattern, inIdOrder, newestFirstAfter, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
-import { apiKeys, files, sessions, shares, uploadLinks, uploads, users } from "./schema.ts";
+import { apiKeys, fileColumns, files, sessions, shares, uploadLinks, uploads, users } from "./schema.ts";
 import { countAll, liveFilesOf, reservingUploadsOf, sumOf } from "./user-conditions.ts";
 import { SqliteUploadLinks, SqliteUploads } from "./sqlite-uploads.ts";
 import { SqliteLoginLinks } from "./login-links.ts";
@@ -172,7 +172,7 @@ class SqliteFiles implements FileTable {
     private readonly db: Db,
     private readonly write: WriteRunner,
   ) {
-    this.byId = db.select().from(files).where(eq(files.id, sql.placeholder("id"))).prepare();
+    this.byId = db.select(fileColumns).from(files).where(eq(files.id, sql.placeholder("id"))).prepare();
   }
 
   async get(id: string): Promise<FileRecord | undefined> {
@@ -183,12 +183,12 @@ class SqliteFiles implements FileTable {
     // SQLite's lower() folds ASCII letters only (no ICU here), as containsPattern expects.
     const named = nameContains === "" ? undefined : sql`lower(${files.name}) LIKE ${containsPattern(nameContains)} ESCAPE '\\'`;
     const where = and(ownerFilesAfter(files, ownerId, after), named);
-    return this.db.select().from(files).where(where).orderBy(desc(files.createdAt), desc(files.id)).limit(limit).all() as FileRecord[];
+    return this.db.select(fileColumns).from(files).where(where).orderBy(desc(files.createdAt), desc(files.id)).limit(limit).all() as FileRecord[];
   }
 
   async listByUploadLink(linkId: string, limit: number, after: PageCursor | undefined): Promise<FileRecord[]> {
     const where = and(eq(files.uploadLinkId, linkId), newestFirstAfter(files, after));
-    return this.db.select().from(files).where(where).orderBy(desc(files.createdAt), desc(files.id)).limit(limit).all() as FileRecord[];
+    return this.db.select(fileColumns).from(files).where(where).orderBy(desc(files.createdAt), desc(files.id)).limit(limit).all() as FileRecord[];
   }
 
   insert(file: FileRecord): Promise<void> {
@@ -205,7 +205,7 @@ class SqliteFiles implements FileTable {
   }
 
   all(): AsyncIterable<FileRecord> {
-    return inIdOrder((after) => this.db.select().from(files).where(gt(files.id, after)).orderBy(asc(files.id)).limit(PAGE_ROWS).all() as FileRecord[]);
+    return inIdOrder((after) => this.db.select(fileColumns).from(files).where(gt(files.id, after)).orderBy(asc(files.id)).limit(PAGE_ROWS).all() as FileRecord[]);
   }
 
   async blobNames(): Promise<Set<string>> {
@@ -221,7 +221,7 @@ class SqliteFiles implements FileTable {
   }
 
   async dueToExpire(now: number, limit: number): Promise<FileRecord[]> {
-    return this.db.select().from(files).where(lte(files.expiresAt, now)).orderBy(asc(files.expiresAt)).limit(limit).all() as FileRecord[];
+    return this.db.select(fileColumns).from(files).where(lte(files.expiresAt, now)).orderBy(asc(files.expiresAt)).limit(limit).all() as FileRecord[];
   }
 }
 

@@ -66,7 +66,7 @@ const s3 =
 /** Empties the PostgreSQL database of CUBBY_TEST_DATABASE_URL (its tables, once they exist). */
 async function emptyPostgres(): Promise<void> {
   const driver = connectPostgres(pgUrl!);
-  await driver.db.execute(sql`DO $$ BEGIN IF to_regclass('files') IS NOT NULL THEN TRUNCATE folder_files, folders, files, shares, upload_links, uploads, sessions, api_keys, users; END IF; END $$`);
+  await driver.db.execute(sql`DO $$ BEGIN IF to_regclass('files') IS NOT NULL THEN TRUNCATE folders, files, shares, upload_links, uploads, sessions, api_keys, users; END IF; END $$`);
   await driver.end();
 }
 
