@@ -19,7 +19,7 @@ import type { FileContent, FileService } from "../service/files.ts";
 import type { ShareService } from "../service/shares.ts";
 import { contentReply, wantsHtml, type ContentReply, type ContentRequest } from "./content.ts";
 import { sharePasswordPage } from "./pages.ts";
-import { folderSharePage, MAX_LISTED_FILES, sharePage } from "./share-page.ts";
+import { folderSharePage, sharePage } from "./share-page.ts";
 import { parseQuery } from "../domain/params.ts";
 
 export interface ShareContentDeps {
@@ -90,7 +90,7 @@ export interface ShareAnswer {
  *   than `zip`, `0`, `1`), gone (the limit was reached meanwhile)
  */
 async function folderShareReply(deps: ShareContentDeps, request: ContentRequest, share: ShareRow, folder: FolderRow): Promise<ShareAnswer> {
-  const query = parseQuery(request.search, ["download", "file"]);
+  const query = parseQuery(request.search, ["download", "file", "folder", "after"]);
   const fileId = query.get("file");
   if (fileId !== undefined) {
     const file = await deps.folders.fileForShare(folder, fileId);
@@ -99,16 +99,8 @@ async function folderShareReply(deps: ShareContentDeps, request: ContentRequest,
   }
   const download = query.get("download");
   if (download === undefined && wantsHtml(request)) {
-    const files: { path: string; file: FileRecord }[] = [];
-    let truncated = false;
-    for await (const entry of deps.folders.filesForShare(folder)) {
-      if (files.length === MAX_LISTED_FILES) {
-        truncated = true;
-        break;
-      }
-      files.push(entry);
-    }
-    return { reply: folderSharePage({ share, folder, files, truncated, sharer: await deps.shares.sharerEmail(share), nowMicros: deps.clockMicros() }, request.method) };
+    const listing = await deps.folders.shareListing(folder, query.get("folder"), query.get("after"));
+    return { reply: folderSharePage({ share, listing, sharer: await deps.shares.sharerEmail(share), nowMicros: deps.clockMicros() }, request.method) };
   }
   if (download !== undefined && download !== "zip") throw new AppError("invalid_argument", "download: zip for the whole folder (or file={id} with 0 or 1 for one file)");
   const headers: Record<string, string> = {

@@ -19,7 +19,7 @@
  * No script: the page's CSP allows only cubby's own stylesheet and media from the share itself.
  */
 import type { FileRecord } from "../domain/file.ts";
-import type { FolderRow } from "../domain/folder.ts";
+import type { ShareListing } from "../service/folders.ts";
 import { essenceOf } from "../domain/params.ts";
 import type { ShareRow } from "../domain/share.ts";
 import { formatSize } from "../domain/size.ts";
@@ -71,55 +71,61 @@ ${previewOf(file, self, share.maxDownloads !== null)}
 /** What a shared folder's page shows (CONTRACT §12). */
 export interface FolderSharePageView {
   share: ShareRow;
-  folder: FolderRow;
-  /** The files to list, each with its path inside the folder ("" or `sub/`), at most {@link MAX_LISTED_FILES}. */
-  files: { path: string; file: FileRecord }[];
-  /** Whether there were more files than listed (the ZIP still holds them all). */
-  truncated: boolean;
+  /** The page of the folder shown (the shared one or one below it): FolderService.shareListing. */
+  listing: ShareListing;
   sharer: string | undefined;
   nowMicros: number;
 }
 
-/** Files a shared folder's page lists; the ZIP holds every one. */
-export const MAX_LISTED_FILES = 1000;
-
 /**
- * The page of a shared folder for a browser (CONTRACT §12): the folder's name, who shared it,
- * expiry, downloads left, "Download all" (`?download=zip`), and each file with its size, a
- * Download link (`?file={id}&download=1`) and, for images, audio, video, PDF and text, a Preview
+ * The page of a shared folder for a browser (CONTRACT §12, §14): the folder's name, who shared
+ * it, expiry, downloads left, "Download all" (`?download=zip`, the whole shared folder), the
+ * trail from the shared folder down to the one shown (`?folder={id}`), then a page of its
+ * sub-folders (links into them) and files, each file with its size, a Download link
+ * (`?file={id}&download=1`) and, for images, audio, video, PDF and text, a Preview
  * (`?file={id}&download=0`) inside a closed `<details>`, so the page itself fetches nothing and
  * counts nothing: each download, of one file or of the ZIP, counts once (service/shares.ts).
+ * "More" (`&after=`) opens the next page: a page holds at most SHARE_PAGE_ENTRIES entries, so
+ * its cost is bounded whatever the folder holds.
  * @returns a reply with its own body: 200, `text/html`, never cached
  */
 export function folderSharePage(view: FolderSharePageView, method: string): ContentReply {
-  const { share, folder } = view;
+  const { share, listing } = view;
   const self = `/s/${share.token}`;
-  const total = view.files.reduce((sum, f) => sum + f.file.size, 0);
+  const root = listing.trail[0]!;
+  const shown = listing.trail[listing.trail.length - 1]!;
+  const here = shown === root ? self : `${self}?folder=${shown.id}`;
   const facts = [
-    `<div><dt>Files</dt><dd>${view.truncated ? `more than ${view.files.length}` : view.files.length}${view.truncated ? "" : ` (${escapeHtml(formatSize(total))})`}</dd></div>`,
     view.sharer === undefined ? "" : `<div><dt>Shared by</dt><dd>${escapeHtml(view.sharer)}</dd></div>`,
     `<div><dt>Expires</dt><dd>${share.expiresAt === null ? "Never" : escapeHtml(formatWhen(share.expiresAt, view.nowMicros))}</dd></div>`,
     `<div><dt>Downloads left</dt><dd>${share.maxDownloads === null ? "No limit" : `${Math.max(0, share.maxDownloads - share.downloadCount)} of ${share.maxDownloads}`}</dd></div>`,
   ].join("");
   const costs = share.maxDownloads === null ? "" : ' <span class="muted">(each download, of one file or of all, uses one)</span>';
-  const rows = view.files
-    .map(({ path, file }) => {
-      const name = `${path}${file.name === "" ? file.id : file.name}`;
-      const link = `${self}?file=${file.id}`;
-      const preview = hasPreview(file) ? `<details class="preview"><summary>Preview</summary>${previewElement(file, `${link}&amp;download=0`, true)}</details>` : "";
-      return `<li class="shared-file"><div class="shared-file-head"><span class="shared-file-name">${escapeHtml(name)}</span> <span class="muted">${escapeHtml(formatSize(file.size))}</span> <a class="button" href="${link}&amp;download=1" download aria-label="Download ${escapeHtml(name)}">Download</a></div>${preview}</li>`;
-    })
-    .join("\n");
-  const empty = view.files.length === 0 ? '<p class="muted">This folder is empty.</p>' : "";
-  const more = view.truncated ? `<p class="muted">Only the first ${view.files.length} files are listed; "Download all" has every one.</p>` : "";
-  const body = `${pageHead(folder.name)}
+  const trail =
+    listing.trail.length === 1
+      ? ""
+      : `<nav class="crumbs" aria-label="Folders"><ol>${listing.trail
+          .map((f, i) => (i === listing.trail.length - 1 ? `<li aria-current="page">${escapeHtml(f.name)}</li>` : `<li><a href="${i === 0 ? self : `${self}?folder=${f.id}`}">${escapeHtml(f.name)}</a></li>`))
+          .join("")}</ol></nav>`;
+  const folderRows = listing.folders.map(
+    (f) => `<li class="shared-file shared-folder"><div class="shared-file-head"><a class="shared-folder-name" href="${self}?folder=${f.id}">${escapeHtml(f.name)}/</a></div></li>`,
+  );
+  const fileRows = listing.files.map((file) => {
+    const name = file.name === "" ? file.id : file.name;
+    const link = `${self}?file=${file.id}`;
+    const preview = hasPreview(file) ? `<details class="preview"><summary>Preview</summary>${previewElement(file, `${link}&amp;download=0`, true)}</details>` : "";
+    return `<li class="shared-file"><div class="shared-file-head"><span class="shared-file-name">${escapeHtml(name)}</span> <span class="muted">${escapeHtml(formatSize(file.size))}</span> <a class="button" href="${link}&amp;download=1" download aria-label="Download ${escapeHtml(name)}">Download</a></div>${preview}</li>`;
+  });
+  const empty = folderRows.length === 0 && fileRows.length === 0 ? '<p class="muted">This folder is empty.</p>' : "";
+  const more = listing.next === undefined ? "" : `<p><a class="button" rel="next" href="${here}${here === self ? "?" : "&amp;"}after=${encodeURIComponent(listing.next)}">More</a></p>`;
+  const body = `${pageHead(shown.name)}
 <body><main class="narrow share-page">
 <p class="muted">A folder shared with you</p>
-<h1 class="file-name">${escapeHtml(folder.name)}</h1>
-<dl class="facts">${facts}</dl>
-<p><a class="button primary download" href="${self}?download=zip" download>Download all <span class="muted-on-accent">(ZIP)</span></a>${costs}</p>
+<h1 class="file-name">${escapeHtml(shown.name)}</h1>
+${trail}<dl class="facts">${facts}</dl>
+<p><a class="button primary download" href="${self}?download=zip" download>Download all <span class="muted-on-accent">(ZIP of ${escapeHtml(root.name)})</span></a>${costs}</p>
 ${empty}<ul class="shared-files">
-${rows}
+${[...folderRows, ...fileRows].join("\n")}
 </ul>
 ${more}
 </main></body></html>

@@ -50,11 +50,26 @@ export interface FolderPatch {
   parentId?: string | null | undefined;
 }
 
+/**
+ * A page of a shared folder's page ({@link FolderService.shareListing}): the trail from the
+ * shared folder down to the one shown, its sub-folders and live files on this page, and the
+ * cursor of the next page (undefined on the last).
+ */
+export interface ShareListing {
+  trail: FolderRow[];
+  folders: FolderRow[];
+  files: FileRecord[];
+  next: string | undefined;
+}
+
 /** What a folder holds under one name: a sub-folder or a file. */
 export type FolderEntry = { kind: "folder"; folder: FolderRow } | { kind: "file"; file: FileRecord };
 
 /** Rows read per query when a folder is walked (a share's ZIP, a recursive delete). */
 const WALK_PAGE = 500;
+
+/** Entries (sub-folders, then files) on one page of a shared folder's page. */
+export const SHARE_PAGE_ENTRIES = 100;
 
 /** Files read per query when a recursive delete walks a folder. */
 const DELETE_BATCH = 500;
@@ -147,10 +162,10 @@ export class FolderService {
     const slicer = new Slicer();
     const blobs = await this.change(principal, async (tx) => {
       const folder = await this.ownedIn(tx, principal, id);
-      const tree = await subtreeOf(tx, folder.id, slicer);
+      const { ids: tree, withFiles } = await subtreeOf(tx, folder.id, slicer);
       if (tree.length > 1 && opts.recursive !== true) throw new AppError("failed_precondition", "the folder is not empty; delete it with recursive=true");
       const removed: string[] = [];
-      for (const folderId of tree) {
+      for (const folderId of withFiles) {
         for (;;) {
           await slicer.breathe();
           const batch = await tx.folders.listFiles(principal.userId, folderId, DELETE_BATCH, undefined);
@@ -293,8 +308,11 @@ export class FolderService {
     const store = this.deps.store.folders;
     const slicer = new Slicer();
     const now = this.deps.clock.nowMicros();
-    /** A folder being walked: its files first, then its sub-folders a page at a time. */
-    type Frame = { id: string; path: string; subs: FolderRow[]; lastName: string | undefined; subsDone: boolean };
+    /**
+     * A folder being walked: its sub-folders a page at a time, each page with which of them
+     * hold files and which hold sub-folders (one query), so empty ones cost nothing more.
+     */
+    type Frame = { id: string; path: string; subs: FolderRow[]; lastName: string | undefined; subsDone: boolean; withFiles: Set<string>; withFolders: Set<string> };
     const enter = async function* (id: string, path: string): AsyncIterable<{ path: string; file: FileRecord }> {
       for (let after: PageCursor | undefined; ; ) {
         await slicer.breathe();
@@ -305,8 +323,9 @@ export class FolderService {
         after = { createdAt: last.createdAt, id: last.id };
       }
     };
+    const frame = (id: string, path: string): Frame => ({ id, path, subs: [], lastName: undefined, subsDone: false, withFiles: new Set(), withFolders: new Set() });
     yield* enter(folder.id, "");
-    const stack: Frame[] = [{ id: folder.id, path: "", subs: [], lastName: undefined, subsDone: false }];
+    const stack: Frame[] = [frame(folder.id, "")];
     while (stack.length > 0) {
       const top = stack[stack.length - 1]!;
       if (top.subs.length === 0) {
@@ -318,15 +337,71 @@ export class FolderService {
         top.subs = await store.subfoldersByName(top.id, WALK_PAGE, top.lastName);
         top.subsDone = top.subs.length < WALK_PAGE;
         top.lastName = top.subs[top.subs.length - 1]?.name;
+        ({ withFiles: top.withFiles, withFolders: top.withFolders } = await store.occupied(top.subs.map((f) => f.id)));
         // Read back to front below: pop() takes them in name order.
         top.subs.reverse();
         continue;
       }
       const sub = top.subs.pop()!;
       const path = `${top.path}${sub.name}/`;
-      yield* enter(sub.id, path);
-      stack.push({ id: sub.id, path, subs: [], lastName: undefined, subsDone: false });
+      if (top.withFiles.has(sub.id)) yield* enter(sub.id, path);
+      if (top.withFolders.has(sub.id)) stack.push(frame(sub.id, path));
     }
+  }
+
+  /**
+   * One page of a shared folder's page (CONTRACT §14: paged, its cost bounded by what it shows):
+   * the folder `atId` inside the shared `root` (undefined: the root itself) with the trail from
+   * the root down to it, then its sub-folders in name order followed by its live files newest
+   * first, {@link SHARE_PAGE_ENTRIES} entries at most, from the cursor `after` (the `next` of the
+   * page before; opaque to the client).
+   * @throws not_found (`atId` is not the root or a folder below it); invalid_argument (a
+   *   malformed cursor)
+   */
+  async shareListing(root: FolderRow, atId: string | undefined, after: string | undefined): Promise<ShareListing> {
+    const store = this.deps.store.folders;
+    const slicer = new Slicer();
+    const trail = [root];
+    if (atId !== undefined && atId !== root.id) {
+      const at = isIdShaped(atId) ? await store.get(atId) : undefined;
+      if (at === undefined || at.ownerId !== root.ownerId) throw new AppError("not_found", "no such folder in this shared folder");
+      // Up from it to the root: a folder outside the share never reaches it.
+      const up = [at];
+      for (let parent = at.parentId; parent !== root.id; ) {
+        if (parent === null) throw new AppError("not_found", "no such folder in this shared folder");
+        await slicer.breathe();
+        const row = await store.get(parent);
+        if (row === undefined) throw new AppError("not_found", "no such folder in this shared folder");
+        up.push(row);
+        parent = row.parentId;
+      }
+      trail.push(...up.reverse());
+    }
+    const at = trail[trail.length - 1]!;
+    const cursor = parseShareCursor(after);
+    const out: ShareListing = { trail, folders: [], files: [], next: undefined };
+    let room = SHARE_PAGE_ENTRIES;
+    if (cursor.kind === "folders") {
+      const subs = await store.subfoldersByName(at.id, room + 1, cursor.afterName);
+      out.folders = subs.slice(0, room);
+      if (subs.length > room) {
+        out.next = `d${out.folders[out.folders.length - 1]!.name}`;
+        return out;
+      }
+      room -= out.folders.length;
+      if (room === 0) {
+        // The page is full of folders: the files start on the next one.
+        out.next = "f";
+        return out;
+      }
+    }
+    const rows = await store.listFiles(root.ownerId, at.id, room + 1, cursor.kind === "files" ? cursor.after : undefined);
+    const page = rows.slice(0, room);
+    const now = this.deps.clock.nowMicros();
+    out.files = page.filter((f) => f.expiresAt === null || f.expiresAt > now);
+    const last = page[page.length - 1];
+    if (rows.length > room && last !== undefined) out.next = `f${last.createdAt}.${last.id}`;
+    return out;
   }
 
   /**
@@ -369,20 +444,43 @@ export class FolderService {
 }
 
 /**
- * The IDs of folder `id` and every folder below it, parents before their children (breadth
- * first), read a page of sub-folders at a time through folders_parent_name_unique, breathing
- * between queries: linear in the folders, whatever the tree's shape.
+ * Folder `id` and every folder below it, parents before their children (breadth first): `ids`
+ * all of them, `withFiles` those that hold a file (`id` always counted). Reads a page of
+ * sub-folders at a time through folders_parent_name_unique, with one query per page saying
+ * which hold anything, and breathes between queries: linear in the folders, whatever the
+ * tree's shape, and empty folders cost no query of their own.
  */
-async function subtreeOf(tables: MetadataTables, id: string, slicer: Slicer): Promise<string[]> {
+async function subtreeOf(tables: MetadataTables, id: string, slicer: Slicer): Promise<{ ids: string[]; withFiles: Set<string> }> {
   const ids = [id];
-  for (let i = 0; i < ids.length; i++) {
+  const withFiles = new Set([id]);
+  const parents = [id];
+  for (let i = 0; i < parents.length; i++) {
     for (let after: string | undefined; ; ) {
       await slicer.breathe();
-      const subs = await tables.folders.subfoldersByName(ids[i]!, WALK_PAGE, after);
-      for (const sub of subs) ids.push(sub.id);
+      const subs = await tables.folders.subfoldersByName(parents[i]!, WALK_PAGE, after);
+      const occupied = await tables.folders.occupied(subs.map((f) => f.id));
+      for (const sub of subs) {
+        ids.push(sub.id);
+        if (occupied.withFiles.has(sub.id)) withFiles.add(sub.id);
+        if (occupied.withFolders.has(sub.id)) parents.push(sub.id);
+      }
       if (subs.length < WALK_PAGE) break;
       after = subs[subs.length - 1]!.name;
     }
   }
-  return ids;
+  return { ids, withFiles };
+}
+
+/**
+ * A shared folder page's cursor: absent or `d{name}` (sub-folders after that name, then files),
+ * `f` (files from the newest), `f{created_at}.{id}` (files after that one).
+ * @throws invalid_argument (any other text)
+ */
+function parseShareCursor(after: string | undefined): { kind: "folders"; afterName: string | undefined } | { kind: "files"; after: PageCursor | undefined } {
+  if (after === undefined || after === "") return { kind: "folders", afterName: undefined };
+  if (after.startsWith("d")) return { kind: "folders", afterName: after.slice(1) };
+  if (after === "f") return { kind: "files", after: undefined };
+  const m = /^f(\d{1,16})\.([A-Za-z0-9_-]{1,64})$/.exec(after);
+  if (m === null) throw new AppError("invalid_argument", "after: not a cursor this page gave");
+  return { kind: "files", after: { createdAt: Number(m[1]), id: m[2]! } };
 }

@@ -18,6 +18,20 @@ export function folderCountsQuery(ids: string[], now: number): SQL {
 }
 
 /**
+ * For each of the folders `ids` (not empty) that exists: whether it holds a file and whether it
+ * holds a sub-folder, each an EXISTS through files_folder_created_idx and
+ * folders_parent_name_unique. Rows: `{ id, hasFiles, hasFolders }` (0/1 on SQLite, booleans on
+ * PostgreSQL).
+ */
+export function occupiedQuery(ids: string[]): SQL {
+  const list = sql.join(
+    ids.map((id) => sql`${id}`),
+    sql`, `,
+  );
+  return sql`SELECT f.id AS "id", EXISTS (SELECT 1 FROM files WHERE folder_id = f.id) AS "hasFiles", EXISTS (SELECT 1 FROM folders c WHERE c.parent_id = f.id) AS "hasFolders" FROM folders f WHERE f.id IN (${list})`;
+}
+
+/**
  * The condition, over `files`, for `ownerId`'s files directly in `folderId`, or (null) in no
  * folder. Written so that each case is served by its index (schema.ts): files_folder_* for a
  * folder (whose files are its owner's: only the owner puts files in it), the partial

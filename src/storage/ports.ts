@@ -169,6 +169,11 @@ export interface FolderTable {
    * name `afterName` (a shared folder's walk and page), through folders_parent_name_unique.
    */
   subfoldersByName(parentId: string, limit: number, afterName: string | undefined): Promise<FolderRow[]>;
+  /**
+   * Which of the folders `ids` hold any file (live or not) and which any sub-folder: one query
+   * for a page of folders, so a walk reads only the folders that hold something.
+   */
+  occupied(ids: string[]): Promise<{ withFiles: Set<string>; withFolders: Set<string> }>;
   /** The owner's sub-folder of `parentId` (null: at the top) named exactly `name`. */
   byName(ownerId: string, parentId: string | null, name: string): Promise<FolderRow | undefined>;
   /** Live files (not expired at `now`) and their bytes directly in each folder of `ids`; absent: none. */

@@ -4,7 +4,7 @@ import type { Db, WriteRunner } from "./db.ts";
 import type { FileRecord } from "../domain/file.ts";
 import type { FolderRow } from "../domain/folder.ts";
 import type { PageCursor } from "../domain/params.ts";
-import { folderCountsQuery, inFolder } from "./folder-conditions.ts";
+import { folderCountsQuery, inFolder, occupiedQuery } from "./folder-conditions.ts";
 import { inIdOrder, newestFirstAfter, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
 import type { FolderCounts, FolderTable } from "./ports.ts";
 import { fileColumns, files, folders } from "./schema.ts";
@@ -41,6 +41,16 @@ export class SqliteFolders implements FolderTable {
   async subfoldersByName(parentId: string, limit: number, afterName: string | undefined): Promise<FolderRow[]> {
     const where = afterName === undefined ? eq(folders.parentId, parentId) : and(eq(folders.parentId, parentId), gt(folders.name, afterName));
     return this.db.select().from(folders).where(where).orderBy(asc(folders.name)).limit(limit).all();
+  }
+
+  async occupied(ids: string[]): Promise<{ withFiles: Set<string>; withFolders: Set<string> }> {
+    const out = { withFiles: new Set<string>(), withFolders: new Set<string>() };
+    if (ids.length === 0) return out;
+    for (const r of this.db.all<{ id: string; hasFiles: unknown; hasFolders: unknown }>(occupiedQuery(ids))) {
+      if (r.hasFiles === true || r.hasFiles === 1) out.withFiles.add(r.id);
+      if (r.hasFolders === true || r.hasFolders === 1) out.withFolders.add(r.id);
+    }
+    return out;
   }
 
   async byName(ownerId: string, parentId: string | null, name: string): Promise<FolderRow | undefined> {

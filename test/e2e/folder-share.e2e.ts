@@ -94,7 +94,7 @@ test("share a folder: from its row, with a download limit; the link is copied, o
   await expect(dialog).toBeHidden();
   await expect(shareButton).toBeFocused();
 
-  // Someone without a session opens the link: the folder's page lists both files, the sub-folder's by its path.
+  // Someone without a session opens the link: the folder's page lists its sub-folder (a link into it) and its file.
   const guestContext = await browser.newContext();
   try {
     const guest = await guestContext.newPage();
@@ -102,7 +102,12 @@ test("share a folder: from its row, with a download limit; the link is copied, o
     const opened = await guest.goto(url);
     expect(opened?.status()).toBe(200);
     await expect(guest.getByRole("heading", { level: 1 })).toHaveText("Trip");
-    await expect(guest.locator(".shared-file-name")).toHaveText(["notes.txt", "sub/map.txt"]);
+    await expect(guest.locator(".shared-folder-name")).toHaveText(["sub/"]);
+    await expect(guest.locator(".shared-file-name")).toHaveText(["notes.txt"]);
+    await guest.getByRole("link", { name: "sub/" }).click();
+    await expect(guest.locator(".shared-file-name")).toHaveText(["map.txt"]);
+    await guest.getByRole("link", { name: "Trip" }).click();
+    await expect(guest.locator(".shared-file-name")).toHaveText(["notes.txt"]);
     await expect(guest.locator(".facts")).toContainText("2 of 2");
     await shot(guest, "page");
 

@@ -108,16 +108,29 @@ describe("a shared folder", () => {
     expect((await shareFolder(top.id, { max_downloads: 0 })).status).toBe(400);
   });
 
-  test("a browser gets the page: every file with its size and links, and Download all; the page counts nothing", async () => {
+  test("a browser gets the page: the folder's sub-folders as links into them, its files with size and links, and Download all; the page counts nothing", async () => {
     const res = await get(share, "", { accept: "text/html" });
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toStartWith("text/html");
     const html = await res.text();
     expect(html).toContain("Holiday photos");
     expect(html).toContain(`href="${sharePath(share)}?download=zip"`);
-    for (const name of ["notes.txt", "photo.jpg", "day 2/map.bin", "day 2/evening/ünïcødé ✓.txt"]) expect(html).toContain(name);
+    for (const name of ["notes.txt", "photo.jpg", "day 2/"]) expect(html).toContain(name);
+    expect(html).not.toContain("map.bin");
     expect(html).toContain("293 KiB"); // photo.jpg's size, as formatSize writes 300 000 bytes
     expect(html).toMatch(/\?file=[A-Za-z0-9_-]{21}&amp;download=1/);
+    // Into the sub-folder and below: the trail leads back, each level lists its own entries.
+    const day2 = /href="([^"]+\?folder=[A-Za-z0-9_-]{21})">day 2\/</.exec(html)![1]!;
+    const inner = await (await fetch(`${server.url}${day2}`, { headers: { accept: "text/html" } })).text();
+    expect(inner).toContain("map.bin");
+    expect(inner).toContain(`<a href="${sharePath(share)}">Holiday photos</a>`);
+    const evening = /href="([^"]+\?folder=[A-Za-z0-9_-]{21})">evening\/</.exec(inner)![1]!;
+    const deepest = await (await fetch(`${server.url}${evening}`, { headers: { accept: "text/html" } })).text();
+    for (const name of ["ünïcødé ✓.txt", "empty.txt"]) expect(deepest).toContain(name);
+    // A folder outside the share, and a malformed cursor, are refused.
+    const elsewhere = await folder("not shared");
+    expect((await get(share, `?folder=${elsewhere.id}`, { accept: "text/html" })).status).toBe(404);
+    expect((await get(share, "?after=zzz", { accept: "text/html" })).status).toBe(400);
     const listed = await call<{ shares: ShareJson[] }>(alice, "GET", `/v1/folders/${top.id}/shares`);
     expect(listed.body.shares[0]!.download_count).toBe(0);
   });
@@ -149,7 +162,11 @@ describe("a shared folder", () => {
   test("?file= serves one of its files, also in a sub-folder; not a file outside it; HEAD of the ZIP sends no body", async () => {
     const page = await (await get(share, "", { accept: "text/html" })).text();
     const ids = [...page.matchAll(/\?file=([A-Za-z0-9_-]{21})&amp;download=1/g)].map((m) => m[1]!);
-    expect(ids.length).toBe(5);
+    expect(ids.length).toBe(2);
+    const day2 = /href="([^"]+\?folder=[A-Za-z0-9_-]{21})">day 2\/</.exec(page)![1]!;
+    const inner = await (await fetch(`${server.url}${day2}`, { headers: { accept: "text/html" } })).text();
+    const below = /\?file=([A-Za-z0-9_-]{21})&amp;download=1/.exec(inner)![1]!;
+    expect((await get(share, `?file=${below}&download=1`)).status).toBe(200);
     const one = await get(share, `?file=${ids[0]}&download=1`);
     expect(one.status).toBe(200);
     expect(one.headers.get("content-disposition")).toContain("attachment");
