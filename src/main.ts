@@ -37,6 +37,7 @@ ${USERS_USAGE}
   cubby restore SRC [--data-dir DIR]
   cubby export FILE [--sessions] [--data-dir DIR]
   cubby import FILE [--data-dir DIR]
+  cubby healthcheck [--port N]
   cubby version`;
 
 /**
@@ -87,6 +88,10 @@ async function main(argv: string[]): Promise<number> {
       await serve(loadConfig(process.env, flags));
       return 0;
     }
+    case "healthcheck": {
+      if (sub !== undefined) throw new UsageError(`healthcheck takes no arguments (got "${sub}")`);
+      return healthcheck(loadConfig(process.env, flags).port);
+    }
     case "keys":
       return keysCommand(sub, rest, values, flags);
     case "login-link":
@@ -125,6 +130,31 @@ async function main(argv: string[]): Promise<number> {
     default:
       throw new UsageError(`unknown command "${command}"; try cubby --help`);
   }
+}
+
+/** How long `cubby healthcheck` waits for the server's answer (ms). */
+const HEALTHCHECK_TIMEOUT_MS = 5000;
+
+/**
+ * `cubby healthcheck` (CONTRACT §17): whether the server on `port` of this machine answers
+ * `GET /healthz` with 200 within {@link HEALTHCHECK_TIMEOUT_MS}, for a container's HEALTHCHECK
+ * (no curl in the image). Prints one line either way.
+ * @returns 0 healthy, 1 not
+ */
+async function healthcheck(port: number): Promise<number> {
+  const url = `http://127.0.0.1:${port}/healthz`;
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(HEALTHCHECK_TIMEOUT_MS), headers: { accept: "application/json" } });
+    await res.arrayBuffer();
+    if (res.status === 200) {
+      console.log(`healthy: ${url} answered 200`);
+      return 0;
+    }
+    console.error(`unhealthy: ${url} answered ${res.status}`);
+  } catch (e) {
+    console.error(`unhealthy: ${url}: ${(e as Error).message}`);
+  }
+  return 1;
 }
 
 /** Writes every row and blob of the configured stores to one archive (docs/archive.md). */

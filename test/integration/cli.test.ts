@@ -14,6 +14,19 @@ test("version", async () => {
   expect(await runCli(["version"])).toEqual({ code: 0, stdout: `cubby ${pkg.version} (from source, Bun ${Bun.version})\n`, stderr: "" });
 });
 
+test("healthcheck: 0 while the server on PORT answers /healthz, 1 once it is stopped (CONTRACT §17)", async () => {
+  const server = await startServer();
+  try {
+    const up = await runCli(["healthcheck"], { env: { PORT: String(server.port) } });
+    expect({ code: up.code, stdout: up.stdout }).toEqual({ code: 0, stdout: `healthy: http://127.0.0.1:${server.port}/healthz answered 200\n` });
+  } finally {
+    await server[Symbol.asyncDispose]();
+  }
+  const down = await runCli(["healthcheck", "--port", String(server.port)]);
+  expect(down.code).toBe(1);
+  expect(down.stderr).toStartWith(`unhealthy: http://127.0.0.1:${server.port}/healthz`);
+});
+
 test("keys create prints only the key; list shows it without the secret; revoke kills it", async () => {
   await using server = await startServer();
   const created = await runCli(["keys", "create", "--email", "Ops@Example.com", "--name", "backup script", "--data-dir", server.dataDir]);
