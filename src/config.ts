@@ -13,6 +13,7 @@ import type { S3Settings } from "./storage/s3-blobs.ts";
 import type { LogFormat } from "./log.ts";
 import { availableMemory } from "./memory-limit.ts";
 import { parseAllowedHosts } from "./domain/host-allowlist.ts";
+import { parseSize } from "./domain/size.ts";
 
 export interface Config {
   /** TCP port for every protocol; 0 lets the OS choose (tests). */
@@ -142,6 +143,11 @@ export class ConfigError extends Error {
   override name = "ConfigError";
 }
 
+/** The one-line error for a port another program holds (CONTRACT §17: a line, exit 2, no stack). */
+export function portInUse(port: number | undefined): ConfigError {
+  return new ConfigError(`port ${port ?? "(PORT)"} is already in use by another program; stop it, or serve on another port with PORT=N or --port N`);
+}
+
 export type Env = Record<string, string | undefined>;
 
 /** Flags that override the environment: `--port` and `--data-dir`. */
@@ -188,17 +194,16 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
   const maxRaw = get("MAX_UPLOAD_BYTES");
   let maxUploadBytes = DEFAULT_MAX_UPLOAD_BYTES;
   if (maxRaw !== undefined) {
-    if (!/^\d+$/.test(maxRaw) || !Number.isSafeInteger(Number(maxRaw))) {
-      throw new ConfigError(`MAX_UPLOAD_BYTES must be a whole number of bytes (got "${maxRaw}")`);
-    }
-    maxUploadBytes = Number(maxRaw);
+    const parsed = parseSize(maxRaw);
+    if (parsed === undefined) throw new ConfigError(`MAX_UPLOAD_BYTES must be a size: bytes, or with a unit such as 10G or 500MiB (got "${maxRaw}")`);
+    maxUploadBytes = parsed;
   }
 
   const quotaRaw = emptyToUndefined(get("QUOTA_BYTES"));
-  if (quotaRaw !== undefined && (!/^\d+$/.test(quotaRaw) || !Number.isSafeInteger(Number(quotaRaw)))) {
-    throw new ConfigError(`QUOTA_BYTES must be a whole number of bytes, e.g. 10737418240 for 10 GiB (got "${quotaRaw}"); unset it for no quota`);
+  const quotaBytes = quotaRaw === undefined ? null : parseSize(quotaRaw);
+  if (quotaBytes === undefined) {
+    throw new ConfigError(`QUOTA_BYTES must be a size: bytes, or with a unit such as 10G or 500MiB (got "${quotaRaw}"); unset it for no quota`);
   }
-  const quotaBytes = quotaRaw === undefined ? null : Number(quotaRaw);
 
   const count = (name: string, fallback: number) => {
     const v = get(name);

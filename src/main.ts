@@ -5,8 +5,9 @@
  */
 import { parseArgs } from "node:util";
 import pkg from "../package.json" with { type: "json" };
+import fs from "node:fs";
 import path from "node:path";
-import { ConfigError, loadConfig, type Config, type ConfigFlags } from "./config.ts";
+import { ConfigError, loadConfig, portInUse, type Config, type ConfigFlags } from "./config.ts";
 import { backup, restore } from "./storage/backup.ts";
 import { DiskBlobStore } from "./storage/disk-blobs.ts";
 import { SqliteMetadataStore } from "./storage/sqlite-metadata.ts";
@@ -18,6 +19,7 @@ import { openServices, StoreUnavailableError } from "./service/index.ts";
 import { parseEmail } from "./domain/params.ts";
 import { loginLinkTtl } from "./service/login-links.ts";
 import { serve } from "./process/serve.ts";
+import { readServerRecord } from "./process/server-record.ts";
 import { createArchiveOutput, interruptible, openArchiveInput } from "./archive-file.ts";
 import { exportArchive } from "./service/archive-export.ts";
 import { importArchive } from "./service/archive-import.ts";
@@ -26,6 +28,7 @@ import { USERS_USAGE, usersCommand } from "./users-command.ts";
 
 const USAGE = `usage:
   cubby [serve] [--port N] [--data-dir DIR]
+  (commands below that use existing data refuse a DATA_DIR with none; --init starts new data there)
   cubby keys create --email E [--name N] [--scope files.read] [--scope files.write]
                     [--ttl 30d | --expire-time T] [--data-dir DIR]
   cubby keys list --email E [--data-dir DIR]
@@ -50,6 +53,40 @@ const BUILD_TARGET = typeof CUBBY_BUILD_TARGET === "string" ? CUBBY_BUILD_TARGET
 /** Bad command-line input: printed as one line, exit status 2. */
 class UsageError extends Error {}
 
+/**
+ * The commands that act on existing data (CONTRACT §17): they refuse a data directory that holds
+ * none unless `--init` says to create it there. `serve` creates its store; `restore` and
+ * `import` exist to fill a new one.
+ */
+const DATA_COMMANDS = new Set(["keys", "login-link", "users", "fsck", "backup", "export"]);
+
+/** Whether this run's command was given `--init` (main sets it from the command line). */
+let initData = false;
+
+/**
+ * Opens the stores for a command of {@link DATA_COMMANDS}: refused when the data directory holds
+ * no cubby data, unless `--init` was given (see {@link requireCubbyData}).
+ * @throws UsageError (no data there), and what openServices throws
+ */
+function openData(config: Config): ReturnType<typeof openServices> {
+  if (!initData) requireCubbyData(config);
+  return openServices(config);
+}
+
+/**
+ * Refuses to act on a SQLite data directory with no database in it: run from another directory,
+ * the default `./data` is a new, empty one, and a key or link made there is for no server
+ * (issue 39). With DATABASE_URL the data is the database the URL names, so nothing is checked.
+ * @throws UsageError naming the directory and how to point at the right one
+ */
+function requireCubbyData(config: Config): void {
+  if (config.databaseUrl !== undefined) return;
+  if (fs.existsSync(path.join(config.dataDir, "cubby.db"))) return;
+  throw new UsageError(
+    `${config.dataDir} holds no cubby data; point at the server's data directory with --data-dir DIR or DATA_DIR (cubby serve prints it: "data in …"), or add --init to start new data there`,
+  );
+}
+
 async function main(argv: string[]): Promise<number> {
   // Before anything is created: what SQLite and the file system create with default modes
   // (VACUUM INTO's snapshot, directories made along the way) is then owner-only too (issue 11).
@@ -69,6 +106,7 @@ async function main(argv: string[]): Promise<number> {
       repair: { type: "boolean" },
       sessions: { type: "boolean" },
       yes: { type: "boolean" },
+      init: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -78,6 +116,8 @@ async function main(argv: string[]): Promise<number> {
   }
   const flags: ConfigFlags = { port: values.port, dataDir: values["data-dir"] };
   const [command = "serve", sub, ...rest] = positionals;
+  if (values.init === true && !DATA_COMMANDS.has(command)) throw new UsageError(`--init is for commands that use the data directory (${[...DATA_COMMANDS].join(", ")})`);
+  initData = values.init === true;
 
   switch (command) {
     case "version":
@@ -98,7 +138,7 @@ async function main(argv: string[]): Promise<number> {
       if (sub !== undefined) throw new UsageError(`login-link takes no arguments (got "${sub}")`);
       return loginLinkCommand(values, flags);
     case "users":
-      return usersCommand(loadConfig(process.env, flags), sub, rest, { yes: values.yes === true });
+      return usersCommand(loadConfig(process.env, flags), sub, rest, { yes: values.yes === true, open: openData });
     case "fsck": {
       if (sub !== undefined) throw new UsageError(`fsck takes no arguments (got "${sub}")`);
       return fsckCommand(loadConfig(process.env, flags), values.repair === true);
@@ -115,7 +155,7 @@ async function main(argv: string[]): Promise<number> {
         console.error(`restored ${sub} into ${config.dataDir}; verifying every blob…`);
         return fsckCommand(config, false);
       }
-      await using services = await openServices(config);
+      await using services = await openData(config);
       if (!(services.store instanceof SqliteMetadataStore) || !(services.blobs instanceof DiskBlobStore)) throw new Error("unreachable: SQLite and disk expected");
       const result = await backup(services.store, services.blobs, path.resolve(sub));
       console.error(`backed up ${result.files} file(s), ${result.bytes} bytes, to ${sub}`);
@@ -162,7 +202,7 @@ async function exportCommand(config: Config, target: string, sessions: boolean):
   const output = await createArchiveOutput(target);
   using interrupt = interruptible();
   try {
-    await using services = await openServices(config);
+    await using services = await openData(config);
     const r = await exportArchive(services, output.sink, { sessions, signal: interrupt.signal });
     await output.commit();
     const skipped = r.skippedFiles === 0 ? "" : `; left out ${r.skippedFiles} file(s) deleted during the export`;
@@ -196,7 +236,7 @@ async function importCommand(config: Config, source: string): Promise<number> {
 
 /** Runs fsck and prints its report. @returns 0 when all is well, 1 when problems were found */
 async function fsckCommand(config: Config, repair: boolean): Promise<number> {
-  await using services = await openServices(config);
+  await using services = await openData(config);
   const report = await fsck(services.store, services.blobs, { repair });
   for (const p of report.problems) console.log(`${p.kind}\tfile ${p.fileId}\tblob ${p.blob}\t${p.detail}`);
   const removed = new Set(report.orphansRemoved);
@@ -223,11 +263,17 @@ async function loginLinkCommand(values: { email?: string | undefined; ttl?: stri
   const email = parseEmail(values.email);
   const ttl = loginLinkTtl(values.ttl);
   const config = loadConfig(process.env, flags);
-  await using services = await openServices(config);
+  // The link opens the server that serves this data: HOSTNAME when set, else the URL that server
+  // recorded in the data directory (server-record.ts), else a guess from PORT, said to be one.
+  const recorded = readServerRecord(config.dataDir);
+  const base = config.hostname ?? recorded?.url ?? `http://localhost:${config.port}`;
+  await using services = await openData(config);
   const link = await services.loginLinks.mint(email, ttl);
-  const base = config.hostname ?? `http://localhost:${config.port}`;
   process.stdout.write(`${base}/auth/link/${link.token}\n`);
   console.error(`this link signs ${email} in once, until ${formatTimestamp(link.expiresAt)}`);
+  if (config.hostname === undefined && recorded === undefined) {
+    console.error(`no server has recorded its URL in ${config.dataDir} yet: the link assumes ${base}; set HOSTNAME to the URL people open if that is not it`);
+  }
   return 0;
 }
 
@@ -246,7 +292,7 @@ async function keysCommand(
     case "create": {
       const email = requireEmail();
       if (rest.length > 0) throw new UsageError(`keys create takes no arguments (got "${rest[0]}")`);
-      await using services = await openServices(config);
+      await using services = await openData(config);
       // Checked before the user is created: bad input changes nothing.
       const options = services.keys.options({ scopes: values.scope, ttl: values.ttl, expire_time: values["expire-time"] });
       const user = await services.users.findOrCreateByEmail(email);
@@ -257,7 +303,7 @@ async function keysCommand(
     }
     case "list": {
       const email = requireEmail();
-      await using services = await openServices(config);
+      await using services = await openData(config);
       const user = await services.users.findByEmail(email);
       const keys = user === undefined ? [] : await services.keys.list(user.id);
       console.log(["ID", "NAME", "SCOPES", "CREATED", "LAST USED", "EXPIRES"].join("\t"));
@@ -270,7 +316,7 @@ async function keysCommand(
     case "revoke": {
       const [id, extra] = rest;
       if (id === undefined || extra !== undefined) throw new UsageError("keys revoke takes exactly one key ID");
-      await using services = await openServices(config);
+      await using services = await openData(config);
       await services.keys.revoke(id);
       console.error(`revoked ${id}`);
       return 0;
@@ -284,6 +330,8 @@ if (import.meta.main) {
   main(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (err: unknown) => {
+      // A busy port (WORKERS = 1 listens here; the supervisor's probe says it as a ConfigError).
+      if ((err as NodeJS.ErrnoException).code === "EADDRINUSE") err = portInUse((err as { port?: number }).port);
       const isInput =
         err instanceof UsageError ||
         err instanceof ConfigError ||

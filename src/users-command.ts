@@ -7,6 +7,7 @@
 import type { Config } from "./config.ts";
 import { formatTimestamp } from "./domain/time.ts";
 import { parseEmail } from "./domain/params.ts";
+import { parseSize } from "./domain/size.ts";
 import { AppError } from "./errors.ts";
 import { openServices } from "./service/index.ts";
 import type { QuotaSetting, UserSummary } from "./service/user-admin.ts";
@@ -14,16 +15,17 @@ import type { QuotaSetting, UserSummary } from "./service/user-admin.ts";
 export const USERS_USAGE = `  cubby users list [--data-dir DIR]
   cubby users disable EMAIL | enable EMAIL [--data-dir DIR]
   cubby users delete EMAIL [--yes] [--data-dir DIR]
-  cubby users set-quota EMAIL BYTES|none|default [--data-dir DIR]`;
+  cubby users set-quota EMAIL SIZE|none|default [--data-dir DIR]   (SIZE: bytes, 5G, 500MiB, 2TB)`;
 
 const usage = (message: string) => new AppError("invalid_argument", message);
 
 /**
- * Runs one `users` subcommand.
+ * Runs one `users` subcommand, opening the stores with `opts.open` (main.ts: refused on a data
+ * directory with no cubby data, CONTRACT §17).
  * @returns the exit status: 0 done; 2 for `delete` without `--yes` (nothing changed)
  * @throws AppError invalid_argument for bad arguments, not_found for an unknown e-mail
  */
-export async function usersCommand(config: Config, sub: string | undefined, args: string[], opts: { yes: boolean }): Promise<number> {
+export async function usersCommand(config: Config, sub: string | undefined, args: string[], opts: { yes: boolean; open: (config: Config) => ReturnType<typeof openServices> }): Promise<number> {
   const email = () => {
     const [raw, ...extra] = args;
     if (raw === undefined) throw usage(`users ${sub} needs the user's e-mail address`);
@@ -33,7 +35,7 @@ export async function usersCommand(config: Config, sub: string | undefined, args
   switch (sub) {
     case "list": {
       if (args.length > 0) throw usage(`users list takes no arguments (got "${args[0]}")`);
-      await using services = await openServices(config);
+      await using services = await opts.open(config);
       console.log(["EMAIL", "FILES", "BYTES", "KEYS", "LAST SEEN", "STATUS", "QUOTA"].join("\t"));
       for (const u of await services.userAdmin.list()) {
         const bytes = u.reservedBytes === 0 ? String(u.fileBytes) : `${u.fileBytes} (+${u.reservedBytes} reserved)`;
@@ -45,7 +47,7 @@ export async function usersCommand(config: Config, sub: string | undefined, args
     case "disable":
     case "enable": {
       const target = email();
-      await using services = await openServices(config);
+      await using services = await opts.open(config);
       const changed = await services.userAdmin.setDisabled(target, sub === "disable");
       const note = sub === "disable" ? "; their keys and sessions are refused from now on, their public files and share links stay served" : "";
       console.error(changed ? `${sub}d ${target}${note}` : `${target} was already ${sub}d`);
@@ -54,14 +56,14 @@ export async function usersCommand(config: Config, sub: string | undefined, args
     case "set-quota": {
       const target = email();
       const setting = parseQuota(args[1]);
-      await using services = await openServices(config);
+      await using services = await opts.open(config);
       const u = await services.userAdmin.setQuota(target, setting);
       console.error(`quota of ${target}: ${quotaText(u)}; ${u.fileBytes + u.reservedBytes} bytes used`);
       return 0;
     }
     case "delete": {
       const target = email();
-      await using services = await openServices(config);
+      await using services = await opts.open(config);
       if (!opts.yes) {
         const u = await services.userAdmin.describe(target);
         console.error(`cubby: users delete would delete ${target} and ${holdingsText(u)}; nothing was changed: run it again with --yes`);
@@ -76,13 +78,14 @@ export async function usersCommand(config: Config, sub: string | undefined, args
   }
 }
 
-/** BYTES (a whole number), `none` or `default`. @throws AppError invalid_argument */
+/** A size (bytes, or with a unit: domain/size.ts parseSize), `none` or `default`. @throws AppError invalid_argument */
 function parseQuota(raw: string | undefined): QuotaSetting {
   if (raw === "none" || raw === "default") return raw;
-  if (raw === undefined || !/^\d+$/.test(raw) || !Number.isSafeInteger(Number(raw))) {
-    throw usage(`users set-quota takes a whole number of bytes, none (no quota) or default (follow QUOTA_BYTES)${raw === undefined ? "" : ` (got "${raw}")`}`);
+  const bytes = raw === undefined ? undefined : parseSize(raw);
+  if (bytes === undefined) {
+    throw usage(`users set-quota takes a size (bytes, or with a unit such as 5G or 500MiB), none (no quota) or default (follow QUOTA_BYTES)${raw === undefined ? "" : ` (got "${raw}")`}`);
   }
-  return Number(raw);
+  return bytes;
 }
 
 /** "1000", "1000 (QUOTA_BYTES)", "none" or "none (set for this user)". */

@@ -10,6 +10,7 @@ import { WebhookDeliverer } from "../service/webhook-deliverer.ts";
 import { logError, logInfo, setLogFormat } from "../log.ts";
 import type { Metrics } from "../serving/metrics.ts";
 import { SupervisorLink, WorkerPool } from "./workers.ts";
+import { recordServer } from "./server-record.ts";
 
 /** How often a server on a shared blob store sweeps orphans (ms). */
 const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
@@ -49,6 +50,7 @@ async function serveAlone(config: Config, services: Services): Promise<void> {
   const timers = await startMaintenance(services, config);
   const server = await (await serving()).startServing(config, services, { reusePort: false, graceMs: SHUTDOWN_GRACE_MS });
   logInfo(`cubby ${pkg.version} listening on port ${server.port}; public URL ${server.baseUrl}; data in ${config.dataDir}`);
+  record(config, server.baseUrl, server.port);
   logSignInHint(config);
   const deliverer = startDelivering(config, services);
   const signal = await stopSignal();
@@ -67,6 +69,7 @@ async function supervise(config: Config, services: Services): Promise<void> {
     const baseUrl = config.hostname ?? `http://localhost:${port}`;
     services.webhooks.setBaseUrl(baseUrl);
     logInfo(`cubby ${pkg.version} listening on port ${port}; public URL ${baseUrl}; data in ${config.dataDir}; ${config.workers} worker processes (pids ${pool.pids().join(", ")})`);
+    record(config, baseUrl, port);
     logSignInHint(config);
     const signal = await stopSignal();
     logInfo(`${signal}: stopping; in-flight requests have ${SHUTDOWN_GRACE_MS / 1000}s to finish`);
@@ -98,13 +101,25 @@ function startDelivering(config: Config, services: Services): WebhookDeliverer {
   return deliverer;
 }
 
+/** Records the server's URL in its data directory for the CLI (server-record.ts); a failure is logged. */
+function record(config: Config, url: string, port: number): void {
+  const failed = recordServer(config.dataDir, { url, port, pid: process.pid, startedAt: new Date().toISOString() });
+  if (failed !== undefined) logError(`could not record this server's URL in ${config.dataDir} (cubby login-link will not find it): ${failed.message}`);
+}
+
 /**
  * Without an identity provider, says how to sign in to the dashboard anyway (CONTRACT §11): a
- * one-time link from `cubby login-link`. One line after the listening line, which scripts parse.
+ * one-time link from `cubby login-link`, with the data directory spelled out so that the command
+ * works from any directory (CONTRACT §17). One line after the listening line, which scripts parse.
  */
 function logSignInHint(config: Config): void {
   if (config.idp.clientId !== undefined && config.idp.clientSecret !== undefined) return;
-  logInfo("no identity provider is configured (IDP_CLIENT_ID, IDP_CLIENT_SECRET); to sign in to the dashboard, run: cubby login-link --email you@example.com");
+  logInfo(`no identity provider is configured (IDP_CLIENT_ID, IDP_CLIENT_SECRET); to sign in to the dashboard, run: cubby login-link --email you@example.com --data-dir ${shellWord(config.dataDir)}`);
+}
+
+/** `word` as one shell word: as it is when it holds only safe characters, else single-quoted. */
+function shellWord(word: string): string {
+  return /^[A-Za-z0-9_./:=@%+-]+$/.test(word) ? word : `'${word.replace(/'/g, "'\\''")}'`;
 }
 
 /** Sweeps now and starts the periodic sweeps (one process does these: the supervisor, or the only one). @returns their timers */

@@ -25,6 +25,7 @@ import type { Subprocess } from "bun";
 import net from "node:net";
 import type { MetricObjectWithValues, MetricValue } from "prom-client";
 import { AppError } from "../errors.ts";
+import { portInUse } from "../config.ts";
 import { logError, logInfo } from "../log.ts";
 
 /** What a worker tells the supervisor. */
@@ -252,7 +253,7 @@ export class WorkerPool {
 async function refuseSharedPort(port: number): Promise<void> {
   const probe = net.createServer();
   await new Promise<void>((resolve, reject) => {
-    probe.once("error", (err: NodeJS.ErrnoException) => reject(err.code === "EADDRINUSE" ? new Error(`port ${port} is already in use by another program`) : err));
+    probe.once("error", (err: NodeJS.ErrnoException) => reject(err.code === "EADDRINUSE" ? portInUse(port) : err));
     probe.listen(port, () => resolve());
   });
   await new Promise<void>((resolve) => probe.close(() => resolve()));

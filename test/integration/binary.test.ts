@@ -101,7 +101,7 @@ testNeeding("the noexec TMPDIR test", process.getuid?.() === 0 ? [] : ["root (to
       const version = await runCli(["version"], { executable: bin, cwd: dir.path, env });
       expect({ code: version.code, err: version.stderr }).toEqual({ code: 0, err: "" });
       const data = path.join(scratch.path, "data");
-      const keys = await runCli(["keys", "create", "--email", "noexec@example.com", "--data-dir", data], { executable: bin, cwd: dir.path, env });
+      const keys = await runCli(["keys", "create", "--email", "noexec@example.com", "--init", "--data-dir", data], { executable: bin, cwd: dir.path, env });
       expect({ code: keys.code, err: keys.stderr }).toEqual({ code: 0, err: "" });
       {
         await using server = await startServer({ executable: bin, cwd: dir.path, dataDir: data, env });

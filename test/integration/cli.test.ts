@@ -1,6 +1,6 @@
 // The `cubby` command line (CONTRACT §1): keys create / list / revoke, version, exit statuses,
 // and a clean stop on SIGTERM.
-import { expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import fs from "node:fs";
 import path from "node:path";
@@ -25,6 +25,48 @@ test("healthcheck: 0 while the server on PORT answers /healthz, 1 once it is sto
   const down = await runCli(["healthcheck", "--port", String(server.port)]);
   expect(down.code).toBe(1);
   expect(down.stderr).toStartWith(`unhealthy: http://127.0.0.1:${server.port}/healthz`);
+});
+
+describe("the CLI cannot act on the wrong data (CONTRACT §17)", () => {
+  test.skipIf(BACKEND !== "sqlite-disk")("a data directory with no cubby data is refused with its name (exit 2), unless --init; nothing is created there", async () => {
+    using dir = tempDir();
+    const empty = path.join(dir.path, "data");
+    for (const args of [["keys", "create", "--email", "a@example.com"], ["login-link", "--email", "a@example.com"], ["users", "list"], ["fsck"], ["export", "-"]]) {
+      const r = await runCli([...args, "--data-dir", empty]);
+      expect({ args, code: r.code, stdout: r.stdout }).toEqual({ args, code: 2, stdout: "" });
+      expect(r.stderr).toStartWith(`cubby: ${empty} holds no cubby data; point at the server's data directory with --data-dir DIR or DATA_DIR`);
+      expect(fs.existsSync(empty)).toBe(false);
+    }
+    // The default ./data of another working directory, as a newcomer met it.
+    const elsewhere = await runCli(["keys", "create", "--email", "a@example.com"], { cwd: dir.path });
+    expect({ code: elsewhere.code, stderr: elsewhere.stderr }).toEqual({ code: 2, stderr: expect.stringContaining(`${path.join(dir.path, "data")} holds no cubby data`) });
+    const made = await runCli(["keys", "create", "--email", "a@example.com", "--init", "--data-dir", empty]);
+    expect(made.code).toBe(0);
+    expect(fs.existsSync(path.join(empty, "cubby.db"))).toBe(true);
+    expect((await runCli(["version", "--init"])).code).toBe(2);
+  });
+
+  test("login-link from another directory prints a URL on the port of the server that owns the data; the start-up hint names the data directory", async () => {
+    await using server = await startServer();
+    using dir = tempDir();
+    const r = await runCli(["login-link", "--email", "elsewhere@example.com", "--data-dir", server.dataDir], { cwd: dir.path });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`^http://localhost:${server.port}/auth/link/[A-Za-z0-9_-]+\\n$`));
+    expect(server.output() + server.errors()).toContain(`run: cubby login-link --email you@example.com --data-dir ${server.dataDir}`);
+  });
+
+  test("a busy port is one line and exit 2, whatever WORKERS is", async () => {
+    await using server = await startServer();
+    using dir = tempDir();
+    for (const workers of ["1", "2"]) {
+      const r = await runCli(["serve", "--port", String(server.port), "--data-dir", path.join(dir.path, `w${workers}`)], { env: { WORKERS: workers } });
+      expect({ workers, code: r.code, stderr: r.stderr }).toEqual({
+        workers,
+        code: 2,
+        stderr: `cubby: port ${server.port} is already in use by another program; stop it, or serve on another port with PORT=N or --port N\n`,
+      });
+    }
+  });
 });
 
 test("keys create prints only the key; list shows it without the secret; revoke kills it", async () => {
@@ -61,7 +103,7 @@ test("keys create prints only the key; list shows it without the secret; revoke 
 // Reads the SQLite file itself: the key's bytes are looked for in every row and page.
 test.skipIf(BACKEND !== "sqlite-disk")("the database holds only a hash of each key", async () => {
   using dir = tempDir();
-  const { stdout } = await runCli(["keys", "create", "--email", "h@example.com", "--data-dir", dir.path]);
+  const { stdout } = await runCli(["keys", "create", "--email", "h@example.com", "--init", "--data-dir", dir.path]);
   const key = stdout.trim();
   const db = new Database(path.join(dir.path, "cubby.db"), { readonly: true });
   const dump = db
@@ -97,7 +139,7 @@ test("a bad environment value stops serve with one line and status 2", async () 
   expect(await runCli(["serve"], { env: { MAX_UPLOAD_BYTES: "lots" } })).toEqual({
     code: 2,
     stdout: "",
-    stderr: 'cubby: MAX_UPLOAD_BYTES must be a whole number of bytes (got "lots")\n',
+    stderr: 'cubby: MAX_UPLOAD_BYTES must be a size: bytes, or with a unit such as 10G or 500MiB (got "lots")\n',
   });
 });
 
@@ -137,7 +179,7 @@ test.skipIf(BACKEND !== "sqlite-disk")("SIGTERM lets an in-flight upload finish,
 
 test("keys create run six times at once for a new e-mail makes one user with six keys", async () => {
   using dir = tempDir();
-  await runCli(["keys", "list", "--email", "first@example.com", "--data-dir", dir.path]); // the store exists
+  await runCli(["keys", "list", "--email", "first@example.com", "--init", "--data-dir", dir.path]); // the store exists
   const runs = await Promise.all(Array.from({ length: 6 }, () => runCli(["keys", "create", "--email", "same@example.com", "--data-dir", dir.path])));
   expect(runs.map((r) => [r.code, r.stderr])).toEqual(Array(6).fill([0, ""]));
   const listed = await runCli(["keys", "list", "--email", "same@example.com", "--data-dir", dir.path]);

@@ -103,8 +103,8 @@ test("set-quota: bytes, none (no quota even with QUOTA_BYTES) and default; bad i
   expect(await upload(0)).toBe(200);
 
   for (const [args, message] of [
-    [["quota-cli@example.com", "1GB"], 'cubby: users set-quota takes a whole number of bytes, none (no quota) or default (follow QUOTA_BYTES) (got "1GB")\n'],
-    [["quota-cli@example.com"], "cubby: users set-quota takes a whole number of bytes, none (no quota) or default (follow QUOTA_BYTES)\n"],
+    [["quota-cli@example.com", "1 gigabyte"], 'cubby: users set-quota takes a size (bytes, or with a unit such as 5G or 500MiB), none (no quota) or default (follow QUOTA_BYTES) (got "1 gigabyte")\n'],
+    [["quota-cli@example.com"], "cubby: users set-quota takes a size (bytes, or with a unit such as 5G or 500MiB), none (no quota) or default (follow QUOTA_BYTES)\n"],
     [["nobody@example.com", "5"], "cubby: no user with the e-mail nobody@example.com\n"],
     [["not-an-address", "5"], 'cubby: "not-an-address" is not an e-mail address\n'],
   ] as const) {
