@@ -3,6 +3,7 @@
  * returns the domain value or throws AppError("invalid_argument") naming the parameter.
  * Limits and patterns are the specification's (section "Limits").
  */
+import mime from "mime";
 import { AppError } from "../errors.ts";
 import { FILE_ID_PATTERN } from "./ids.ts";
 import { VISIBILITIES, type Visibility } from "./file.ts";
@@ -146,6 +147,29 @@ export function parseMediaType(raw: string | null | undefined): string {
   if (v === "") return DEFAULT_CONTENT_TYPE;
   if (v.length > 255 || !MEDIA_TYPE.test(v)) invalid(`content type: "${truncate(v)}" is not a media type in ASCII (like image/png)`);
   return v;
+}
+
+/**
+ * The media type registered for `name`'s extension (the `mime` package's database: IANA's
+ * registry with Apache's and nginx's common additions), or undefined for a name with no known
+ * extension. Case does not matter (`IMG_1.JPG` is image/jpeg).
+ */
+export function typeFromName(name: string): string | undefined {
+  return mime.getType(name) ?? undefined;
+}
+
+/**
+ * The media type an upload stores (CONTRACT §17, "types from names"): the Content-Type the
+ * client sent (parseMediaType's rules: the specification's, stored as sent); when it sent none,
+ * the type registered for the file's name, else application/octet-stream. With
+ * `octetStreamIsNone` (WebDAV, S3: davfs2 and Finder send application/octet-stream for
+ * everything), exactly `application/octet-stream` counts as none too.
+ * @throws AppError invalid_argument (what parseMediaType throws)
+ */
+export function uploadMediaType(raw: string | null | undefined, name: string, opts: { octetStreamIsNone?: boolean } = {}): string {
+  const sent = parseMediaType(raw);
+  const none = raw === null || raw === undefined || raw.trim() === "" || (opts.octetStreamIsNone === true && sent.toLowerCase() === DEFAULT_CONTENT_TYPE);
+  return none ? (typeFromName(name) ?? sent) : sent;
 }
 
 /**

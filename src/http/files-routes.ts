@@ -18,6 +18,7 @@ import {
   parseNameQuery,
   parseSlug,
   parseVisibility,
+  uploadMediaType,
 } from "../domain/params.ts";
 import type { Authenticator } from "../auth/principal.ts";
 import type { FileService } from "../service/files.ts";
@@ -96,7 +97,7 @@ export function filesRoutes(deps: FilesRoutesDeps) {
           name: query.name ?? "",
           visibility: query.visibility,
           expiresAt: files.expiryFrom({ expire_time: query.expire_time, ttl: query.ttl }),
-          ...uploadHeaders(request, deps.maxUploadBytes),
+          ...uploadHeaders(request, deps.maxUploadBytes, query.name ?? ""),
           content: request.body,
           folderId: query.folder_id === undefined || query.folder_id === "" ? undefined : query.folder_id,
         };
@@ -136,7 +137,7 @@ export function filesRoutes(deps: FilesRoutesDeps) {
     .put(
       "/:id/content",
       async ({ request, principal, params }) => {
-        const input = { ...uploadHeaders(request, deps.maxUploadBytes), content: request.body };
+        const input = { ...uploadHeaders(request, deps.maxUploadBytes, undefined), content: request.body };
         return json(fileJson(await files.replaceContent(principal, params.id, input)));
       },
       {
@@ -202,11 +203,13 @@ function optionalVisibility(raw: string): Visibility | undefined {
 }
 
 /**
- * What an upload's headers say: its media type, a declared checksum, and a Content-Length
- * checked against the limit before a byte is read.
+ * What an upload's headers say: its media type (with no Content-Type, the type registered for
+ * `name`'s extension when a new file has a name: CONTRACT §17), a declared checksum, and a
+ * Content-Length checked against the limit before a byte is read.
  */
-function uploadHeaders(request: Request, maxUploadBytes: number) {
-  const contentType = parseMediaType(request.headers.get("content-type"));
+function uploadHeaders(request: Request, maxUploadBytes: number, name: string | undefined) {
+  const raw = request.headers.get("content-type");
+  const contentType = name === undefined ? parseMediaType(raw) : uploadMediaType(raw, name);
   const expectedChecksum = parseDeclaredChecksum(request.headers);
   const length = request.headers.get("content-length");
   if (length !== null && /^\d+$/.test(length) && Number(length) > maxUploadBytes) {

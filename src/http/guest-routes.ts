@@ -6,7 +6,7 @@
 import { Elysia, t } from "elysia";
 import { parseDeclaredChecksum } from "../domain/checksum.ts";
 import { toFileJson } from "../domain/file.ts";
-import { parseMediaType, parseName } from "../domain/params.ts";
+import { parseName, uploadMediaType } from "../domain/params.ts";
 import { AppError, httpStatusOf } from "../errors.ts";
 import { report } from "../context/report.ts";
 import type { UploadLinkService } from "../service/upload-links.ts";
@@ -68,7 +68,7 @@ export function guestRoutes(deps: GuestRoutesDeps) {
         }
         const file = await links.upload(params.token, {
           name: query.name ?? "",
-          contentType: parseMediaType(request.headers.get("content-type")),
+          contentType: uploadMediaType(request.headers.get("content-type"), query.name ?? ""),
           expectedChecksum: parseDeclaredChecksum(request.headers),
           content: request.body,
         });

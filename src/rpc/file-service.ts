@@ -17,6 +17,7 @@ import {
   parseRpcPageSize,
   parseSlug,
   parseVisibility,
+  uploadMediaType,
 } from "../domain/params.ts";
 import { toSecondsNanos } from "../domain/time.ts";
 import type { Authenticator, HeaderSource } from "../auth/principal.ts";
@@ -153,7 +154,7 @@ export function fileServiceImpl(deps: FileRpcDeps, unary: FileUnaryMethods = fil
         slug: parseSlug(first?.slug ?? ""),
         name: parseName(first?.name ?? ""),
         visibility: first === undefined || first.visibility === "" ? undefined : parseVisibility(first.visibility),
-        contentType: parseMediaType(first?.contentType ?? ""),
+        contentType: uploadMediaType(first?.contentType ?? "", first?.name ?? ""),
         expiresAt: files.expiryFrom({ expire_time: emptyToUndefined(first?.expireTime), ttl: emptyToUndefined(first?.ttl) }),
         content,
         signal: ctx.signal,

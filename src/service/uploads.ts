@@ -15,7 +15,7 @@
 import { crc32cCombine } from "../domain/checksum.ts";
 import type { FileRecord, Visibility } from "../domain/file.ts";
 import { parseExpiry } from "../domain/expiry.ts";
-import { parseMediaType, parseName, parseSlug, parseVisibility, type PageCursor } from "../domain/params.ts";
+import { parseName, parseSlug, parseVisibility, uploadMediaType, type PageCursor } from "../domain/params.ts";
 import { requireScope, type Principal } from "../domain/principal.ts";
 import type { Clock } from "../domain/time.ts";
 import { formatUploadConcat, type UploadChecksum } from "../domain/tus.ts";
@@ -551,7 +551,7 @@ function fieldsOf(metadata: Record<string, string>, link: UploadLinkRow | undefi
   const filetype = metadata.filetype;
   const fields: FileFields = {
     name: parseName(metadata.filename ?? ""),
-    contentType: parseMediaType(filetype === undefined || filetype === "" ? null : filetype),
+    contentType: uploadMediaType(filetype === undefined || filetype === "" ? null : filetype, metadata.filename ?? ""),
     slug: "",
     visibility: link?.visibility ?? DEFAULT_VISIBILITY,
     expiresAt: null,
