@@ -15,6 +15,7 @@ import { fsck } from "./service/fsck.ts";
 import { PRIVATE_UMASK } from "./storage/permissions.ts";
 import { AppError } from "./errors.ts";
 import { formatTimestamp } from "./domain/time.ts";
+import { checksumToBase64, crc32cUpdate } from "./domain/checksum.ts";
 import { openServices, StoreUnavailableError } from "./service/index.ts";
 import { parseEmail } from "./domain/params.ts";
 import { loginLinkTtl } from "./service/login-links.ts";
@@ -40,6 +41,7 @@ ${USERS_USAGE}
   cubby restore SRC [--data-dir DIR]
   cubby export FILE [--sessions] [--data-dir DIR]
   cubby import FILE [--data-dir DIR]
+  cubby checksum FILE…   (the CRC32C a checksummed upload declares: x-goog-hash: crc32c=…)
   cubby healthcheck [--port N]
   cubby version`;
 
@@ -128,6 +130,11 @@ async function main(argv: string[]): Promise<number> {
       await serve(loadConfig(process.env, flags));
       return 0;
     }
+    case "checksum": {
+      if (sub === undefined) throw new UsageError("checksum takes one or more files");
+      for (const file of [sub, ...rest]) console.log(`crc32c=${await fileChecksum(file)}  ${file}`);
+      return 0;
+    }
     case "healthcheck": {
       if (sub !== undefined) throw new UsageError(`healthcheck takes no arguments (got "${sub}")`);
       return healthcheck(loadConfig(process.env, flags).port);
@@ -170,6 +177,21 @@ async function main(argv: string[]): Promise<number> {
     default:
       throw new UsageError(`unknown command "${command}"; try cubby --help`);
   }
+}
+
+/**
+ * A file's CRC32C (RFC 3720's Castagnoli polynomial) as cubby's `checksum` and the
+ * `x-goog-hash: crc32c=` header write it: the 4 big-endian bytes in base64. Streams the file.
+ * @throws UsageError when the file cannot be read
+ */
+async function fileChecksum(file: string): Promise<string> {
+  let state = 0;
+  try {
+    for await (const chunk of fs.createReadStream(file)) state = crc32cUpdate(state, chunk as Buffer);
+  } catch (e) {
+    throw new UsageError(`checksum: cannot read ${file}: ${(e as Error).message}`);
+  }
+  return checksumToBase64(state);
 }
 
 /** How long `cubby healthcheck` waits for the server's answer (ms). */

@@ -14,6 +14,16 @@ test("version", async () => {
   expect(await runCli(["version"])).toEqual({ code: 0, stdout: `cubby ${pkg.version} (from source, Bun ${Bun.version})\n`, stderr: "" });
 });
 
+test("checksum prints each file's CRC32C as x-goog-hash takes it; a missing file is one line and exit 2", async () => {
+  using dir = tempDir();
+  fs.writeFileSync(path.join(dir.path, "check.txt"), "123456789"); // RFC 3720's check value: 0xE3069283
+  fs.writeFileSync(path.join(dir.path, "empty"), "");
+  const r = await runCli(["checksum", path.join(dir.path, "check.txt"), path.join(dir.path, "empty")]);
+  expect(r).toEqual({ code: 0, stdout: `crc32c=4waSgw==  ${path.join(dir.path, "check.txt")}\ncrc32c=AAAAAA==  ${path.join(dir.path, "empty")}\n`, stderr: "" });
+  const missing = await runCli(["checksum", path.join(dir.path, "nope")]);
+  expect({ code: missing.code, stderr: missing.stderr }).toEqual({ code: 2, stderr: expect.stringStartingWith(`cubby: checksum: cannot read ${path.join(dir.path, "nope")}`) });
+});
+
 test("healthcheck: 0 while the server on PORT answers /healthz, 1 once it is stopped (CONTRACT §17)", async () => {
   const server = await startServer();
   try {
