@@ -42,6 +42,9 @@ export interface AuthRoutesDeps {
   clockMicros: () => number;
 }
 
+/** The path parameter of a login link's URL. */
+const LINK_TOKEN = { name: "token", in: "path" as const, required: true, schema: { type: "string" as const }, description: "The link's token, as `cubby login-link` printed it" };
+
 /** The login flow cookie lives this long: enough to type a password, not to be replayed later. */
 const FLOW_MAX_AGE_SECONDS = 600;
 const MAX_KEY_BODY_BYTES = 4096;
@@ -115,6 +118,19 @@ export function authRoutes(deps: AuthRoutesDeps) {
     return deps.signIn;
   };
 
+  /**
+   * A login link opened (GET or HEAD): the page naming who it signs in, or the error page.
+   * Counted like a sign-in, before the lookup, so guessing tokens costs a window; looking at a
+   * valid link is given back, so previews and a second look cost the person nothing.
+   */
+  const showLink = ({ params, requestContext }: { params: { token: string }; requestContext: RequestContext }) =>
+    signInPage("Sign-in link refused", requestContext, {}, async () => {
+      const reservation = await reserveSignIn(deps.signInLimiter, requestContext.clientAddress);
+      const { email } = await deps.loginLinks.look(params.token);
+      await reservation.refund();
+      return loginLinkPage(email, params.token);
+    });
+
   return new Elysia({ name: "auth-routes", prefix: "/auth" })
     .use(requestContext)
     .get(
@@ -167,30 +183,30 @@ export function authRoutes(deps: AuthRoutesDeps) {
         }),
       },
     )
-    .get(
-      "/link/:token",
-      ({ params, requestContext }) =>
-        signInPage("Sign-in link refused", requestContext, {}, async () => {
-          // Counted like a sign-in, before the lookup: guessing tokens costs a window. Looking at
-          // a valid link is given back, so previews and a second look cost the person nothing.
-          const reservation = await reserveSignIn(deps.signInLimiter, requestContext.clientAddress);
-          const { email } = await deps.loginLinks.look(params.token);
-          await reservation.refund();
-          return loginLinkPage(email, params.token);
-        }),
-      {
-        parse: "none",
-        // Any token is looked up (an unknown one is a 404 page): no schema, whose 400 would be JSON.
-        detail: detail({
-          operationId: "showLoginLink",
-          summary: "Open a one-time sign-in link (`cubby login-link`): a page naming the account, with a Sign in button (uses nothing up)",
-          tags: ["auth"],
-          security: ANYONE,
-          parameters: [{ name: "token", in: "path", required: true, schema: { type: "string" }, description: "The link's token, as `cubby login-link` printed it" }],
-          responses: { "200": { description: "Who the link signs in, and the button that does it", content: html }, ...htmlErrors(403, 404, 410, 429, ...SERVER) },
-        }),
-      },
-    )
+    .get("/link/:token", showLink, {
+      parse: "none",
+      // Any token is looked up (an unknown one is a 404 page): no schema, whose 400 would be JSON.
+      detail: detail({
+        operationId: "showLoginLink",
+        summary: "Open a one-time sign-in link (`cubby login-link`): a page naming the account, with a Sign in button (uses nothing up)",
+        tags: ["auth"],
+        security: ANYONE,
+        parameters: [LINK_TOKEN],
+        responses: { "200": { description: "Who the link signs in, and the button that does it", content: html }, ...htmlErrors(403, 404, 410, 429, ...SERVER) },
+      }),
+    })
+    // Link previews of chat and mail often send HEAD: the same answer, without its body.
+    .head("/link/:token", showLink, {
+      parse: "none",
+      detail: detail({
+        operationId: "showLoginLinkHead",
+        summary: "The headers of a login link's page (uses nothing up)",
+        tags: ["auth"],
+        security: ANYONE,
+        parameters: [LINK_TOKEN],
+        responses: { "200": { description: "Who the link signs in (the page's headers)" }, ...htmlErrors(403, 404, 410, 429, ...SERVER) },
+      }),
+    })
     .post(
       "/link",
       ({ request, requestContext }) =>
