@@ -168,7 +168,8 @@ async function deleteExpired(services: Services): Promise<void> {
   if (total > 0) logInfo(`deleted ${total} expired file(s)`);
   // Expired login links sign nobody in (redeem checks the time); they are kept 7 days so that
   // they answer 410, not 404 (CONTRACT §11), and deleted after that to keep the table small.
-  await services.loginLinks.sweepExpired();
+  const links = await services.loginLinks.sweepExpired();
+  if (links > 0) logInfo(`removed ${links} login link(s) expired over 7 days ago`);
 }
 
 /**

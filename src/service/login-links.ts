@@ -14,6 +14,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { AppError } from "../errors.ts";
 import { parseTtl } from "../domain/expiry.ts";
 import type { Clock } from "../domain/time.ts";
+import { Slicer } from "../slices.ts";
 import type { MetadataStore } from "../storage/ports.ts";
 import type { User, UserService } from "./users.ts";
 
@@ -105,13 +106,19 @@ export class LoginLinkService {
 
   /**
    * Deletes links that expired more than {@link EXPIRED_LOGIN_LINK_KEPT_MICROS} ago (run by the
-   * periodic sweep), {@link SWEEP_BATCH} per statement.
+   * periodic sweep), {@link SWEEP_BATCH} per statement, yielding to the event loop between
+   * statements ({@link Slicer}).
    * @returns how many
    */
   async sweepExpired(): Promise<number> {
     const before = this.deps.clock.nowMicros() - EXPIRED_LOGIN_LINK_KEPT_MICROS;
+    const slicer = new Slicer();
     let total = 0;
-    for (let n = SWEEP_BATCH; n === SWEEP_BATCH; total += n) n = await this.deps.store.loginLinks.deleteExpiredBefore(before, SWEEP_BATCH);
+    for (let n = SWEEP_BATCH; n === SWEEP_BATCH; total += n) {
+      // The sweep runs in a serving process when WORKERS = 1: requests get their turn between batches.
+      await slicer.breathe();
+      n = await this.deps.store.loginLinks.deleteExpiredBefore(before, SWEEP_BATCH);
+    }
     return total;
   }
 }

@@ -6,7 +6,7 @@
  * claim takes only an unexpired link; an expired one stays, so that it answers 410, until the
  * sweep deletes it (service/login-links.ts decides when).
  */
-import { and, eq, gt, inArray, lte } from "drizzle-orm";
+import { and, eq, gt, inArray, lte, sql } from "drizzle-orm";
 import type { Db, WriteRunner } from "./db.ts";
 import type { PgDb } from "./pg-metadata.ts";
 import * as pg from "./pg-schema.ts";
@@ -43,7 +43,7 @@ export class SqliteLoginLinks implements LoginLinkTable {
   deleteExpiredBefore(before: number, limit: number): Promise<number> {
     const links = sqlite.loginLinks;
     return this.write((db: Db) => {
-      const due = db.select({ tokenHash: links.tokenHash }).from(links).where(lte(links.expiresAt, before)).limit(limit);
+      const due = db.select({ tokenHash: links.tokenHash }).from(links).where(lte(links.expiresAt, before)).orderBy(links.expiresAt).limit(limit);
       return db.delete(links).where(inArray(links.tokenHash, due)).returning({ email: links.email }).all().length;
     });
   }
@@ -69,7 +69,9 @@ export class PgLoginLinks implements LoginLinkTable {
 
   async deleteExpiredBefore(before: number, limit: number): Promise<number> {
     const links = pg.loginLinks;
-    const due = this.db.select({ tokenHash: links.tokenHash }).from(links).where(lte(links.expiresAt, before)).limit(limit);
-    return (await this.db.delete(links).where(inArray(links.tokenHash, due)).returning({ email: links.email })).length;
+    const due = this.db.select({ tokenHash: links.tokenHash }).from(links).where(lte(links.expiresAt, before)).orderBy(links.expiresAt).limit(limit);
+    // `= ANY(ARRAY(…))`, not `IN (…)`: PostgreSQL then finds the batch through login_links_expires_idx
+    // and deletes it through the primary key, where IN made it hash-join the whole table.
+    return (await this.db.delete(links).where(sql`${links.tokenHash} = ANY(ARRAY(${due}))`).returning({ email: links.email })).length;
   }
 }

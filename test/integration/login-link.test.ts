@@ -9,10 +9,11 @@
 // (CUBBY_TEST_BACKEND).
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
-import { runSql } from "../support/backend.ts";
+import { BACKEND, runSql } from "../support/backend.ts";
 import { RawHttp, type RawResponse } from "../support/raw-http.ts";
 import { runCli, startServer, type RunningServer } from "../support/server.ts";
 import { startSignInServer } from "../support/sign-in-server.ts";
+import { STALL_LIMIT_MS, whileProbing } from "../support/stall-probe.ts";
 import { waitFor } from "../support/wait.ts";
 
 let server: RunningServer;
@@ -232,6 +233,25 @@ test("after its TTL a link answers 410 (opened or posted) for 7 days, through ev
   expect((await open(eightDays.url)).status).toBe(404);
   expect(await runSql(swept.dataDir, "SELECT id FROM users WHERE email IN ('late@example.com', 'six-days@example.com')")).toEqual([]);
 });
+
+test("the sweep deletes 50 000 links past their 7 days without holding a serving process (CONTRACT §14)", async () => {
+  await using swept = await startServer({ env: { CUBBY_TEST_EXPIRY_SWEEP_MS: "50" }, checkResponses: false });
+  const n = 50_000;
+  await runSql(
+    swept.dataDir,
+    BACKEND === "sqlite-disk"
+      ? "WITH RECURSIVE i(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM i WHERE k < ?) INSERT INTO login_links (token_hash, email, created_at, expires_at) SELECT randomblob(32), 'bulk@example.com', 0, 9007199254740991 FROM i"
+      : "INSERT INTO login_links (token_hash, email, created_at, expires_at) SELECT sha256(k::text::bytea), 'bulk@example.com', 0, 9007199254740991 FROM generate_series(1, ?::int) k",
+    n,
+  );
+  // Due a moment from now, when the probe runs.
+  await runSql(swept.dataDir, "UPDATE login_links SET expires_at = ? WHERE email = 'bulk@example.com'", Date.now() * 1000 - 7 * DAY_MICROS + 1_500_000);
+  // Waited for in the server's output: a query from this process would hold the probe's loop.
+  const { stall } = await whileProbing(swept.url, () => swept.waitForOutput(`removed ${n} login link(s) expired over 7 days ago`, 30_000));
+  expect(await runSql(swept.dataDir, "SELECT email FROM login_links WHERE email = 'bulk@example.com' LIMIT 1")).toEqual([]);
+  console.log(`sweep of ${n} expired login links: worst /healthz wait ${stall.worstMs.toFixed(1)} ms over ${stall.answers} answers`);
+  expect(stall.worstMs).toBeLessThanOrEqual(STALL_LIMIT_MS);
+}, 60_000);
 
 /** Sends `count` requests at once, each on its own connection, and returns their statuses, sorted. */
 async function atOnce(port: number, request: string, count: number): Promise<number[]> {
