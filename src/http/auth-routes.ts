@@ -211,7 +211,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
       "/link",
       ({ request, requestContext }) =>
         signInPage("Sign-in link refused", requestContext, {}, async () => {
-          if (isCrossSite(request.headers, deps.baseUrl())) {
+          if (isCrossOrigin(request.headers, deps.baseUrl())) {
             throw new AppError("permission_denied", "cross-origin request refused: a sign-in link is used by the Sign in button of its own page");
           }
           const token = await readTokenForm(request);
@@ -357,7 +357,7 @@ async function readTokenForm(request: Request): Promise<string> {
  * As Hono's csrf middleware and auth/principal.ts (for session cookies), save that a program
  * without `Origin` is let through: a login link's token is itself the credential.
  */
-function isCrossSite(headers: Headers, baseUrl: string): boolean {
+function isCrossOrigin(headers: Headers, baseUrl: string): boolean {
   const site = headers.get("sec-fetch-site");
   if (site !== null) return site !== "same-origin";
   const origin = headers.get("origin");

@@ -46,7 +46,7 @@ const hash = (token: string) => createHash("sha256").update(token).digest();
  */
 export const EXPIRED_LOGIN_LINK_KEPT_MICROS = 7 * 24 * 3600 * 1_000_000;
 /** Expired links one sweep statement deletes at most: a statement's work stays small. */
-const SWEEP_BATCH = 500;
+const SWEEP_BATCH = 200;
 
 const NOT_FOUND = "this sign-in link is not valid or has been used already; a link signs in once. Ask for a new one (cubby login-link --email …)";
 const EXPIRED = "this sign-in link has expired; ask for a new one (cubby login-link --email …)";
