@@ -95,18 +95,6 @@ export function mintLoginLink(binary: string, stack: Stack, email: string): stri
 }
 
 /**
- * Signs in as `email` with a login link, as a person does (CONTRACT §11 as amended): opens the
- * link, whose page names the account, and presses its one Sign in button, which lands on the
- * dashboard.
- */
-export async function signInWithLink(page: Page, binary: string, stack: Stack, email: string): Promise<void> {
-  await page.goto(mintLoginLink(binary, stack, email));
-  await page.getByText(email).waitFor();
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.waitForURL(`${stack.url}/`);
-}
-
-/**
  * Collects console errors and uncaught exceptions of cubby's pages (not the provider's login
  * pages, which are not ours), and requests of cubby's pages leaving its origin (bar the
  * provider, where sign-in goes); a test fails if either list is not empty at its end.
