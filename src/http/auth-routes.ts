@@ -1,7 +1,8 @@
 /**
  * Sign-in, sessions and API-key management (CONTRACT §5): `/auth/login`, the provider's
- * redirect back to `/auth/idp/callback`, `/auth/logout`, `/auth/session`, and `/auth/keys`
- * (session only: a bearer key cannot mint or list keys).
+ * redirect back to `/auth/idp/callback`, login links (`GET /auth/link/{token}` shows who it signs
+ * in; its page's button, `POST /auth/link`, signs in: CONTRACT §11), `/auth/logout`,
+ * `/auth/session`, and `/auth/keys` (session only: a bearer key cannot mint or list keys).
  */
 import { parse as parseCookies, serialize as serializeCookie } from "cookie";
 import { Elysia, t } from "elysia";
@@ -19,10 +20,11 @@ import type { LoginLinkService } from "../service/login-links.ts";
 import type { SessionService } from "../service/sessions.ts";
 import type { UserService } from "../service/users.ts";
 import { parseScopes, SCOPES } from "../domain/principal.ts";
-import { ANYONE, AUTH, detail, errors, htmlErrors, LOCATION, ok, queryParam, SERVER, SESSION, type Responses } from "./describe.ts";
+import { ANYONE, AUTH, detail, errors, html, htmlErrors, LOCATION, ok, queryParam, SERVER, SESSION, type Responses } from "./describe.ts";
 import { bodyString, checked, closedBody, expiryFields, jsonBody } from "./inputs.ts";
 import { json } from "./respond.ts";
-import { errorPage } from "./pages.ts";
+import { readBounded } from "./json-body.ts";
+import { errorPage, loginLinkPage } from "./pages.ts";
 import { authRequest, requestContext } from "./request-context.ts";
 
 export interface AuthRoutesDeps {
@@ -39,6 +41,9 @@ export interface AuthRoutesDeps {
   baseUrl: () => string;
   clockMicros: () => number;
 }
+
+/** The path parameter of a login link's URL. */
+const LINK_TOKEN = { name: "token", in: "path" as const, required: true, schema: { type: "string" as const }, description: "The link's token, as `cubby login-link` printed it" };
 
 /** The login flow cookie lives this long: enough to type a password, not to be replayed later. */
 const FLOW_MAX_AGE_SECONDS = 600;
@@ -92,14 +97,15 @@ export function authRoutes(deps: AuthRoutesDeps) {
     cookie(sessionCookieName(deps.baseUrl()), token, Math.max(0, Math.floor((expiresAtMicros - deps.clockMicros()) / 1_000_000)));
 
   /**
-   * Signs `userId` in: a new session, its cookie, and a 302 to `location` (a same-origin path).
-   * Never cached; no Referer leaves with the token-bearing URL this answers.
+   * Signs `userId` in: a new session, its cookie, and a redirect to `location` (a same-origin
+   * path): 302 for the provider's callback (a GET), 303 after a POST (RFC 9110 §15.4.4). Never
+   * cached; no Referer leaves with the token-bearing URL this answers.
    */
-  const startSession = async (userId: string, location: string): Promise<Response> => {
+  const startSession = async (userId: string, location: string, status: 302 | 303 = 302): Promise<Response> => {
     const session = await deps.sessions.create(userId);
     const headers = new Headers({ location, "cache-control": "no-store", "referrer-policy": "no-referrer" });
     headers.append("set-cookie", sessionCookie(session.token, session.expiresAt));
-    return new Response(null, { status: 302, headers });
+    return new Response(null, { status, headers });
   };
 
   /**
@@ -111,6 +117,19 @@ export function authRoutes(deps: AuthRoutesDeps) {
     if (deps.signIn === undefined) throw new AppError("not_found", NOT_CONFIGURED);
     return deps.signIn;
   };
+
+  /**
+   * A login link opened (GET or HEAD): the page naming who it signs in, or the error page.
+   * Counted like a sign-in, before the lookup, so guessing tokens costs a window; looking at a
+   * valid link is given back, so previews and a second look cost the person nothing.
+   */
+  const showLink = ({ params, requestContext }: { params: { token: string }; requestContext: RequestContext }) =>
+    signInPage("Sign-in link refused", requestContext, {}, async () => {
+      const reservation = await reserveSignIn(deps.signInLimiter, requestContext.clientAddress);
+      const { email } = await deps.loginLinks.look(params.token);
+      await reservation.refund();
+      return loginLinkPage(email, params.token);
+    });
 
   return new Elysia({ name: "auth-routes", prefix: "/auth" })
     .use(requestContext)
@@ -164,25 +183,55 @@ export function authRoutes(deps: AuthRoutesDeps) {
         }),
       },
     )
-    .get(
-      "/link/:token",
-      ({ params, requestContext }) =>
+    .get("/link/:token", showLink, {
+      parse: "none",
+      // Any token is looked up (an unknown one is a 404 page): no schema, whose 400 would be JSON.
+      detail: detail({
+        operationId: "showLoginLink",
+        summary: "Open a one-time sign-in link (`cubby login-link`): a page naming the account, with a Sign in button (uses nothing up)",
+        tags: ["auth"],
+        security: ANYONE,
+        parameters: [LINK_TOKEN],
+        responses: { "200": { description: "Who the link signs in, and the button that does it", content: html }, ...htmlErrors(403, 404, 410, 429, ...SERVER) },
+      }),
+    })
+    // Link previews of chat and mail often send HEAD: the same answer, without its body.
+    .head("/link/:token", showLink, {
+      parse: "none",
+      detail: detail({
+        operationId: "showLoginLinkHead",
+        summary: "The headers of a login link's page (uses nothing up)",
+        tags: ["auth"],
+        security: ANYONE,
+        parameters: [LINK_TOKEN],
+        responses: { "200": { description: "Who the link signs in (the page's headers)" }, ...htmlErrors(403, 404, 410, 429, ...SERVER) },
+      }),
+    })
+    .post(
+      "/link",
+      ({ request, requestContext }) =>
         signInPage("Sign-in link refused", requestContext, {}, async () => {
-          // Counted like a sign-in callback, before the lookup and kept: guessing costs a window.
+          if (isCrossOrigin(request.headers, deps.baseUrl())) {
+            throw new AppError("permission_denied", "cross-origin request refused: a sign-in link is used by the Sign in button of its own page");
+          }
+          const token = await readTokenForm(request);
+          // Counted before the lookup and kept, whatever the outcome.
           await chargeSignIn(deps.signInLimiter, requestContext.clientAddress);
-          const user = await deps.loginLinks.redeem(params.token);
-          return startSession(user.id, "/");
+          const user = await deps.loginLinks.redeem(token);
+          return startSession(user.id, "/", 303);
         }),
       {
         parse: "none",
-        // Any token is looked up (an unknown one is a 404 page): no schema, whose 400 would be JSON.
         detail: detail({
           operationId: "signInWithLink",
-          summary: "Use a one-time sign-in link (`cubby login-link`): starts a session",
+          summary: "The Sign in button of a login link's page: uses the link up and starts a session",
           tags: ["auth"],
           security: ANYONE,
-          parameters: [{ name: "token", in: "path", required: true, schema: { type: "string" }, description: "The link's token, as `cubby login-link` printed it" }],
-          responses: { "302": { description: "Signed in: to the dashboard with a session cookie", headers: LOCATION }, ...htmlErrors(403, 404, 410, 429, ...SERVER) },
+          requestBody: {
+            required: true,
+            content: { "application/x-www-form-urlencoded": { schema: { type: "object", properties: { token: { type: "string" } }, required: ["token"] } } },
+          },
+          responses: { "303": { description: "Signed in: to the dashboard with a session cookie", headers: LOCATION }, ...htmlErrors(400, 403, 404, 410, 415, 429, ...SERVER) },
         }),
       },
     )
@@ -258,15 +307,61 @@ function sessionRoutes(deps: AuthRoutesDeps, cookie: (name: string, value: strin
 }
 
 /**
- * Counts one sign-in attempt (a provider's callback or a login link's use) against the address's
- * window (RATE_LIMIT_SIGN_INS), kept whatever the outcome.
+ * Counts one sign-in attempt (a provider's callback, a login link opened or used) against the
+ * address's window (RATE_LIMIT_SIGN_INS), kept whatever the outcome.
  * @throws AppError resource_exhausted (429, with Retry-After) past the limit
  */
 async function chargeSignIn(limiter: WindowLimiter, address: string): Promise<void> {
+  await reserveSignIn(limiter, address);
+}
+
+/**
+ * {@link chargeSignIn}, with the means to give the attempt back (`refund`) when it turns out to
+ * cost nothing worth limiting.
+ * @throws AppError resource_exhausted (429, with Retry-After) past the limit
+ */
+async function reserveSignIn(limiter: WindowLimiter, address: string): Promise<{ refund: () => Promise<void> }> {
   const reservation = await limiter.reserve(address);
-  if (reservation.ok) return;
+  if (reservation.ok) return reservation;
   const wait = reservation.retryAfterSeconds;
   throw new AppError("resource_exhausted", `too many sign-in attempts from this address; try again in ${wait} s`, { retryAfterSeconds: wait });
+}
+
+/** A login link's form body is one token (43 characters) and a name: a little room, no more. */
+const MAX_LINK_FORM_BYTES = 1024;
+
+/**
+ * The token of a login link's form (`token=…`, `application/x-www-form-urlencoded`, as the
+ * page's form and `curl -d token=…` send it).
+ * @throws AppError unsupported_media_type for another body type; invalid_argument for a body
+ *   over {@link MAX_LINK_FORM_BYTES}, without a token, or with two
+ */
+async function readTokenForm(request: Request): Promise<string> {
+  const type = request.headers.get("content-type") ?? "";
+  if (!/^application\/x-www-form-urlencoded\s*(;|$)/i.test(type)) {
+    throw new AppError("unsupported_media_type", "send the sign-in link's token as a form: application/x-www-form-urlencoded, token=…");
+  }
+  const token = parseQuery(await readBounded(request, MAX_LINK_FORM_BYTES), ["token"]).get("token");
+  if (token === undefined) throw new AppError("invalid_argument", "the form has no token (token=…, the last part of the link)");
+  return token;
+}
+
+/**
+ * Whether a request comes from another site's page, by what browsers say of it: its
+ * `Sec-Fetch-Site` when sent (Fetch Metadata; only `same-origin` is ours), else its `Origin`
+ * when sent (anything but cubby's public origin, `null` included). A request with neither did
+ * not come from a browser's form or script (every current browser sends `Origin` with a POST,
+ * Fetch §3.1 "append a request Origin header"), so it is a program's, e.g. curl, and not
+ * cross-site. Note that cubby's page, sent with `Referrer-Policy: no-referrer`, makes a browser
+ * send `Origin: null` on its own form's POST: `Sec-Fetch-Site: same-origin` then decides.
+ * As Hono's csrf middleware and auth/principal.ts (for session cookies), save that a program
+ * without `Origin` is let through: a login link's token is itself the credential.
+ */
+function isCrossOrigin(headers: Headers, baseUrl: string): boolean {
+  const site = headers.get("sec-fetch-site");
+  if (site !== null) return site !== "same-origin";
+  const origin = headers.get("origin");
+  return origin !== null && origin !== new URL(baseUrl).origin;
 }
 
 /**

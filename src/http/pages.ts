@@ -27,6 +27,12 @@ const PAGE_HEADERS = {
   "referrer-policy": "no-referrer",
 };
 
+/** {@link PAGE_HEADERS} of a page with a form: it may post only to cubby itself. */
+const FORM_PAGE_HEADERS = {
+  ...PAGE_HEADERS,
+  "content-security-policy": "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'",
+};
+
 function messagePageBody(title: string, message: string): string {
   return `${pageHead(title)}
 <body><main class="narrow"><h1>${escape(title)}</h1><p role="alert">${escape(message)}</p><p><a class="button" href="/">Back to cubby</a></p></main></body></html>
@@ -96,16 +102,26 @@ export function sharePasswordPage(status: number, message: string): { status: nu
 <body><main class="narrow"><h1>Password needed</h1>${message === "" ? "" : `<p role="alert">${escape(message)}</p>`}
 <form method="post"><label>Password <input type="password" name="password" autocomplete="current-password" required autofocus></label> <button type="submit">Open</button></form></main></body></html>
 `;
-  return {
-    status,
-    headers: {
-      "content-type": "text/html; charset=utf-8",
-      "cache-control": "no-store",
-      "content-security-policy": "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'",
-      "x-content-type-options": "nosniff",
-      "referrer-policy": "no-referrer",
-      "content-length": String(Buffer.byteLength(body)),
-    },
-    body,
-  };
+  return { status, headers: { ...FORM_PAGE_HEADERS, "content-length": String(Buffer.byteLength(body)) }, body };
+}
+
+/** Where a login link's page posts its token (http/auth-routes.ts): a path without the token. */
+export const LOGIN_LINK_POST_PATH = "/auth/link";
+
+/**
+ * The page a login link opens (CONTRACT §11 as amended): who it signs in, and one "Sign in"
+ * button whose form POSTs the token in its body to {@link LOGIN_LINK_POST_PATH}. Opening it
+ * changes nothing, so a chat or mail preview of the URL does not use the link up. No script;
+ * `Referrer-Policy: no-referrer`, so the token in the page's URL leaves with no request it makes.
+ * @param email who the link signs in
+ * @param token the link's token (43 base64url characters, already checked)
+ */
+export function loginLinkPage(email: string, token: string): Response {
+  const body = `${pageHead("Sign in")}
+<body><main class="narrow"><h1>Sign in to cubby</h1>
+<p>This link signs you in as <strong>${escape(email)}</strong>. It works once: the button below uses it.</p>
+<form method="post" action="${LOGIN_LINK_POST_PATH}"><input type="hidden" name="token" value="${escape(token)}"><button type="submit" class="primary">Sign in</button></form>
+<p class="hint">Not you, or did not ask for it? Close this page; nothing happens until the button is pressed.</p></main></body></html>
+`;
+  return new Response(body, { status: 200, headers: { ...FORM_PAGE_HEADERS, "content-length": String(Buffer.byteLength(body)) } });
 }

@@ -181,8 +181,10 @@ async function deleteExpired(services: Services): Promise<void> {
   let total = 0;
   for (let n = -1; n !== 0; total += n) n = await services.files.deleteExpired(1000);
   if (total > 0) logInfo(`deleted ${total} expired file(s)`);
-  // Expired login links sign nobody in (redeem checks the time); this only keeps the table small.
-  await services.loginLinks.sweepExpired();
+  // Expired login links sign nobody in (redeem checks the time); they are kept 7 days so that
+  // they answer 410, not 404 (CONTRACT §11), and deleted after that to keep the table small.
+  const links = await services.loginLinks.sweepExpired();
+  if (links > 0) logInfo(`removed ${links} login link(s) expired over 7 days ago`);
 }
 
 /**

@@ -6,6 +6,7 @@
  */
 import { createRequestContext, type RequestContext } from "../context/request-context.ts";
 import { jsonLine, type LogFormat } from "../log.ts";
+import { loggedPath } from "./logged-path.ts";
 import { UNMATCHED_ROUTE, type Metrics } from "./metrics.ts";
 
 /**
@@ -21,18 +22,6 @@ export function accessLogLine(
   requestId: string,
 ): string {
   return `method=${method} path=${jsonString(pathname)} status=${status} bytes=${bytes ?? "-"} duration_ms=${tenths(durationMs)} request_id=${requestId}`;
-}
-
-/** A one-time sign-in link's path: its token signs someone in, so logs never hold it (`cubby login-link`). */
-const LOGIN_LINK_PATH = "/auth/link/";
-
-/**
- * The path as the request's context keeps it, which logs and error reports print: as sent, but
- * a login link's token hidden (`/auth/link/…`), since a link refused before its use (429) is
- * still valid.
- */
-export function loggedPath(path: string): string {
-  return path.startsWith(LOGIN_LINK_PATH) && path.length > LOGIN_LINK_PATH.length ? `${LOGIN_LINK_PATH}…` : path;
 }
 
 /** What JSON.stringify escapes in a string (RFC 8259 §7: `"`, `\`, controls), and surrogates, which it may. */
@@ -99,7 +88,9 @@ export class AccessLog {
 
   /**
    * Begins one request (the dispatch, for every exchange): its context only. The exchange sends
-   * `X-Request-Id` and calls {@link close} once answered (serving/exchange.ts's `open`).
+   * `X-Request-Id` and calls {@link close} once answered (serving/exchange.ts's `open`). The
+   * context keeps the path as logs and error reports print it ({@link loggedPath}: never a login
+   * link's token).
    * @param peer the TCP peer's address
    */
   begin(method: string, path: string, peer: string | undefined, forwardedFor: string | null, requestId: string | null): RequestContext {

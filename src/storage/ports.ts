@@ -263,16 +263,27 @@ export interface LoginLinkRow {
   expiresAt: number;
 }
 
-/** The login links table: written outside transactions, each call one atomic statement. */
+/**
+ * The login links table: written outside transactions, each call one atomic statement. A used
+ * link's row is deleted; an expired one stays until the sweep ({@link deleteExpiredBefore}), so
+ * that its URL can answer 410 rather than 404 meanwhile (CONTRACT §11).
+ */
 export interface LoginLinkTable {
   insert(link: LoginLinkRow): Promise<void>;
+  /** The link with this token hash (expired or not), or undefined when there is none (used, swept or never minted). */
+  find(tokenHash: Uint8Array): Promise<LoginLinkRow | undefined>;
   /**
-   * Deletes the link with this token hash and returns it, or undefined when there is none. The
-   * delete is the claim: of two concurrent calls (any processes, any instances) one gets the row.
+   * Deletes the link with this token hash if it has not expired at `now` (Unix µs) and returns
+   * it, or undefined. The delete is the claim: of two concurrent calls (any processes, any
+   * instances) one gets the row.
    */
-  take(tokenHash: Uint8Array): Promise<LoginLinkRow | undefined>;
-  /** @returns how many expired links were deleted */
-  deleteExpired(now: number): Promise<number>;
+  take(tokenHash: Uint8Array, now: number): Promise<LoginLinkRow | undefined>;
+  /**
+   * Deletes up to `limit` links that expired at or before `before` (Unix µs), through the
+   * index on `expires_at`.
+   * @returns how many were deleted (fewer than `limit`: none is left)
+   */
+  deleteExpiredBefore(before: number, limit: number): Promise<number>;
 }
 
 /**

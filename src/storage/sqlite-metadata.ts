@@ -93,7 +93,7 @@ export class SqliteMetadataStore implements MetadataStore {
     this.shares = new SqliteShares(reader, queued);
     this.uploads = new SqliteUploads(reader, queued);
     this.uploadLinks = new SqliteUploadLinks(reader, queued);
-    this.loginLinks = new SqliteLoginLinks(queued);
+    this.loginLinks = new SqliteLoginLinks(reader, queued);
     this.webhooks = new SqliteWebhooks(reader, queued, () => this.notifyEnqueued());
     this.folders = new SqliteFolders(reader, queued);
     this.dav = new SqliteDav(reader, queued);

@@ -3,10 +3,9 @@
 // active content cannot run script in cubby's origin; PNG and PDF display inline.
 // Any console error on a dashboard page fails the test. Screenshots: test-results/screenshots/.
 import { expect, test, type Page } from "@playwright/test";
-import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { buildBinary, SCREENSHOTS, signIn as signInAs, startStack, watchPage, type Stack } from "./fixtures.ts";
+import { buildBinary, mintLoginLink, SCREENSHOTS, signIn as signInAs, startStack, watchPage, type Stack } from "./fixtures.ts";
 
 test.describe.configure({ mode: "serial" });
 
@@ -30,7 +29,7 @@ async function signIn(page: Page, login: string) {
   await expect(page.locator("#account-email")).toHaveText(`${login}@example.com`);
 }
 
-test("without a provider: the dashboard says how to get a sign-in link, and the link from cubby login-link signs in once", async ({ page }) => {
+test("without a provider: the dashboard says how to get a sign-in link, and the link from cubby login-link shows whom it signs in and signs in once with its button", async ({ page }) => {
   const plain = await startStack(binary, false);
   try {
     const errors = watchErrors(page);
@@ -45,13 +44,26 @@ test("without a provider: the dashboard says how to get a sign-in link, and the 
     await expect(page.getByText("cubby keys create --email")).toBeVisible();
 
     // What the README's first sign-in does: the CLI on the server prints one URL.
-    const minted = spawnSync(binary, ["login-link", "--email", "first@example.com", "--data-dir", plain.dataDir], { encoding: "utf8", env: { ...process.env, HOSTNAME: plain.url } });
-    expect(minted.status).toBe(0);
-    const link = minted.stdout.trim();
+    const link = mintLoginLink(binary, plain, "first@example.com");
     expect(link).toMatch(new RegExp(`^${plain.url}/auth/link/[A-Za-z0-9_-]{43}$`));
+    // Opening it shows whom it signs in and one button; no request of the page says where it came from.
+    const referers: string[] = [];
+    page.on("request", (r) => {
+      const referer = r.headers()["referer"];
+      if (referer !== undefined && referer.includes("/auth/link/")) referers.push(`${r.url()} ← ${referer}`);
+    });
     await page.goto(link);
+    await expect(page.getByRole("heading", { name: "Sign in to cubby" })).toBeVisible();
+    await expect(page.getByText("first@example.com")).toBeVisible();
+    await expect(page.getByRole("button")).toHaveCount(1);
+    await shot(page, "01a-login-link-page");
+    // Opened again (as a chat preview would), it still works: opening uses nothing up.
+    await page.reload();
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.waitForURL(`${plain.url}/`);
     await expect(page.locator("#account-email")).toHaveText("first@example.com");
     await shot(page, "01b-signed-in-by-link");
+    expect(referers).toEqual([]);
     // Used once: opened again it is a page saying so, with the same 404.
     const again = await page.goto(link);
     expect(again?.status()).toBe(404);

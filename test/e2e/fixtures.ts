@@ -85,6 +85,16 @@ export async function signIn(page: Page, stack: Stack, login: string): Promise<v
 }
 
 /**
+ * Mints a login link for `email` with the binary's CLI on the stack's data (what an operator
+ * runs on the server) and returns the URL it printed.
+ */
+export function mintLoginLink(binary: string, stack: Stack, email: string): string {
+  const r = spawnSync(binary, ["login-link", "--email", email, "--data-dir", stack.dataDir], { encoding: "utf8", env: { ...process.env, HOSTNAME: stack.url } });
+  if (r.status !== 0) throw new Error(`cubby login-link failed: ${r.stderr}`);
+  return r.stdout.trim();
+}
+
+/**
  * Collects console errors and uncaught exceptions of cubby's pages (not the provider's login
  * pages, which are not ours), and requests of cubby's pages leaving its origin (bar the
  * provider, where sign-in goes); a test fails if either list is not empty at its end.

@@ -1,5 +1,5 @@
-// Every page people see today (the dashboard signed in, signed out and without a provider, the
-// guest upload page and its error page), in Chromium at 1280 × 800 and 390 × 844, light and dark
+// Every page people see today (the dashboard signed in, signed out and without a provider, a
+// login link's page, the guest upload page and its error page), in Chromium at 1280 × 800 and 390 × 844, light and dark
 // (CONTRACT §11 "The dashboard on any screen"): no sideways scrolling of the page or of any row's
 // actions, axe-core finds no serious or critical violation, 44 px tap targets on a phone. At
 // 390 px every action of a file row is used; a refused slug, download limit or link name shows
@@ -11,7 +11,7 @@ import { expect, test, type Page } from "@playwright/test";
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { apiInPage, buildBinary, SCREENSHOTS, signIn, startStack, watchPage, type Stack } from "./fixtures.ts";
+import { apiInPage, buildBinary, mintLoginLink, SCREENSHOTS, signIn, startStack, watchPage, type Stack } from "./fixtures.ts";
 
 test.describe.configure({ mode: "serial" });
 
@@ -118,6 +118,22 @@ test("without a provider: every screen", async ({ page }) => {
     await page.goto(plain.url);
     await expect(page.getByRole("heading", { name: "Sign in with a link" })).toBeVisible();
   });
+  expect(errors).toEqual([]);
+  expect(foreign).toEqual([]);
+});
+
+test("a login link's page (who it signs in, one Sign in button) on every screen; opening it uses nothing up", async ({ page }) => {
+  const { errors, foreign } = watchPage(page, plain);
+  const email = "a.person.with.a.rather-long-address@subdomain.example.com";
+  const link = mintLoginLink(binary, plain, email);
+  await everyScreen(page, "login-link", async () => {
+    await page.goto(link);
+    await expect(page.getByText(email)).toBeVisible();
+    await expect(page.getByRole("button", { name: "Sign in" })).toBeVisible();
+  });
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.waitForURL(`${plain.url}/`);
+  await expect(page.locator("#account-email")).toHaveText(email);
   expect(errors).toEqual([]);
   expect(foreign).toEqual([]);
 });

@@ -31,3 +31,26 @@ test("outside a request the ID is '-'", () => {
   report(Object.assign(new Error("busy"), { code: "SQLITE_BUSY" }), undefined);
   expect(String(logged.mock.calls[0]![0])).toMatch(/^request_id=- error=unavailable cause=/);
 });
+
+test("an error report of a login link's request never prints its token, whatever the path's spelling (text and JSON)", async () => {
+  const { AccessLog } = await import("../../src/serving/access-log.ts");
+  const { setLogFormat } = await import("../../src/log.ts");
+  const token = "3JqK9mZ_x-0aBcDeFgHiJkLmNoPqRsTuVwXyZ012345";
+  const log = new AccessLog(() => {}, new Set());
+  try {
+    for (const format of ["text", "json"] as const) {
+      setLogFormat(format);
+      for (const path of [`/auth/link/${token}`, `/auth/./link/${token}`, `/auth%2Flink/${token}`, `//auth/link/${token}`, `/auth/link/../link/${token}`, `/auth/%6Cink/${token}`]) {
+        report(new Error(`store down while serving ${path.length} bytes`), log.begin("GET", path, "192.0.2.1", null, "req-2"));
+      }
+    }
+  } finally {
+    setLogFormat("text");
+  }
+  const printed = logged.mock.calls.map((c) => String(c[0]));
+  expect(printed).toHaveLength(12);
+  for (const line of printed) {
+    expect(line).not.toContain(token);
+    expect(line).toMatch(/path"?[=:]"\/auth\/link\/…"/);
+  }
+});
