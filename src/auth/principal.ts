@@ -155,8 +155,12 @@ export class Authenticator {
    * @throws AppError unauthenticated or permission_denied as {@link require}
    */
   async requireSession(request: RequestLike): Promise<ValidSession & { token: string }> {
-    const c = this.check(await this.inspect(request, { bearer: false }));
-    return c.session!;
+    const c = await this.inspect(request, { bearer: false });
+    // A key sent where only a session counts (/auth/keys, /auth/logout) is not "missing": say what is.
+    if (c.kind === "none" && bearerToken(request.headers.get("authorization")) !== undefined) {
+      throw new AppError("unauthenticated", "this needs a dashboard session (sign in and use its cookie): an API key cannot mint, list or revoke keys, or sign out; mint keys with cubby keys create");
+    }
+    return this.check(c).session!;
   }
 
   /**

@@ -202,6 +202,13 @@ describe("sessions", () => {
 });
 
 describe("key management", () => {
+  test("a bearer key on /auth/keys is told a session is needed, not that credentials are missing", async () => {
+    const key = await server.mintKey("bearer-on-auth@example.com");
+    const res = await fetch(`${server.url}/auth/keys`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: "{}" });
+    expect(res.status).toBe(401);
+    expect(((await res.json()) as { message: string }).message).toStartWith("this needs a dashboard session (sign in and use its cookie): an API key cannot mint");
+  });
+
   test("mint (shown once), use, list without the secret, revoke", async () => {
     const browser = await signedIn("alice");
     const minted = await browser.fetch(`${server.url}/auth/keys`, {
