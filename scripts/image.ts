@@ -101,6 +101,7 @@ export function sharedObjectsOf(executable: string, arch: ImageArch): SharedObje
       if (/not found/.test(line)) throw new Error(`${executable}: ${line.trim()}`);
       continue; // the vDSO and the loader's own line
     }
+    if (m[1]!.startsWith("/")) continue; // the loader again, as libc names it (under qemu): added above
     objects.push({ source: fs.realpathSync(onHost(m[2]!)), target: `/lib/${triplet}/${m[1]}` });
   }
   return objects;
@@ -170,12 +171,15 @@ export async function buildImage({ arch, executable, out, version }: ImageOption
     // root leaves it read-only unless the runtime mounts a tmpfs (podman does, compose.yaml does).
     fs.mkdirSync(path.join(rootfs, "tmp"), { mode: 0o1777 });
     fs.chmodSync(path.join(rootfs, "tmp"), 0o1777);
-    const data = path.join(tmp, "data");
-    fs.mkdirSync(data, { mode: 0o700 });
+    // /data as the only thing in a directory added with --chown: buildah keeps the mode of what
+    // it copies, not of a destination directory it creates.
+    const owned = path.join(tmp, "owned");
+    fs.mkdirSync(path.join(owned, IMAGE_DATA_DIR), { recursive: true, mode: 0o700 });
+    fs.chmodSync(path.join(owned, IMAGE_DATA_DIR), 0o700);
 
     const ctr = b("from", "--arch", arch, "--os", "linux", "scratch");
     b("add", ctr, rootfs, "/");
-    b("add", "--chown", `${IMAGE_UID}:${IMAGE_UID}`, "--chmod", "0700", ctr, data, IMAGE_DATA_DIR);
+    b("add", "--chown", `${IMAGE_UID}:${IMAGE_UID}`, ctr, owned, "/");
     const labels = {
       "org.opencontainers.image.title": "cubby",
       "org.opencontainers.image.description": "File storage in one self-contained executable: REST, gRPC, Connect, WebDAV, S3 and a dashboard on one port.",
