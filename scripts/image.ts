@@ -197,6 +197,7 @@ export async function buildImage({ arch, executable, out, version }: ImageOption
       "--port", `${IMAGE_PORT}/tcp`,
       "--volume", IMAGE_DATA_DIR,
       "--workingdir", IMAGE_DATA_DIR,
+      "--env", "PATH=/usr/local/bin",
       "--env", `DATA_DIR=${IMAGE_DATA_DIR}`,
       "--env", `PORT=${IMAGE_PORT}`,
       "--env", "TMPDIR=/tmp",

@@ -199,7 +199,8 @@ describe("podman run (runc)", () => {
         const pid = Number(await p.podman("inspect", "--format", "{{.State.Pid}}", first.name));
         const uids = uidsUnder(pid);
         expect({ processes: uids.length > 0, uids: [...new Set(uids)] }).toEqual({ processes: true, uids: [`${IMAGE_UID} ${IMAGE_UID} ${IMAGE_UID} ${IMAGE_UID}`] });
-        key = await p.podman("exec", first.name, IMAGE_EXECUTABLE, "keys", "create", "--email", "image@example.com");
+        // As the docs say it: `cubby` is on the image's PATH, DATA_DIR is the volume.
+        key = await p.podman("exec", first.name, "cubby", "keys", "create", "--email", "image@example.com");
         const file = await client(first, key).upload(bytes, "?name=image.bin");
         expect({ checksum: file.checksum, size: file.size }).toEqual({ checksum: checksumOf(bytes), size: String(bytes.byteLength) });
         content = new URL(file.url).pathname; // file.url names HOSTNAME's origin (localhost:8080), not the published port
