@@ -107,6 +107,32 @@ export function sharedObjectsOf(executable: string, arch: ImageArch): SharedObje
   return objects;
 }
 
+/**
+ * Writes the image's files other than /data into the directory `rootfs` (which need not exist):
+ * the executable at {@link IMAGE_EXECUTABLE}, its loader and libraries ({@link sharedObjectsOf}),
+ * CA certificates, /etc/passwd and /etc/group naming root and the user, and /tmp (mode 1777).
+ * Owners are the caller's; modes are set. release.test.ts runs the arm64 executable from this
+ * alone under qemu-user, which is how the arm64 image's layout is checked without a container.
+ * @throws Error as {@link sharedObjectsOf}
+ */
+export function stageRootfs(rootfs: string, executable: string, arch: ImageArch): void {
+  const put = (target: string, source: string, mode: number) => {
+    const dest = path.join(rootfs, target);
+    fs.mkdirSync(path.dirname(dest), { recursive: true, mode: 0o755 });
+    fs.copyFileSync(source, dest);
+    fs.chmodSync(dest, mode);
+  };
+  put(IMAGE_EXECUTABLE, executable, 0o755);
+  for (const so of sharedObjectsOf(executable, arch)) put(so.target, so.source, 0o755);
+  put("/etc/ssl/certs/ca-certificates.crt", "/etc/ssl/certs/ca-certificates.crt", 0o644);
+  fs.writeFileSync(path.join(rootfs, "etc/passwd"), `root:x:0:0:root:/root:/sbin/nologin\ncubby:x:${IMAGE_UID}:${IMAGE_UID}:cubby:${IMAGE_DATA_DIR}:/sbin/nologin\n`, { mode: 0o644 });
+  fs.writeFileSync(path.join(rootfs, "etc/group"), `root:x:0:\ncubby:x:${IMAGE_UID}:\n`, { mode: 0o644 });
+  // /tmp for TMPDIR (data only, CONTRACT §10): cubby writes nothing there itself; a read-only
+  // root leaves it read-only unless the runtime mounts a tmpfs (Podman does, compose.yaml does).
+  fs.mkdirSync(path.join(rootfs, "tmp"), { mode: 0o1777 });
+  fs.chmodSync(path.join(rootfs, "tmp"), 0o1777);
+}
+
 export interface ImageOptions {
   arch: ImageArch;
   /** the release executable for `arch` (`dist/release/cubby-linux-x64`, …) */
@@ -156,21 +182,7 @@ export async function buildImage({ arch, executable, out, version }: ImageOption
   try {
     // The root file system: every file root's and read-only to the user; /data the user's, 0700.
     const rootfs = path.join(tmp, "rootfs");
-    const put = (target: string, source: string, mode: number) => {
-      const dest = path.join(rootfs, target);
-      fs.mkdirSync(path.dirname(dest), { recursive: true, mode: 0o755 });
-      fs.copyFileSync(source, dest);
-      fs.chmodSync(dest, mode);
-    };
-    put(IMAGE_EXECUTABLE, executable, 0o755);
-    for (const so of sharedObjectsOf(executable, arch)) put(so.target, so.source, 0o755);
-    put("/etc/ssl/certs/ca-certificates.crt", "/etc/ssl/certs/ca-certificates.crt", 0o644);
-    fs.writeFileSync(path.join(rootfs, "etc/passwd"), `root:x:0:0:root:/root:/sbin/nologin\ncubby:x:${IMAGE_UID}:${IMAGE_UID}:cubby:${IMAGE_DATA_DIR}:/sbin/nologin\n`, { mode: 0o644 });
-    fs.writeFileSync(path.join(rootfs, "etc/group"), `root:x:0:\ncubby:x:${IMAGE_UID}:\n`, { mode: 0o644 });
-    // /tmp for TMPDIR (data only, CONTRACT §10): cubby writes nothing there itself; a read-only
-    // root leaves it read-only unless the runtime mounts a tmpfs (podman does, compose.yaml does).
-    fs.mkdirSync(path.join(rootfs, "tmp"), { mode: 0o1777 });
-    fs.chmodSync(path.join(rootfs, "tmp"), 0o1777);
+    stageRootfs(rootfs, executable, arch);
     // /data as the only thing in a directory added with --chown: buildah keeps the mode of what
     // it copies, not of a destination directory it creates.
     const owned = path.join(tmp, "owned");

@@ -7,14 +7,15 @@
 // manifests) the image's HEALTHCHECK is healthy while the server answers, unhealthy when the
 // server is stopped (SIGSTOP), healthy again after. Each test has its own Podman store in a
 // temporary directory; every container and volume is removed, also on failure.
-// Without podman, runc or buildah the tests skip saying so, or fail when CI is set.
+// deploy/compose.yaml runs under podman-compose on the same image. Without podman, runc or
+// buildah (or podman-compose, for that test) the tests skip saying so, or fail when CI is set.
 import { afterAll, beforeAll, describe, expect } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import { buildRelease } from "../../scripts/release.ts";
 import { buildImage, IMAGE_DATA_DIR, IMAGE_EXECUTABLE, IMAGE_HEALTHCHECK, IMAGE_PORT, IMAGE_UID, type BuiltImage } from "../../scripts/image.ts";
 import { checksumOf } from "../../src/domain/checksum.ts";
-import { childrenOf } from "../support/processes.ts";
+import { childrenOf, freePort } from "../support/processes.ts";
 import { client, ROOT, tempDir } from "../support/server.ts";
 import { testNeeding } from "../support/tools.ts";
 import { waitFor } from "../support/wait.ts";
@@ -29,6 +30,8 @@ const missing = [
   ...(process.getuid?.() === 0 ? [] : ["root (buildah lays out files owned by root and by the image's user)"]),
 ];
 const imageTest = testNeeding("the container image tests", missing);
+const PODMAN_COMPOSE = Bun.which("podman-compose");
+const composeTest = testNeeding("the compose test", [...missing, ...(PODMAN_COMPOSE === null ? ["podman-compose (apt-get install podman-compose)"] : [])]);
 const { version: VERSION, license: LICENSE } = (await Bun.file(path.join(ROOT, "package.json")).json()) as { version: string; license: string };
 
 const dir = tempDir("cubby-image-");
@@ -57,7 +60,15 @@ async function exec(cmd: string[], env?: Record<string, string>): Promise<{ code
  * machine's hybrid cgroups) and no default ulimits (Debian's would raise nofile above what a
  * test process may have). Disposing it removes every container and volume it made, then the directory.
  */
-async function privatePodman(): Promise<AsyncDisposable & { podman: (...args: string[]) => Promise<string>; try: (...args: string[]) => Promise<{ code: number; out: string; err: string }> }> {
+async function privatePodman(): Promise<
+  AsyncDisposable & {
+    podman: (...args: string[]) => Promise<string>;
+    try: (...args: string[]) => Promise<{ code: number; out: string; err: string }>;
+    /** podman's global options that select this store (for podman-compose's --podman-args) */
+    globalArgs: string[];
+    env: Record<string, string>;
+  }
+> {
   const home = fs.mkdtempSync(path.join(dir.path, "podman-"));
   const conf = path.join(home, "containers.conf");
   fs.writeFileSync(conf, `[containers]\ndefault_ulimits = []\n\n[engine]\nruntime = "runc"\n`);
@@ -66,6 +77,8 @@ async function privatePodman(): Promise<AsyncDisposable & { podman: (...args: st
   const tryRun = (...args: string[]) => exec([...base, ...args], env);
   return {
     try: tryRun,
+    globalArgs: base.slice(1),
+    env,
     async podman(...args: string[]) {
       const r = await tryRun(...args);
       if (r.code !== 0) throw new Error(`podman ${args.join(" ")} exited ${r.code}:\n${r.err}`);
@@ -246,6 +259,54 @@ describe("podman run (runc)", () => {
       expect(log.at(-1)!.Output).toMatch(/^unhealthy: http:\/\/127\.0\.0\.1:8080\/healthz/);
       await p.podman("kill", "--signal", "SIGCONT", c.name);
       expect(await check()).toEqual({ code: 0, status: "healthy" });
+    },
+    120_000,
+  );
+});
+
+describe("deploy/compose.yaml", () => {
+  composeTest(
+    "podman-compose up: serves on CUBBY_PORT with the image's HEALTHCHECK, read-only, no capabilities, as uid 1000; down -v removes it",
+    async () => {
+      await using p = await privatePodman();
+      await p.podman("pull", "--quiet", `docker-archive:${image!.file}`);
+      const port = await freePort();
+      const project = `cubbyimage${process.pid}`;
+      const compose = (...args: string[]) =>
+        exec([PODMAN_COMPOSE!, "--podman-args", p.globalArgs.join(" "), "--project-name", project, "--file", path.join(ROOT, "deploy/compose.yaml"), ...args], {
+          ...p.env,
+          CUBBY_PORT: String(port),
+          CUBBY_HOSTNAME: "https://files.example.com",
+          CUBBY_VERSION: VERSION,
+        });
+      try {
+        const up = await compose("up", "-d");
+        expect({ code: up.code, err: up.code === 0 ? "" : up.err }).toEqual({ code: 0, err: "" });
+        const name = `${project}_cubby_1`;
+        await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.status === 200, "the compose service to answer /healthz", {
+          timeoutMs: 30_000,
+          pollMs: 100,
+          detail: () => name,
+        });
+        const [inspect] = JSON.parse(await p.podman("container", "inspect", name));
+        expect({
+          readOnly: inspect.HostConfig.ReadonlyRootfs,
+          user: inspect.Config.User,
+          capEff: /^CapEff:\s+(\S+)$/m.exec(fs.readFileSync(`/proc/${inspect.State.Pid}/status`, "utf8"))?.[1],
+          hostname: (inspect.Config.Env as string[]).find((e) => e.startsWith("HOSTNAME=")),
+          health: inspect.Config.Healthcheck?.Test,
+        }).toEqual({ readOnly: true, user: `${IMAGE_UID}:${IMAGE_UID}`, capEff: "0000000000000000", hostname: "HOSTNAME=https://files.example.com", health: IMAGE_HEALTHCHECK.Test });
+        expect((await p.try("healthcheck", "run", name)).code).toBe(0);
+        const link = await p.podman("exec", name, "cubby", "login-link", "--email", "compose@example.com");
+        expect(link).toMatch(/^https:\/\/files\.example\.com\/auth\/link\//);
+        const down = await compose("down", "-v");
+        expect(down.code).toBe(0);
+        expect({ containers: await p.podman("ps", "--all", "--quiet"), volumes: await p.podman("volume", "ls", "--quiet") }).toEqual({ containers: "", volumes: "" });
+      } finally {
+        await compose("down", "-v");
+        // podman-compose makes a network and leaves it; networks are the machine's, not the store's.
+        await p.try("network", "rm", "--force", `${project}_default`);
+      }
     },
     120_000,
   );
