@@ -164,8 +164,8 @@ export interface BuiltImage {
  *
  * Needs buildah (Debian's), GNU tar, and root (the layer's files belong to root and /data to
  * {@link IMAGE_UID}). Nothing is pulled: the image starts from `scratch`. Times in the image are
- * the last commit's (`SOURCE_DATE_EPOCH` wins), so a rebuild of one commit differs only where
- * gzip or buildah do.
+ * the last commit's (`SOURCE_DATE_EPOCH` wins), so building again from the same executable at
+ * the same commit writes the same bytes (image.test.ts checks it, with buildah 1.28).
  * @throws Error when a tool is missing or fails
  */
 export async function buildImage({ arch, executable, out, version }: ImageOptions): Promise<BuiltImage> {

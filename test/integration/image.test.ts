@@ -1,6 +1,6 @@
 // The container image (CONTRACT §17, issue 39): scripts/image.ts builds the amd64 image from the
 // linux-x64 release executable (the release script builds arm64 too; one is enough here on two
-// cores), and Podman runs it with runc, as Docker would: `podman load`, a read-only root file
+// cores), twice to the same bytes, and Podman runs it with runc, as Docker would: `podman load`, a read-only root file
 // system with no tmpfs anywhere (Docker's `--read-only`), every capability dropped, as the image's
 // non-root user; it serves an upload, and a new container on the same volume serves it back; and
 // through `podman pull docker-archive:` (Podman reads HEALTHCHECK only from Docker-format
@@ -37,13 +37,13 @@ const { version: VERSION, license: LICENSE } = (await Bun.file(path.join(ROOT, "
 const dir = tempDir("cubby-image-");
 afterAll(() => dir[Symbol.dispose]());
 let image: BuiltImage | undefined;
+let executable: string | undefined;
 
 beforeAll(async () => {
   if (missing.length > 0) return;
   const started = performance.now();
-  const { file } = await buildRelease("linux-x64", path.join(dir.path, "release"));
-  image = await buildImage({ arch: "amd64", executable: file, out: path.join(dir.path, "cubby-oci-amd64.tar") });
-  fs.rmSync(file);
+  executable = (await buildRelease("linux-x64", path.join(dir.path, "release"))).file;
+  image = await buildImage({ arch: "amd64", executable, out: path.join(dir.path, "cubby-oci-amd64.tar") });
   console.log(`cubby-oci-amd64.tar: ${(image.bytes / 1024 / 1024).toFixed(1)} MiB, built in ${((performance.now() - started) / 1000).toFixed(1)} s (executable and image)`);
 }, 300_000);
 
@@ -193,6 +193,17 @@ describe("the image archive", () => {
     );
   });
 });
+
+imageTest(
+  "a second build from the same executable is byte-identical (so SHA256SUMS can be checked by rebuilding)",
+  async () => {
+    const sha = (f: string) => new Bun.CryptoHasher("sha256").update(fs.readFileSync(f)).digest("hex");
+    const again = await buildImage({ arch: "amd64", executable: executable!, out: path.join(dir.path, "again.tar") });
+    expect({ id: again.id, sha: sha(again.file) }).toEqual({ id: image!.id, sha: sha(image!.file) });
+    fs.rmSync(again.file);
+  },
+  120_000,
+);
 
 describe("podman run (runc)", () => {
   imageTest(
