@@ -7,15 +7,21 @@
 // manifests) the image's HEALTHCHECK is healthy while the server answers, unhealthy when the
 // server is stopped (SIGSTOP), healthy again after. Each test has its own Podman store in a
 // temporary directory; every container and volume is removed, also on failure.
-// deploy/compose.yaml runs under podman-compose on the same image. Without podman, runc or
-// buildah (or podman-compose, for that test) the tests skip saying so, or fail when CI is set.
+// deploy/compose.yaml runs under podman-compose on the same image, and the cubby service of
+// deploy/compose.postgres-s3.yaml, its environment as written, on the suite's PostgreSQL and
+// Swift S3. Without podman, runc or buildah (or podman-compose, PostgreSQL, Swift, for those
+// tests) the tests skip saying so, or fail when CI is set.
 import { afterAll, beforeAll, describe, expect } from "bun:test";
+import { S3Client } from "bun";
+import postgres from "postgres";
 import fs from "node:fs";
 import path from "node:path";
 import { buildRelease } from "../../scripts/release.ts";
 import { buildImage, IMAGE_DATA_DIR, IMAGE_EXECUTABLE, IMAGE_HEALTHCHECK, IMAGE_PORT, IMAGE_UID, type BuiltImage } from "../../scripts/image.ts";
 import { checksumOf } from "../../src/domain/checksum.ts";
+import { startPostgres, postgresBinDir } from "../support/postgres.ts";
 import { childrenOf, freePort } from "../support/processes.ts";
+import { haveSwift, startS3 } from "../support/s3.ts";
 import { client, ROOT, tempDir } from "../support/server.ts";
 import { testNeeding } from "../support/tools.ts";
 import { waitFor } from "../support/wait.ts";
@@ -30,6 +36,15 @@ const missing = [
   ...(process.getuid?.() === 0 ? [] : ["root (buildah lays out files owned by root and by the image's user)"]),
 ];
 const imageTest = testNeeding("the container image tests", missing);
+const pgMissing = (() => {
+  try {
+    postgresBinDir();
+    return [];
+  } catch (err) {
+    return [(err as Error).message];
+  }
+})();
+const storesTest = testNeeding("the image on PostgreSQL and S3", [...missing, ...pgMissing, ...(haveSwift() ? [] : ["Swift (apt-get install swift-proxy swift-object swift-container swift-account memcached)"])]);
 const PODMAN_COMPOSE = Bun.which("podman-compose");
 const composeTest = testNeeding("the compose test", [...missing, ...(PODMAN_COMPOSE === null ? ["podman-compose (apt-get install podman-compose)"] : [])]);
 const { version: VERSION, license: LICENSE } = (await Bun.file(path.join(ROOT, "package.json")).json()) as { version: string; license: string };
@@ -320,5 +335,91 @@ describe("deploy/compose.yaml", () => {
       }
     },
     120_000,
+  );
+});
+
+/**
+ * Compose's variable interpolation, the forms deploy/compose.*.yaml use: `${NAME}` (empty when
+ * unset), `${NAME:-default}` (default when unset or empty), `${NAME:?message}` (an error then).
+ */
+function interpolate(value: string, vars: Record<string, string>): string {
+  return value.replace(/\$\{([A-Z0-9_]+)(?:(:-|:\?)([^}]*))?\}/g, (_, name: string, op: string | undefined, arg: string | undefined) => {
+    const v = vars[name] ?? "";
+    if (v !== "" || op === undefined) return v;
+    if (op === ":?") throw new Error(`${name}: ${arg}`);
+    return arg ?? "";
+  });
+}
+
+describe("deploy/compose.postgres-s3.yaml", () => {
+  storesTest(
+    "its cubby service's environment runs the image on PostgreSQL and S3: an upload goes to the bucket and is served back from a new container",
+    async () => {
+      await using pg = await startPostgres();
+      await using s3 = await startS3();
+      await using p = await privatePodman();
+      await p.podman("load", "--quiet", "--input", image!.file);
+      const { password, port: pgPort } = new URL(pg.url);
+      const vars = {
+        POSTGRES_PASSWORD: decodeURIComponent(password),
+        S3_BUCKET: s3.bucket,
+        S3_ENDPOINT: s3.endpoint,
+        S3_REGION: s3.region,
+        S3_ACCESS_KEY_ID: s3.accessKeyId,
+        S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
+        S3_PREFIX: "compose/",
+      };
+      const composeFile = Bun.YAML.parse(await Bun.file(path.join(ROOT, "deploy/compose.postgres-s3.yaml")).text()) as {
+        services: { cubby: { environment: Record<string, string>; image: string } };
+      };
+      const service = composeFile.services.cubby;
+      const env = Object.fromEntries(Object.entries(service.environment).map(([k, v]) => [k, interpolate(v, vars)]));
+      // The one change: compose's service name `postgres` on 5432 is the test's PostgreSQL on
+      // loopback, reached through the host's network (the PostgreSQL image cannot be pulled here).
+      expect(env.DATABASE_URL).toBe(`postgres://cubby:${vars.POSTGRES_PASSWORD}@postgres:5432/cubby`);
+      env.DATABASE_URL = env.DATABASE_URL!.replace("@postgres:5432/", `@127.0.0.1:${pgPort}/`);
+      const port = await freePort();
+      const options = [
+        "--network", "host",
+        "--env", `PORT=${port}`,
+        "--read-only",
+        "--cap-drop", "all",
+        ...Object.entries(env).flatMap(([k, v]) => ["--env", `${k}=${v}`]),
+      ];
+      const run = async (name: string) => {
+        await p.podman("run", "--detach", "--name", name, ...options, `localhost/${interpolate(service.image, { CUBBY_VERSION: VERSION })}`);
+        const url = `http://127.0.0.1:${port}`;
+        await waitFor(
+          async () => {
+            const state = await p.podman("inspect", "--format", "{{.State.Status}}", name);
+            if (state !== "running") throw new Error(`container ${name} is ${state}:\n${(await p.try("logs", name)).err}`);
+            return (await fetch(`${url}/healthz`).catch(() => undefined))?.status === 200;
+          },
+          `${name} to answer /healthz`,
+          { timeoutMs: 30_000, pollMs: 100 },
+        );
+        return { name, url };
+      };
+      const bytes = crypto.getRandomValues(new Uint8Array(1_500_000));
+      const first = await run("cubby-stores-1");
+      const key = await p.podman("exec", first.name, "cubby", "keys", "create", "--email", "stores@example.com");
+      const file = await client(first, key).upload(bytes, "?name=stores.bin");
+      expect(file.checksum).toBe(checksumOf(bytes));
+      // The content went to the bucket, under the prefix, and the metadata to PostgreSQL.
+      const bucket = new S3Client({ bucket: s3.bucket, endpoint: s3.endpoint, region: s3.region, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey });
+      const objects = (await bucket.list({ prefix: "compose/" })).contents ?? [];
+      expect(objects.map((o) => o.size)).toContain(bytes.byteLength);
+      const sql = postgres(pg.url, { max: 1, onnotice: () => {} });
+      try {
+        expect([...(await sql`SELECT name FROM files`)]).toEqual([{ name: "stores.bin" }]);
+      } finally {
+        await sql.end();
+      }
+      await p.podman("rm", "--force", "--time", "20", first.name);
+      const second = await run("cubby-stores-2");
+      const res = await client(second, key).fetch(new URL(file.url).pathname);
+      expect({ status: res.status, same: Buffer.compare(new Uint8Array(await res.arrayBuffer()), bytes) === 0 }).toEqual({ status: 200, same: true });
+    },
+    180_000,
   );
 });
