@@ -245,7 +245,11 @@ function sourceUrl(repository: string | { url: string } | undefined): string {
   return fromPackage ?? process.env.CUBBY_SOURCE_URL ?? (origin !== "" ? origin : SOURCE_FALLBACK);
 }
 
-/** The source label when nothing names the repository (no `repository` in package.json, no remote). */
+/**
+ * The source label when nothing names the repository: a placeholder, used today because
+ * package.json has no `repository` and this checkout no `origin`. Set either (or
+ * `CUBBY_SOURCE_URL` when releasing) to the real address.
+ */
 export const SOURCE_FALLBACK = "https://github.com/cubby/cubby";
 
 /** sha256 of bytes, hex. */
