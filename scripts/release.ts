@@ -1,5 +1,8 @@
 // Builds the release executables, dist/release/cubby-<target> for each of Bun's cross-compilation
-// targets in scripts/build.ts, and dist/release/SHA256SUMS in sha256sum's format
+// targets in scripts/build.ts, the container images dist/release/cubby-oci-{amd64,arm64}.tar from
+// the linux-x64 and linux-arm64 ones (scripts/image.ts: buildah, root, and for the other
+// architecture's libraries qemu-user-static with libc6-arm64-cross), and dist/release/SHA256SUMS
+// in sha256sum's format
 // (`cd dist/release && sha256sum -c SHA256SUMS`). Source maps go to dist/release-maps, outside
 // the published directory. Usage: bun scripts/release.ts [target …] (default: all of them, into
 // an emptied dist/release; naming targets rebuilds only those, and SHA256SUMS then covers every
@@ -7,6 +10,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { buildExecutable, TARGETS, type Target } from "./build.ts";
+import { buildImage, IMAGE_ARCHES, type ImageArch } from "./image.ts";
 
 const root = path.resolve(import.meta.dir, "..");
 
@@ -54,6 +58,14 @@ if (import.meta.main) {
     const { file, bytes } = await buildRelease(target);
     const seconds = ((performance.now() - started) / 1000).toFixed(1);
     console.log(`built ${path.relative(root, file)}: ${bytes} bytes (${(bytes / 1024 / 1024).toFixed(1)} MiB) in ${seconds} s`);
+  }
+  // The container image of each architecture whose executable was built in this run.
+  for (const [arch, { target }] of Object.entries(IMAGE_ARCHES) as [ImageArch, (typeof IMAGE_ARCHES)[ImageArch]][]) {
+    if (!targets.includes(target)) continue;
+    const started = performance.now();
+    const image = await buildImage({ arch, executable: path.join(RELEASE_DIR, `cubby-${target}`), out: path.join(RELEASE_DIR, `cubby-oci-${arch}.tar`) });
+    const seconds = ((performance.now() - started) / 1000).toFixed(1);
+    console.log(`built ${path.relative(root, image.file)} (${image.ref}, image ID ${image.id.slice(0, 12)}): ${(image.bytes / 1024 / 1024).toFixed(1)} MiB in ${seconds} s`);
   }
   writeChecksums();
   console.log(`wrote ${path.relative(root, path.join(RELEASE_DIR, "SHA256SUMS"))}`);

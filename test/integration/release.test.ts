@@ -2,13 +2,15 @@
 // scripts/build.ts's one build function into an executable of the right format and architecture,
 // made for the right Bun runtime (the x64 ones baseline: no AVX2 needed, issue 25 item 8),
 // SHA256SUMS checks with `sha256sum -c`, and the linux-arm64 executable runs `cubby version` and
-// serves /healthz and an upload (CRC32C in WebAssembly, no native addon) under qemu-aarch64-static.
+// serves /healthz and an upload (CRC32C in WebAssembly, no native addon) under qemu-aarch64-static,
+// also from nothing but the files of the arm64 container image (scripts/image.ts).
 // Without qemu, Debian's aarch64 libraries or sha256sum, those tests skip with the reason, or fail
 // when CI is set.
 import { afterAll, describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import { hostTarget, TARGETS, type Target } from "../../scripts/build.ts";
+import { IMAGE_EXECUTABLE, stageRootfs } from "../../scripts/image.ts";
 import { buildRelease, writeChecksums } from "../../scripts/release.ts";
 import { checksumOf } from "../../src/domain/checksum.ts";
 import { client, ROOT, startServer, tempDir } from "../support/server.ts";
@@ -149,6 +151,31 @@ describe("cubby-linux-arm64 under qemu-aarch64-static", () => {
       const proc = Bun.spawn([...(await arm64()), "version"], { cwd: dir.path, env, stdout: "pipe", stderr: "pipe" });
       const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
       expect({ code, out, err }).toEqual({ code: 0, out: `cubby ${VERSION} (bun-linux-arm64)\n`, err: "" });
+    },
+    60_000,
+  );
+
+  // The arm64 container image's files (scripts/image.ts), checked without a container: with
+  // them as qemu's only root, the loader finds every library where the image puts it.
+  qemuTest(
+    "the arm64 image's files alone run it: its loader at PT_INTERP, the libraries in /lib/aarch64-linux-gnu",
+    async () => {
+      const [qemu, , , file] = await arm64();
+      using image = tempDir("cubby-arm64-rootfs-");
+      stageRootfs(image.path, file!, "arm64");
+      const inImage = path.join(image.path, IMAGE_EXECUTABLE);
+      const list = Bun.spawnSync([qemu!, "-L", image.path, path.join(image.path, "lib/ld-linux-aarch64.so.1"), "--list", inImage], { env, stdout: "pipe", stderr: "pipe" });
+      const found = list.stdout
+        .toString()
+        .split("\n")
+        .flatMap((l) => /^\s*(lib\S+) => (\S+) /.exec(l)?.slice(1, 3).join(" => ") ?? [])
+        .sort();
+      expect({ code: list.exitCode, found }).toEqual({
+        code: 0,
+        found: ["libc.so.6", "libdl.so.2", "libm.so.6", "libpthread.so.0"].map((l) => `${l} => /lib/aarch64-linux-gnu/${l}`),
+      });
+      const version = Bun.spawnSync([qemu!, "-L", image.path, inImage, "version"], { env, stdout: "pipe", stderr: "pipe" });
+      expect({ code: version.exitCode, out: version.stdout.toString() }).toEqual({ code: 0, out: `cubby ${VERSION} (bun-linux-arm64)\n` });
     },
     60_000,
   );
