@@ -1,9 +1,17 @@
 /**
  * Delivers the webhook outbox (CONTRACT §13), in every serving process of every instance: each
- * polls the outbox every second (and at once after a commit of its own that added events),
- * claims due deliveries with a lease (storage WebhookTable.claim: one conditional UPDATE, so one
- * process at a time holds a delivery), and POSTs each, signed by the `standardwebhooks` package
- * (Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature`).
+ * polls the outbox every second (and at once after a commit of its own that added events, and
+ * after each attempt ends), claims due deliveries with a lease (storage WebhookTable.claim: a
+ * conditional UPDATE, so one process at a time holds a delivery), and POSTs each, signed by the
+ * `standardwebhooks` package (Standard Webhooks: `webhook-id`, `webhook-timestamp`,
+ * `webhook-signature`).
+ *
+ * Fair delivery (CONTRACT §14): a webhook has at most {@link WEBHOOK_IN_FLIGHT} attempts in
+ * flight across all processes and instances, a process at most {@link MAX_IN_FLIGHT}, and the
+ * claim serves the webhooks with deliveries due round robin, across users first (the user served
+ * least recently goes first), then across a user's webhooks (storage/webhook-claims.ts). So a
+ * user's silent or failing receivers hold at most 20 × 2 attempts, 10 s each, and another
+ * user's event is claimed in the next round, at once after its commit or within a poll.
  *
  * - A delivery connects to the address the target check passed (service/webhook-target.ts),
  *   naming the URL's host in `Host` and in TLS SNI (the certificate is verified against it), never
@@ -22,6 +30,7 @@ import pkg from "../../package.json" with { type: "json" };
 import { logError } from "../log.ts";
 import type { Clock } from "../domain/time.ts";
 import type { AttemptOutcome, ClaimedDelivery, MetadataStore } from "../storage/ports.ts";
+import { MAX_WEBHOOKS_PER_USER } from "../domain/webhook.ts";
 import { checkTarget } from "./webhook-target.ts";
 import type { WebhookService } from "./webhooks.ts";
 
@@ -37,8 +46,18 @@ export const RETRY_WINDOW_MICROS = 24 * 3600 * 1_000_000;
 export const LEASE_MS = 30_000;
 /** How often the outbox is polled for deliveries other processes enqueued or that came due, ms. */
 export const POLL_MS = 1_000;
-/** Attempts one process has in flight at most; a slow receiver holds one of them for up to 10 s. */
-const MAX_IN_FLIGHT = 16;
+/**
+ * Attempts one webhook has in flight at most, across every process and instance (CONTRACT §14):
+ * a silent receiver holds this many for 10 s each, and no more.
+ */
+export const WEBHOOK_IN_FLIGHT = 2;
+/**
+ * Attempts one process has in flight at most. Above {@link MAX_WEBHOOKS_PER_USER} ×
+ * {@link WEBHOOK_IN_FLIGHT} (40): one user's silent receivers, all 20 of them, leave room in
+ * every process for everybody else's deliveries.
+ */
+export const MAX_IN_FLIGHT = 64;
+if (MAX_IN_FLIGHT <= MAX_WEBHOOKS_PER_USER * WEBHOOK_IN_FLIGHT) throw new Error("MAX_IN_FLIGHT must leave room beyond one user's webhooks");
 /** Delivered or given-up deliveries, and attempts, are kept this long for the log, µs (7 days). */
 const KEEP_MICROS = 7 * 24 * 3600 * 1_000_000;
 /** How often old rows are pruned, ms. */
@@ -122,7 +141,7 @@ export class WebhookDeliverer {
         const room = MAX_IN_FLIGHT - this.inFlight.size;
         if (room <= 0) return;
         const now = this.deps.clock.nowMicros();
-        const claimed = await this.deps.store.webhooks.claim(this.claimer, now, now + LEASE_MS * 1000, room);
+        const claimed = await this.deps.store.webhooks.claim(this.claimer, now, now + LEASE_MS * 1000, room, WEBHOOK_IN_FLIGHT);
         if (claimed.length === 0) return;
         for (const delivery of claimed) {
           const attempt: Promise<void> = this.deliver(delivery)

@@ -1,13 +1,15 @@
 /**
  * Webhooks, their outbox and the attempt log (CONTRACT §13) on PostgreSQL: the
- * {@link WebhookTable} part of the PostgreSQL metadata store. A claim is one `UPDATE … WHERE
- * <still claimable> RETURNING`: PostgreSQL re-checks the condition on each row it locks, so of
- * two instances claiming at once one gets the row and the other skips it.
+ * {@link WebhookTable} part of the PostgreSQL metadata store. A claim (storage/webhook-claims.ts)
+ * reads which webhooks have deliveries due, then, in one transaction, locks those webhooks' rows
+ * (skipping any another process holds) and claims each one's share with a conditional UPDATE:
+ * of two instances claiming at once one gets each row, and each webhook's cap holds.
  */
-import { and, asc, desc, eq, inArray, isNull, lte, or, sql } from "drizzle-orm";
+import { and, asc, count, desc, eq, gt, inArray, isNull, lt, lte, or, sql } from "drizzle-orm";
 import type { PgDb } from "./pg-metadata.ts";
-import type { AttemptOutcome, ClaimedDelivery, NewDelivery, WebhookAttemptRow, WebhookRow, WebhookTable } from "./ports.ts";
+import type { AttemptOutcome, ClaimedDelivery, NewDelivery, WebhookAttemptPageRow, WebhookRow, WebhookTable } from "./ports.ts";
 import { webhookAttempts, webhookDeliveries, webhooks } from "./pg-schema.ts";
+import { allotRoundRobin, lanesQuery, toLane, type LaneRow } from "./webhook-claims.ts";
 
 const d = webhookDeliveries;
 
@@ -44,37 +46,59 @@ export class PgWebhooks implements WebhookTable {
     this.enqueued();
   }
 
-  async claim(claimer: string, now: number, leaseUntil: number, limit: number): Promise<ClaimedDelivery[]> {
+  async claim(claimer: string, now: number, leaseUntil: number, limit: number, perWebhook: number): Promise<ClaimedDelivery[]> {
     // A read first: an idle poll writes nothing.
-    const due = await this.db
-      .select({ seq: d.seq })
-      .from(d)
-      .where(and(claimable(now), sql`NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.webhook_id = ${d.webhookId} AND e.subject = ${d.subject} AND e.seq < ${d.seq} AND e.delivered_at IS NULL AND e.failed_at IS NULL)`))
-      .orderBy(asc(d.seq))
-      .limit(limit);
-    if (due.length === 0) return [];
-    const rows = await this.db
-      .update(d)
-      .set({ claimedBy: claimer, claimedUntil: leaseUntil })
-      .where(and(inArray(d.seq, due.map((r) => r.seq)), claimable(now)))
-      .returning();
-    if (rows.length === 0) return [];
-    const targets = new Map(
-      (await this.db
+    const lanes = ((await this.db.execute(lanesQuery(now))) as unknown as LaneRow[]).map(toLane);
+    const wanted = allotRoundRobin(lanes, limit, perWebhook);
+    if (wanted.size === 0) return [];
+    return this.db.transaction(async (tx) => {
+      // Each webhook's row lock serializes its claims and settles across processes and
+      // instances, so that the count of its attempts in flight below stays true until commit.
+      // One being claimed or settled by another process is skipped now (its turn comes next
+      // round); NO KEY UPDATE does not hold up the outbox inserts (their foreign key check
+      // takes KEY SHARE), but a DELETE of the webhook waits for it.
+      const locked = await tx
         .select({ id: webhooks.id, url: webhooks.url, secret: webhooks.secret })
         .from(webhooks)
-        .where(inArray(webhooks.id, [...new Set(rows.map((r) => r.webhookId))]))).map((w) => [w.id, w]),
-    );
-    return rows
-      .sort((a, b) => a.seq - b.seq)
-      .flatMap((r) => {
-        const w = targets.get(r.webhookId);
-        return w === undefined ? [] : [{ seq: r.seq, eventId: r.eventId, webhookId: r.webhookId, type: r.type, subject: r.subject, payload: r.payload, createdAt: r.createdAt, attempts: r.attempts, url: w.url, secret: w.secret }];
-      });
+        .where(inArray(webhooks.id, [...wanted.keys()]))
+        .orderBy(asc(webhooks.id))
+        .for("no key update", { skipLocked: true });
+      const targets = new Map(locked.map((w) => [w.id, w]));
+      const claimed: ClaimedDelivery[] = [];
+      const served: string[] = [];
+      for (const [webhookId, want] of wanted) {
+        const target = targets.get(webhookId);
+        if (target === undefined) continue;
+        const [live] = await tx.select({ n: count() }).from(d).where(and(eq(d.webhookId, webhookId), pending, gt(d.claimedUntil, now)));
+        const room = perWebhook - (live?.n ?? 0);
+        if (room <= 0) continue;
+        const next = tx
+          .select({ seq: d.seq })
+          .from(d)
+          .where(and(eq(d.webhookId, webhookId), claimable(now), firstOfSubject))
+          .orderBy(asc(d.nextAttemptAt), asc(d.seq))
+          .limit(Math.min(want, room));
+        const rows = await tx
+          .update(d)
+          .set({ claimedBy: claimer, claimedUntil: leaseUntil })
+          .where(and(inArray(d.seq, next), claimable(now)))
+          .returning();
+        if (rows.length === 0) continue;
+        served.push(webhookId);
+        for (const r of rows.sort((a, b) => a.seq - b.seq)) claimed.push(toClaimed(r, target));
+      }
+      if (served.length > 0) await tx.update(webhooks).set({ servedAt: now }).where(inArray(webhooks.id, served));
+      return claimed;
+    });
   }
 
   async settle(delivery: ClaimedDelivery, claimer: string, outcome: AttemptOutcome): Promise<void> {
     await this.db.transaction(async (tx) => {
+      // The webhook's row lock first, as a claim takes it: a DELETE of the webhook waits for
+      // this transaction, or, committed first, leaves no row here and nothing to record (the
+      // attempt's log row would break its foreign key).
+      const [hook] = await tx.select({ id: webhooks.id }).from(webhooks).where(eq(webhooks.id, delivery.webhookId)).for("no key update");
+      if (hook === undefined) return;
       await tx
         .insert(webhookAttempts)
         .values({ webhookId: delivery.webhookId, eventId: delivery.eventId, type: delivery.type, attemptedAt: outcome.attemptedAt, status: outcome.status, error: outcome.error, durationMs: outcome.durationMs });
@@ -96,12 +120,12 @@ export class PgWebhooks implements WebhookTable {
     });
   }
 
-  async attempts(webhookId: string, limit: number): Promise<WebhookAttemptRow[]> {
+  async attempts(webhookId: string, limit: number, beforeSeq: number | undefined): Promise<WebhookAttemptPageRow[]> {
     const a = webhookAttempts;
     return this.db
-      .select({ eventId: a.eventId, type: a.type, attemptedAt: a.attemptedAt, status: a.status, error: a.error, durationMs: a.durationMs })
+      .select({ seq: a.seq, eventId: a.eventId, type: a.type, attemptedAt: a.attemptedAt, status: a.status, error: a.error, durationMs: a.durationMs })
       .from(a)
-      .where(eq(a.webhookId, webhookId))
+      .where(and(eq(a.webhookId, webhookId), beforeSeq === undefined ? undefined : lt(a.seq, beforeSeq)))
       .orderBy(desc(a.seq))
       .limit(limit);
   }
@@ -111,6 +135,14 @@ export class PgWebhooks implements WebhookTable {
     const logged = await this.db.delete(webhookAttempts).where(lte(webhookAttempts.attemptedAt, before)).returning({ seq: webhookAttempts.seq });
     return done.length + logged.length;
   }
+}
+
+/** No earlier delivery of the same webhook and subject is pending (events of one file go in order). */
+const firstOfSubject = sql`NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.webhook_id = ${d.webhookId} AND e.subject = ${d.subject} AND e.seq < ${d.seq} AND e.delivered_at IS NULL AND e.failed_at IS NULL)`;
+
+/** A claimed outbox row with its webhook's URL and secret. */
+function toClaimed(r: typeof d.$inferSelect, target: { url: string; secret: string }): ClaimedDelivery {
+  return { seq: r.seq, eventId: r.eventId, webhookId: r.webhookId, type: r.type, subject: r.subject, payload: r.payload, createdAt: r.createdAt, attempts: r.attempts, url: target.url, secret: target.secret };
 }
 
 /** Due at `now`, pending, and not held by a lease still running. */

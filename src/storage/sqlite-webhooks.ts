@@ -1,12 +1,14 @@
 /**
  * Webhooks, their outbox and the attempt log (CONTRACT §13) on SQLite: the {@link WebhookTable}
- * part of the SQLite metadata store. A claim is one `UPDATE … WHERE <still claimable>
- * RETURNING`: SQLite runs one writer at a time across processes, so each row goes to one of them.
+ * part of the SQLite metadata store. A claim (storage/webhook-claims.ts) reads which webhooks
+ * have deliveries due, then claims their shares in one write transaction: SQLite runs one writer
+ * at a time across processes, so each row goes to one of them and each webhook's cap holds.
  */
-import { and, asc, desc, eq, inArray, isNull, lte, or, sql } from "drizzle-orm";
+import { and, asc, count, desc, eq, gt, inArray, isNull, lt, lte, or, sql } from "drizzle-orm";
 import type { Db, WriteRunner } from "./db.ts";
-import type { AttemptOutcome, ClaimedDelivery, NewDelivery, WebhookAttemptRow, WebhookRow, WebhookTable } from "./ports.ts";
+import type { AttemptOutcome, ClaimedDelivery, NewDelivery, WebhookAttemptPageRow, WebhookRow, WebhookTable } from "./ports.ts";
 import { webhookAttempts, webhookDeliveries, webhooks } from "./schema.ts";
+import { allotRoundRobin, lanesQuery, toLane, type LaneRow } from "./webhook-claims.ts";
 
 const d = webhookDeliveries;
 
@@ -44,73 +46,78 @@ export class SqliteWebhooks implements WebhookTable {
     this.enqueued();
   }
 
-  async claim(claimer: string, now: number, leaseUntil: number, limit: number): Promise<ClaimedDelivery[]> {
+  async claim(claimer: string, now: number, leaseUntil: number, limit: number, perWebhook: number): Promise<ClaimedDelivery[]> {
     // A read first, on the read connection: an idle poll writes nothing (a commit would empty
     // every process's read caches).
-    const due = this.db
-      .select({ seq: d.seq })
-      .from(d)
-      .where(and(claimable(now), sql`NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.webhook_id = ${d.webhookId} AND e.subject = ${d.subject} AND e.seq < ${d.seq} AND e.delivered_at IS NULL AND e.failed_at IS NULL)`))
-      .orderBy(asc(d.seq))
-      .limit(limit)
-      .all();
-    if (due.length === 0) return [];
-    const seqs = due.map((r) => r.seq);
-    return this.write((db) => {
-      const rows = db.update(d).set({ claimedBy: claimer, claimedUntil: leaseUntil }).where(and(inArray(d.seq, seqs), claimable(now))).returning().all();
-      if (rows.length === 0) return [];
-      const targets = new Map(
-        db
-          .select({ id: webhooks.id, url: webhooks.url, secret: webhooks.secret })
-          .from(webhooks)
-          .where(inArray(webhooks.id, [...new Set(rows.map((r) => r.webhookId))]))
-          .all()
-          .map((w) => [w.id, w]),
-      );
-      return rows
-        .sort((a, b) => a.seq - b.seq)
-        .flatMap((r) => {
-          const w = targets.get(r.webhookId);
-          return w === undefined ? [] : [{ seq: r.seq, eventId: r.eventId, webhookId: r.webhookId, type: r.type, subject: r.subject, payload: r.payload, createdAt: r.createdAt, attempts: r.attempts, url: w.url, secret: w.secret }];
-        });
-    });
-  }
-
-  settle(delivery: ClaimedDelivery, claimer: string, outcome: AttemptOutcome): Promise<void> {
-    // One transaction, as on PostgreSQL: a kill between the statements must not leave a 2xx in
-    // the attempt log beside an outbox row still waiting (which would be sent again).
+    const wanted = allotRoundRobin(this.db.all<LaneRow>(lanesQuery(now)).map(toLane), limit, perWebhook);
+    if (wanted.size === 0) return [];
+    // One writer at a time across processes: the count of attempts in flight and the claim
+    // below cannot interleave with another process's.
     return this.write((writer) =>
-      writer.transaction((db) => {
-        db.insert(webhookAttempts)
-          .values({ webhookId: delivery.webhookId, eventId: delivery.eventId, type: delivery.type, attemptedAt: outcome.attemptedAt, status: outcome.status, error: outcome.error, durationMs: outcome.durationMs })
-          .run();
-        const settled = outcome.delivered
-          ? { deliveredAt: outcome.attemptedAt }
-          : outcome.nextAttemptAt === null
-            ? { failedAt: outcome.attemptedAt }
-            : { nextAttemptAt: outcome.nextAttemptAt };
-        db.update(d)
-          .set({ ...settled, attempts: sql`${d.attempts} + 1`, claimedBy: null, claimedUntil: null, lastStatus: outcome.status, lastError: outcome.error })
-          .where(and(eq(d.seq, delivery.seq), eq(d.claimedBy, claimer), pending))
-          .run();
-        if (outcome.delivered) {
-          db.update(d)
-            .set({ nextAttemptAt: outcome.attemptedAt })
-            .where(and(eq(d.webhookId, delivery.webhookId), pending, sql`${d.nextAttemptAt} > ${outcome.attemptedAt}`))
-            .run();
-        }
-      },
-      { behavior: "immediate" },
+      writer.transaction(
+        (db) => {
+          const claimed: ClaimedDelivery[] = [];
+          for (const [webhookId, want] of wanted) {
+            const room = perWebhook - (db.select({ n: count() }).from(d).where(and(eq(d.webhookId, webhookId), pending, gt(d.claimedUntil, now))).get()?.n ?? 0);
+            if (room <= 0) continue;
+            const target = db.select({ url: webhooks.url, secret: webhooks.secret }).from(webhooks).where(eq(webhooks.id, webhookId)).get();
+            if (target === undefined) continue;
+            const next = db
+              .select({ seq: d.seq })
+              .from(d)
+              .where(and(eq(d.webhookId, webhookId), claimable(now), firstOfSubject))
+              .orderBy(asc(d.nextAttemptAt), asc(d.seq))
+              .limit(Math.min(want, room));
+            const rows = db.update(d).set({ claimedBy: claimer, claimedUntil: leaseUntil }).where(and(inArray(d.seq, next), claimable(now))).returning().all();
+            if (rows.length === 0) continue;
+            db.update(webhooks).set({ servedAt: now }).where(eq(webhooks.id, webhookId)).run();
+            for (const r of rows.sort((a, b) => a.seq - b.seq)) claimed.push(toClaimed(r, target));
+          }
+          return claimed;
+        },
+        { behavior: "immediate" },
       ),
     );
   }
 
-  async attempts(webhookId: string, limit: number): Promise<WebhookAttemptRow[]> {
+  settle(delivery: ClaimedDelivery, claimer: string, outcome: AttemptOutcome): Promise<void> {
+    // One transaction, as on PostgreSQL: a kill between the statements must not leave a 2xx in
+    // the attempt log beside an outbox row still waiting (which would be sent again). A webhook
+    // deleted during the attempt took its outbox rows and log with it: nothing is recorded.
+    return this.write((writer) =>
+      writer.transaction(
+        (db) => {
+          if (db.select({ id: webhooks.id }).from(webhooks).where(eq(webhooks.id, delivery.webhookId)).get() === undefined) return;
+          db.insert(webhookAttempts)
+            .values({ webhookId: delivery.webhookId, eventId: delivery.eventId, type: delivery.type, attemptedAt: outcome.attemptedAt, status: outcome.status, error: outcome.error, durationMs: outcome.durationMs })
+            .run();
+          const settled = outcome.delivered
+            ? { deliveredAt: outcome.attemptedAt }
+            : outcome.nextAttemptAt === null
+              ? { failedAt: outcome.attemptedAt }
+              : { nextAttemptAt: outcome.nextAttemptAt };
+          db.update(d)
+            .set({ ...settled, attempts: sql`${d.attempts} + 1`, claimedBy: null, claimedUntil: null, lastStatus: outcome.status, lastError: outcome.error })
+            .where(and(eq(d.seq, delivery.seq), eq(d.claimedBy, claimer), pending))
+            .run();
+          if (outcome.delivered) {
+            db.update(d)
+              .set({ nextAttemptAt: outcome.attemptedAt })
+              .where(and(eq(d.webhookId, delivery.webhookId), pending, sql`${d.nextAttemptAt} > ${outcome.attemptedAt}`))
+              .run();
+          }
+        },
+        { behavior: "immediate" },
+      ),
+    );
+  }
+
+  async attempts(webhookId: string, limit: number, beforeSeq: number | undefined): Promise<WebhookAttemptPageRow[]> {
     const a = webhookAttempts;
     return this.db
-      .select({ eventId: a.eventId, type: a.type, attemptedAt: a.attemptedAt, status: a.status, error: a.error, durationMs: a.durationMs })
+      .select({ seq: a.seq, eventId: a.eventId, type: a.type, attemptedAt: a.attemptedAt, status: a.status, error: a.error, durationMs: a.durationMs })
       .from(a)
-      .where(eq(a.webhookId, webhookId))
+      .where(and(eq(a.webhookId, webhookId), beforeSeq === undefined ? undefined : lt(a.seq, beforeSeq)))
       .orderBy(desc(a.seq))
       .limit(limit)
       .all();
@@ -123,6 +130,14 @@ export class SqliteWebhooks implements WebhookTable {
       return done + logged;
     });
   }
+}
+
+/** No earlier delivery of the same webhook and subject is pending (events of one file go in order). */
+const firstOfSubject = sql`NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.webhook_id = ${d.webhookId} AND e.subject = ${d.subject} AND e.seq < ${d.seq} AND e.delivered_at IS NULL AND e.failed_at IS NULL)`;
+
+/** A claimed outbox row with its webhook's URL and secret. */
+function toClaimed(r: typeof d.$inferSelect, target: { url: string; secret: string }): ClaimedDelivery {
+  return { seq: r.seq, eventId: r.eventId, webhookId: r.webhookId, type: r.type, subject: r.subject, payload: r.payload, createdAt: r.createdAt, attempts: r.attempts, url: target.url, secret: target.secret };
 }
 
 /** Due at `now`, pending, and not held by a lease still running. */

@@ -13,6 +13,8 @@ import { tempDir } from "../support/server.ts";
 const dir = tempDir();
 let services: Services;
 const LEASE = 30_000_000;
+/** A per-webhook cap no test here reaches (the cap and the round robin have their own test). */
+const UNCAPPED = 1000;
 
 beforeAll(async () => {
   const dataDir = path.join(dir.path, "data");
@@ -34,7 +36,7 @@ const outcome = (at: number, delivered: boolean) => ({ attemptedAt: at, status: 
 /** Claims everything claimable at `now` and marks it delivered, so that tests start clean. */
 async function drain(now: number) {
   for (;;) {
-    const rows = await services.store.webhooks.claim("drain", now, now + LEASE, 100);
+    const rows = await services.store.webhooks.claim("drain", now, now + LEASE, 100, UNCAPPED);
     if (rows.length === 0) return;
     for (const r of rows) await services.store.webhooks.settle(r, "drain", outcome(now, true));
   }
@@ -50,26 +52,26 @@ test("an event commits with its transaction, and wakes listeners only after the 
     }),
   ).rejects.toThrow("changed my mind");
   expect(wakes).toEqual([]);
-  expect((await services.store.webhooks.claim("p", 10_000, 10_000 + LEASE, 10)).map((r) => r.subject)).toEqual([]);
+  expect((await services.store.webhooks.claim("p", 10_000, 10_000 + LEASE, 10, UNCAPPED)).map((r) => r.subject)).toEqual([]);
   await services.store.transaction(async (tx) => {
     await tx.webhooks.enqueue([delivery("committed")]);
     expect(wakes).toEqual([]);
   });
   expect(wakes).toEqual(["woken"]);
-  expect((await services.store.webhooks.claim("p", 10_000, 10_000 + LEASE, 10)).map((r) => [r.subject, r.url, r.secret])).toEqual([["committed", "http://127.0.0.1:9/a", "whsec_AAAA"]]);
+  expect((await services.store.webhooks.claim("p", 10_000, 10_000 + LEASE, 10, UNCAPPED)).map((r) => [r.subject, r.url, r.secret])).toEqual([["committed", "http://127.0.0.1:9/a", "whsec_AAAA"]]);
   await drain(10_000 + LEASE);
 });
 
 test("one subject's rows go one at a time, in order; other subjects meanwhile", async () => {
   await services.store.webhooks.enqueue([delivery("f1"), delivery("f1"), delivery("f2")]);
-  const first = await services.store.webhooks.claim("p1", 2000, 2000 + LEASE, 10);
+  const first = await services.store.webhooks.claim("p1", 2000, 2000 + LEASE, 10, UNCAPPED);
   expect(first.map((r) => r.subject)).toEqual(["f1", "f2"]);
   // Held by p1: nothing for p2, and f1's second row waits for the first.
-  expect(await services.store.webhooks.claim("p2", 2000, 2000 + LEASE, 10)).toEqual([]);
+  expect(await services.store.webhooks.claim("p2", 2000, 2000 + LEASE, 10, UNCAPPED)).toEqual([]);
   // A failed attempt keeps f1's second row waiting; a delivered one lets it go.
   await services.store.webhooks.settle(first[0]!, "p1", outcome(2000, false));
-  expect((await services.store.webhooks.claim("p2", 3000, 3000 + LEASE, 10)).map((r) => [r.subject, r.eventId])).toEqual([["f1", first[0]!.eventId]]);
-  const again = (await services.store.webhooks.attempts("wh_a", 1))[0]!;
+  expect((await services.store.webhooks.claim("p2", 3000, 3000 + LEASE, 10, UNCAPPED)).map((r) => [r.subject, r.eventId])).toEqual([["f1", first[0]!.eventId]]);
+  const again = (await services.store.webhooks.attempts("wh_a", 1, undefined))[0]!;
   expect(again).toMatchObject({ eventId: first[0]!.eventId, status: 503, error: "HTTP 503" });
   // Past every lease: the rest goes (f1's second row once its first is delivered).
   await drain(4000 + LEASE);
@@ -77,27 +79,27 @@ test("one subject's rows go one at a time, in order; other subjects meanwhile", 
 
 test("a lease that ends frees the row; the old claimer's late outcome is logged, not applied", async () => {
   await services.store.webhooks.enqueue([delivery("leased", 5000)]);
-  const [held] = await services.store.webhooks.claim("dead", 5000, 5000 + LEASE, 10);
+  const [held] = await services.store.webhooks.claim("dead", 5000, 5000 + LEASE, 10, UNCAPPED);
   expect(held?.subject).toBe("leased");
-  expect(await services.store.webhooks.claim("alive", 5000 + LEASE - 1, 5000 + 2 * LEASE, 10)).toEqual([]);
-  const [retaken] = await services.store.webhooks.claim("alive", 5000 + LEASE, 5000 + 2 * LEASE, 10);
+  expect(await services.store.webhooks.claim("alive", 5000 + LEASE - 1, 5000 + 2 * LEASE, 10, UNCAPPED)).toEqual([]);
+  const [retaken] = await services.store.webhooks.claim("alive", 5000 + LEASE, 5000 + 2 * LEASE, 10, UNCAPPED);
   expect(retaken?.eventId).toBe(held!.eventId);
   await services.store.webhooks.settle(held!, "dead", outcome(5000 + LEASE, true));
   // Still alive's: not claimable by a third, and alive's outcome applies.
-  expect(await services.store.webhooks.claim("third", 5000 + LEASE + 1, 5000 + 3 * LEASE, 10)).toEqual([]);
+  expect(await services.store.webhooks.claim("third", 5000 + LEASE + 1, 5000 + 3 * LEASE, 10, UNCAPPED)).toEqual([]);
   await services.store.webhooks.settle(retaken!, "alive", outcome(5000 + LEASE + 2, true));
-  expect((await services.store.webhooks.attempts("wh_a", 2)).map((a) => a.eventId)).toEqual([held!.eventId, held!.eventId]);
-  expect(await services.store.webhooks.claim("third", 5000 + 5 * LEASE, 5000 + 6 * LEASE, 10)).toEqual([]);
+  expect((await services.store.webhooks.attempts("wh_a", 2, undefined)).map((a) => a.eventId)).toEqual([held!.eventId, held!.eventId]);
+  expect(await services.store.webhooks.claim("third", 5000 + 5 * LEASE, 5000 + 6 * LEASE, 10, UNCAPPED)).toEqual([]);
 });
 
 test("concurrent claimers get disjoint rows; an idle poll leaves the store's version alone", async () => {
   await services.store.webhooks.enqueue(Array.from({ length: 60 }, (_, i) => delivery(`c${i}`, 7000)));
-  const claims = await Promise.all(["a", "b", "c", "d"].map((who) => services.store.webhooks.claim(who, 7000, 7000 + LEASE, 60)));
+  const claims = await Promise.all(["a", "b", "c", "d"].map((who) => services.store.webhooks.claim(who, 7000, 7000 + LEASE, 60, UNCAPPED)));
   const all = claims.flat().map((r) => r.subject);
   expect(all).toHaveLength(60);
   expect(new Set(all).size).toBe(60);
   for (const [i, rows] of claims.entries()) for (const r of rows) await services.store.webhooks.settle(r, ["a", "b", "c", "d"][i]!, outcome(7000, true));
   const version = services.store.version();
-  expect(await services.store.webhooks.claim("idle", 8000, 8000 + LEASE, 10)).toEqual([]);
+  expect(await services.store.webhooks.claim("idle", 8000, 8000 + LEASE, 10, UNCAPPED)).toEqual([]);
   expect(services.store.version()).toBe(version);
 });

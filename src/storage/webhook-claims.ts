@@ -1,0 +1,104 @@
+/**
+ * The fair claim of webhook deliveries (CONTRACT §13, §14 "Fair delivery"), shared by the SQLite
+ * and PostgreSQL stores (storage/sqlite-webhooks.ts, storage/pg-webhooks.ts). A claim is two
+ * steps:
+ *
+ * 1. {@link lanesQuery}, a read: the webhooks that have a delivery due and unclaimed, each with
+ *    its attempts in flight (leases still running) and when it and its owner were last served.
+ *    It walks the distinct webhooks of the pending deliveries through the index
+ *    `webhook_deliveries_webhook_due_idx` (a skip scan: one index probe per webhook), and asks
+ *    each webhook's own index entries for the rest, so its cost grows with the number of webhooks
+ *    that have pending deliveries, never with how many deliveries they have.
+ * 2. {@link allotRoundRobin} decides how many deliveries each of those webhooks gets; the store
+ *    then claims them webhook by webhook in one transaction (re-counting each one's attempts in
+ *    flight there, so that the cap holds across processes and instances) and marks each webhook
+ *    served (`webhooks.served_at`).
+ */
+import { sql, type SQL } from "drizzle-orm";
+
+/** A webhook with a delivery due and unclaimed, as {@link lanesQuery} finds it. Times in µs. */
+export interface WebhookLane {
+  webhookId: string;
+  ownerId: string;
+  /** When one of its deliveries was last claimed; 0: never. */
+  servedAt: number;
+  /** The latest `servedAt` of its owner's webhooks. */
+  ownerServedAt: number;
+  /** Its deliveries claimed under a lease still running, by any process of any instance. */
+  inFlight: number;
+}
+
+/** Rows of {@link lanesQuery} as a driver returns them (PostgreSQL's bigint and count as strings). */
+export type LaneRow = { [K in keyof WebhookLane]: string | number };
+
+/**
+ * The webhooks with a delivery due at `now` (µs) and not held by a running lease; columns as
+ * {@link WebhookLane}. The same SQL runs on SQLite and PostgreSQL.
+ */
+export function lanesQuery(now: number): SQL {
+  return sql`
+    WITH RECURSIVE hooks(id) AS (
+      SELECT (SELECT min(f.webhook_id) FROM webhook_deliveries f WHERE f.delivered_at IS NULL AND f.failed_at IS NULL)
+      UNION ALL
+      SELECT (SELECT min(n.webhook_id) FROM webhook_deliveries n WHERE n.delivered_at IS NULL AND n.failed_at IS NULL AND n.webhook_id > hooks.id)
+      FROM hooks WHERE hooks.id IS NOT NULL
+    )
+    SELECT w.id AS "webhookId", w.owner_id AS "ownerId", w.served_at AS "servedAt",
+      (SELECT max(o.served_at) FROM webhooks o WHERE o.owner_id = w.owner_id) AS "ownerServedAt",
+      (SELECT count(*) FROM webhook_deliveries c WHERE c.webhook_id = w.id AND c.delivered_at IS NULL AND c.failed_at IS NULL AND c.claimed_until > ${now}) AS "inFlight"
+    FROM hooks JOIN webhooks w ON w.id = hooks.id
+    WHERE EXISTS (
+      SELECT 1 FROM webhook_deliveries e
+      WHERE e.webhook_id = w.id AND e.delivered_at IS NULL AND e.failed_at IS NULL AND e.next_attempt_at <= ${now}
+        AND (e.claimed_until IS NULL OR e.claimed_until <= ${now})
+    )`;
+}
+
+/** A {@link LaneRow} with numbers for numbers. */
+export function toLane(r: LaneRow): WebhookLane {
+  return { webhookId: String(r.webhookId), ownerId: String(r.ownerId), servedAt: Number(r.servedAt), ownerServedAt: Number(r.ownerServedAt), inFlight: Number(r.inFlight) };
+}
+
+/**
+ * How many deliveries to claim of each webhook: `limit` in all, round robin across owners (the
+ * one served least recently first) and, within an owner, across their webhooks (likewise), one
+ * delivery per turn, each webhook at most `perWebhook` − its attempts in flight. A webhook may
+ * get more than it has due; the claim takes what there is.
+ * @returns webhook ID → deliveries to claim, in the order the turns first reached them
+ */
+export function allotRoundRobin(lanes: readonly WebhookLane[], limit: number, perWebhook: number): Map<string, number> {
+  const byOwner = new Map<string, WebhookLane[]>();
+  const order = [...lanes].sort((a, b) => a.ownerServedAt - b.ownerServedAt || cmp(a.ownerId, b.ownerId) || a.servedAt - b.servedAt || cmp(a.webhookId, b.webhookId));
+  for (const lane of order) {
+    if (lane.inFlight >= perWebhook) continue;
+    const mine = byOwner.get(lane.ownerId);
+    if (mine === undefined) byOwner.set(lane.ownerId, [lane]);
+    else mine.push(lane);
+  }
+  const queues = [...byOwner.values()];
+  const next = queues.map(() => 0);
+  const allot = new Map<string, number>();
+  let left = limit;
+  for (let progressed = true; left > 0 && progressed; ) {
+    progressed = false;
+    for (let i = 0; i < queues.length && left > 0; i++) {
+      const queue = queues[i]!;
+      for (let tried = 0; tried < queue.length; tried++) {
+        const lane = queue[next[i]! % queue.length]!;
+        next[i] = next[i]! + 1;
+        const given = allot.get(lane.webhookId) ?? 0;
+        if (given < perWebhook - lane.inFlight) {
+          allot.set(lane.webhookId, given + 1);
+          left--;
+          progressed = true;
+          break;
+        }
+      }
+    }
+  }
+  return allot;
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
