@@ -5,11 +5,11 @@
  * (skipping any another process holds) and claims each one's share with a conditional UPDATE:
  * of two instances claiming at once one gets each row, and each webhook's cap holds.
  */
-import { and, asc, count, desc, eq, gt, inArray, isNull, lt, lte, or, sql } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, isNull, lt, lte, or, sql } from "drizzle-orm";
 import type { PgDb } from "./pg-metadata.ts";
 import type { AttemptOutcome, ClaimedDelivery, NewDelivery, WebhookAttemptPageRow, WebhookRow, WebhookTable } from "./ports.ts";
 import { webhookAttempts, webhookDeliveries, webhooks } from "./pg-schema.ts";
-import { allotRoundRobin, lanesQuery, toLane, type LaneRow } from "./webhook-claims.ts";
+import { allotRoundRobin, dueOfWebhook, inFlightOf, lanesQuery, toLane, type LaneRow } from "./webhook-claims.ts";
 
 const d = webhookDeliveries;
 
@@ -69,19 +69,13 @@ export class PgWebhooks implements WebhookTable {
       for (const [webhookId, want] of wanted) {
         const target = targets.get(webhookId);
         if (target === undefined) continue;
-        const [live] = await tx.select({ n: count() }).from(d).where(and(eq(d.webhookId, webhookId), pending, gt(d.claimedUntil, now)));
-        const room = perWebhook - (live?.n ?? 0);
+        const [live] = (await tx.execute(inFlightOf(webhookId, now))) as unknown as { n: string | number }[];
+        const room = perWebhook - Number(live?.n ?? 0);
         if (room <= 0) continue;
-        const next = tx
-          .select({ seq: d.seq })
-          .from(d)
-          .where(and(eq(d.webhookId, webhookId), claimable(now), firstOfSubject))
-          .orderBy(asc(d.nextAttemptAt), asc(d.seq))
-          .limit(Math.min(want, room));
         const rows = await tx
           .update(d)
           .set({ claimedBy: claimer, claimedUntil: leaseUntil })
-          .where(and(inArray(d.seq, next), claimable(now)))
+          .where(and(sql`${d.seq} IN (${dueOfWebhook(webhookId, now, Math.min(want, room))})`, claimable(now)))
           .returning();
         if (rows.length === 0) continue;
         served.push(webhookId);
@@ -136,9 +130,6 @@ export class PgWebhooks implements WebhookTable {
     return done.length + logged.length;
   }
 }
-
-/** No earlier delivery of the same webhook and subject is pending (events of one file go in order). */
-const firstOfSubject = sql`NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.webhook_id = ${d.webhookId} AND e.subject = ${d.subject} AND e.seq < ${d.seq} AND e.delivered_at IS NULL AND e.failed_at IS NULL)`;
 
 /** A claimed outbox row with its webhook's URL and secret. */
 function toClaimed(r: typeof d.$inferSelect, target: { url: string; secret: string }): ClaimedDelivery {

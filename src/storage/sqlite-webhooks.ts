@@ -4,11 +4,11 @@
  * have deliveries due, then claims their shares in one write transaction: SQLite runs one writer
  * at a time across processes, so each row goes to one of them and each webhook's cap holds.
  */
-import { and, asc, count, desc, eq, gt, inArray, isNull, lt, lte, or, sql } from "drizzle-orm";
+import { and, asc, desc, eq, isNull, lt, lte, or, sql } from "drizzle-orm";
 import type { Db, WriteRunner } from "./db.ts";
 import type { AttemptOutcome, ClaimedDelivery, NewDelivery, WebhookAttemptPageRow, WebhookRow, WebhookTable } from "./ports.ts";
 import { webhookAttempts, webhookDeliveries, webhooks } from "./schema.ts";
-import { allotRoundRobin, lanesQuery, toLane, type LaneRow } from "./webhook-claims.ts";
+import { allotRoundRobin, dueOfWebhook, inFlightOf, lanesQuery, toLane, type LaneRow } from "./webhook-claims.ts";
 
 const d = webhookDeliveries;
 
@@ -58,17 +58,16 @@ export class SqliteWebhooks implements WebhookTable {
         (db) => {
           const claimed: ClaimedDelivery[] = [];
           for (const [webhookId, want] of wanted) {
-            const room = perWebhook - (db.select({ n: count() }).from(d).where(and(eq(d.webhookId, webhookId), pending, gt(d.claimedUntil, now))).get()?.n ?? 0);
+            const room = perWebhook - Number(db.get<{ n: number }>(inFlightOf(webhookId, now))?.n ?? 0);
             if (room <= 0) continue;
             const target = db.select({ url: webhooks.url, secret: webhooks.secret }).from(webhooks).where(eq(webhooks.id, webhookId)).get();
             if (target === undefined) continue;
-            const next = db
-              .select({ seq: d.seq })
-              .from(d)
-              .where(and(eq(d.webhookId, webhookId), claimable(now), firstOfSubject))
-              .orderBy(asc(d.nextAttemptAt), asc(d.seq))
-              .limit(Math.min(want, room));
-            const rows = db.update(d).set({ claimedBy: claimer, claimedUntil: leaseUntil }).where(and(inArray(d.seq, next), claimable(now))).returning().all();
+            const rows = db
+              .update(d)
+              .set({ claimedBy: claimer, claimedUntil: leaseUntil })
+              .where(and(sql`${d.seq} IN (${dueOfWebhook(webhookId, now, Math.min(want, room))})`, claimable(now)))
+              .returning()
+              .all();
             if (rows.length === 0) continue;
             db.update(webhooks).set({ servedAt: now }).where(eq(webhooks.id, webhookId)).run();
             for (const r of rows.sort((a, b) => a.seq - b.seq)) claimed.push(toClaimed(r, target));
@@ -131,9 +130,6 @@ export class SqliteWebhooks implements WebhookTable {
     });
   }
 }
-
-/** No earlier delivery of the same webhook and subject is pending (events of one file go in order). */
-const firstOfSubject = sql`NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.webhook_id = ${d.webhookId} AND e.subject = ${d.subject} AND e.seq < ${d.seq} AND e.delivered_at IS NULL AND e.failed_at IS NULL)`;
 
 /** A claimed outbox row with its webhook's URL and secret. */
 function toClaimed(r: typeof d.$inferSelect, target: { url: string; secret: string }): ClaimedDelivery {

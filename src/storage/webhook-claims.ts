@@ -54,6 +54,33 @@ export function lanesQuery(now: number): SQL {
     )`;
 }
 
+/**
+ * Up to `limit` of a webhook's deliveries claimable at `now` (µs), earliest due first, as a
+ * subquery of `seq`s: pending, due, not held by a running lease, and the first pending one of
+ * their subject (events of one file go in order). Read through
+ * `webhook_deliveries_webhook_due_idx`: its cost grows with this webhook's due deliveries only.
+ */
+export function dueOfWebhook(webhookId: string, now: number, limit: number): SQL {
+  return sql`
+    SELECT q.seq FROM webhook_deliveries q
+    WHERE q.webhook_id = ${webhookId} AND q.delivered_at IS NULL AND q.failed_at IS NULL AND q.next_attempt_at <= ${now}
+      AND (q.claimed_until IS NULL OR q.claimed_until <= ${now})
+      AND NOT EXISTS (
+        SELECT 1 FROM webhook_deliveries p
+        WHERE p.webhook_id = q.webhook_id AND p.subject = q.subject AND p.seq < q.seq AND p.delivered_at IS NULL AND p.failed_at IS NULL
+      )
+    ORDER BY q.next_attempt_at, q.seq
+    LIMIT ${limit}`;
+}
+
+/**
+ * How many of a webhook's deliveries are claimed under a lease still running at `now` (µs), as
+ * column `n`: its attempts in flight. Read through `webhook_deliveries_webhook_claimed_idx`.
+ */
+export function inFlightOf(webhookId: string, now: number): SQL {
+  return sql`SELECT count(*) AS n FROM webhook_deliveries c WHERE c.webhook_id = ${webhookId} AND c.delivered_at IS NULL AND c.failed_at IS NULL AND c.claimed_until > ${now}`;
+}
+
 /** A {@link LaneRow} with numbers for numbers. */
 export function toLane(r: LaneRow): WebhookLane {
   return { webhookId: String(r.webhookId), ownerId: String(r.ownerId), servedAt: Number(r.servedAt), ownerServedAt: Number(r.ownerServedAt), inFlight: Number(r.inFlight) };

@@ -2,12 +2,16 @@
 // PostgreSQL): events commit with their transaction or not at all, and wake the deliverer only
 // after the commit; a claim gives each row to one claimer; one subject's rows go one at a time,
 // in order; a lease that ends frees a row for another claimer, and the old claimer's late
-// outcome is logged without taking it back; an idle poll writes nothing.
+// outcome is logged without taking it back; an idle poll writes nothing; claims are fair (a cap
+// per webhook across claimers, users round robin) and read through indexes.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import path from "node:path";
 import { openServices, type Services } from "../../src/service/index.ts";
 import type { NewDelivery } from "../../src/storage/ports.ts";
-import { backendEnv } from "../support/backend.ts";
+import { PgDialect } from "drizzle-orm/pg-core";
+import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
+import { dueOfWebhook, inFlightOf, lanesQuery } from "../../src/storage/webhook-claims.ts";
+import { BACKEND, backendEnv, runSql } from "../support/backend.ts";
 import { tempDir } from "../support/server.ts";
 
 const dir = tempDir();
@@ -102,4 +106,58 @@ test("concurrent claimers get disjoint rows; an idle poll leaves the store's ver
   const version = services.store.version();
   expect(await services.store.webhooks.claim("idle", 8000, 8000 + LEASE, 10, UNCAPPED)).toEqual([]);
   expect(services.store.version()).toBe(version);
+});
+
+test("fair claims: at most perWebhook in flight per webhook, whoever claims; users served round robin, the least recently served first", async () => {
+  await services.store.users.insert({ id: "u2", email: "u2@example.com", issuer: null, subject: null, createdAt: 1 });
+  await services.store.users.insert({ id: "u3", email: "u3@example.com", issuer: null, subject: null, createdAt: 1 });
+  for (let i = 0; i < 3; i++) await services.store.webhooks.insert({ id: `wh_n${i}`, ownerId: "u2", url: `http://127.0.0.1:9/n${i}`, events: "file.created", secret: "whsec_NNNN", createdAt: 1 });
+  await services.store.webhooks.insert({ id: "wh_v", ownerId: "u3", url: "http://127.0.0.1:9/v", events: "file.created", secret: "whsec_VVVV", createdAt: 1 });
+  const at = 20_000;
+  const many = (webhookId: string, count: number): NewDelivery[] => Array.from({ length: count }, (_, i) => ({ eventId: `evt_${++n}`, webhookId, type: "file.created", subject: `${webhookId}-${i}`, payload: "{}", createdAt: at }));
+  // u2's three webhooks have 10 each, older than u3's one.
+  await services.store.webhooks.enqueue([...many("wh_n0", 10), ...many("wh_n1", 10), ...many("wh_n2", 10)]);
+  const first = await services.store.webhooks.claim("p1", at, at + LEASE, 100, 2);
+  expect(first.map((r) => r.webhookId).sort()).toEqual(["wh_n0", "wh_n0", "wh_n1", "wh_n1", "wh_n2", "wh_n2"]);
+  // Another process: the cap counts the first one's leases too.
+  expect(await services.store.webhooks.claim("p2", at, at + LEASE, 100, 2)).toEqual([]);
+  // u3's event comes later but goes first: u3 was never served, u2 just was.
+  await services.store.webhooks.enqueue(many("wh_v", 3));
+  for (const r of first) await services.store.webhooks.settle(r, "p1", outcome(at + 1, true));
+  const second = await services.store.webhooks.claim("p2", at + 2, at + 2 + LEASE, 3, 2);
+  // Turns: wh_v, wh_n0, wh_v (u3 again, the least recently served); returned by webhook.
+  expect(second.map((r) => r.webhookId)).toEqual(["wh_v", "wh_v", "wh_n0"]);
+  for (const r of second) await services.store.webhooks.settle(r, "p2", outcome(at + 3, true));
+  await drain(at + 4);
+});
+
+test("the claim's queries read through indexes, whatever other webhooks have pending", async () => {
+  const now = 30_000;
+  // 3 000 deliveries pending for other webhooks, due and not.
+  for (let i = 0; i < 3; i++) {
+    await services.store.webhooks.enqueue(Array.from({ length: 1000 }, (_, j) => ({ eventId: `evt_${++n}`, webhookId: `wh_n${i}`, type: "file.created", subject: `bulk-${j}`, payload: "{}", createdAt: j % 2 === 0 ? now : now * 10 })));
+  }
+  const dataDir = path.join(dir.path, "data");
+  const plans: string[] = [];
+  for (const query of [lanesQuery(now), dueOfWebhook("wh_a", now, 2), inFlightOf("wh_a", now)]) {
+    if (BACKEND === "sqlite-disk") {
+      const { sql: text, params } = new SQLiteSyncDialect().sqlToQuery(query);
+      const rows = await runSql<{ detail: string }>(dataDir, `EXPLAIN QUERY PLAN ${text}`, ...(params as (string | number)[]));
+      plans.push(...rows.map((r) => r.detail).filter((d) => /webhook_deliveries|webhooks/.test(d)));
+    } else {
+      const { sql: text, params } = new PgDialect().sqlToQuery(query);
+      await runSql(dataDir, "ANALYZE webhook_deliveries, webhooks");
+      const rows = await runSql<{ "QUERY PLAN": string }>(dataDir, `EXPLAIN ${text}`, ...(params as (string | number)[]));
+      if (process.env.SHOW_PLANS) console.log(rows.map((r) => r["QUERY PLAN"]).join("\n"));
+      plans.push(...rows.map((r) => r["QUERY PLAN"].trim()).filter((d) => /on webhook_deliveries|on webhooks/.test(d)));
+    }
+  }
+  expect(plans.length).toBeGreaterThan(0);
+  // Every read of the outbox is a search through one of its indexes, never a scan of the table
+  // (the webhooks, a few per user, are joined by their primary key, or scanned when the planner
+  // finds the table small).
+  const scans = plans.filter((p) => (BACKEND === "sqlite-disk" ? /^SCAN [a-z]\b/.test(p) && !/USING (COVERING )?INDEX/.test(p) && !/^SCAN w\b/.test(p) : /Seq Scan on webhook_deliveries/.test(p)));
+  expect({ scans, plans }).toEqual({ scans: [], plans });
+  if (process.env.SHOW_PLANS) console.log(plans.join("\n"));
+  await runSql(dataDir, "UPDATE webhook_deliveries SET delivered_at = ? WHERE delivered_at IS NULL", now);
 });
