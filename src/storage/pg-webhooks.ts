@@ -9,7 +9,7 @@ import { and, asc, desc, eq, inArray, isNull, lt, lte, or, sql } from "drizzle-o
 import type { PgDb } from "./pg-metadata.ts";
 import type { AttemptOutcome, ClaimedDelivery, NewDelivery, WebhookAttemptPageRow, WebhookRow, WebhookTable } from "./ports.ts";
 import { webhookAttempts, webhookDeliveries, webhooks } from "./pg-schema.ts";
-import { allotRoundRobin, dueOfWebhook, inFlightOf, lanesQuery, toLane, type LaneRow } from "./webhook-claims.ts";
+import { allotRoundRobin, dueOfWebhook, inFlightOf, LaneWindow, lanesQuery, type LaneRow } from "./webhook-claims.ts";
 
 const d = webhookDeliveries;
 
@@ -18,6 +18,9 @@ const pending = and(isNull(d.deliveredAt), isNull(d.failedAt));
 
 /** Webhook rows on PostgreSQL, on the pool or inside a transaction (whichever `db` is). */
 export class PgWebhooks implements WebhookTable {
+  /** Which webhooks with pending deliveries this process's next claim looks at. */
+  private readonly window = new LaneWindow();
+
   constructor(
     private readonly db: PgDb,
     /** Told after deliveries were added (the store wakes the deliverer once they commit). */
@@ -48,7 +51,7 @@ export class PgWebhooks implements WebhookTable {
 
   async claim(claimer: string, now: number, leaseUntil: number, limit: number, perWebhook: number): Promise<ClaimedDelivery[]> {
     // A read first: an idle poll writes nothing.
-    const lanes = ((await this.db.execute(lanesQuery(now))) as unknown as LaneRow[]).map(toLane);
+    const lanes = await this.window.read(async (after, max) => (await this.db.execute(lanesQuery(now, after, max))) as unknown as LaneRow[]);
     const wanted = allotRoundRobin(lanes, limit, perWebhook);
     if (wanted.size === 0) return [];
     return this.db.transaction(async (tx) => {

@@ -549,8 +549,9 @@ export interface WebhookTable {
    * served least recently goes first) then across an owner's webhooks (storage/webhook-claims.ts);
    * within a webhook, the earliest due first. Of any number of processes and instances one gets
    * each row, and the cap holds across them; a claimer that dies loses its rows when the lease
-   * ends. The cost grows with the number of webhooks that have pending deliveries, not with the
-   * number of their deliveries.
+   * ends. Each claim looks at a bounded window of the webhooks with pending deliveries (rotating
+   * through all of them over successive claims), so its cost grows neither with the number of
+   * pending deliveries nor with the number of webhooks.
    * @returns the claimed deliveries, grouped by webhook in the order they were served
    */
   claim(claimer: string, now: number, leaseUntil: number, limit: number, perWebhook: number): Promise<ClaimedDelivery[]>;

@@ -8,15 +8,21 @@ import { and, asc, desc, eq, isNull, lt, lte, or, sql } from "drizzle-orm";
 import type { Db, WriteRunner } from "./db.ts";
 import type { AttemptOutcome, ClaimedDelivery, NewDelivery, WebhookAttemptPageRow, WebhookRow, WebhookTable } from "./ports.ts";
 import { webhookAttempts, webhookDeliveries, webhooks } from "./schema.ts";
-import { allotRoundRobin, dueOfWebhook, inFlightOf, lanesQuery, toLane, type LaneRow } from "./webhook-claims.ts";
+import { allotRoundRobin, dueOfWebhook, inFlightOf, LaneWindow, lanesQuery, type LaneRow } from "./webhook-claims.ts";
 
 const d = webhookDeliveries;
 
 /** Pending: neither delivered nor given up. */
 const pending = and(isNull(d.deliveredAt), isNull(d.failedAt));
 
+/** Webhooks claimed from per write transaction (a few ms of work each). */
+const CLAIM_SLICE = 4;
+
 /** Webhook rows on SQLite: reads on the given connection, writes through the store's write runner. */
 export class SqliteWebhooks implements WebhookTable {
+  /** Which webhooks with pending deliveries this process's next claim looks at. */
+  private readonly window = new LaneWindow();
+
   constructor(
     private readonly db: Db,
     private readonly write: WriteRunner,
@@ -49,34 +55,42 @@ export class SqliteWebhooks implements WebhookTable {
   async claim(claimer: string, now: number, leaseUntil: number, limit: number, perWebhook: number): Promise<ClaimedDelivery[]> {
     // A read first, on the read connection: an idle poll writes nothing (a commit would empty
     // every process's read caches).
-    const wanted = allotRoundRobin(this.db.all<LaneRow>(lanesQuery(now)).map(toLane), limit, perWebhook);
-    if (wanted.size === 0) return [];
-    // One writer at a time across processes: the count of attempts in flight and the claim
-    // below cannot interleave with another process's.
-    return this.write((writer) =>
-      writer.transaction(
-        (db) => {
-          const claimed: ClaimedDelivery[] = [];
-          for (const [webhookId, want] of wanted) {
-            const room = perWebhook - Number(db.get<{ n: number }>(inFlightOf(webhookId, now))?.n ?? 0);
-            if (room <= 0) continue;
-            const target = db.select({ url: webhooks.url, secret: webhooks.secret }).from(webhooks).where(eq(webhooks.id, webhookId)).get();
-            if (target === undefined) continue;
-            const rows = db
-              .update(d)
-              .set({ claimedBy: claimer, claimedUntil: leaseUntil })
-              .where(and(sql`${d.seq} IN (${dueOfWebhook(webhookId, now, Math.min(want, room))})`, claimable(now)))
-              .returning()
-              .all();
-            if (rows.length === 0) continue;
-            db.update(webhooks).set({ servedAt: now }).where(eq(webhooks.id, webhookId)).run();
-            for (const r of rows.sort((a, b) => a.seq - b.seq)) claimed.push(toClaimed(r, target));
-          }
-          return claimed;
-        },
-        { behavior: "immediate" },
-      ),
-    );
+    const lanes = await this.window.read((after, max) => this.db.all<LaneRow>(lanesQuery(now, after, max)));
+    const wanted = [...allotRoundRobin(lanes, limit, perWebhook)];
+    const claimed: ClaimedDelivery[] = [];
+    // A few webhooks per write transaction, so that no one holds the event loop long; one writer
+    // at a time across processes, so the count of attempts in flight and the claim in each
+    // cannot interleave with another process's.
+    for (let i = 0; i < wanted.length; i += CLAIM_SLICE) {
+      const slice = wanted.slice(i, i + CLAIM_SLICE);
+      claimed.push(
+        ...(await this.write((writer) =>
+          writer.transaction(
+            (db) => {
+              const rows: ClaimedDelivery[] = [];
+              for (const [webhookId, want] of slice) {
+                const room = perWebhook - Number(db.get<{ n: number }>(inFlightOf(webhookId, now))?.n ?? 0);
+                if (room <= 0) continue;
+                const target = db.select({ url: webhooks.url, secret: webhooks.secret }).from(webhooks).where(eq(webhooks.id, webhookId)).get();
+                if (target === undefined) continue;
+                const taken = db
+                  .update(d)
+                  .set({ claimedBy: claimer, claimedUntil: leaseUntil })
+                  .where(and(sql`${d.seq} IN (${dueOfWebhook(webhookId, now, Math.min(want, room))})`, claimable(now)))
+                  .returning()
+                  .all();
+                if (taken.length === 0) continue;
+                db.update(webhooks).set({ servedAt: now }).where(eq(webhooks.id, webhookId)).run();
+                for (const r of taken.sort((a, b) => a.seq - b.seq)) rows.push(toClaimed(r, target));
+              }
+              return rows;
+            },
+            { behavior: "immediate" },
+          ),
+        )),
+      );
+    }
+    return claimed;
   }
 
   settle(delivery: ClaimedDelivery, claimer: string, outcome: AttemptOutcome): Promise<void> {

@@ -3,20 +3,26 @@
  * and PostgreSQL stores (storage/sqlite-webhooks.ts, storage/pg-webhooks.ts). A claim is two
  * steps:
  *
- * 1. {@link lanesQuery}, a read: the webhooks that have a delivery due and unclaimed, each with
- *    its attempts in flight (leases still running) and when it and its owner were last served.
- *    It walks the distinct webhooks of the pending deliveries through the index
- *    `webhook_deliveries_webhook_due_idx` (a skip scan: one index probe per webhook), and asks
- *    each webhook's own index entries for the rest, so its cost grows with the number of webhooks
- *    that have pending deliveries, never with how many deliveries they have.
+ * 1. {@link LaneWindow.read}: the webhooks that have pending deliveries, at most
+ *    {@link LANE_WINDOW} of them, each with whether one is due and unclaimed, its attempts in
+ *    flight (leases still running) and when it and its owner were last served. It walks the
+ *    distinct webhooks of the pending deliveries through the index
+ *    `webhook_deliveries_webhook_due_idx` (a skip scan: one index probe per webhook, starting
+ *    after where the previous claim of this process stopped, wrapping around), and asks each
+ *    webhook's own index entries for the rest. So its cost is bounded by the window, never by
+ *    how many deliveries or webhooks are pending; with more webhooks pending than the window
+ *    holds, each is looked at within ⌈webhooks / window⌉ claims.
  * 2. {@link allotRoundRobin} decides how many deliveries each of those webhooks gets; the store
- *    then claims them webhook by webhook in one transaction (re-counting each one's attempts in
- *    flight there, so that the cap holds across processes and instances) and marks each webhook
- *    served (`webhooks.served_at`).
+ *    then claims them webhook by webhook (re-counting each one's attempts in flight inside the
+ *    write transaction, so that the cap holds across processes and instances) and marks each
+ *    webhook served (`webhooks.served_at`).
  */
 import { sql, type SQL } from "drizzle-orm";
 
-/** A webhook with a delivery due and unclaimed, as {@link lanesQuery} finds it. Times in µs. */
+/** Webhooks with pending deliveries one claim looks at, at most. */
+export const LANE_WINDOW = 128;
+
+/** A webhook with pending deliveries, as {@link lanesQuery} finds it. Times in µs. */
 export interface WebhookLane {
   webhookId: string;
   ownerId: string;
@@ -26,32 +32,82 @@ export interface WebhookLane {
   ownerServedAt: number;
   /** Its deliveries claimed under a lease still running, by any process of any instance. */
   inFlight: number;
+  /** It has a delivery due and not held by a running lease. */
+  due: boolean;
 }
 
-/** Rows of {@link lanesQuery} as a driver returns them (PostgreSQL's bigint and count as strings). */
-export type LaneRow = { [K in keyof WebhookLane]: string | number };
+/**
+ * Rows of {@link lanesQuery} as a driver returns them: PostgreSQL's bigint and count as strings;
+ * `due` 1 or null (a scalar subquery with LIMIT 1 rather than EXISTS, which PostgreSQL may turn
+ * into a hashed subplan reading every pending delivery).
+ */
+export type LaneRow = { [K in keyof WebhookLane]: string | number | boolean | null };
 
 /**
- * The webhooks with a delivery due at `now` (µs) and not held by a running lease; columns as
- * {@link WebhookLane}. The same SQL runs on SQLite and PostgreSQL.
+ * Up to `max` webhooks with pending deliveries, in ID order after `after` (""; from the first),
+ * with the columns of {@link WebhookLane}, at `now` (µs). The same SQL runs on SQLite and
+ * PostgreSQL: a recursive skip scan, one index probe per webhook.
  */
-export function lanesQuery(now: number): SQL {
+export function lanesQuery(now: number, after: string, max: number): SQL {
   return sql`
-    WITH RECURSIVE hooks(id) AS (
-      SELECT (SELECT min(f.webhook_id) FROM webhook_deliveries f WHERE f.delivered_at IS NULL AND f.failed_at IS NULL)
+    WITH RECURSIVE hooks(id, k) AS (
+      SELECT (SELECT min(f.webhook_id) FROM webhook_deliveries f WHERE f.delivered_at IS NULL AND f.failed_at IS NULL AND f.webhook_id > ${after}), 1
       UNION ALL
-      SELECT (SELECT min(n.webhook_id) FROM webhook_deliveries n WHERE n.delivered_at IS NULL AND n.failed_at IS NULL AND n.webhook_id > hooks.id)
-      FROM hooks WHERE hooks.id IS NOT NULL
+      SELECT (SELECT min(n.webhook_id) FROM webhook_deliveries n WHERE n.delivered_at IS NULL AND n.failed_at IS NULL AND n.webhook_id > hooks.id), hooks.k + 1
+      FROM hooks WHERE hooks.id IS NOT NULL AND hooks.k < ${max}
     )
     SELECT w.id AS "webhookId", w.owner_id AS "ownerId", w.served_at AS "servedAt",
       (SELECT max(o.served_at) FROM webhooks o WHERE o.owner_id = w.owner_id) AS "ownerServedAt",
-      (SELECT count(*) FROM webhook_deliveries c WHERE c.webhook_id = w.id AND c.delivered_at IS NULL AND c.failed_at IS NULL AND c.claimed_until > ${now}) AS "inFlight"
+      (SELECT count(*) FROM webhook_deliveries c WHERE c.webhook_id = w.id AND c.delivered_at IS NULL AND c.failed_at IS NULL AND c.claimed_until > ${now}) AS "inFlight",
+      (
+        SELECT 1 FROM webhook_deliveries e
+        WHERE e.webhook_id = w.id AND e.delivered_at IS NULL AND e.failed_at IS NULL AND e.next_attempt_at <= ${now}
+          AND (e.claimed_until IS NULL OR e.claimed_until <= ${now})
+        LIMIT 1
+      ) AS "due"
     FROM hooks JOIN webhooks w ON w.id = hooks.id
-    WHERE EXISTS (
-      SELECT 1 FROM webhook_deliveries e
-      WHERE e.webhook_id = w.id AND e.delivered_at IS NULL AND e.failed_at IS NULL AND e.next_attempt_at <= ${now}
-        AND (e.claimed_until IS NULL OR e.claimed_until <= ${now})
-    )`;
+    ORDER BY w.id`;
+}
+
+/** A {@link LaneRow} with numbers for numbers and a boolean for `due`. */
+export function toLane(r: LaneRow): WebhookLane {
+  return {
+    webhookId: String(r.webhookId),
+    ownerId: String(r.ownerId),
+    servedAt: Number(r.servedAt),
+    ownerServedAt: Number(r.ownerServedAt),
+    inFlight: Number(r.inFlight),
+    due: Number(r.due) === 1,
+  };
+}
+
+/**
+ * One process's window onto the webhooks with pending deliveries: each {@link read} looks at up
+ * to {@link LANE_WINDOW} of them after where the previous one stopped, wrapping around to the
+ * first, so every webhook comes into view however many there are.
+ */
+export class LaneWindow {
+  /** The last webhook ID the previous read looked at; "" to start from the first. */
+  private cursor = "";
+
+  /**
+   * The webhooks in view whose deliveries are due.
+   * @param query runs {@link lanesQuery} for (after, max) and returns its rows
+   */
+  async read(query: (after: string, max: number) => Promise<LaneRow[]> | LaneRow[]): Promise<WebhookLane[]> {
+    const start = this.cursor;
+    const first = (await query(start, LANE_WINDOW)).map(toLane);
+    let seen = first;
+    if (first.length < LANE_WINDOW && start !== "") {
+      // The end reached: on from the first, up to where this read started.
+      const wrapped = (await query("", LANE_WINDOW - first.length)).map(toLane).filter((l) => l.webhookId <= start);
+      seen = [...first, ...wrapped];
+      this.cursor = wrapped.length === LANE_WINDOW - first.length ? wrapped[wrapped.length - 1]!.webhookId : "";
+    } else {
+      this.cursor = first.length === LANE_WINDOW ? first[first.length - 1]!.webhookId : "";
+    }
+    return seen.filter((l) => l.due);
+  }
 }
 
 /**
@@ -79,11 +135,6 @@ export function dueOfWebhook(webhookId: string, now: number, limit: number): SQL
  */
 export function inFlightOf(webhookId: string, now: number): SQL {
   return sql`SELECT count(*) AS n FROM webhook_deliveries c WHERE c.webhook_id = ${webhookId} AND c.delivered_at IS NULL AND c.failed_at IS NULL AND c.claimed_until > ${now}`;
-}
-
-/** A {@link LaneRow} with numbers for numbers. */
-export function toLane(r: LaneRow): WebhookLane {
-  return { webhookId: String(r.webhookId), ownerId: String(r.ownerId), servedAt: Number(r.servedAt), ownerServedAt: Number(r.ownerServedAt), inFlight: Number(r.inFlight) };
 }
 
 /**

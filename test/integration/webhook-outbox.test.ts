@@ -10,7 +10,7 @@ import { openServices, type Services } from "../../src/service/index.ts";
 import type { NewDelivery } from "../../src/storage/ports.ts";
 import { PgDialect } from "drizzle-orm/pg-core";
 import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
-import { dueOfWebhook, inFlightOf, lanesQuery } from "../../src/storage/webhook-claims.ts";
+import { dueOfWebhook, inFlightOf, LANE_WINDOW, lanesQuery } from "../../src/storage/webhook-claims.ts";
 import { BACKEND, backendEnv, runSql } from "../support/backend.ts";
 import { tempDir } from "../support/server.ts";
 
@@ -131,6 +131,25 @@ test("fair claims: at most perWebhook in flight per webhook, whoever claims; use
   await drain(at + 4);
 });
 
+test("more webhooks with deliveries due than one claim looks at: the window moves on, and every one is reached", async () => {
+  await services.store.users.insert({ id: "u4", email: "u4@example.com", issuer: null, subject: null, createdAt: 1 });
+  const ids = Array.from({ length: LANE_WINDOW + 22 }, (_, i) => `wh_w${String(i).padStart(4, "0")}`);
+  for (const id of ids) await services.store.webhooks.insert({ id, ownerId: "u4", url: "http://127.0.0.1:9/w", events: "file.created", secret: "whsec_WWWW", createdAt: 1 });
+  const at = 25_000;
+  await services.store.webhooks.enqueue(ids.map((webhookId) => ({ eventId: `evt_${++n}`, webhookId, type: "file.created", subject: "one", payload: "{}", createdAt: at })));
+  const reached = new Set<string>();
+  const sizes: number[] = [];
+  for (let i = 0; i < 3 && reached.size < ids.length; i++) {
+    const rows = await services.store.webhooks.claim("w", at, at + LEASE, 1000, 2);
+    sizes.push(rows.length);
+    for (const r of rows) reached.add(r.webhookId);
+    for (const r of rows) await services.store.webhooks.settle(r, "w", outcome(at, true));
+  }
+  // No claim looked at more than the window; two or three claims reached them all.
+  expect(Math.max(...sizes)).toBeLessThanOrEqual(LANE_WINDOW);
+  expect(reached.size).toBe(ids.length);
+});
+
 test("the claim's queries read through indexes, whatever other webhooks have pending", async () => {
   const now = 30_000;
   // 3 000 deliveries pending for other webhooks, due and not.
@@ -139,7 +158,7 @@ test("the claim's queries read through indexes, whatever other webhooks have pen
   }
   const dataDir = path.join(dir.path, "data");
   const plans: string[] = [];
-  for (const query of [lanesQuery(now), dueOfWebhook("wh_a", now, 2), inFlightOf("wh_a", now)]) {
+  for (const query of [lanesQuery(now, "", LANE_WINDOW), lanesQuery(now, "wh_n0", LANE_WINDOW), dueOfWebhook("wh_a", now, 2), inFlightOf("wh_a", now)]) {
     if (BACKEND === "sqlite-disk") {
       const { sql: text, params } = new SQLiteSyncDialect().sqlToQuery(query);
       const rows = await runSql<{ detail: string }>(dataDir, `EXPLAIN QUERY PLAN ${text}`, ...(params as (string | number)[]));
