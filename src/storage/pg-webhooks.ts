@@ -7,9 +7,9 @@
  */
 import { and, asc, desc, eq, inArray, isNull, lt, lte, or, sql } from "drizzle-orm";
 import type { PgDb } from "./pg-metadata.ts";
-import type { AttemptOutcome, ClaimedDelivery, NewDelivery, WebhookAttemptPageRow, WebhookRow, WebhookTable } from "./ports.ts";
+import type { AttemptOutcome, ClaimedDelivery, NewDelivery, SettledAttempt, WebhookAttemptPageRow, WebhookRow, WebhookTable } from "./ports.ts";
 import { webhookAttempts, webhookDeliveries, webhooks } from "./pg-schema.ts";
-import { allotRoundRobin, dueOfWebhook, inFlightOf, LaneWindow, lanesQuery, type LaneRow } from "./webhook-claims.ts";
+import { allotRoundRobin, claimOfWebhook, inFlightOf, LaneWindow, lanesQuery, settledColumns, toClaimed, type ClaimedRow, type LaneRow } from "./webhook-claims.ts";
 
 const d = webhookDeliveries;
 
@@ -75,44 +75,43 @@ export class PgWebhooks implements WebhookTable {
         const [live] = (await tx.execute(inFlightOf(webhookId, now))) as unknown as { n: string | number }[];
         const room = perWebhook - Number(live?.n ?? 0);
         if (room <= 0) continue;
-        const rows = await tx
-          .update(d)
-          .set({ claimedBy: claimer, claimedUntil: leaseUntil })
-          .where(and(sql`${d.seq} IN (${dueOfWebhook(webhookId, now, Math.min(want, room))})`, claimable(now)))
-          .returning();
+        const rows = (await tx.execute(claimOfWebhook(claimer, leaseUntil, webhookId, now, Math.min(want, room)))) as unknown as ClaimedRow[];
         if (rows.length === 0) continue;
         served.push(webhookId);
-        for (const r of rows.sort((a, b) => a.seq - b.seq)) claimed.push(toClaimed(r, target));
+        for (const r of rows.sort((a, b) => Number(a.seq) - Number(b.seq))) claimed.push(toClaimed(r, target));
       }
       if (served.length > 0) await tx.update(webhooks).set({ servedAt: now }).where(inArray(webhooks.id, served));
       return claimed;
     });
   }
 
-  async settle(delivery: ClaimedDelivery, claimer: string, outcome: AttemptOutcome): Promise<void> {
+  settle(delivery: ClaimedDelivery, claimer: string, outcome: AttemptOutcome): Promise<void> {
+    return this.settleMany(claimer, [{ delivery, outcome }]);
+  }
+
+  async settleMany(claimer: string, settled: readonly SettledAttempt[]): Promise<void> {
+    if (settled.length === 0) return;
     await this.db.transaction(async (tx) => {
-      // The webhook's row lock first, as a claim takes it: a DELETE of the webhook waits for
-      // this transaction, or, committed first, leaves no row here and nothing to record (the
-      // attempt's log row would break its foreign key).
-      const [hook] = await tx.select({ id: webhooks.id }).from(webhooks).where(eq(webhooks.id, delivery.webhookId)).for("no key update");
-      if (hook === undefined) return;
-      await tx
-        .insert(webhookAttempts)
-        .values({ webhookId: delivery.webhookId, eventId: delivery.eventId, type: delivery.type, attemptedAt: outcome.attemptedAt, status: outcome.status, error: outcome.error, durationMs: outcome.durationMs });
-      const settled = outcome.delivered
-        ? { deliveredAt: outcome.attemptedAt }
-        : outcome.nextAttemptAt === null
-          ? { failedAt: outcome.attemptedAt }
-          : { nextAttemptAt: outcome.nextAttemptAt };
-      await tx
-        .update(d)
-        .set({ ...settled, attempts: sql`${d.attempts} + 1`, claimedBy: null, claimedUntil: null, lastStatus: outcome.status, lastError: outcome.error })
-        .where(and(eq(d.seq, delivery.seq), eq(d.claimedBy, claimer), pending));
-      if (outcome.delivered) {
+      // The webhooks' row locks first, in ID order, as a claim takes them: a DELETE of one waits
+      // for this transaction, or, committed first, leaves no row here and nothing to record for
+      // it (the attempt's log row would break its foreign key).
+      const ids = [...new Set(settled.map((x) => x.delivery.webhookId))].sort();
+      const live = new Set((await tx.select({ id: webhooks.id }).from(webhooks).where(inArray(webhooks.id, ids)).orderBy(asc(webhooks.id)).for("no key update")).map((w) => w.id));
+      for (const { delivery, outcome } of settled) {
+        if (!live.has(delivery.webhookId)) continue;
+        await tx
+          .insert(webhookAttempts)
+          .values({ webhookId: delivery.webhookId, eventId: delivery.eventId, type: delivery.type, attemptedAt: outcome.attemptedAt, status: outcome.status, error: outcome.error, durationMs: outcome.durationMs });
         await tx
           .update(d)
-          .set({ nextAttemptAt: outcome.attemptedAt })
-          .where(and(eq(d.webhookId, delivery.webhookId), pending, sql`${d.nextAttemptAt} > ${outcome.attemptedAt}`));
+          .set({ ...settledColumns(outcome), attempts: sql`${d.attempts} + 1`, claimedBy: null, claimedUntil: null, lastStatus: outcome.status, lastError: outcome.error })
+          .where(and(eq(d.seq, delivery.seq), eq(d.claimedBy, claimer), pending));
+        if (outcome.delivered) {
+          await tx
+            .update(d)
+            .set({ nextAttemptAt: outcome.attemptedAt })
+            .where(and(eq(d.webhookId, delivery.webhookId), pending, sql`${d.nextAttemptAt} > ${outcome.attemptedAt}`));
+        }
       }
     });
   }
@@ -132,14 +131,4 @@ export class PgWebhooks implements WebhookTable {
     const logged = await this.db.delete(webhookAttempts).where(lte(webhookAttempts.attemptedAt, before)).returning({ seq: webhookAttempts.seq });
     return done.length + logged.length;
   }
-}
-
-/** A claimed outbox row with its webhook's URL and secret. */
-function toClaimed(r: typeof d.$inferSelect, target: { url: string; secret: string }): ClaimedDelivery {
-  return { seq: r.seq, eventId: r.eventId, webhookId: r.webhookId, type: r.type, subject: r.subject, payload: r.payload, createdAt: r.createdAt, attempts: r.attempts, url: target.url, secret: target.secret };
-}
-
-/** Due at `now`, pending, and not held by a lease still running. */
-function claimable(now: number) {
-  return and(pending, lte(d.nextAttemptAt, now), or(isNull(d.claimedUntil), lte(d.claimedUntil, now)));
 }

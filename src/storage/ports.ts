@@ -505,6 +505,12 @@ export interface ClaimedDelivery extends NewDelivery {
   secret: string;
 }
 
+/** One attempt's outcome for {@link WebhookTable.settleMany}. */
+export interface SettledAttempt {
+  delivery: ClaimedDelivery;
+  outcome: AttemptOutcome;
+}
+
 /** An attempt as the log lists it, with its place in the log (the page cursor). */
 export interface WebhookAttemptPageRow extends WebhookAttemptRow {
   /** Increases with each attempt recorded. */
@@ -562,6 +568,8 @@ export interface WebhookTable {
    * webhook was deleted meanwhile, nothing is recorded (its log went with it), without error.
    */
   settle(delivery: ClaimedDelivery, claimer: string, outcome: AttemptOutcome): Promise<void>;
+  /** {@link settle} for several attempts of `claimer`, in one transaction. */
+  settleMany(claimer: string, settled: readonly SettledAttempt[]): Promise<void>;
   /**
    * A page of a webhook's attempts, newest first: up to `limit` with `seq` below `beforeSeq`
    * (all on the first page, undefined), through the index on (webhook_id, seq).

@@ -4,19 +4,27 @@
  * have deliveries due, then claims their shares in one write transaction: SQLite runs one writer
  * at a time across processes, so each row goes to one of them and each webhook's cap holds.
  */
-import { and, asc, desc, eq, isNull, lt, lte, or, sql } from "drizzle-orm";
+import { and, asc, desc, eq, lt, lte, or, sql, type SQL } from "drizzle-orm";
+import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
+import type { SQLQueryBindings } from "bun:sqlite";
+import { yieldToLoop } from "../slices.ts";
 import type { Db, WriteRunner } from "./db.ts";
-import type { AttemptOutcome, ClaimedDelivery, NewDelivery, WebhookAttemptPageRow, WebhookRow, WebhookTable } from "./ports.ts";
+import type { AttemptOutcome, ClaimedDelivery, NewDelivery, SettledAttempt, WebhookAttemptPageRow, WebhookRow, WebhookTable } from "./ports.ts";
 import { webhookAttempts, webhookDeliveries, webhooks } from "./schema.ts";
-import { allotRoundRobin, dueOfWebhook, inFlightOf, LaneWindow, lanesQuery, type LaneRow } from "./webhook-claims.ts";
+import { allotRoundRobin, claimOfWebhook, inFlightOf, LaneWindow, lanesQuery, settledColumns, toClaimed, type ClaimedRow, type LaneRow } from "./webhook-claims.ts";
 
 const d = webhookDeliveries;
 
-/** Pending: neither delivered nor given up. */
-const pending = and(isNull(d.deliveredAt), isNull(d.failedAt));
-
 /** Webhooks claimed from per write transaction (a few ms of work each). */
 const CLAIM_SLICE = 4;
+
+const dialect = new SQLiteSyncDialect();
+
+/** Runs a statement built with drizzle's sql`` through bun:sqlite's statement cache. */
+function run<T>(client: Db["$client"], statement: SQL): T[] {
+  const { sql: text, params } = dialect.sqlToQuery(statement);
+  return client.query<T, SQLQueryBindings[]>(text).all(...(params as SQLQueryBindings[]));
+}
 
 /** Webhook rows on SQLite: reads on the given connection, writes through the store's write runner. */
 export class SqliteWebhooks implements WebhookTable {
@@ -62,26 +70,26 @@ export class SqliteWebhooks implements WebhookTable {
     // at a time across processes, so the count of attempts in flight and the claim in each
     // cannot interleave with another process's.
     for (let i = 0; i < wanted.length; i += CLAIM_SLICE) {
+      if (i > 0) await yieldToLoop(); // the write queue resolves in microtasks: let requests in between
       const slice = wanted.slice(i, i + CLAIM_SLICE);
       claimed.push(
         ...(await this.write((writer) =>
           writer.transaction(
-            (db) => {
+            () => {
+              // bun:sqlite's query() keeps each statement compiled: a claim costs its rows, not its parsing.
+              const c = writer.$client;
+              const target = c.query<{ url: string; secret: string }, [string]>("SELECT url, secret FROM webhooks WHERE id = ?");
+              const served = c.query("UPDATE webhooks SET served_at = ? WHERE id = ?");
               const rows: ClaimedDelivery[] = [];
               for (const [webhookId, want] of slice) {
-                const room = perWebhook - Number(db.get<{ n: number }>(inFlightOf(webhookId, now))?.n ?? 0);
+                const room = perWebhook - Number(run<{ n: number }>(c, inFlightOf(webhookId, now))[0]?.n ?? 0);
                 if (room <= 0) continue;
-                const target = db.select({ url: webhooks.url, secret: webhooks.secret }).from(webhooks).where(eq(webhooks.id, webhookId)).get();
-                if (target === undefined) continue;
-                const taken = db
-                  .update(d)
-                  .set({ claimedBy: claimer, claimedUntil: leaseUntil })
-                  .where(and(sql`${d.seq} IN (${dueOfWebhook(webhookId, now, Math.min(want, room))})`, claimable(now)))
-                  .returning()
-                  .all();
+                const to = target.get(webhookId);
+                if (to === null) continue;
+                const taken = run<ClaimedRow>(c, claimOfWebhook(claimer, leaseUntil, webhookId, now, Math.min(want, room)));
                 if (taken.length === 0) continue;
-                db.update(webhooks).set({ servedAt: now }).where(eq(webhooks.id, webhookId)).run();
-                for (const r of taken.sort((a, b) => a.seq - b.seq)) rows.push(toClaimed(r, target));
+                served.run(now, webhookId);
+                for (const r of taken.sort((a, b) => Number(a.seq) - Number(b.seq))) rows.push(toClaimed(r, to));
               }
               return rows;
             },
@@ -94,30 +102,46 @@ export class SqliteWebhooks implements WebhookTable {
   }
 
   settle(delivery: ClaimedDelivery, claimer: string, outcome: AttemptOutcome): Promise<void> {
+    return this.settleMany(claimer, [{ delivery, outcome }]);
+  }
+
+  settleMany(claimer: string, settled: readonly SettledAttempt[]): Promise<void> {
     // One transaction, as on PostgreSQL: a kill between the statements must not leave a 2xx in
     // the attempt log beside an outbox row still waiting (which would be sent again). A webhook
     // deleted during the attempt took its outbox rows and log with it: nothing is recorded.
+    if (settled.length === 0) return Promise.resolve();
     return this.write((writer) =>
       writer.transaction(
         (db) => {
-          if (db.select({ id: webhooks.id }).from(webhooks).where(eq(webhooks.id, delivery.webhookId)).get() === undefined) return;
-          db.insert(webhookAttempts)
-            .values({ webhookId: delivery.webhookId, eventId: delivery.eventId, type: delivery.type, attemptedAt: outcome.attemptedAt, status: outcome.status, error: outcome.error, durationMs: outcome.durationMs })
-            .run();
-          const settled = outcome.delivered
-            ? { deliveredAt: outcome.attemptedAt }
-            : outcome.nextAttemptAt === null
-              ? { failedAt: outcome.attemptedAt }
-              : { nextAttemptAt: outcome.nextAttemptAt };
-          db.update(d)
-            .set({ ...settled, attempts: sql`${d.attempts} + 1`, claimedBy: null, claimedUntil: null, lastStatus: outcome.status, lastError: outcome.error })
-            .where(and(eq(d.seq, delivery.seq), eq(d.claimedBy, claimer), pending))
-            .run();
-          if (outcome.delivered) {
-            db.update(d)
-              .set({ nextAttemptAt: outcome.attemptedAt })
-              .where(and(eq(d.webhookId, delivery.webhookId), pending, sql`${d.nextAttemptAt} > ${outcome.attemptedAt}`))
-              .run();
+          // bun:sqlite's query() keeps each statement compiled: a batch costs its rows, not its parsing.
+          const exists = writer.$client.query<{ id: string }, [string]>("SELECT id FROM webhooks WHERE id = ?");
+          const log = writer.$client.query("INSERT INTO webhook_attempts (webhook_id, event_id, type, attempted_at, status, error, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?)");
+          const outcomeOf = writer.$client.query(
+            `UPDATE webhook_deliveries SET delivered_at = ?, failed_at = ?, next_attempt_at = coalesce(?, next_attempt_at), attempts = attempts + 1,
+               claimed_by = NULL, claimed_until = NULL, last_status = ?, last_error = ?
+             WHERE seq = ? AND claimed_by = ? AND delivered_at IS NULL AND failed_at IS NULL`,
+          );
+          const dueNow = writer.$client.query("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE webhook_id = ? AND delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at > ?");
+          const live = new Map<string, boolean>();
+          for (const { delivery, outcome } of settled) {
+            let alive = live.get(delivery.webhookId);
+            if (alive === undefined) {
+              alive = exists.get(delivery.webhookId) !== null;
+              live.set(delivery.webhookId, alive);
+            }
+            if (!alive) continue;
+            log.run(delivery.webhookId, delivery.eventId, delivery.type, outcome.attemptedAt, outcome.status, outcome.error, outcome.durationMs);
+            const set = settledColumns(outcome);
+            outcomeOf.run(
+              "deliveredAt" in set ? set.deliveredAt : null,
+              "failedAt" in set ? set.failedAt : null,
+              "nextAttemptAt" in set ? set.nextAttemptAt : null,
+              outcome.status,
+              outcome.error,
+              delivery.seq,
+              claimer,
+            );
+            if (outcome.delivered) dueNow.run(outcome.attemptedAt, delivery.webhookId, outcome.attemptedAt);
           }
         },
         { behavior: "immediate" },
@@ -143,14 +167,4 @@ export class SqliteWebhooks implements WebhookTable {
       return done + logged;
     });
   }
-}
-
-/** A claimed outbox row with its webhook's URL and secret. */
-function toClaimed(r: typeof d.$inferSelect, target: { url: string; secret: string }): ClaimedDelivery {
-  return { seq: r.seq, eventId: r.eventId, webhookId: r.webhookId, type: r.type, subject: r.subject, payload: r.payload, createdAt: r.createdAt, attempts: r.attempts, url: target.url, secret: target.secret };
-}
-
-/** Due at `now`, pending, and not held by a lease still running. */
-function claimable(now: number) {
-  return and(pending, lte(d.nextAttemptAt, now), or(isNull(d.claimedUntil), lte(d.claimedUntil, now)));
 }

@@ -18,6 +18,7 @@
  *    webhook served (`webhooks.served_at`).
  */
 import { sql, type SQL } from "drizzle-orm";
+import type { ClaimedDelivery } from "./ports.ts";
 
 /** Webhooks with pending deliveries one claim looks at, at most. */
 export const LANE_WINDOW = 128;
@@ -130,11 +131,58 @@ export function dueOfWebhook(webhookId: string, now: number, limit: number): SQL
 }
 
 /**
+ * Claims for `claimer` until `leaseUntil` (µs) up to `limit` of a webhook's deliveries claimable
+ * at `now` ({@link dueOfWebhook}), re-checking each row as it is updated, and returns them as
+ * {@link ClaimedRow}s. Through the primary key and `webhook_deliveries_webhook_due_idx`.
+ */
+export function claimOfWebhook(claimer: string, leaseUntil: number, webhookId: string, now: number, limit: number): SQL {
+  return sql`
+    UPDATE webhook_deliveries SET claimed_by = ${claimer}, claimed_until = ${leaseUntil}
+    WHERE seq IN (${dueOfWebhook(webhookId, now, limit)})
+      AND delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at <= ${now} AND (claimed_until IS NULL OR claimed_until <= ${now})
+    RETURNING seq, event_id AS "eventId", webhook_id AS "webhookId", type, subject, payload, created_at AS "createdAt", attempts`;
+}
+
+/** A row {@link claimOfWebhook} returns, as a driver gives it (PostgreSQL's bigints as strings). */
+export interface ClaimedRow {
+  seq: number | string;
+  eventId: string;
+  webhookId: string;
+  type: string;
+  subject: string;
+  payload: string;
+  createdAt: number | string;
+  attempts: number | string;
+}
+
+/** A {@link ClaimedRow} with its webhook's URL and secret, as the deliverer takes it. */
+export function toClaimed(r: ClaimedRow, target: { url: string; secret: string }): ClaimedDelivery {
+  return {
+    seq: Number(r.seq),
+    eventId: r.eventId,
+    webhookId: r.webhookId,
+    type: r.type,
+    subject: r.subject,
+    payload: r.payload,
+    createdAt: Number(r.createdAt),
+    attempts: Number(r.attempts),
+    url: target.url,
+    secret: target.secret,
+  };
+}
+
+/**
  * How many of a webhook's deliveries are claimed under a lease still running at `now` (µs), as
  * column `n`: its attempts in flight. Read through `webhook_deliveries_webhook_claimed_idx`.
  */
 export function inFlightOf(webhookId: string, now: number): SQL {
   return sql`SELECT count(*) AS n FROM webhook_deliveries c WHERE c.webhook_id = ${webhookId} AND c.delivered_at IS NULL AND c.failed_at IS NULL AND c.claimed_until > ${now}`;
+}
+
+/** The outbox columns an attempt's outcome sets: delivered, given up, or when to try again (µs). */
+export function settledColumns(outcome: { attemptedAt: number; delivered: boolean; nextAttemptAt: number | null }): { deliveredAt: number } | { failedAt: number } | { nextAttemptAt: number } {
+  if (outcome.delivered) return { deliveredAt: outcome.attemptedAt };
+  return outcome.nextAttemptAt === null ? { failedAt: outcome.attemptedAt } : { nextAttemptAt: outcome.nextAttemptAt };
 }
 
 /**

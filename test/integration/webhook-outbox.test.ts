@@ -10,7 +10,7 @@ import { openServices, type Services } from "../../src/service/index.ts";
 import type { NewDelivery } from "../../src/storage/ports.ts";
 import { PgDialect } from "drizzle-orm/pg-core";
 import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
-import { dueOfWebhook, inFlightOf, LANE_WINDOW, lanesQuery } from "../../src/storage/webhook-claims.ts";
+import { claimOfWebhook, dueOfWebhook, inFlightOf, LANE_WINDOW, lanesQuery } from "../../src/storage/webhook-claims.ts";
 import { BACKEND, backendEnv, runSql } from "../support/backend.ts";
 import { tempDir } from "../support/server.ts";
 
@@ -158,7 +158,7 @@ test("the claim's queries read through indexes, whatever other webhooks have pen
   }
   const dataDir = path.join(dir.path, "data");
   const plans: string[] = [];
-  for (const query of [lanesQuery(now, "", LANE_WINDOW), lanesQuery(now, "wh_n0", LANE_WINDOW), dueOfWebhook("wh_a", now, 2), inFlightOf("wh_a", now)]) {
+  for (const query of [lanesQuery(now, "", LANE_WINDOW), lanesQuery(now, "wh_n0", LANE_WINDOW), dueOfWebhook("wh_a", now, 2), claimOfWebhook("p", now + LEASE, "wh_a", now, 2), inFlightOf("wh_a", now)]) {
     if (BACKEND === "sqlite-disk") {
       const { sql: text, params } = new SQLiteSyncDialect().sqlToQuery(query);
       const rows = await runSql<{ detail: string }>(dataDir, `EXPLAIN QUERY PLAN ${text}`, ...(params as (string | number)[]));

@@ -10,7 +10,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import net from "node:net";
 import type { NewWebhookJson, WebhookAttemptJson } from "../../src/domain/webhook.ts";
 import { WEBHOOK_IN_FLIGHT } from "../../src/service/webhook-deliverer.ts";
-import { BACKEND, backendEnv } from "../support/backend.ts";
+import { BACKEND, backendEnv, runSql } from "../support/backend.ts";
+import { STALL_LIMIT_MS, whileProbing } from "../support/stall-probe.ts";
 import { client, startServer, type RunningServer } from "../support/server.ts";
 import { waitFor } from "../support/wait.ts";
 import { startReceiver, type Receiver } from "../support/webhook-receiver.ts";
@@ -210,4 +211,41 @@ describe("deleting a webhook while it is being delivered", () => {
     const bad = await client(server, key).fetch(`/v1/webhooks/${kept.id}/deliveries?page_token=nope`);
     expect({ status: bad.status, body: await bad.json() }).toEqual({ status: 400, body: { code: 3, message: "page_token: not a token this server issued", details: [] } });
   });
+});
+
+describe("a big outbox does not hold a serving process", () => {
+  let server: RunningServer;
+
+  beforeAll(async () => {
+    server = await startServer({ env: { WEBHOOK_ALLOWED_HOSTS: "127.0.0.1" } });
+  }, 60_000);
+  afterAll(async () => {
+    await server?.[Symbol.asyncDispose]();
+  });
+
+  test("2 000 webhooks of 100 users, 6 000 deliveries to a port that refuses: /healthz answers within 100 ms while they are tried", async () => {
+    // A port nobody listens on: every attempt fails at once, the most claiming there can be.
+    const closed = net.createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const port = (closed.address() as net.AddressInfo).port;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const id = (prefix: string, i: number) => `${prefix}${String(i).padStart(21, "0")}`;
+    const values = (rows: string[]) => rows.join(",");
+    await runSql(server.dataDir, `INSERT INTO users (id, email, created_at) VALUES ${values(Array.from({ length: 100 }, (_, u) => `('big${u}', 'big${u}@example.com', 1)`))}`);
+    await runSql(
+      server.dataDir,
+      `INSERT INTO webhooks (id, owner_id, url, events, secret, created_at) VALUES ${values(Array.from({ length: 2000 }, (_, i) => `('${id("wh_", i)}', 'big${i % 100}', 'http://127.0.0.1:${port}/', 'file.created', 'whsec_AAAA', 1)`))}`,
+    );
+    const now = Date.now() * 1000;
+    for (let part = 0; part < 3; part++) {
+      await runSql(
+        server.dataDir,
+        `INSERT INTO webhook_deliveries (event_id, webhook_id, type, subject, payload, created_at, next_attempt_at) VALUES ${values(Array.from({ length: 2000 }, (_, i) => `('${id("evt_", part * 2000 + i)}', '${id("wh_", i)}', 'file.created', 's${part}', '{}', ${now}, ${now})`))}`,
+      );
+    }
+    const attempts = async () => Number((await runSql<{ n: number | string }>(server.dataDir, "SELECT count(*) AS n FROM webhook_attempts"))[0]!.n);
+    const { stall, result } = await whileProbing(server.url, () => waitFor(async () => ((await attempts()) >= 1000 ? attempts() : undefined), "1000 attempts", 30_000, 250));
+    if (process.env.SHOW_TIMES) console.log(`big outbox: ${result} attempts; worst /healthz ${stall.worstMs.toFixed(1)} ms over ${stall.answers} answers`);
+    expect(stall.worstMs).toBeLessThanOrEqual(STALL_LIMIT_MS);
+  }, 60_000);
 });
