@@ -8,7 +8,7 @@ import { and, asc, desc, eq, lt, lte, or, sql, type SQL } from "drizzle-orm";
 import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
 import type { SQLQueryBindings } from "bun:sqlite";
 import { yieldToLoop } from "../slices.ts";
-import type { Db, WriteRunner } from "./db.ts";
+import { BUSY_TIMEOUT_MS, type Db, type WriteRunner } from "./db.ts";
 import type { AttemptOutcome, ClaimedDelivery, NewDelivery, SettledAttempt, WebhookAttemptPageRow, WebhookRow, WebhookTable } from "./ports.ts";
 import { webhookAttempts, webhookDeliveries, webhooks } from "./schema.ts";
 import { allotRoundRobin, claimOfWebhook, inFlightOf, LaneWindow, lanesQuery, settledColumns, toClaimed, type ClaimedRow, type LaneRow } from "./webhook-claims.ts";
@@ -73,29 +73,24 @@ export class SqliteWebhooks implements WebhookTable {
       if (i > 0) await yieldToLoop(); // the write queue resolves in microtasks: let requests in between
       const slice = wanted.slice(i, i + CLAIM_SLICE);
       claimed.push(
-        ...(await this.write((writer) =>
-          writer.transaction(
-            () => {
-              // bun:sqlite's query() keeps each statement compiled: a claim costs its rows, not its parsing.
-              const c = writer.$client;
-              const target = c.query<{ url: string; secret: string }, [string]>("SELECT url, secret FROM webhooks WHERE id = ?");
-              const served = c.query("UPDATE webhooks SET served_at = ? WHERE id = ?");
-              const rows: ClaimedDelivery[] = [];
-              for (const [webhookId, want] of slice) {
-                const room = perWebhook - Number(run<{ n: number }>(c, inFlightOf(webhookId, now))[0]?.n ?? 0);
-                if (room <= 0) continue;
-                const to = target.get(webhookId);
-                if (to === null) continue;
-                const taken = run<ClaimedRow>(c, claimOfWebhook(claimer, leaseUntil, webhookId, now, Math.min(want, room)));
-                if (taken.length === 0) continue;
-                served.run(now, webhookId);
-                for (const r of taken.sort((a, b) => Number(a.seq) - Number(b.seq))) rows.push(toClaimed(r, to));
-              }
-              return rows;
-            },
-            { behavior: "immediate" },
-          ),
-        )),
+        ...(await this.writeWithoutWaiting((writer) => {
+          // bun:sqlite's query() keeps each statement compiled: a claim costs its rows, not its parsing.
+          const c = writer.$client;
+          const target = c.query<{ url: string; secret: string }, [string]>("SELECT url, secret FROM webhooks WHERE id = ?");
+          const served = c.query("UPDATE webhooks SET served_at = ? WHERE id = ?");
+          const rows: ClaimedDelivery[] = [];
+          for (const [webhookId, want] of slice) {
+            const room = perWebhook - Number(run<{ n: number }>(c, inFlightOf(webhookId, now))[0]?.n ?? 0);
+            if (room <= 0) continue;
+            const to = target.get(webhookId);
+            if (to === null) continue;
+            const taken = run<ClaimedRow>(c, claimOfWebhook(claimer, leaseUntil, webhookId, now, Math.min(want, room)));
+            if (taken.length === 0) continue;
+            served.run(now, webhookId);
+            for (const r of taken.sort((a, b) => Number(a.seq) - Number(b.seq))) rows.push(toClaimed(r, to));
+          }
+          return rows;
+        })),
       );
     }
     return claimed;
@@ -110,43 +105,66 @@ export class SqliteWebhooks implements WebhookTable {
     // the attempt log beside an outbox row still waiting (which would be sent again). A webhook
     // deleted during the attempt took its outbox rows and log with it: nothing is recorded.
     if (settled.length === 0) return Promise.resolve();
-    return this.write((writer) =>
-      writer.transaction(
-        (db) => {
-          // bun:sqlite's query() keeps each statement compiled: a batch costs its rows, not its parsing.
-          const exists = writer.$client.query<{ id: string }, [string]>("SELECT id FROM webhooks WHERE id = ?");
-          const log = writer.$client.query("INSERT INTO webhook_attempts (webhook_id, event_id, type, attempted_at, status, error, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?)");
-          const outcomeOf = writer.$client.query(
-            `UPDATE webhook_deliveries SET delivered_at = ?, failed_at = ?, next_attempt_at = coalesce(?, next_attempt_at), attempts = attempts + 1,
-               claimed_by = NULL, claimed_until = NULL, last_status = ?, last_error = ?
-             WHERE seq = ? AND claimed_by = ? AND delivered_at IS NULL AND failed_at IS NULL`,
-          );
-          const dueNow = writer.$client.query("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE webhook_id = ? AND delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at > ?");
-          const live = new Map<string, boolean>();
-          for (const { delivery, outcome } of settled) {
-            let alive = live.get(delivery.webhookId);
-            if (alive === undefined) {
-              alive = exists.get(delivery.webhookId) !== null;
-              live.set(delivery.webhookId, alive);
-            }
-            if (!alive) continue;
-            log.run(delivery.webhookId, delivery.eventId, delivery.type, outcome.attemptedAt, outcome.status, outcome.error, outcome.durationMs);
-            const set = settledColumns(outcome);
-            outcomeOf.run(
-              "deliveredAt" in set ? set.deliveredAt : null,
-              "failedAt" in set ? set.failedAt : null,
-              "nextAttemptAt" in set ? set.nextAttemptAt : null,
-              outcome.status,
-              outcome.error,
-              delivery.seq,
-              claimer,
-            );
-            if (outcome.delivered) dueNow.run(outcome.attemptedAt, delivery.webhookId, outcome.attemptedAt);
-          }
-        },
-        { behavior: "immediate" },
-      ),
-    );
+    return this.writeWithoutWaiting((writer) => {
+      // bun:sqlite's query() keeps each statement compiled: a batch costs its rows, not its parsing.
+      const exists = writer.$client.query<{ id: string }, [string]>("SELECT id FROM webhooks WHERE id = ?");
+      const log = writer.$client.query("INSERT INTO webhook_attempts (webhook_id, event_id, type, attempted_at, status, error, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?)");
+      const outcomeOf = writer.$client.query(
+        `UPDATE webhook_deliveries SET delivered_at = ?, failed_at = ?, next_attempt_at = coalesce(?, next_attempt_at), attempts = attempts + 1,
+           claimed_by = NULL, claimed_until = NULL, last_status = ?, last_error = ?
+         WHERE seq = ? AND claimed_by = ? AND delivered_at IS NULL AND failed_at IS NULL`,
+      );
+      const dueNow = writer.$client.query("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE webhook_id = ? AND delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at > ?");
+      const live = new Map<string, boolean>();
+      for (const { delivery, outcome } of settled) {
+        let alive = live.get(delivery.webhookId);
+        if (alive === undefined) {
+          alive = exists.get(delivery.webhookId) !== null;
+          live.set(delivery.webhookId, alive);
+        }
+        if (!alive) continue;
+        log.run(delivery.webhookId, delivery.eventId, delivery.type, outcome.attemptedAt, outcome.status, outcome.error, outcome.durationMs);
+        const set = settledColumns(outcome);
+        outcomeOf.run(
+          "deliveredAt" in set ? set.deliveredAt : null,
+          "failedAt" in set ? set.failedAt : null,
+          "nextAttemptAt" in set ? set.nextAttemptAt : null,
+          outcome.status,
+          outcome.error,
+          delivery.seq,
+          claimer,
+        );
+        if (outcome.delivered) dueNow.run(outcome.attemptedAt, delivery.webhookId, outcome.attemptedAt);
+      }
+    });
+  }
+
+  /**
+   * Runs `work` in an IMMEDIATE transaction on the write connection without sleeping in
+   * SQLite's busy handler while another process holds the write lock: the deliverer's writes
+   * (claims, outcomes) are background work, and with several workers delivering at once a
+   * synchronous wait for each other's locks held a process for hundreds of ms. On SQLITE_BUSY
+   * the lock is asked again after an asynchronous pause (1 ms doubling to 50 ms, jittered); after
+   * {@link BUSY_TIMEOUT_MS} of that, the write waits as every other write does.
+   */
+  private async writeWithoutWaiting<T>(work: (writer: Db) => T): Promise<T> {
+    const started = performance.now();
+    for (let pauseMs = 1; ; pauseMs = Math.min(pauseMs * 2, 50)) {
+      const patient = performance.now() - started >= BUSY_TIMEOUT_MS;
+      const outcome = await this.write((writer) => {
+        if (!patient) writer.$client.exec("PRAGMA busy_timeout = 0");
+        try {
+          return { done: true as const, value: writer.transaction(() => work(writer), { behavior: "immediate" }) };
+        } catch (err) {
+          if (!patient && (err as { code?: string }).code === "SQLITE_BUSY") return { done: false as const };
+          throw err;
+        } finally {
+          if (!patient) writer.$client.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+        }
+      });
+      if (outcome.done) return outcome.value;
+      await new Promise((resolve) => setTimeout(resolve, pauseMs * (0.5 + Math.random())));
+    }
   }
 
   async attempts(webhookId: string, limit: number, beforeSeq: number | undefined): Promise<WebhookAttemptPageRow[]> {
