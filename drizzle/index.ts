@@ -11,6 +11,7 @@ import m7 from "./0007_webhooks.sql" with { type: "text" };
 import m8 from "./0008_folders.sql" with { type: "text" };
 import m9 from "./0009_upload_crc32c.sql" with { type: "text" };
 import m10 from "./0010_files_folder.sql" with { type: "text" };
+import m11 from "./0011_webhook_fair.sql" with { type: "text" };
 
 /** The migrations in order: tag, journal timestamp (ms), and SQL text. */
 export const migrations: { tag: string; when: number; breakpoints: boolean; sql: string }[] = [
@@ -25,4 +26,5 @@ export const migrations: { tag: string; when: number; breakpoints: boolean; sql:
   { tag: "0008_folders", when: 1795709029391, breakpoints: true, sql: m8 },
   { tag: "0009_upload_crc32c", when: 1795721529323, breakpoints: true, sql: m9 },
   { tag: "0010_files_folder", when: 1795855373202, breakpoints: true, sql: m10 },
+  { tag: "0011_webhook_fair", when: 1795858054839, breakpoints: true, sql: m11 },
 ];

@@ -1218,12 +1218,12 @@ function hookCard(hook) {
       deliveries.hidden = true;
       return;
     }
-    const log = await attemptAt(e.currentTarget, () => api(`/v1/webhooks/${hook.id}/deliveries`));
+    const log = await attemptAt(e.currentTarget, () => api(`/v1/webhooks/${hook.id}/deliveries?page_size=20`));
     if (!log) return;
     deliveries.replaceChildren(
       ...(log.deliveries.length === 0
         ? [el("li", { className: "muted", textContent: "Nothing delivered yet." })]
-        : log.deliveries.slice(0, 20).map((d) =>
+        : log.deliveries.map((d) =>
             el("li", { textContent: `${formatTime(d.attempted_at)} · ${d.type} · ${d.error === "" ? `delivered (${d.status})` : d.error}` }),
           )),
     );

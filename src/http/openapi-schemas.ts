@@ -187,7 +187,10 @@ export const schemas: Record<string, Schema> = {
   NewWebhook: closedObject(newWebhookProperties, "A webhook just created, with its signing secret."),
   WebhookList: closedObject({ webhooks: { type: "array", items: ref("Webhook") } }),
   WebhookDelivery: closedObject(webhookAttemptProperties, "One delivery attempt."),
-  WebhookDeliveryList: closedObject({ deliveries: { type: "array", items: ref("WebhookDelivery"), description: "Newest first" } }),
+  WebhookDeliveryList: closedObject({
+    deliveries: { type: "array", items: ref("WebhookDelivery"), description: "Newest first" },
+    next_page_token: { type: "string", description: "Pass as `page_token` for the next page; \"\" on the last page" },
+  }),
   ApiKey: closedObject(apiKeyProperties, "An API key as listed: never the secret."),
   NewApiKey: closedObject(
     { ...apiKeyProperties, key: { type: "string", pattern: "^cubby_", description: "The secret, shown this once" } },

@@ -7,9 +7,10 @@ import { Elysia, t } from "elysia";
 import type { Authenticator } from "../auth/principal.ts";
 import { AppError } from "../errors.ts";
 import { EVENT_TYPES, MAX_WEBHOOK_URL_CHARS, parseEvents, parseWebhookUrl, toWebhookAttemptJson, toWebhookJson, type EventType } from "../domain/webhook.ts";
-import type { WebhookService } from "../service/webhooks.ts";
+import { DELIVERY_PAGE_SIZE, type WebhookService } from "../service/webhooks.ts";
+import { MAX_PAGE_SIZE, parsePageSize } from "../domain/params.ts";
 import { detail, errors, ok, AUTH } from "./describe.ts";
-import { checked, closedBody, jsonBody } from "./inputs.ts";
+import { checked, closedBody, jsonBody, PAGE_TOKEN, queryParsed, strictQuery } from "./inputs.ts";
 import { authRequest, requestContext } from "./request-context.ts";
 import { json } from "./respond.ts";
 
@@ -95,14 +96,40 @@ export function webhooksRoutes(deps: WebhooksRoutesDeps) {
         }),
       },
     )
-    .get("/v1/webhooks/:id/deliveries", async ({ principal, params }) => json({ deliveries: (await webhooks.attempts(principal, params.id)).map(toWebhookAttemptJson) }), {
-      params: webhookIdParams,
-      parse: "none",
-      detail: detail({
-        operationId: "listWebhookDeliveries",
-        summary: "A webhook's latest delivery attempts (up to 100), newest first",
-        tags: ["webhooks"],
-        responses: { ...ok("WebhookDeliveryList"), ...errors(400, 404, ...AUTH) },
-      }),
-    });
+    .get(
+      "/v1/webhooks/:id/deliveries",
+      async ({ principal, params, query }) => {
+        const page = await webhooks.attempts(principal, params.id, query.page_size ?? DELIVERY_PAGE_SIZE, query.page_token);
+        return json({ deliveries: page.attempts.map(toWebhookAttemptJson), next_page_token: page.next === undefined ? "" : encodeAttemptToken(page.next) });
+      },
+      {
+        params: webhookIdParams,
+        ...strictQuery({
+          page_size: queryParsed({ type: "integer", minimum: 1, maximum: MAX_PAGE_SIZE, default: DELIVERY_PAGE_SIZE, description: "Attempts per page" }, parsePageSize),
+          page_token: queryParsed(PAGE_TOKEN, parseAttemptToken),
+        }),
+        detail: detail({
+          operationId: "listWebhookDeliveries",
+          summary: "A webhook's delivery attempts, newest first, a page at a time (100 unless page_size says)",
+          tags: ["webhooks"],
+          responses: { ...ok("WebhookDeliveryList"), ...errors(400, 404, ...AUTH) },
+        }),
+      },
+    );
+}
+
+/** A `page_token` of the deliveries listing: base64url of `a.<seq>`, the last attempt's place in the log. */
+export function encodeAttemptToken(seq: number): string {
+  return Buffer.from(`a.${seq}`).toString("base64url");
+}
+
+/**
+ * Decodes {@link encodeAttemptToken}'s token; "" is the first page.
+ * @throws AppError invalid_argument for anything else
+ */
+export function parseAttemptToken(raw: string): number | undefined {
+  if (raw === "") return undefined;
+  const m = /^[A-Za-z0-9_-]{1,32}$/.test(raw) ? /^a\.(\d{1,15})$/.exec(Buffer.from(raw, "base64url").toString("latin1")) : null;
+  if (m === null) throw new AppError("invalid_argument", "page_token: not a token this server issued");
+  return Number(m[1]);
 }

@@ -1,9 +1,17 @@
 /**
  * Delivers the webhook outbox (CONTRACT §13), in every serving process of every instance: each
- * polls the outbox every second (and at once after a commit of its own that added events),
- * claims due deliveries with a lease (storage WebhookTable.claim: one conditional UPDATE, so one
- * process at a time holds a delivery), and POSTs each, signed by the `standardwebhooks` package
- * (Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature`).
+ * polls the outbox every second (and at once after a commit of its own that added events, and
+ * after each attempt ends), claims due deliveries with a lease (storage WebhookTable.claim: a
+ * conditional UPDATE, so one process at a time holds a delivery), and POSTs each, signed by the
+ * `standardwebhooks` package (Standard Webhooks: `webhook-id`, `webhook-timestamp`,
+ * `webhook-signature`).
+ *
+ * Fair delivery (CONTRACT §14): a webhook has at most {@link WEBHOOK_IN_FLIGHT} attempts in
+ * flight across all processes and instances, a process at most {@link MAX_IN_FLIGHT}, and the
+ * claim serves the webhooks with deliveries due round robin, across users first (the user served
+ * least recently goes first), then across a user's webhooks (storage/webhook-claims.ts). So a
+ * user's silent or failing receivers hold at most 20 × 2 attempts, 10 s each, and another
+ * user's event is claimed in the next round, at once after its commit or within a poll.
  *
  * - A delivery connects to the address the target check passed (service/webhook-target.ts),
  *   naming the URL's host in `Host` and in TLS SNI (the certificate is verified against it), never
@@ -20,8 +28,10 @@
 import { Webhook } from "standardwebhooks";
 import pkg from "../../package.json" with { type: "json" };
 import { logError } from "../log.ts";
+import { yieldToLoop } from "../slices.ts";
 import type { Clock } from "../domain/time.ts";
-import type { AttemptOutcome, ClaimedDelivery, MetadataStore } from "../storage/ports.ts";
+import type { AttemptOutcome, ClaimedDelivery, MetadataStore, SettledAttempt } from "../storage/ports.ts";
+import { MAX_WEBHOOKS_PER_USER } from "../domain/webhook.ts";
 import { checkTarget } from "./webhook-target.ts";
 import type { WebhookService } from "./webhooks.ts";
 
@@ -37,8 +47,22 @@ export const RETRY_WINDOW_MICROS = 24 * 3600 * 1_000_000;
 export const LEASE_MS = 30_000;
 /** How often the outbox is polled for deliveries other processes enqueued or that came due, ms. */
 export const POLL_MS = 1_000;
-/** Attempts one process has in flight at most; a slow receiver holds one of them for up to 10 s. */
-const MAX_IN_FLIGHT = 16;
+/**
+ * Attempts one webhook has in flight at most, across every process and instance (CONTRACT §14):
+ * a silent receiver holds this many for 10 s each, and no more.
+ */
+export const WEBHOOK_IN_FLIGHT = 2;
+/**
+ * Attempts one process has in flight at most. Above {@link MAX_WEBHOOKS_PER_USER} ×
+ * {@link WEBHOOK_IN_FLIGHT} (40): one user's silent receivers, all 20 of them, leave room in
+ * every process for everybody else's deliveries.
+ */
+export const MAX_IN_FLIGHT = 64;
+if (MAX_IN_FLIGHT <= MAX_WEBHOOKS_PER_USER * WEBHOOK_IN_FLIGHT) throw new Error("MAX_IN_FLIGHT must leave room beyond one user's webhooks");
+/** Attempts started in one turn of the event loop at most. */
+const START_GROUP = 8;
+/** Outcomes recorded in one transaction at most ({@link WebhookDeliverer.record}). */
+const SETTLE_BATCH = 8;
 /** Delivered or given-up deliveries, and attempts, are kept this long for the log, µs (7 days). */
 const KEEP_MICROS = 7 * 24 * 3600 * 1_000_000;
 /** How often old rows are pruned, ms. */
@@ -61,6 +85,10 @@ export class WebhookDeliverer {
   private running: Promise<void> | undefined;
   /** The attempts in flight, each settling (recorded) before it leaves. */
   private readonly inFlight = new Set<Promise<void>>();
+  /** Outcomes waiting to be recorded ({@link record}). */
+  private readonly toRecord: (SettledAttempt & { resolve: () => void; reject: (err: unknown) => void })[] = [];
+  /** A batch of {@link toRecord} is being written. */
+  private recording = false;
   /** A wake came while a round was running: run another. */
   private again = false;
   private stopped = false;
@@ -121,10 +149,15 @@ export class WebhookDeliverer {
       while (!this.stopped) {
         const room = MAX_IN_FLIGHT - this.inFlight.size;
         if (room <= 0) return;
+        await yieldToLoop();
+        if (this.stopped) return;
         const now = this.deps.clock.nowMicros();
-        const claimed = await this.deps.store.webhooks.claim(this.claimer, now, now + LEASE_MS * 1000, room);
+        const claimed = await this.deps.store.webhooks.claim(this.claimer, now, now + LEASE_MS * 1000, room, WEBHOOK_IN_FLIGHT);
         if (claimed.length === 0) return;
-        for (const delivery of claimed) {
+        for (const [i, delivery] of claimed.entries()) {
+          // Starting an attempt (sign, connect) takes a little synchronous work; 64 at once
+          // would add up: a turn of the event loop between groups.
+          if (i > 0 && i % START_GROUP === 0) await yieldToLoop();
           const attempt: Promise<void> = this.deliver(delivery)
             .catch((err) => logError(`webhook ${delivery.webhookId}: recording an attempt failed: ${err}`))
             .finally(() => {
@@ -142,9 +175,42 @@ export class WebhookDeliverer {
   private async deliver(delivery: ClaimedDelivery): Promise<void> {
     const outcome = await this.attempt(delivery);
     if (outcome === undefined) return;
-    await this.deps.store.webhooks.settle(delivery, this.claimer, outcome);
+    await this.record(delivery, outcome);
     if (!outcome.delivered && outcome.nextAttemptAt === null) {
       logError(`webhook ${delivery.webhookId}: gave up on event ${delivery.eventId} (${delivery.type}) after ${delivery.attempts + 1} attempts over 24 h; last: ${outcome.error}`);
+    }
+  }
+
+  /**
+   * Records `outcome` of `delivery` with the others that ended meanwhile: up to
+   * {@link SETTLE_BATCH} in one transaction, one transaction per turn of the event loop. Many
+   * attempts can end in one turn (a receiver that refuses them all, 64 at once): recorded one
+   * transaction each, back to back, they held the process for the sum of them (the store's
+   * write queue runs each next one in a microtask); in batches, a turn apart, requests get in
+   * between (CONTRACT §14).
+   */
+  private record(delivery: ClaimedDelivery, outcome: AttemptOutcome): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.toRecord.push({ delivery, outcome, resolve, reject });
+      if (this.toRecord.length === 1 && !this.recording) void this.recordBatches();
+    });
+  }
+
+  private async recordBatches(): Promise<void> {
+    this.recording = true;
+    try {
+      while (this.toRecord.length > 0) {
+        await yieldToLoop();
+        const batch = this.toRecord.splice(0, SETTLE_BATCH);
+        try {
+          await this.deps.store.webhooks.settleMany(this.claimer, batch);
+          for (const b of batch) b.resolve();
+        } catch (err) {
+          for (const b of batch) b.reject(err);
+        }
+      }
+    } finally {
+      this.recording = false;
     }
   }
 

@@ -32,8 +32,14 @@ export interface WebhookServiceDeps {
   resolve?: Resolve | undefined;
 }
 
-/** How many attempts GET /v1/webhooks/{id}/deliveries lists. */
-export const DELIVERY_LOG_LIMIT = 100;
+/** How many attempts a page of GET /v1/webhooks/{id}/deliveries lists unless `page_size` says. */
+export const DELIVERY_PAGE_SIZE = 100;
+
+/** A page of a webhook's attempts, newest first; `next`: where the next page starts (none: the last). */
+export interface WebhookAttemptPage {
+  attempts: WebhookAttemptRow[];
+  next: number | undefined;
+}
 
 /** Why a file.deleted event happened. */
 export type DeleteReason = "deleted" | "expired";
@@ -96,12 +102,19 @@ export class WebhookService {
     if (!(await this.deps.store.webhooks.delete(id, principal.userId))) throw notFound();
   }
 
-  /** The latest attempts of one of the caller's webhooks, newest first. @throws not_found */
-  async attempts(principal: Principal, id: string): Promise<WebhookAttemptRow[]> {
+  /**
+   * A page of the attempts of one of the caller's webhooks, newest first: up to `pageSize`
+   * (1..1000) before the cursor `before` (an attempt's log position; undefined: the newest),
+   * read through the index on (webhook_id, seq), keyset-paged.
+   * @throws not_found
+   */
+  async attempts(principal: Principal, id: string, pageSize: number, before: number | undefined): Promise<WebhookAttemptPage> {
     requireScope(principal, "files.read");
     const hook = await this.deps.store.webhooks.byId(id);
     if (hook === undefined || hook.ownerId !== principal.userId) throw notFound();
-    return this.deps.store.webhooks.attempts(id, DELIVERY_LOG_LIMIT);
+    const rows = await this.deps.store.webhooks.attempts(id, pageSize + 1, before);
+    const page = rows.slice(0, pageSize);
+    return { attempts: page, next: rows.length > pageSize ? page[page.length - 1]!.seq : undefined };
   }
 
   /**

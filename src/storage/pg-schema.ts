@@ -249,8 +249,9 @@ export const webhooks = pgTable(
     events: text("events").notNull(),
     secret: text("secret").notNull(),
     createdAt: micros("created_at").notNull(),
+    servedAt: micros("served_at").notNull().default(0),
   },
-  (t) => [index("webhooks_owner_idx").on(t.ownerId)],
+  (t) => [index("webhooks_owner_idx").on(t.ownerId, t.servedAt)],
 );
 
 /**
@@ -280,7 +281,10 @@ export const webhookDeliveries = pgTable(
   },
   (t) => [
     uniqueIndex("webhook_deliveries_event_webhook_unique").on(t.eventId, t.webhookId),
-    index("webhook_deliveries_due_idx").on(t.nextAttemptAt).where(sql`${t.deliveredAt} IS NULL AND ${t.failedAt} IS NULL`),
+    // The claim's (storage/*-webhooks.ts claim): which webhooks have pending deliveries, each one's
+    // due ones, and its attempts in flight (leases still running), each through its own index.
+    index("webhook_deliveries_webhook_due_idx").on(t.webhookId, t.nextAttemptAt).where(sql`${t.deliveredAt} IS NULL AND ${t.failedAt} IS NULL`),
+    index("webhook_deliveries_webhook_claimed_idx").on(t.webhookId, t.claimedUntil).where(sql`${t.deliveredAt} IS NULL AND ${t.failedAt} IS NULL`),
     index("webhook_deliveries_subject_idx").on(t.webhookId, t.subject, t.seq),
     index("webhook_deliveries_created_idx").on(t.createdAt),
   ],

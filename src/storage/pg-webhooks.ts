@@ -1,13 +1,15 @@
 /**
  * Webhooks, their outbox and the attempt log (CONTRACT §13) on PostgreSQL: the
- * {@link WebhookTable} part of the PostgreSQL metadata store. A claim is one `UPDATE … WHERE
- * <still claimable> RETURNING`: PostgreSQL re-checks the condition on each row it locks, so of
- * two instances claiming at once one gets the row and the other skips it.
+ * {@link WebhookTable} part of the PostgreSQL metadata store. A claim (storage/webhook-claims.ts)
+ * reads which webhooks have deliveries due, then, in one transaction, locks those webhooks' rows
+ * (skipping any another process holds) and claims each one's share with a conditional UPDATE:
+ * of two instances claiming at once one gets each row, and each webhook's cap holds.
  */
-import { and, asc, desc, eq, inArray, isNull, lte, or, sql } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, isNull, lt, lte, or, sql } from "drizzle-orm";
 import type { PgDb } from "./pg-metadata.ts";
-import type { AttemptOutcome, ClaimedDelivery, NewDelivery, WebhookAttemptRow, WebhookRow, WebhookTable } from "./ports.ts";
+import type { AttemptOutcome, ClaimedDelivery, NewDelivery, SettledAttempt, WebhookAttemptPageRow, WebhookRow, WebhookTable } from "./ports.ts";
 import { webhookAttempts, webhookDeliveries, webhooks } from "./pg-schema.ts";
+import { allotRoundRobin, claimOfWebhook, inFlightOf, LaneWindow, lanesQuery, settledColumns, toClaimed, type ClaimedRow, type LaneRow } from "./webhook-claims.ts";
 
 const d = webhookDeliveries;
 
@@ -16,6 +18,9 @@ const pending = and(isNull(d.deliveredAt), isNull(d.failedAt));
 
 /** Webhook rows on PostgreSQL, on the pool or inside a transaction (whichever `db` is). */
 export class PgWebhooks implements WebhookTable {
+  /** Which webhooks with pending deliveries this process's next claim looks at. */
+  private readonly window = new LaneWindow();
+
   constructor(
     private readonly db: PgDb,
     /** Told after deliveries were added (the store wakes the deliverer once they commit). */
@@ -44,64 +49,79 @@ export class PgWebhooks implements WebhookTable {
     this.enqueued();
   }
 
-  async claim(claimer: string, now: number, leaseUntil: number, limit: number): Promise<ClaimedDelivery[]> {
+  async claim(claimer: string, now: number, leaseUntil: number, limit: number, perWebhook: number): Promise<ClaimedDelivery[]> {
     // A read first: an idle poll writes nothing.
-    const due = await this.db
-      .select({ seq: d.seq })
-      .from(d)
-      .where(and(claimable(now), sql`NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.webhook_id = ${d.webhookId} AND e.subject = ${d.subject} AND e.seq < ${d.seq} AND e.delivered_at IS NULL AND e.failed_at IS NULL)`))
-      .orderBy(asc(d.seq))
-      .limit(limit);
-    if (due.length === 0) return [];
-    const rows = await this.db
-      .update(d)
-      .set({ claimedBy: claimer, claimedUntil: leaseUntil })
-      .where(and(inArray(d.seq, due.map((r) => r.seq)), claimable(now)))
-      .returning();
-    if (rows.length === 0) return [];
-    const targets = new Map(
-      (await this.db
+    const lanes = await this.window.read(async (after, max) => (await this.db.execute(lanesQuery(now, after, max))) as unknown as LaneRow[]);
+    const wanted = allotRoundRobin(lanes, limit, perWebhook);
+    if (wanted.size === 0) return [];
+    return this.db.transaction(async (tx) => {
+      // Each webhook's row lock serializes its claims and settles across processes and
+      // instances, so that the count of its attempts in flight below stays true until commit.
+      // One being claimed or settled by another process is skipped now (its turn comes next
+      // round); NO KEY UPDATE does not hold up the outbox inserts (their foreign key check
+      // takes KEY SHARE), but a DELETE of the webhook waits for it.
+      const locked = await tx
         .select({ id: webhooks.id, url: webhooks.url, secret: webhooks.secret })
         .from(webhooks)
-        .where(inArray(webhooks.id, [...new Set(rows.map((r) => r.webhookId))]))).map((w) => [w.id, w]),
-    );
-    return rows
-      .sort((a, b) => a.seq - b.seq)
-      .flatMap((r) => {
-        const w = targets.get(r.webhookId);
-        return w === undefined ? [] : [{ seq: r.seq, eventId: r.eventId, webhookId: r.webhookId, type: r.type, subject: r.subject, payload: r.payload, createdAt: r.createdAt, attempts: r.attempts, url: w.url, secret: w.secret }];
-      });
+        .where(inArray(webhooks.id, [...wanted.keys()]))
+        .orderBy(asc(webhooks.id))
+        .for("no key update", { skipLocked: true });
+      const targets = new Map(locked.map((w) => [w.id, w]));
+      const claimed: ClaimedDelivery[] = [];
+      const served: string[] = [];
+      for (const [webhookId, want] of wanted) {
+        const target = targets.get(webhookId);
+        if (target === undefined) continue;
+        const [live] = (await tx.execute(inFlightOf(webhookId, now))) as unknown as { n: string | number }[];
+        const room = perWebhook - Number(live?.n ?? 0);
+        if (room <= 0) continue;
+        const rows = (await tx.execute(claimOfWebhook(claimer, leaseUntil, webhookId, now, Math.min(want, room)))) as unknown as ClaimedRow[];
+        if (rows.length === 0) continue;
+        served.push(webhookId);
+        for (const r of rows.sort((a, b) => Number(a.seq) - Number(b.seq))) claimed.push(toClaimed(r, target));
+      }
+      if (served.length > 0) await tx.update(webhooks).set({ servedAt: now }).where(inArray(webhooks.id, served));
+      return claimed;
+    });
   }
 
-  async settle(delivery: ClaimedDelivery, claimer: string, outcome: AttemptOutcome): Promise<void> {
+  settle(delivery: ClaimedDelivery, claimer: string, outcome: AttemptOutcome): Promise<void> {
+    return this.settleMany(claimer, [{ delivery, outcome }]);
+  }
+
+  async settleMany(claimer: string, settled: readonly SettledAttempt[]): Promise<void> {
+    if (settled.length === 0) return;
     await this.db.transaction(async (tx) => {
-      await tx
-        .insert(webhookAttempts)
-        .values({ webhookId: delivery.webhookId, eventId: delivery.eventId, type: delivery.type, attemptedAt: outcome.attemptedAt, status: outcome.status, error: outcome.error, durationMs: outcome.durationMs });
-      const settled = outcome.delivered
-        ? { deliveredAt: outcome.attemptedAt }
-        : outcome.nextAttemptAt === null
-          ? { failedAt: outcome.attemptedAt }
-          : { nextAttemptAt: outcome.nextAttemptAt };
-      await tx
-        .update(d)
-        .set({ ...settled, attempts: sql`${d.attempts} + 1`, claimedBy: null, claimedUntil: null, lastStatus: outcome.status, lastError: outcome.error })
-        .where(and(eq(d.seq, delivery.seq), eq(d.claimedBy, claimer), pending));
-      if (outcome.delivered) {
+      // The webhooks' row locks first, in ID order, as a claim takes them: a DELETE of one waits
+      // for this transaction, or, committed first, leaves no row here and nothing to record for
+      // it (the attempt's log row would break its foreign key).
+      const ids = [...new Set(settled.map((x) => x.delivery.webhookId))].sort();
+      const live = new Set((await tx.select({ id: webhooks.id }).from(webhooks).where(inArray(webhooks.id, ids)).orderBy(asc(webhooks.id)).for("no key update")).map((w) => w.id));
+      for (const { delivery, outcome } of settled) {
+        if (!live.has(delivery.webhookId)) continue;
+        await tx
+          .insert(webhookAttempts)
+          .values({ webhookId: delivery.webhookId, eventId: delivery.eventId, type: delivery.type, attemptedAt: outcome.attemptedAt, status: outcome.status, error: outcome.error, durationMs: outcome.durationMs });
         await tx
           .update(d)
-          .set({ nextAttemptAt: outcome.attemptedAt })
-          .where(and(eq(d.webhookId, delivery.webhookId), pending, sql`${d.nextAttemptAt} > ${outcome.attemptedAt}`));
+          .set({ ...settledColumns(outcome), attempts: sql`${d.attempts} + 1`, claimedBy: null, claimedUntil: null, lastStatus: outcome.status, lastError: outcome.error })
+          .where(and(eq(d.seq, delivery.seq), eq(d.claimedBy, claimer), pending));
+        if (outcome.delivered) {
+          await tx
+            .update(d)
+            .set({ nextAttemptAt: outcome.attemptedAt })
+            .where(and(eq(d.webhookId, delivery.webhookId), pending, sql`${d.nextAttemptAt} > ${outcome.attemptedAt}`));
+        }
       }
     });
   }
 
-  async attempts(webhookId: string, limit: number): Promise<WebhookAttemptRow[]> {
+  async attempts(webhookId: string, limit: number, beforeSeq: number | undefined): Promise<WebhookAttemptPageRow[]> {
     const a = webhookAttempts;
     return this.db
-      .select({ eventId: a.eventId, type: a.type, attemptedAt: a.attemptedAt, status: a.status, error: a.error, durationMs: a.durationMs })
+      .select({ seq: a.seq, eventId: a.eventId, type: a.type, attemptedAt: a.attemptedAt, status: a.status, error: a.error, durationMs: a.durationMs })
       .from(a)
-      .where(eq(a.webhookId, webhookId))
+      .where(and(eq(a.webhookId, webhookId), beforeSeq === undefined ? undefined : lt(a.seq, beforeSeq)))
       .orderBy(desc(a.seq))
       .limit(limit);
   }
@@ -111,9 +131,4 @@ export class PgWebhooks implements WebhookTable {
     const logged = await this.db.delete(webhookAttempts).where(lte(webhookAttempts.attemptedAt, before)).returning({ seq: webhookAttempts.seq });
     return done.length + logged.length;
   }
-}
-
-/** Due at `now`, pending, and not held by a lease still running. */
-function claimable(now: number) {
-  return and(pending, lte(d.nextAttemptAt, now), or(isNull(d.claimedUntil), lte(d.claimedUntil, now)));
 }

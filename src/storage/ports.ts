@@ -527,6 +527,18 @@ export interface ClaimedDelivery extends NewDelivery {
   secret: string;
 }
 
+/** One attempt's outcome for {@link WebhookTable.settleMany}. */
+export interface SettledAttempt {
+  delivery: ClaimedDelivery;
+  outcome: AttemptOutcome;
+}
+
+/** An attempt as the log lists it, with its place in the log (the page cursor). */
+export interface WebhookAttemptPageRow extends WebhookAttemptRow {
+  /** Increases with each attempt recorded. */
+  seq: number;
+}
+
 /** How an attempt ended, as {@link WebhookTable.settle} records it. Times are Unix microseconds. */
 export interface AttemptOutcome {
   attemptedAt: number;
@@ -559,19 +571,32 @@ export interface WebhookTable {
   /**
    * Claims up to `limit` deliveries due at `now` for `claimer` until `leaseUntil`: those not
    * delivered, not given up, not claimed by a lease still running, and with no earlier delivery
-   * of the same webhook and subject still pending. One conditional UPDATE decides, so of any
-   * number of processes and instances one gets each row; a claimer that dies loses its rows
-   * when the lease ends. Oldest first.
+   * of the same webhook and subject still pending. Fair (CONTRACT §14): no webhook gets more
+   * than `perWebhook` attempts in flight (leases still running, whoever holds them), and the
+   * webhooks with deliveries due are served round robin, across their owners first (the owner
+   * served least recently goes first) then across an owner's webhooks (storage/webhook-claims.ts);
+   * within a webhook, the earliest due first. Of any number of processes and instances one gets
+   * each row, and the cap holds across them; a claimer that dies loses its rows when the lease
+   * ends. Each claim looks at a bounded window of the webhooks with pending deliveries (rotating
+   * through all of them over successive claims), so its cost grows neither with the number of
+   * pending deliveries nor with the number of webhooks.
+   * @returns the claimed deliveries, grouped by webhook in the order they were served
    */
-  claim(claimer: string, now: number, leaseUntil: number, limit: number): Promise<ClaimedDelivery[]>;
+  claim(claimer: string, now: number, leaseUntil: number, limit: number, perWebhook: number): Promise<ClaimedDelivery[]>;
   /**
    * Records an attempt of `delivery` in the log, and, if `claimer` still holds it, its outcome:
    * delivered, retried at `nextAttemptAt`, or given up. When delivered, the webhook's other
-   * deliveries waiting for a retry become due at once (the receiver is up again).
+   * deliveries waiting for a retry become due at once (the receiver is up again). When the
+   * webhook was deleted meanwhile, nothing is recorded (its log went with it), without error.
    */
   settle(delivery: ClaimedDelivery, claimer: string, outcome: AttemptOutcome): Promise<void>;
-  /** A webhook's latest `limit` attempts, newest first. */
-  attempts(webhookId: string, limit: number): Promise<WebhookAttemptRow[]>;
+  /** {@link settle} for several attempts of `claimer`, in one transaction. */
+  settleMany(claimer: string, settled: readonly SettledAttempt[]): Promise<void>;
+  /**
+   * A page of a webhook's attempts, newest first: up to `limit` with `seq` below `beforeSeq`
+   * (all on the first page, undefined), through the index on (webhook_id, seq).
+   */
+  attempts(webhookId: string, limit: number, beforeSeq: number | undefined): Promise<WebhookAttemptPageRow[]>;
   /** Deletes delivered or given-up deliveries and attempts older than `before`. @returns how many rows */
   prune(before: number): Promise<number>;
 }

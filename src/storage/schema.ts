@@ -252,8 +252,13 @@ export const webhooks = sqliteTable(
     /** `whsec_` + base64 of 32 random bytes. */
     secret: text("secret").notNull(),
     createdAt: integer("created_at").notNull(),
+    /**
+     * When the deliverer last claimed one of its deliveries (µs; 0: never): the round-robin
+     * order of webhooks, and through the owner's latest, of users (service/webhook-deliverer.ts).
+     */
+    servedAt: integer("served_at").notNull().default(0),
   },
-  (t) => [index("webhooks_owner_idx").on(t.ownerId)],
+  (t) => [index("webhooks_owner_idx").on(t.ownerId, t.servedAt)],
 );
 
 /**
@@ -289,7 +294,10 @@ export const webhookDeliveries = sqliteTable(
   },
   (t) => [
     uniqueIndex("webhook_deliveries_event_webhook_unique").on(t.eventId, t.webhookId),
-    index("webhook_deliveries_due_idx").on(t.nextAttemptAt).where(sql`${t.deliveredAt} IS NULL AND ${t.failedAt} IS NULL`),
+    // The claim's (storage/*-webhooks.ts claim): which webhooks have pending deliveries, each one's
+    // due ones, and its attempts in flight (leases still running), each through its own index.
+    index("webhook_deliveries_webhook_due_idx").on(t.webhookId, t.nextAttemptAt).where(sql`${t.deliveredAt} IS NULL AND ${t.failedAt} IS NULL`),
+    index("webhook_deliveries_webhook_claimed_idx").on(t.webhookId, t.claimedUntil).where(sql`${t.deliveredAt} IS NULL AND ${t.failedAt} IS NULL`),
     index("webhook_deliveries_subject_idx").on(t.webhookId, t.subject, t.seq),
     index("webhook_deliveries_created_idx").on(t.createdAt),
   ],

@@ -1,20 +1,36 @@
 /**
  * Webhooks, their outbox and the attempt log (CONTRACT §13) on SQLite: the {@link WebhookTable}
- * part of the SQLite metadata store. A claim is one `UPDATE … WHERE <still claimable>
- * RETURNING`: SQLite runs one writer at a time across processes, so each row goes to one of them.
+ * part of the SQLite metadata store. A claim (storage/webhook-claims.ts) reads which webhooks
+ * have deliveries due, then claims their shares in one write transaction: SQLite runs one writer
+ * at a time across processes, so each row goes to one of them and each webhook's cap holds.
  */
-import { and, asc, desc, eq, inArray, isNull, lte, or, sql } from "drizzle-orm";
-import type { Db, WriteRunner } from "./db.ts";
-import type { AttemptOutcome, ClaimedDelivery, NewDelivery, WebhookAttemptRow, WebhookRow, WebhookTable } from "./ports.ts";
+import { and, asc, desc, eq, lt, lte, or, sql, type SQL } from "drizzle-orm";
+import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
+import type { SQLQueryBindings } from "bun:sqlite";
+import { yieldToLoop } from "../slices.ts";
+import { BUSY_TIMEOUT_MS, type Db, type WriteRunner } from "./db.ts";
+import type { AttemptOutcome, ClaimedDelivery, NewDelivery, SettledAttempt, WebhookAttemptPageRow, WebhookRow, WebhookTable } from "./ports.ts";
 import { webhookAttempts, webhookDeliveries, webhooks } from "./schema.ts";
+import { allotRoundRobin, claimOfWebhook, inFlightOf, LaneWindow, lanesQuery, settledColumns, toClaimed, type ClaimedRow, type LaneRow } from "./webhook-claims.ts";
 
 const d = webhookDeliveries;
 
-/** Pending: neither delivered nor given up. */
-const pending = and(isNull(d.deliveredAt), isNull(d.failedAt));
+/** Webhooks claimed from per write transaction (a few ms of work each). */
+const CLAIM_SLICE = 4;
+
+const dialect = new SQLiteSyncDialect();
+
+/** Runs a statement built with drizzle's sql`` through bun:sqlite's statement cache. */
+function run<T>(client: Db["$client"], statement: SQL): T[] {
+  const { sql: text, params } = dialect.sqlToQuery(statement);
+  return client.query<T, SQLQueryBindings[]>(text).all(...(params as SQLQueryBindings[]));
+}
 
 /** Webhook rows on SQLite: reads on the given connection, writes through the store's write runner. */
 export class SqliteWebhooks implements WebhookTable {
+  /** Which webhooks with pending deliveries this process's next claim looks at. */
+  private readonly window = new LaneWindow();
+
   constructor(
     private readonly db: Db,
     private readonly write: WriteRunner,
@@ -44,73 +60,119 @@ export class SqliteWebhooks implements WebhookTable {
     this.enqueued();
   }
 
-  async claim(claimer: string, now: number, leaseUntil: number, limit: number): Promise<ClaimedDelivery[]> {
+  async claim(claimer: string, now: number, leaseUntil: number, limit: number, perWebhook: number): Promise<ClaimedDelivery[]> {
     // A read first, on the read connection: an idle poll writes nothing (a commit would empty
     // every process's read caches).
-    const due = this.db
-      .select({ seq: d.seq })
-      .from(d)
-      .where(and(claimable(now), sql`NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.webhook_id = ${d.webhookId} AND e.subject = ${d.subject} AND e.seq < ${d.seq} AND e.delivered_at IS NULL AND e.failed_at IS NULL)`))
-      .orderBy(asc(d.seq))
-      .limit(limit)
-      .all();
-    if (due.length === 0) return [];
-    const seqs = due.map((r) => r.seq);
-    return this.write((db) => {
-      const rows = db.update(d).set({ claimedBy: claimer, claimedUntil: leaseUntil }).where(and(inArray(d.seq, seqs), claimable(now))).returning().all();
-      if (rows.length === 0) return [];
-      const targets = new Map(
-        db
-          .select({ id: webhooks.id, url: webhooks.url, secret: webhooks.secret })
-          .from(webhooks)
-          .where(inArray(webhooks.id, [...new Set(rows.map((r) => r.webhookId))]))
-          .all()
-          .map((w) => [w.id, w]),
+    const lanes = await this.window.read((after, max) => this.db.all<LaneRow>(lanesQuery(now, after, max)));
+    const wanted = [...allotRoundRobin(lanes, limit, perWebhook)];
+    const claimed: ClaimedDelivery[] = [];
+    // A few webhooks per write transaction, so that no one holds the event loop long; one writer
+    // at a time across processes, so the count of attempts in flight and the claim in each
+    // cannot interleave with another process's.
+    for (let i = 0; i < wanted.length; i += CLAIM_SLICE) {
+      if (i > 0) await yieldToLoop(); // the write queue resolves in microtasks: let requests in between
+      const slice = wanted.slice(i, i + CLAIM_SLICE);
+      claimed.push(
+        ...(await this.writeWithoutWaiting((writer) => {
+          // bun:sqlite's query() keeps each statement compiled: a claim costs its rows, not its parsing.
+          const c = writer.$client;
+          const target = c.query<{ url: string; secret: string }, [string]>("SELECT url, secret FROM webhooks WHERE id = ?");
+          const served = c.query("UPDATE webhooks SET served_at = ? WHERE id = ?");
+          const rows: ClaimedDelivery[] = [];
+          for (const [webhookId, want] of slice) {
+            const room = perWebhook - Number(run<{ n: number }>(c, inFlightOf(webhookId, now))[0]?.n ?? 0);
+            if (room <= 0) continue;
+            const to = target.get(webhookId);
+            if (to === null) continue;
+            const taken = run<ClaimedRow>(c, claimOfWebhook(claimer, leaseUntil, webhookId, now, Math.min(want, room)));
+            if (taken.length === 0) continue;
+            served.run(now, webhookId);
+            for (const r of taken.sort((a, b) => Number(a.seq) - Number(b.seq))) rows.push(toClaimed(r, to));
+          }
+          return rows;
+        })),
       );
-      return rows
-        .sort((a, b) => a.seq - b.seq)
-        .flatMap((r) => {
-          const w = targets.get(r.webhookId);
-          return w === undefined ? [] : [{ seq: r.seq, eventId: r.eventId, webhookId: r.webhookId, type: r.type, subject: r.subject, payload: r.payload, createdAt: r.createdAt, attempts: r.attempts, url: w.url, secret: w.secret }];
-        });
-    });
+    }
+    return claimed;
   }
 
   settle(delivery: ClaimedDelivery, claimer: string, outcome: AttemptOutcome): Promise<void> {
-    // One transaction, as on PostgreSQL: a kill between the statements must not leave a 2xx in
-    // the attempt log beside an outbox row still waiting (which would be sent again).
-    return this.write((writer) =>
-      writer.transaction((db) => {
-        db.insert(webhookAttempts)
-          .values({ webhookId: delivery.webhookId, eventId: delivery.eventId, type: delivery.type, attemptedAt: outcome.attemptedAt, status: outcome.status, error: outcome.error, durationMs: outcome.durationMs })
-          .run();
-        const settled = outcome.delivered
-          ? { deliveredAt: outcome.attemptedAt }
-          : outcome.nextAttemptAt === null
-            ? { failedAt: outcome.attemptedAt }
-            : { nextAttemptAt: outcome.nextAttemptAt };
-        db.update(d)
-          .set({ ...settled, attempts: sql`${d.attempts} + 1`, claimedBy: null, claimedUntil: null, lastStatus: outcome.status, lastError: outcome.error })
-          .where(and(eq(d.seq, delivery.seq), eq(d.claimedBy, claimer), pending))
-          .run();
-        if (outcome.delivered) {
-          db.update(d)
-            .set({ nextAttemptAt: outcome.attemptedAt })
-            .where(and(eq(d.webhookId, delivery.webhookId), pending, sql`${d.nextAttemptAt} > ${outcome.attemptedAt}`))
-            .run();
-        }
-      },
-      { behavior: "immediate" },
-      ),
-    );
+    return this.settleMany(claimer, [{ delivery, outcome }]);
   }
 
-  async attempts(webhookId: string, limit: number): Promise<WebhookAttemptRow[]> {
+  settleMany(claimer: string, settled: readonly SettledAttempt[]): Promise<void> {
+    // One transaction, as on PostgreSQL: a kill between the statements must not leave a 2xx in
+    // the attempt log beside an outbox row still waiting (which would be sent again). A webhook
+    // deleted during the attempt took its outbox rows and log with it: nothing is recorded.
+    if (settled.length === 0) return Promise.resolve();
+    return this.writeWithoutWaiting((writer) => {
+      // bun:sqlite's query() keeps each statement compiled: a batch costs its rows, not its parsing.
+      const exists = writer.$client.query<{ id: string }, [string]>("SELECT id FROM webhooks WHERE id = ?");
+      const log = writer.$client.query("INSERT INTO webhook_attempts (webhook_id, event_id, type, attempted_at, status, error, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?)");
+      const outcomeOf = writer.$client.query(
+        `UPDATE webhook_deliveries SET delivered_at = ?, failed_at = ?, next_attempt_at = coalesce(?, next_attempt_at), attempts = attempts + 1,
+           claimed_by = NULL, claimed_until = NULL, last_status = ?, last_error = ?
+         WHERE seq = ? AND claimed_by = ? AND delivered_at IS NULL AND failed_at IS NULL`,
+      );
+      const dueNow = writer.$client.query("UPDATE webhook_deliveries SET next_attempt_at = ? WHERE webhook_id = ? AND delivered_at IS NULL AND failed_at IS NULL AND next_attempt_at > ?");
+      const live = new Map<string, boolean>();
+      for (const { delivery, outcome } of settled) {
+        let alive = live.get(delivery.webhookId);
+        if (alive === undefined) {
+          alive = exists.get(delivery.webhookId) !== null;
+          live.set(delivery.webhookId, alive);
+        }
+        if (!alive) continue;
+        log.run(delivery.webhookId, delivery.eventId, delivery.type, outcome.attemptedAt, outcome.status, outcome.error, outcome.durationMs);
+        const set = settledColumns(outcome);
+        outcomeOf.run(
+          "deliveredAt" in set ? set.deliveredAt : null,
+          "failedAt" in set ? set.failedAt : null,
+          "nextAttemptAt" in set ? set.nextAttemptAt : null,
+          outcome.status,
+          outcome.error,
+          delivery.seq,
+          claimer,
+        );
+        if (outcome.delivered) dueNow.run(outcome.attemptedAt, delivery.webhookId, outcome.attemptedAt);
+      }
+    });
+  }
+
+  /**
+   * Runs `work` in an IMMEDIATE transaction on the write connection without sleeping in
+   * SQLite's busy handler while another process holds the write lock: the deliverer's writes
+   * (claims, outcomes) are background work, and with several workers delivering at once a
+   * synchronous wait for each other's locks held a process for hundreds of ms. On SQLITE_BUSY
+   * the lock is asked again after an asynchronous pause (1 ms doubling to 50 ms, jittered); after
+   * {@link BUSY_TIMEOUT_MS} of that, the write waits as every other write does.
+   */
+  private async writeWithoutWaiting<T>(work: (writer: Db) => T): Promise<T> {
+    const started = performance.now();
+    for (let pauseMs = 1; ; pauseMs = Math.min(pauseMs * 2, 50)) {
+      const patient = performance.now() - started >= BUSY_TIMEOUT_MS;
+      const outcome = await this.write((writer) => {
+        if (!patient) writer.$client.exec("PRAGMA busy_timeout = 0");
+        try {
+          return { done: true as const, value: writer.transaction(() => work(writer), { behavior: "immediate" }) };
+        } catch (err) {
+          if (!patient && (err as { code?: string }).code === "SQLITE_BUSY") return { done: false as const };
+          throw err;
+        } finally {
+          if (!patient) writer.$client.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+        }
+      });
+      if (outcome.done) return outcome.value;
+      await new Promise((resolve) => setTimeout(resolve, pauseMs * (0.5 + Math.random())));
+    }
+  }
+
+  async attempts(webhookId: string, limit: number, beforeSeq: number | undefined): Promise<WebhookAttemptPageRow[]> {
     const a = webhookAttempts;
     return this.db
-      .select({ eventId: a.eventId, type: a.type, attemptedAt: a.attemptedAt, status: a.status, error: a.error, durationMs: a.durationMs })
+      .select({ seq: a.seq, eventId: a.eventId, type: a.type, attemptedAt: a.attemptedAt, status: a.status, error: a.error, durationMs: a.durationMs })
       .from(a)
-      .where(eq(a.webhookId, webhookId))
+      .where(and(eq(a.webhookId, webhookId), beforeSeq === undefined ? undefined : lt(a.seq, beforeSeq)))
       .orderBy(desc(a.seq))
       .limit(limit)
       .all();
@@ -123,9 +185,4 @@ export class SqliteWebhooks implements WebhookTable {
       return done + logged;
     });
   }
-}
-
-/** Due at `now`, pending, and not held by a lease still running. */
-function claimable(now: number) {
-  return and(pending, lte(d.nextAttemptAt, now), or(isNull(d.claimedUntil), lte(d.claimedUntil, now)));
 }

@@ -28,7 +28,7 @@ const METHODS = ["get", "head", "post", "put", "patch", "delete", "options"];
 /** `/v1/files/:id` → `/v1/files/{id}` (and `:file_id` → `{file_id}`). */
 const template = (elysiaPath: string) => elysiaPath.replace(/:([A-Za-z_]+)/g, "{$1}");
 /** A path the template matches, with values of the right shape. */
-const sample = (t: string) => t.replace("{id}", "AAAAAAAAAAAAAAAAAAAAA").replace("{file_id}", "BBBBBBBBBBBBBBBBBBBBB").replace("{slug}", "s").replace("{token}", "t0k3n");
+const sample = (t: string) => t.replace("/v1/webhooks/{id}", "/v1/webhooks/wh_AAAAAAAAAAAAAAAAAAAAA").replace("{id}", "AAAAAAAAAAAAAAAAAAAAA").replace("{file_id}", "BBBBBBBBBBBBBBBBBBBBB").replace("{slug}", "s").replace("{token}", "t0k3n");
 
 let server: RunningServer;
 let key: string;

@@ -38,6 +38,27 @@ describe("isAllowedAddress with nothing allowed beyond the public Internet", () 
     ["2001:db8::1", false],
     ["64:ff9b::a00:1", false],
     ["2002:a00:1::1", false],
+    // Every IPv6 form that embeds an IPv4 address, judged by that address (CONTRACT §14).
+    ["::127.0.0.1", false],
+    ["::7f00:1", false],
+    ["::10.0.0.1", false],
+    ["::93.184.215.14", true],
+    ["::ffff:0:127.0.0.1", false],
+    ["::ffff:0:7f00:1", false],
+    ["::ffff:0:169.254.169.254", false],
+    ["::ffff:0:93.184.215.14", true],
+    ["::ffff:7f00:1", false],
+    ["64:ff9b::127.0.0.1", false],
+    ["64:ff9b::93.184.215.14", true],
+    ["64:ff9b:1::7f00:1", false],
+    ["64:ff9b:1:7f00:1::", false],
+    ["64:ff9b:1:7f:0:1::", false],
+    ["64:ff9b:1:0:7f:1::", false],
+    ["64:ff9b:1:5db8:d7:e00::", false],
+    ["2002:7f00:1::", false],
+    ["2002:a9fe:a9fe::1", false],
+    ["2002:5db8:d70e::1", true],
+    ["2001:0:4136:e378:8000:63bf:3fff:fdd2", false],
     ["not an address", false],
   ])("%s → %p", (address, allowed) => {
     expect(isAllowedAddress(address, "example.com", PUBLIC_ONLY)).toBe(allowed);
@@ -53,6 +74,11 @@ describe("WEBHOOK_ALLOWED_HOSTS", () => {
     ["192.168.1.6", "x.example.com", false, "its neighbour"],
     ["fd12::1", "x.example.com", true, "an IPv6 range"],
     ["::ffff:10.0.0.1", "x.example.com", true, "IPv4-mapped, in the IPv4 range"],
+    ["::10.0.0.1", "x.example.com", true, "IPv4-compatible, in the IPv4 range"],
+    ["::ffff:0:10.0.0.1", "x.example.com", true, "IPv4-translated, in the IPv4 range"],
+    ["64:ff9b::10.0.0.1", "x.example.com", true, "NAT64, in the IPv4 range"],
+    ["2002:a00:1::", "x.example.com", true, "6to4, in the IPv4 range"],
+    ["::127.0.0.1", "x.example.com", false, "IPv4-compatible loopback, not listed"],
     ["127.0.0.1", "n8n.lan", true, "a name: whatever it resolves to"],
     ["127.0.0.1", "N8N.LAN.", true, "a name in another case, with the root dot"],
     ["127.0.0.1", "home.example.com", false, "another name"],
@@ -98,6 +124,8 @@ describe("checkTarget", () => {
     expect(await refusal("http://127.0.0.1:9/")).toBe("url: 127.0.0.1 is not a public address; WEBHOOK_ALLOWED_HOSTS can allow it");
     expect(await refusal("http://[::1]:9/")).toBe("url: ::1 is not a public address; WEBHOOK_ALLOWED_HOSTS can allow it");
     expect(await refusal("http://[::ffff:7f00:1]/")).toBe("url: ::ffff:7f00:1 is not a public address; WEBHOOK_ALLOWED_HOSTS can allow it");
+    expect(await refusal("http://[::127.0.0.1]/")).toBe("url: ::7f00:1 is not a public address; WEBHOOK_ALLOWED_HOSTS can allow it");
+    expect(await refusal("http://[::ffff:0:127.0.0.1]/")).toBe("url: ::ffff:0:7f00:1 is not a public address; WEBHOOK_ALLOWED_HOSTS can allow it");
     expect(await refusal("http://nowhere.test/")).toBe("url: the host nowhere.test does not resolve (ENOTFOUND)");
   });
 
