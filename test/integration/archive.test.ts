@@ -137,7 +137,7 @@ async function expectUntouched(d: Deployment) {
 const cli = (d: Deployment, ...args: string[]) => runCli(args, { env: d.env });
 
 async function mintKey(d: Deployment, email: string, name = ""): Promise<string> {
-  const r = await cli(d, "keys", "create", "--email", email, "--name", name);
+  const r = await cli(d, "keys", "create", "--email", email, "--name", name, "--init");
   if (r.code !== 0) throw new Error(`keys create failed: ${r.stderr}`);
   return r.stdout.trim();
 }

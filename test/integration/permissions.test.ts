@@ -46,7 +46,7 @@ test("a data directory cubby creates holds only 0600 files and 0700 directories,
   // Taken while the server runs, so cubby.db-wal and cubby.db-shm exist.
   const tree = modes(dataDir);
   expect(Object.keys(tree).sort()).toEqual(
-    [".", "cubby.db", "cubby.db-wal", "cubby.db-shm", "blobs", `blobs/${kept}`, "tmp", "uploads", "quarantine", `quarantine/${victim}`, `quarantine/${victim}.json`].sort(),
+    [".", "cubby.db", "cubby.db-wal", "cubby.db-shm", "blobs", `blobs/${kept}`, "tmp", "uploads", "quarantine", `quarantine/${victim}`, `quarantine/${victim}.json`, "server.json"].sort(),
   );
   expect(tree).toEqual(ownerOnly(tree));
 });
