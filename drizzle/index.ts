@@ -10,6 +10,8 @@ import m6 from "./0006_upload_concat.sql" with { type: "text" };
 import m7 from "./0007_webhooks.sql" with { type: "text" };
 import m8 from "./0008_folders.sql" with { type: "text" };
 import m9 from "./0009_upload_crc32c.sql" with { type: "text" };
+import m10 from "./0010_dav_bounded.sql" with { type: "text" };
+import m11 from "./0011_files_owner_name.sql" with { type: "text" };
 
 /** The migrations in order: tag, journal timestamp (ms), and SQL text. */
 export const migrations: { tag: string; when: number; breakpoints: boolean; sql: string }[] = [
@@ -23,4 +25,6 @@ export const migrations: { tag: string; when: number; breakpoints: boolean; sql:
   { tag: "0007_webhooks", when: 1795702896673, breakpoints: true, sql: m7 },
   { tag: "0008_folders", when: 1795709029391, breakpoints: true, sql: m8 },
   { tag: "0009_upload_crc32c", when: 1795721529323, breakpoints: true, sql: m9 },
+  { tag: "0010_dav_bounded", when: 1795855333573, breakpoints: true, sql: m10 },
+  { tag: "0011_files_owner_name", when: 1795855356798, breakpoints: true, sql: m11 },
 ];

@@ -56,7 +56,7 @@ export async function usersCommand(config: Config, sub: string | undefined, args
       const setting = parseQuota(args[1]);
       await using services = await openServices(config);
       const u = await services.userAdmin.setQuota(target, setting);
-      console.error(`quota of ${target}: ${quotaText(u)}; ${u.fileBytes + u.reservedBytes} bytes used`);
+      console.error(`quota of ${target}: ${quotaText(u)}; ${u.fileBytes + u.reservedBytes + u.davBytes} bytes used`);
       return 0;
     }
     case "delete": {

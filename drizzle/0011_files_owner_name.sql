@@ -1,0 +1,1 @@
+CREATE INDEX `files_owner_name_idx` ON `files` (`owner_id`,`name`);
