@@ -8,8 +8,12 @@ import { DavError } from "./errors.ts";
 
 /** Dead properties one resource may have (RFC 4918 §9.2.1: 507 when they do not fit). */
 export const MAX_PROPERTIES_PER_RESOURCE = 10_000;
-/** UTF-8 bytes of one resource's dead properties (namespaces, names and values), 1 MiB. */
-export const MAX_PROPERTY_BYTES_PER_RESOURCE = 1024 * 1024;
+/**
+ * UTF-8 bytes of one resource's dead properties (namespaces, names and values as stored, each
+ * value with the namespace declarations it inherits), 2 MiB: what the largest PROPPATCH body
+ * (1 MiB, xml.ts) can set, with room for those declarations.
+ */
+export const MAX_PROPERTY_BYTES_PER_RESOURCE = 2 * 1024 * 1024;
 /** Property names one PROPFIND may ask for (DAV:prop's children). */
 export const MAX_PROPFIND_NAMES = 10_000;
 /** Lists in one `If` header (RFC 4918 §10.4). */

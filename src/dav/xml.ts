@@ -57,6 +57,8 @@ export interface XmlElement {
   readonly inherited: ReadonlyMap<string, string>;
   /** The prefixes it declares itself ("" the default namespace). */
   readonly declared: ReadonlySet<string>;
+  /** The prefixes its name and attributes use ("" for an unprefixed name: the default namespace). */
+  readonly used: readonly string[];
 }
 
 /** Tags parsed between two chances to yield. */
@@ -167,15 +169,18 @@ export async function parseXml(text: string): Promise<XmlElement | undefined> {
       (scope as Map<string, string>).set(prefix, decodeReferences(value));
       declared.add(prefix);
     }
-    for (const [name] of attributes) {
-      const colon = name.indexOf(":");
-      if (colon > 0 && name.slice(0, colon) !== "xmlns" && !scope.has(name.slice(0, colon))) throw bad(`the prefix of attribute ${name} is not declared`);
-    }
     const colon = qname.indexOf(":");
     const prefix = colon === -1 ? "" : qname.slice(0, colon);
+    const used = [prefix];
+    for (const [name] of attributes) {
+      const at = name.indexOf(":");
+      if (at <= 0 || name.slice(0, at) === "xmlns") continue;
+      if (!scope.has(name.slice(0, at))) throw bad(`the prefix of attribute ${name} is not declared`);
+      used.push(name.slice(0, at));
+    }
     const ns = scope.get(prefix);
     if (prefix !== "" && ns === undefined) throw bad(`the prefix ${prefix} is not declared`);
-    const el: XmlElement = { namespaceURI: ns ?? "", localName: colon === -1 ? qname : qname.slice(colon + 1), children: [], source: text, start: lt, end: i, nameEnd, inherited, declared };
+    const el: XmlElement = { namespaceURI: ns ?? "", localName: colon === -1 ? qname : qname.slice(colon + 1), children: [], source: text, start: lt, end: i, nameEnd, inherited, declared, used };
     if (stack.length === 0) root = el;
     else stack[stack.length - 1]!.el.children.push(el);
     if (!selfClosing) stack.push({ el, qname, scope });
@@ -210,12 +215,22 @@ export function child(el: XmlElement, ns: string, name: string): XmlElement | un
 
 /**
  * `el` as XML that stands alone: its text as sent, with the namespace declarations it inherits
- * (and does not make itself) added to its start tag.
+ * (and does not make itself) that it or its descendants use added to its start tag.
  */
 export function serializeElement(el: XmlElement): string {
+  let used: { has(p: string): boolean } = { has: (p) => el.used.includes(p) };
+  if (el.children.length > 0) {
+    const all = new Set<string>();
+    for (const stack = [el]; stack.length > 0; ) {
+      const e = stack.pop()!;
+      for (const p of e.used) all.add(p);
+      stack.push(...e.children);
+    }
+    used = all;
+  }
   let added = "";
   for (const [prefix, uri] of el.inherited) {
-    if (prefix === "xml" || el.declared.has(prefix)) continue;
+    if (prefix === "xml" || el.declared.has(prefix) || !used.has(prefix)) continue;
     added += prefix === "" ? ` xmlns="${escapeXml(uri)}"` : ` xmlns:${prefix}="${escapeXml(uri)}"`;
   }
   return el.source.slice(el.start, el.nameEnd) + added + el.source.slice(el.nameEnd, el.end);

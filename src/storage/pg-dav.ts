@@ -96,18 +96,18 @@ export class PgDav implements DavTable {
 
   async applyProperties(ownerId: string, resource: string, set: readonly DavPropertyRow[], remove: readonly { namespace: string; name: string }[]): Promise<void> {
     const target = targetOf(resource);
+    // One statement per batch, its rows passed as one JSON parameter (drizzle's multi-row
+    // builder costs about 80 µs of CPU a row).
     for (let i = 0; i < remove.length; i += BATCH_ROWS) {
-      const names = remove.slice(i, i + BATCH_ROWS).map((r) => sql`(${r.namespace}, ${r.name})`);
-      await this.db.execute(
-        sql`DELETE FROM ${davProperties} WHERE ${davProperties.ownerId} = ${ownerId} AND ${davProperties.resource} = ${resource} AND (${davProperties.namespace}, ${davProperties.name}) IN (VALUES ${sql.join(names, sql`, `)})`,
-      );
+      const names = JSON.stringify(remove.slice(i, i + BATCH_ROWS).map((r) => [r.namespace, r.name]));
+      await this.db.execute(sql`DELETE FROM ${davProperties} WHERE owner_id = ${ownerId} AND resource = ${resource}
+        AND (namespace, name) IN (SELECT e ->> 0, e ->> 1 FROM jsonb_array_elements(${names}::jsonb) AS e)`);
     }
     for (let i = 0; i < set.length; i += BATCH_ROWS) {
-      const rows = set.slice(i, i + BATCH_ROWS).map((p) => ({ ownerId, resource, ...p, bytes: propertyBytes(p), ...target }));
-      await this.db
-        .insert(davProperties)
-        .values(rows)
-        .onConflictDoUpdate({ target: [davProperties.ownerId, davProperties.resource, davProperties.namespace, davProperties.name], set: { value: sql`excluded.value`, bytes: sql`excluded.bytes` } });
+      const rows = JSON.stringify(set.slice(i, i + BATCH_ROWS).map((p) => [p.namespace, p.name, p.value, propertyBytes(p)]));
+      await this.db.execute(sql`INSERT INTO ${davProperties} (owner_id, resource, namespace, name, value, bytes, file_id, folder_id)
+        SELECT ${ownerId}, ${resource}, e ->> 0, e ->> 1, e ->> 2, (e ->> 3)::int, ${target.fileId}::text, ${target.folderId}::text FROM jsonb_array_elements(${rows}::jsonb) AS e
+        ON CONFLICT (owner_id, resource, namespace, name) DO UPDATE SET value = excluded.value, bytes = excluded.bytes`);
     }
   }
 
