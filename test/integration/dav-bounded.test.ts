@@ -59,6 +59,8 @@ async function insertFiles(ownerId: string, folderId: string, tag: string, count
     );
   }
   await runSql(server.dataDir, "INSERT INTO folder_files (file_id, folder_id) SELECT id, ? FROM files WHERE owner_id = ? AND blob LIKE ?", folderId, ownerId, `${tag}blob%`);
+  // Statistics, as autovacuum would gather them for tables grown this much (PostgreSQL plans without them badly).
+  if (BACKEND === "postgres-s3") await runSql(server.dataDir, "ANALYZE files; ANALYZE folder_files");
 }
 
 /** MKCOL `name` at the top; its folder ID. */
