@@ -21,8 +21,11 @@ export const MAX_XML_BYTES = 1024 * 1024;
 /** The XML declaration every XML answer starts with. */
 export const XML_HEAD = '<?xml version="1.0" encoding="utf-8"?>\n';
 
+const NEEDS_ESCAPE = /[&<>"']/;
+
 /** `text` escaped for XML character data and attribute values. */
 export function escapeXml(text: string): string {
+  if (!NEEDS_ESCAPE.test(text)) return text;
   return text.replace(/[&<>"']/g, (c) => (c === "&" ? "&amp;" : c === "<" ? "&lt;" : c === ">" ? "&gt;" : c === '"' ? "&quot;" : "&apos;"));
 }
 
