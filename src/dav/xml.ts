@@ -38,7 +38,7 @@ export async function readSmallBody(body: AsyncIterable<Uint8Array>): Promise<st
   let size = 0;
   for await (const chunk of body) {
     size += chunk.byteLength;
-    if (size > MAX_XML_BYTES) throw new DavError(413, `an XML body is at most ${MAX_XML_BYTES} bytes`);
+    if (size > MAX_XML_BYTES) throw new DavError(413, `an XML body is at most ${MAX_XML_BYTES} bytes (cap MAX_XML_BYTES = ${MAX_XML_BYTES})`);
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString("utf8");
