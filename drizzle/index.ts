@@ -12,6 +12,7 @@ import m8 from "./0008_folders.sql" with { type: "text" };
 import m9 from "./0009_upload_crc32c.sql" with { type: "text" };
 import m10 from "./0010_files_folder.sql" with { type: "text" };
 import m11 from "./0011_webhook_fair.sql" with { type: "text" };
+import m12 from "./0012_dav_bounded.sql" with { type: "text" };
 
 /** The migrations in order: tag, journal timestamp (ms), and SQL text. */
 export const migrations: { tag: string; when: number; breakpoints: boolean; sql: string }[] = [
@@ -27,4 +28,5 @@ export const migrations: { tag: string; when: number; breakpoints: boolean; sql:
   { tag: "0009_upload_crc32c", when: 1795721529323, breakpoints: true, sql: m9 },
   { tag: "0010_files_folder", when: 1795855373202, breakpoints: true, sql: m10 },
   { tag: "0011_webhook_fair", when: 1795858054839, breakpoints: true, sql: m11 },
+  { tag: "0012_dav_bounded", when: 1795859347461, breakpoints: true, sql: m12 },
 ];

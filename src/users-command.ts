@@ -58,7 +58,7 @@ export async function usersCommand(config: Config, sub: string | undefined, args
       const setting = parseQuota(args[1]);
       await using services = await opts.open(config);
       const u = await services.userAdmin.setQuota(target, setting);
-      console.error(`quota of ${target}: ${quotaText(u)}; ${u.fileBytes + u.reservedBytes} bytes used`);
+      console.error(`quota of ${target}: ${quotaText(u)}; ${u.fileBytes + u.reservedBytes + u.davBytes} bytes used`);
       return 0;
     }
     case "delete": {

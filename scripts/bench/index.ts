@@ -12,7 +12,8 @@
  *
  * Installs nothing: a missing tool is named with the command that installs it, and the rows
  * that need it are reported as skipped. Workload 18 (S3 against `aws s3 cp`) needs Debian's
- * `apt-get install awscli`, found at /usr/bin/aws before any other `aws` on PATH.
+ * `apt-get install awscli`, found at /usr/bin/aws before any other `aws` on PATH; workload 19
+ * (WebDAV PROPFIND against `rclone serve webdav`) Debian's `apt-get install rclone`.
  */
 import { S3Client, type Subprocess } from "bun";
 import fs from "node:fs";
@@ -63,6 +64,7 @@ const TOOLS: Record<string, string> = {
   dd: "apt-get install coreutils",
   node: "install Node.js (https://nodejs.org)",
   aws: "apt-get install awscli",
+  rclone: "apt-get install rclone",
 };
 const which = (tool: string) =>
   tool === "aws" ? (awsCli() ?? null) : (Bun.which(tool) ?? (tool === "nginx" && fs.existsSync("/usr/sbin/nginx") ? "/usr/sbin/nginx" : null));
@@ -824,6 +826,70 @@ if (want(15) && has("wrk", "nginx")) {
   killGroup(nginx2);
   rows.push({ workload: "small public GET (4 KiB), 2 processes each", how: "wrk -t2, HTTP/1.1, 64 connections", value: c, unit: "req/s", anchor: "nginx, worker_processes 2", anchorValue: n, target: 0.9 });
 } else if (ONLY === undefined) skip("small public GET, WORKERS=2 vs nginx with 2 workers", ["wrk", "nginx"]);
+
+// 19. WebDAV listing (issue 37 item 6): PROPFIND Depth 1 of a collection of DAV_FILES files,
+// with the properties rclone's webdav backend asks for when it lists, against `rclone serve
+// webdav` serving a directory of the same files, both with Basic authentication, same wrk.
+const DAV_FILES = SMOKE ? 100 : 1000;
+if (want(19) && has("wrk", "rclone")) {
+  step(`WebDAV PROPFIND Depth 1 of ${DAV_FILES} files: cubby vs rclone serve webdav`);
+  const davKey = await mintKey("dav-bench@example.com");
+  const basicFor = (user: string, password: string) => `authorization: Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`;
+  const davAuth = basicFor("bench", davKey);
+  const davHeaders = { authorization: davAuth.slice("authorization: ".length) };
+  const made = await fetch(`${base}/dav/listing/`, { method: "MKCOL", headers: davHeaders });
+  if (made.status !== 201) throw new Error(`MKCOL: ${made.status}`);
+  const served = path.join(work, "rclone-www");
+  fs.mkdirSync(served);
+  const content = (i: number) => `file ${i}\n`.repeat(10);
+  const names = Array.from({ length: DAV_FILES }, (_, i) => `file-${String(i).padStart(4, "0")}.txt`);
+  for (let i = 0; i < names.length; i += 16) {
+    await Promise.all(
+      names.slice(i, i + 16).map(async (name, j) => {
+        fs.writeFileSync(path.join(served, name), content(i + j));
+        const res = await fetch(`${base}/dav/listing/${name}`, { method: "PUT", body: content(i + j), headers: davHeaders });
+        if (res.status !== 201) throw new Error(`PUT ${name}: ${res.status}`);
+      }),
+    );
+  }
+  const rclonePort = await freePort();
+  const rclone = Bun.spawn(["rclone", "serve", "webdav", "--addr", `127.0.0.1:${rclonePort}`, "--user", "bench", "--pass", "secret", "--config", path.join(work, "no-rclone.conf"), served], {
+    stdout: "ignore",
+    stderr: "ignore",
+    detached: true,
+    env: { ...process.env, HOME: work },
+  });
+  children.add(rclone);
+  const rcloneAuth = basicFor("bench", "secret");
+  const propfindBody =
+    '<?xml version="1.0" encoding="utf-8" ?><D:propfind xmlns:D="DAV:"><D:prop><D:displayname/><D:getlastmodified/><D:getcontentlength/><D:resourcetype/><D:getcontenttype/><D:getetag/></D:prop></D:propfind>';
+  const listing = async (url: string, auth: string) => {
+    const res = await fetch(url, { method: "PROPFIND", body: propfindBody, headers: { depth: "1", authorization: auth.slice("authorization: ".length), "content-type": "application/xml" } });
+    return { status: res.status, responses: ((await res.text()).match(/<(?:D:)?response>/gi) ?? []).length };
+  };
+  for (let i = 0; ; i++) {
+    const r = await listing(`http://127.0.0.1:${rclonePort}/`, rcloneAuth).catch(() => ({ status: 0, responses: 0 }));
+    if (r.status === 207) break;
+    if (i === 500 || rclone.exitCode !== null) throw new Error("rclone serve webdav did not come up");
+    await Bun.sleep(10); // rclone has no readiness signal on stdout; poll its port
+  }
+  const [mine, theirs] = [await listing(`${base}/dav/listing/`, davAuth), await listing(`http://127.0.0.1:${rclonePort}/`, rcloneAuth)];
+  if (mine.responses !== DAV_FILES + 1 || theirs.responses !== DAV_FILES + 1) throw new Error(`listings: cubby ${JSON.stringify(mine)}, rclone ${JSON.stringify(theirs)}`);
+  const script = path.join(work, "propfind.lua");
+  fs.writeFileSync(script, `wrk.method = "PROPFIND"\nwrk.body = ${JSON.stringify(propfindBody)}\nwrk.headers["Depth"] = "1"\nwrk.headers["Content-Type"] = "application/xml"\n`);
+  // And with no body (allprop, RFC 4918 §9.1): every live property and every dead one.
+  const allprop = path.join(work, "allprop.lua");
+  fs.writeFileSync(allprop, `wrk.method = "PROPFIND"\nwrk.headers["Depth"] = "1"\n`);
+  const rcloneVersion = (await run(["rclone", "version"])).out.split("\n")[0];
+  for (const [how, lua] of [["rclone's listing properties", script], ["no body (allprop)", allprop]] as const) {
+    const [c, r] = await pair(
+      async () => (await wrk(`${base}/dav/listing/`, { connections: 8, headers: [davAuth], script: lua })).rps,
+      async () => (await wrk(`http://127.0.0.1:${rclonePort}/`, { connections: 8, headers: [rcloneAuth], script: lua })).rps,
+    );
+    rows.push({ workload: `WebDAV PROPFIND Depth 1 (${DAV_FILES} files)`, how: `wrk, 8 connections, ${how}`, value: c, unit: "req/s", anchor: `rclone serve webdav (${rcloneVersion})`, anchorValue: r, target: 1.0 });
+  }
+  killGroup(rclone);
+} else if (ONLY === undefined) skip("WebDAV PROPFIND Depth 1", ["wrk", "rclone"]);
 
 // --- report ---
 const node = has("node") ? (await run(["node", "--version"])).out.trim() : "no Node.js";

@@ -7,7 +7,6 @@ import type { FileRecord } from "../domain/file.ts";
 import { parseMediaType, parseName } from "../domain/params.ts";
 import { AppError } from "../errors.ts";
 import { DavError } from "./errors.ts";
-import { below } from "./locks.ts";
 import { lockPathOf } from "./paths.ts";
 import { etagOf, type DavRequest } from "./request.ts";
 import { folderIdOf, membersOf, propertyKey, type Collection, type Resource } from "./resources.ts";
@@ -92,30 +91,23 @@ export async function del(req: DavRequest): Promise<void> {
   req.ex.respond(204, {});
 }
 
-/** Deletes a file or folder (recursively) with its dead properties and the locks rooted at or below it. */
+/**
+ * Deletes a file or folder (recursively) and the locks rooted at or below it; their dead
+ * properties go with their rows (dav_properties' foreign keys).
+ */
 async function remove(req: DavRequest, segments: string[], resource: Exclude<Resource, { kind: "root" }>): Promise<void> {
-  const keys = resource.kind === "folder" ? await propertyKeysBelow(req, resource) : [propertyKey(resource)];
   if (resource.kind === "file") await req.deps.files.delete(req.principal, resource.file.id);
   else await req.deps.folders.delete(req.principal, resource.folder.id, { recursive: true });
-  await req.deps.store.dav.deleteProperties(req.principal.userId, keys);
   await dropLocks(req, segments);
 }
 
-/** The dead-property keys of a folder and everything in it. */
-async function propertyKeysBelow(req: DavRequest, c: Collection): Promise<string[]> {
-  const keys = [propertyKey(c)];
-  for (const m of await membersOf(req.deps, req.principal, c)) {
-    if (m.resource.kind === "folder") keys.push(...(await propertyKeysBelow(req, m.resource)));
-    else keys.push(propertyKey(m.resource));
-  }
-  return keys;
-}
-
-/** Deletes the locks rooted at or below `segments` (the resource went, RFC 4918 §9.6). */
+/** Deletes the locks rooted at or below `segments` (the resource went, RFC 4918 §9.6), read by path. */
 async function dropLocks(req: DavRequest, segments: readonly string[]): Promise<void> {
   const path = lockPathOf(segments);
-  const locks = await req.locks();
-  for (const l of [...locks.filter((l) => l.path === path), ...below(locks, path)]) await req.deps.store.dav.deleteLock(l.token);
+  const owner = req.principal.userId;
+  const now = req.now();
+  const gone = [...(await req.deps.store.dav.locksAt(owner, [path], now)), ...(await req.deps.store.dav.locksBelow(owner, path, now))];
+  await req.deps.store.dav.deleteLocks(gone.map((l) => l.token));
   req.forgetLocks();
 }
 
@@ -246,8 +238,7 @@ async function* blobCopy(req: DavRequest, file: FileRecord): AsyncIterable<Uint8
 
 /** Gives `to` the dead properties of `from` instead of its own (a copy onto an existing resource). */
 async function replaceProperties(req: DavRequest, from: string, to: string): Promise<void> {
-  await req.deps.store.dav.deleteProperties(req.principal.userId, [to]);
-  await copyProperties(req, from, to);
+  await copyProperties(req, from, to, true);
 }
 
 /** Moves the dead properties of one resource to another, replacing the other's. */
@@ -256,13 +247,19 @@ async function moveProperties(req: DavRequest, from: string, to: string): Promis
   await req.deps.store.dav.deleteProperties(req.principal.userId, [from]);
 }
 
-/** Copies the dead properties of one resource to another. */
-async function copyProperties(req: DavRequest, from: string, to: string): Promise<void> {
+/**
+ * Copies the dead properties of one resource to another (`replace`: the other's own go first),
+ * in one statement, in a transaction that charges the bytes it adds to the owner's quota.
+ */
+async function copyProperties(req: DavRequest, from: string, to: string, replace = false): Promise<void> {
   const owner = req.principal.userId;
-  const props = await req.deps.store.dav.properties(owner, from);
-  if (props.length === 0) return;
+  const added = await req.deps.store.dav.propertyTotals(owner, from);
+  if (added.count === 0 && !replace) return;
   await req.deps.store.transaction(async (tx) => {
-    for (const p of props) await tx.dav.setProperty(owner, to, p);
+    const quota = await req.deps.quotas.lock(tx, owner);
+    const before = await tx.dav.propertyTotals(owner, to);
+    if (replace) await tx.dav.deleteProperties(owner, [to]);
+    await tx.dav.copyProperties(owner, from, to);
+    await quota.settle((await tx.dav.propertyTotals(owner, to)).bytes - before.bytes);
   });
 }
-

@@ -13,6 +13,7 @@
  * ```
  */
 import { DavError } from "./errors.ts";
+import { MAX_IF_CONDITIONS, MAX_IF_LISTS, overCap } from "./limits.ts";
 
 /** One condition of a list. */
 export interface IfCondition {
@@ -30,14 +31,16 @@ export interface IfList {
 }
 
 /**
- * Parses an If header.
- * @throws DavError 400 for a header that does not follow the grammar
+ * Parses an If header, in time linear in its length.
+ * @throws DavError 400 for a header that does not follow the grammar, or past
+ *   {@link MAX_IF_LISTS} lists or {@link MAX_IF_CONDITIONS} conditions
  */
 export function parseIf(header: string): IfList[] {
   const lists: IfList[] = [];
   let i = 0;
   let tag: string | undefined;
   let tagged: boolean | undefined;
+  let conditionCount = 0;
   const bad = (why: string) => new DavError(400, `malformed If header: ${why}`);
   const skip = () => {
     while (i < header.length && (header[i] === " " || header[i] === "\t")) i++;
@@ -72,6 +75,7 @@ export function parseIf(header: string): IfList[] {
         i += 3;
         skip();
       }
+      if (++conditionCount > MAX_IF_CONDITIONS) throw overCap(400, "too many conditions in the If header", "MAX_IF_CONDITIONS", MAX_IF_CONDITIONS);
       if (header[i] === "<") {
         i++;
         conditions.push({ not, token: until(">") });
@@ -82,6 +86,7 @@ export function parseIf(header: string): IfList[] {
     }
     i++;
     if (conditions.length === 0) throw bad("an empty list");
+    if (lists.length === MAX_IF_LISTS) throw overCap(400, "too many lists in the If header", "MAX_IF_LISTS", MAX_IF_LISTS);
     lists.push({ tag: tagged ? tag : undefined, conditions });
   }
   if (lists.length === 0) throw bad("no list");

@@ -3,18 +3,20 @@
  * infinity, a timeout, a refresh (a LOCK with no body and the lock's token in If), and a LOCK
  * of an unmapped path, which creates an empty file (§7.3). A new lock is checked against the
  * held ones in a transaction that first locks the owner's row, so that two workers or instances
- * cannot both grant conflicting locks.
+ * cannot both grant conflicting locks; there too the caps (locks per user, DAV:owner size) and
+ * the quota (a lock's DAV:owner counts, CONTRACT §14) are checked. Only the locks on the
+ * ancestors of the path and below it are read.
  */
-import type { Element } from "@xmldom/xmldom";
 import { requireScope } from "../domain/principal.ts";
 import type { DavLockRow } from "../storage/ports.ts";
 import { DavError } from "./errors.ts";
-import { activeLock, conflicting, covering, grantedTimeout } from "./locks.ts";
+import { activeLock, ancestorsOf, conflicting, covering, grantedTimeout } from "./locks.ts";
+import { MAX_LOCK_OWNER_BYTES, MAX_LOCKS_PER_USER, overCap } from "./limits.ts";
 import { parseName } from "../domain/params.ts";
 import { lockPathOf } from "./paths.ts";
 import type { DavRequest } from "./request.ts";
 import { folderIdOf } from "./resources.ts";
-import { child, childElements, DAV_NS, isElement, parseXml, readSmallBody, serializeElement, XML_HEAD } from "./xml.ts";
+import { child, childElements, DAV_NS, isElement, parseXml, readSmallBody, serializeElement, XML_HEAD, type XmlElement } from "./xml.ts";
 
 /** The answer's body: the lock in DAV:lockdiscovery (RFC 4918 §9.10.1). */
 function lockBody(lock: DavLockRow, now: number): string {
@@ -26,7 +28,7 @@ const XML_TYPE = { "content-type": 'application/xml; charset="utf-8"' };
 /** Answers LOCK. */
 export async function lock(req: DavRequest): Promise<void> {
   requireScope(req.principal, "files.write");
-  const root = parseXml(await readSmallBody(req.ex.body()));
+  const root = await parseXml(await readSmallBody(req.ex.body()));
   const now = req.now();
   const timeoutSeconds = grantedTimeout(req.ex.headers.get("timeout"));
   const path = lockPathOf(req.segments);
@@ -51,13 +53,17 @@ export async function lock(req: DavRequest): Promise<void> {
     expiresAt: now + timeoutSeconds * 1_000_000,
     createdAt: now,
   };
+  const owner = req.principal.userId;
   await req.deps.store.transaction(async (tx) => {
-    await tx.users.account(req.principal.userId);
+    const quota = await req.deps.quotas.lock(tx, owner);
     await tx.dav.deleteExpiredLocks(now);
-    if (conflicting(await tx.dav.locks(req.principal.userId, now), path, depth, info.exclusive).length > 0) {
+    if ((await tx.dav.lockTotals(owner, now)).count >= MAX_LOCKS_PER_USER) throw overCap(507, "too many locks held", "MAX_LOCKS_PER_USER", MAX_LOCKS_PER_USER);
+    const near = [...(await tx.dav.locksAt(owner, ancestorsOf(path), now)), ...(depth === -1 ? await tx.dav.locksBelow(owner, path, now) : [])];
+    if (conflicting(near, path, depth, info.exclusive).length > 0) {
       throw new DavError(423, "a conflicting lock is held", "no-conflicting-lock");
     }
     await tx.dav.insertLock(row);
+    await quota.settle(Buffer.byteLength(row.ownerXml));
   });
   req.forgetLocks();
   if (resource === undefined) {
@@ -76,7 +82,7 @@ export async function lock(req: DavRequest): Promise<void> {
 async function refresh(req: DavRequest, path: string, timeoutSeconds: number, now: number): Promise<void> {
   if (req.ifHeader() === undefined) throw new DavError(400, "a LOCK with no body refreshes a lock named in an If header");
   const submitted = req.submitted();
-  const held = covering(await req.locks(), path).find((l) => submitted.has(l.token));
+  const held = covering(await req.locksAround(path), path).find((l) => submitted.has(l.token));
   if (held === undefined) throw new DavError(412, "no lock named in the If header covers this resource", "lock-token-matches-request-uri");
   const { resource } = await req.resolve();
   await req.checkIf(resource);
@@ -85,8 +91,8 @@ async function refresh(req: DavRequest, path: string, timeoutSeconds: number, no
   req.ex.respond(200, XML_TYPE, lockBody({ ...held, timeoutSeconds, expiresAt }, now));
 }
 
-/** The lockinfo of a LOCK body: scope and the owner element as XML. */
-function parseLockInfo(root: Element): { exclusive: boolean; ownerXml: string } {
+/** The lockinfo of a LOCK body: scope and the owner element as XML. @throws DavError 400; 413 past MAX_LOCK_OWNER_BYTES */
+function parseLockInfo(root: XmlElement): { exclusive: boolean; ownerXml: string } {
   if (!isElement(root, DAV_NS, "lockinfo")) throw new DavError(400, "a LOCK body is a DAV:lockinfo element");
   const scope = child(root, DAV_NS, "lockscope");
   const type = child(root, DAV_NS, "locktype");
@@ -96,7 +102,9 @@ function parseLockInfo(root: Element): { exclusive: boolean; ownerXml: string } 
   if (exclusive === undefined) throw new DavError(400, "DAV:lockscope is exclusive or shared");
   if (!isElement(childElements(type)[0], DAV_NS, "write")) throw new DavError(400, "only write locks exist (DAV:locktype write)");
   const owner = child(root, DAV_NS, "owner");
-  return { exclusive, ownerXml: owner === undefined ? "" : serializeElement(owner) };
+  const ownerXml = owner === undefined ? "" : serializeElement(owner);
+  if (Buffer.byteLength(ownerXml) > MAX_LOCK_OWNER_BYTES) throw overCap(413, "the DAV:owner element is too large", "MAX_LOCK_OWNER_BYTES", MAX_LOCK_OWNER_BYTES);
+  return { exclusive, ownerXml };
 }
 
 /** Answers UNLOCK: the lock named in Lock-Token, which must cover this path, goes. */
@@ -105,7 +113,7 @@ export async function unlock(req: DavRequest): Promise<void> {
   const header = req.ex.headers.get("lock-token")?.trim();
   const token = header === undefined ? undefined : /^<(.+)>$/.exec(header)?.[1];
   if (token === undefined) throw new DavError(400, "UNLOCK needs a Lock-Token header: <token>");
-  const held = covering(await req.locks(), lockPathOf(req.segments)).find((l) => l.token === token);
+  const held = covering(await req.locksAround(lockPathOf(req.segments)), lockPathOf(req.segments)).find((l) => l.token === token);
   if (held === undefined) throw new DavError(409, "no such lock covers this resource", "lock-token-matches-request-uri");
   await req.deps.store.dav.deleteLock(token);
   req.forgetLocks();

@@ -24,6 +24,15 @@ export function below(locks: readonly DavLockRow[], path: string): DavLockRow[] 
   return locks.filter((l) => l.path !== path && isAncestorOrSelf(path, l.path));
 }
 
+/** A lock path and its ancestors, the top first ("/a/b" → "/", "/a", "/a/b"): the roots of the locks that can cover it. */
+export function ancestorsOf(path: string): string[] {
+  if (path === "/") return ["/"];
+  const out = ["/"];
+  for (let at = path.indexOf("/", 1); at !== -1; at = path.indexOf("/", at + 1)) out.push(path.slice(0, at));
+  out.push(path);
+  return out;
+}
+
 /** The parent of a lock path ("/a/b" → "/a", "/a" → "/"). */
 export function parentPath(path: string): string {
   const at = path.lastIndexOf("/");

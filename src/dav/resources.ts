@@ -9,6 +9,8 @@ import type { Principal } from "../domain/principal.ts";
 import { AppError } from "../errors.ts";
 import type { FileService } from "../service/files.ts";
 import type { FolderService } from "../service/folders.ts";
+import type { Clock } from "../domain/time.ts";
+import type { MetadataStore } from "../storage/ports.ts";
 import { decoratedId, memberName } from "./paths.ts";
 
 /** A resource a path names. */
@@ -82,33 +84,45 @@ async function memberOf(deps: TreeDeps, principal: Principal, parent: Collection
   return memberName(file, shared) === name ? { kind: "file", file, folderId } : undefined;
 }
 
+/** What listing a collection a page at a time needs: the tree, and the store for name clashes at the top. */
+export interface MemberDeps extends TreeDeps {
+  store: MetadataStore;
+  clock: Clock;
+}
+
 /**
- * Every member of a collection with the name it shows under (sub-folders, then files).
+ * The members of a collection with the names they show under, a page at a time (sub-folders,
+ * then files, each keyset-paged through FolderService): a page's names that clash at the top
+ * are found with one query (DavTable.sharedTopNames); inside a folder names are unique.
  * @throws AppError permission_denied without files.read; not_found (the folder went)
  */
-export async function membersOf(deps: TreeDeps, principal: Principal, c: Collection): Promise<Member[]> {
+export async function* memberPages(deps: MemberDeps, principal: Principal, c: Collection, pageSize = PAGE): AsyncIterable<Member[]> {
   const folderId = folderIdOf(c);
-  const folders: FolderRow[] = [];
   for (let after = undefined as Parameters<FolderService["list"]>[3]; ; ) {
-    const page = await deps.folders.list(principal, folderId, PAGE, after);
-    folders.push(...page.folders);
+    const page = await deps.folders.list(principal, folderId, pageSize, after);
+    if (page.folders.length > 0) yield page.folders.map((folder): Member => ({ name: folder.name, resource: { kind: "folder", folder } }));
     if (page.next === undefined) break;
     after = page.next;
   }
-  const files: FileRecord[] = [];
   for (let after = undefined as Parameters<FolderService["listFiles"]>[3]; ; ) {
-    const page = await deps.folders.listFiles(principal, folderId, PAGE, after);
-    files.push(...page.files);
+    const page = await deps.folders.listFiles(principal, folderId, pageSize, after);
+    const named = page.files.filter((f) => f.name !== "").map((f) => f.name);
+    const shared = folderId === null && named.length > 0 ? await deps.store.dav.sharedTopNames(principal.userId, named, deps.clock.nowMicros()) : undefined;
+    if (page.files.length > 0) yield page.files.map((file): Member => ({ name: memberName(file, shared?.has(file.name) ?? false), resource: { kind: "file", file, folderId } }));
     if (page.next === undefined) break;
     after = page.next;
   }
-  const taken = new Map<string, number>();
-  for (const f of folders) taken.set(f.name, (taken.get(f.name) ?? 0) + 1);
-  for (const f of files) taken.set(f.name, (taken.get(f.name) ?? 0) + 1);
-  return [
-    ...folders.map((folder): Member => ({ name: folder.name, resource: { kind: "folder", folder } })),
-    ...files.map((file): Member => ({ name: memberName(file, (taken.get(file.name) ?? 0) > 1), resource: { kind: "file", file, folderId } })),
-  ];
+}
+
+/**
+ * Every member of a collection with the name it shows under (sub-folders, then files), read a
+ * page at a time ({@link memberPages}) and collected.
+ * @throws AppError permission_denied without files.read; not_found (the folder went)
+ */
+export async function membersOf(deps: MemberDeps, principal: Principal, c: Collection): Promise<Member[]> {
+  const out: Member[] = [];
+  for await (const page of memberPages(deps, principal, c)) out.push(...page);
+  return out;
 }
 
 /** The key of a resource's dead properties (dav_properties.resource). */

@@ -135,7 +135,8 @@ const usageProperties = {
   files: count,
   file_bytes: { ...count, description: "Bytes of the caller's files" },
   reserved_bytes: { ...count, description: "Bytes of unfinished resumable uploads" },
-  used_bytes: { ...count, description: "file_bytes + reserved_bytes: what the quota is checked against" },
+  dav_bytes: { ...count, description: "Bytes of WebDAV dead properties and of the owner elements of live WebDAV locks" },
+  used_bytes: { ...count, description: "file_bytes + reserved_bytes + dav_bytes: what the quota is checked against" },
   quota_bytes: { type: ["integer", "null"], minimum: 0, description: "null: no quota" },
 } satisfies Record<keyof UsageJson, Schema>;
 

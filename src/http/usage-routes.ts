@@ -13,20 +13,21 @@ import { json } from "./respond.ts";
 
 /**
  * The JSON of GET /v1/usage. Bytes as numbers (exact below 2^53, 8 PiB). `used_bytes` =
- * `file_bytes` + `reserved_bytes` (unfinished resumable uploads) is what the quota is checked
- * against; `quota_bytes` is null when there is none.
+ * `file_bytes` + `reserved_bytes` (unfinished resumable uploads) + `dav_bytes` (WebDAV dead
+ * properties and lock owners, CONTRACT §14) is what the quota is checked against; `quota_bytes` is null when there is none.
  */
 export interface UsageJson {
   files: number;
   file_bytes: number;
   reserved_bytes: number;
+  dav_bytes: number;
   used_bytes: number;
   quota_bytes: number | null;
 }
 
 /** A {@link Usage} as GET /v1/usage answers it. */
 export function toUsageJson(u: Usage): UsageJson {
-  return { files: u.files, file_bytes: u.fileBytes, reserved_bytes: u.reservedBytes, used_bytes: u.usedBytes, quota_bytes: u.quotaBytes };
+  return { files: u.files, file_bytes: u.fileBytes, reserved_bytes: u.reservedBytes, dav_bytes: u.davBytes, used_bytes: u.usedBytes, quota_bytes: u.quotaBytes };
 }
 
 /** The /v1/usage route as an Elysia plugin. */

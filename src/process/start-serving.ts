@@ -70,7 +70,7 @@ export async function startServing(
     rpcPaths: rpcPaths(routes),
     unary,
     content: { files: services.files, folders: services.folders, shares: services.shares, auth, baseUrl: () => baseUrl, clockMicros: () => services.clock.nowMicros() },
-    dav: { files: services.files, folders: services.folders, store: services.store, clock: services.clock, auth, baseUrl: () => baseUrl },
+    dav: { files: services.files, folders: services.folders, store: services.store, quotas: services.quotas, clock: services.clock, auth, baseUrl: () => baseUrl },
     answerAtOnce: config.testAtOnce !== false,
     log,
     logFormat: config.logFormat,

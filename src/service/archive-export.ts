@@ -1,7 +1,8 @@
 /**
  * `cubby export`: every user (with their quota and disabled state), API key (hash only), live
- * session if asked for, guest upload link, folder, file row (with its folder) and blob, and
- * share link of the configured stores, as one streamed archive (docs/archive.md). Written over the two
+ * session if asked for, guest upload link, folder, file row (with its folder) and blob, WebDAV
+ * dead property (each resource's right after the resource: a user's top after the user, a
+ * folder's after the folder, a file's after its content), and share link of the configured stores, as one streamed archive (docs/archive.md). Written over the two
  * ports only, so it reads SQLite + disk and PostgreSQL + S3 alike.
  *
  * The ports give no snapshot, so the archive is consistent row by row, as each was committed
@@ -69,7 +70,7 @@ export async function exportArchive(
 }
 
 class Exporter {
-  private readonly report: ExportReport = { users: 0, keys: 0, sessions: 0, uploadLinks: 0, files: 0, shares: 0, bytes: 0, folders: 0, skippedFiles: 0 };
+  private readonly report: ExportReport = { users: 0, keys: 0, sessions: 0, uploadLinks: 0, files: 0, shares: 0, bytes: 0, folders: 0, davProperties: 0, skippedFiles: 0 };
   /** IDs of the users written so far: one string per user (and per link, below) is the export's only growing memory. */
   private readonly written = new Set<string>();
   /** IDs of the guest upload links written so far. */
@@ -124,6 +125,10 @@ class Exporter {
       case "user":
         this.written.add(record.row.id);
         this.report.users++;
+        await this.properties(record.row.id, "root");
+        break;
+      case "dav_property":
+        this.report.davProperties++;
         break;
       case "upload_link":
         this.writtenLinks.add(record.row.id);
@@ -141,8 +146,14 @@ class Exporter {
       case "folder":
         this.writtenFolders.set(record.row.id, true);
         this.report.folders++;
+        await this.properties(record.row.ownerId, `folder:${record.row.id}`);
         break;
     }
+  }
+
+  /** Writes the dead properties of a resource just written (at most the per-resource cap, one query). */
+  private async properties(ownerId: string, resource: string): Promise<void> {
+    for (const p of await this.deps.store.dav.properties(ownerId, resource)) await this.record({ type: "dav_property", row: { ownerId, resource, ...p } });
   }
 
   /**
@@ -259,5 +270,6 @@ class Exporter {
     await this.out.text("\n");
     this.report.files++;
     this.report.bytes += size;
+    await this.properties(row.ownerId, `file:${row.id}`);
   }
 }

@@ -1,6 +1,7 @@
 /**
  * The records of a cubby archive (docs/archive.md): one JSON object per line for each user, API
- * key, session, guest upload link, folder, file (with the folder it is in) and share link, and a trailer. Encoding is exact and decoding is strict: a record with
+ * key, session, guest upload link, folder, file (with the folder it is in), WebDAV dead property
+ * and share link, and a trailer. Encoding is exact and decoding is strict: a record with
  * a missing, unknown or ill-typed field is refused rather than guessed at, because an importer
  * that dropped a field it did not know (a key's scopes, say) would hand out more than the
  * source did. Pure functions, no I/O.
@@ -15,20 +16,33 @@ import { checkFolderName, type FolderRow } from "../domain/folder.ts";
 import { NO_QUOTA, type ApiKeyRow, type SessionRow, type UserAccount } from "../storage/ports.ts";
 
 /** The version this cubby writes. */
-export const ARCHIVE_VERSION = 4;
+export const ARCHIVE_VERSION = 5;
 /** The first line of every archive, without its "\n"; the number is the format's version. */
 export const ARCHIVE_MAGIC = `cubby-archive ${ARCHIVE_VERSION}`;
 /**
  * The versions this cubby reads: 1 (before key scopes and expiries), 2 (before users' state,
- * share links and guest upload links), 3 (before folders) and 4. What an older version lacks
- * reads as the default (no folders: every file at the top).
+ * share links and guest upload links), 3 (before folders), 4 (before WebDAV dead properties)
+ * and 5. What an older version lacks reads as the default (no folders: every file at the top;
+ * no dead properties).
  */
-export type ArchiveVersion = 1 | 2 | 3 | 4;
-const READABLE: readonly ArchiveVersion[] = [1, 2, 3, 4];
+export type ArchiveVersion = 1 | 2 | 3 | 4 | 5;
+const READABLE: readonly ArchiveVersion[] = [1, 2, 3, 4, 5];
 const MAGIC_PREFIX = "cubby-archive ";
 
-/** The longest record line accepted, "\n" excluded: a damaged archive cannot make a reader buffer more. */
-export const MAX_RECORD_BYTES = 64 * 1024;
+/**
+ * The longest record line accepted, "\n" excluded: a damaged archive cannot make a reader buffer
+ * more. A dead property's value may hold up to 2 MiB (dav/limits.ts), twice that as JSON.
+ */
+export const MAX_RECORD_BYTES = 5 * 1024 * 1024;
+
+/** A WebDAV dead property as archived (CONTRACT §14): its owner, resource (`root`, `file:{id}`, `folder:{id}`), expanded name and element. */
+export interface ArchivedDavProperty {
+  ownerId: string;
+  resource: string;
+  namespace: string;
+  name: string;
+  value: string;
+}
 
 /**
  * A file's row as archived: everything but the blob name, which belongs to the source's blob
@@ -56,13 +70,15 @@ export interface ArchiveCounts {
   bytes: number;
   /** Folders (CONTRACT §12). */
   folders: number;
+  /** WebDAV dead properties (CONTRACT §14). */
+  davProperties: number;
 }
 
-/** The counts as the CLI reports them: "3 user(s), 4 API key(s), …, 5 file(s) of 1234 bytes, 2 share link(s), 1 folder(s)". */
+/** The counts as the CLI reports them: "3 user(s), 4 API key(s), …, 5 file(s) of 1234 bytes, 2 share link(s), 1 folder(s), 0 WebDAV dead properties". */
 export function describeCounts(c: ArchiveCounts): string {
   return (
     `${c.users} user(s), ${c.keys} API key(s), ${c.sessions} session(s), ${c.uploadLinks} guest upload link(s), ${c.files} file(s) of ${c.bytes} bytes, ` +
-    `${c.shares} share link(s), ${c.folders} folder(s)`
+    `${c.shares} share link(s), ${c.folders} folder(s), ${c.davProperties} WebDAV dead propert${c.davProperties === 1 ? "y" : "ies"}`
   );
 }
 
@@ -79,6 +95,7 @@ export type ArchiveRecord =
   | { type: "folder"; row: FolderRow }
   | { type: "file"; row: ArchivedFile }
   | { type: "share"; row: ShareRow }
+  | { type: "dav_property"; row: ArchivedDavProperty }
   | { type: "end"; trailer: Trailer };
 
 /** The archive is not one this cubby can read, or it is damaged: bad input (exit status 2). */
@@ -190,6 +207,10 @@ function toJson(record: ArchiveRecord): Record<string, unknown> {
         deleted_at: s.deletedAt,
       };
     }
+    case "dav_property": {
+      const p = record.row;
+      return { type: "dav_property", owner_id: p.ownerId, resource: p.resource, namespace: p.namespace, name: p.name, value: p.value };
+    }
     case "end": {
       const t = record.trailer;
       return {
@@ -202,6 +223,7 @@ function toJson(record: ArchiveRecord): Record<string, unknown> {
         shares: t.shares,
         bytes: t.bytes,
         folders: t.folders,
+        dav_properties: t.davProperties,
         crc32c: t.crc32c,
       };
     }
@@ -353,6 +375,15 @@ export function decodeRecord(line: string, offset: number, version: ArchiveVersi
       f.done("share");
       return { type: "share", row };
     }
+    case "dav_property": {
+      f.introducedIn(5);
+      const resource = f.text("resource");
+      const m = /^(?:root|(?:file|folder):(.*))$/.exec(resource);
+      if (m === null || (m[1] !== undefined && !FILE_ID_PATTERN.test(m[1]))) throw damaged(offset, `"${resource}" is not a WebDAV resource (root, file:{id}, folder:{id})`);
+      const row: ArchivedDavProperty = { ownerId: f.id("owner_id"), resource, namespace: f.string("namespace"), name: f.text("name"), value: f.text("value") };
+      f.done("dav_property");
+      return { type: "dav_property", row };
+    }
     case "end": {
       const trailer: Trailer = {
         users: f.count("users"),
@@ -363,6 +394,7 @@ export function decodeRecord(line: string, offset: number, version: ArchiveVersi
         shares: f.since(3, "shares", 0, (n) => f.count(n)),
         bytes: f.count("bytes"),
         folders: f.since(4, "folders", 0, (n) => f.count(n)),
+        davProperties: f.since(5, "dav_properties", 0, (n) => f.count(n)),
         crc32c: f.checksum("crc32c"),
       };
       f.done("end");
@@ -434,7 +466,8 @@ class Fields {
 
   /**
    * A field added in `version` (2: CONTRACT §8's key scopes and expiries; 3: users' state and a
-   * file's upload link, CONTRACT §10; 4: a file's folder, a share's folder, CONTRACT §12): read as `read` says; in an earlier archive, `absent` (and
+   * file's upload link, CONTRACT §10; 4: a file's folder, a share's folder, CONTRACT §12; 5: the
+   * trailer's count of dead properties, CONTRACT §14): read as `read` says; in an earlier archive, `absent` (and
    * a record that has the field anyway is refused as unknown).
    */
   since<T>(version: ArchiveVersion, name: string, absent: T, read: (name: string) => T): T {

@@ -16,7 +16,8 @@
  * 3. The trailer's counts and the CRC32C of the whole archive are checked, and nothing may follow.
  * 4. One metadata transaction inserts every row: users (with their quota and disabled state),
  *    keys, sessions, guest upload links, folders (parents first), files and the folders they
- *    are in, share links.
+ *    are in, WebDAV dead properties (each after its resource in the archive, of the same owner,
+ *    not twice), share links.
  *
  * When any step fails, every blob staged so far is removed and the error rethrown: the stores
  * are as they were. (A clash that appears between step 1 and step 4, written by someone else,
@@ -29,7 +30,7 @@ import type { UploadLinkRow } from "../domain/upload-link.ts";
 import type { ShareRow } from "../domain/share.ts";
 import type { FolderRow } from "../domain/folder.ts";
 import type { ApiKeyRow, BlobStore, MetadataStore, SessionRow } from "../storage/ports.ts";
-import { checkMagic, damaged, decodeRecord, MAX_RECORD_BYTES, type ArchiveCounts, type ArchivedFile, type ArchivedUser, type Trailer } from "./archive-format.ts";
+import { checkMagic, damaged, decodeRecord, MAX_RECORD_BYTES, type ArchiveCounts, type ArchivedDavProperty, type ArchivedFile, type ArchivedUser, type Trailer } from "./archive-format.ts";
 import { ArchiveReader } from "./archive-stream.ts";
 
 /** What was imported. */
@@ -75,6 +76,11 @@ class Importer {
   /** Which folder each file goes in (file ID, folder ID), in archive order. */
   private readonly memberships: [string, string][] = [];
   private readonly shares: ShareRow[] = [];
+  /** Dead properties, by owner and resource (`{owner}\n{resource}`), in archive order. */
+  private readonly properties = new Map<string, ArchivedDavProperty[]>();
+  private propertyCount = 0;
+  /** `{owner}\n{resource}\n{namespace}\n{name}` of each dead property, to refuse one twice. */
+  private readonly propertyNames = new Set<string>();
   /** Blobs written and not yet referenced by a committed row. */
   private readonly staged: string[] = [];
   private bytes = 0;
@@ -114,6 +120,7 @@ class Importer {
       shares: this.shares.length,
       bytes: this.bytes,
       folders: this.folders.length,
+      davProperties: this.propertyCount,
     };
   }
 
@@ -149,6 +156,9 @@ class Importer {
           break;
         case "share":
           await this.share(record.row, offset);
+          break;
+        case "dav_property":
+          this.property(record.row, offset);
           break;
         case "end":
           return this.trailer(record.trailer, crcBefore, offset);
@@ -305,6 +315,22 @@ class Importer {
     this.bytes += row.size;
   }
 
+  private property(row: ArchivedDavProperty, offset: number): void {
+    this.knownUser(row.ownerId, `a dead property of ${row.resource}`, offset);
+    const [kind, id] = row.resource.split(":") as [string, string | undefined];
+    const owner = kind === "file" ? this.fileOwners.get(id!) : kind === "folder" ? this.folderOwners.get(id!) : row.ownerId;
+    if (owner === undefined) throw damaged(offset, `a dead property of ${row.resource}, which no earlier record defines`);
+    if (owner !== row.ownerId) throw damaged(offset, `a dead property of ${row.resource} belongs to another user`);
+    const key = `${row.ownerId}\n${row.resource}`;
+    const unique = `${key}\n${row.namespace}\n${row.name}`;
+    if (this.propertyNames.has(unique)) throw damaged(offset, `dead property {${row.namespace}}${row.name} of ${row.resource} appears twice`);
+    this.propertyNames.add(unique);
+    const list = this.properties.get(key);
+    if (list === undefined) this.properties.set(key, [row]);
+    else list.push(row);
+    this.propertyCount++;
+  }
+
   private knownUser(userId: string, what: string, offset: number): void {
     if (!this.userIds.has(userId)) throw damaged(offset, `${what} belongs to user ${userId}, whom no earlier record defines`);
   }
@@ -337,6 +363,7 @@ class Importer {
       for (const f of this.folders) await tx.folders.insert(f);
       for (const f of this.files) await tx.files.insert(f);
       for (const [fileId, folderId] of this.memberships) await tx.folders.setFolder(fileId, folderId);
+      for (const rows of this.properties.values()) await tx.dav.applyProperties(rows[0]!.ownerId, rows[0]!.resource, rows, []);
       for (const s of this.shares) await tx.shares.insert(s);
     });
     this.staged.length = 0;

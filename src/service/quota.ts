@@ -2,7 +2,8 @@
  * Storage quotas (CONTRACT §9). What counts against a user's quota: the sizes of their live
  * files (a replaced file counts with its new size only) and the Upload-Length of their
  * unfinished resumable uploads, reserved when the upload is created; files arriving through a
- * guest upload link count against the link's owner.
+ * guest upload link count against the link's owner; WebDAV dead properties and the DAV:owner
+ * elements of live locks (CONTRACT §14).
  *
  * The check is atomic: it runs inside the transaction that commits the file (or reserves the
  * upload), after locking the user's row (PostgreSQL `SELECT … FOR NO KEY UPDATE`; SQLite's
@@ -25,7 +26,7 @@ export class QuotaExceededError extends AppError {
 
 /** A user's usage and quota (GET /v1/usage, `cubby users list`). Bytes. */
 export interface Usage extends UserUsage {
-  /** fileBytes + reservedBytes: what the quota is checked against. */
+  /** fileBytes + reservedBytes + davBytes: what the quota is checked against. */
   usedBytes: number;
   /** The quota that applies (the user's own, else QUOTA_BYTES); null: none. */
   quotaBytes: number | null;
@@ -47,6 +48,17 @@ export interface LockedQuota {
    * @throws QuotaExceededError otherwise
    */
   charge(bytes: number): Promise<void>;
+  /**
+   * Checks, after a change already made in the transaction that grew the user's stored bytes by
+   * `grownBytes` (0 or less always passes), that their usage is within the quota.
+   * @throws QuotaExceededError otherwise (the caller's transaction then rolls back)
+   */
+  settle(grownBytes: number): Promise<void>;
+}
+
+/** What counts against a quota: files, reservations, WebDAV dead properties and lock owners (CONTRACT §14). */
+export function usedOf(usage: UserUsage): number {
+  return usage.fileBytes + usage.reservedBytes + usage.davBytes;
 }
 
 /** The quota rules over the metadata store (see the module comment). */
@@ -64,7 +76,7 @@ export class Quotas {
     const account = await this.deps.store.users.account(userId);
     if (account === undefined) throw new AppError("not_found", "user not found");
     const usage = await this.deps.store.users.usage(userId, this.deps.clock.nowMicros());
-    return { ...usage, usedBytes: usage.fileBytes + usage.reservedBytes, quotaBytes: this.quotaOf(account) };
+    return { ...usage, usedBytes: usedOf(usage), quotaBytes: this.quotaOf(account) };
   }
 
   /**
@@ -76,7 +88,7 @@ export class Quotas {
     const quotaBytes = account === undefined ? null : this.quotaOf(account);
     if (quotaBytes === null) return { bytes: Infinity, usedBytes: 0, quotaBytes };
     const usage = await this.deps.store.users.usage(userId, this.deps.clock.nowMicros());
-    const usedBytes = usage.fileBytes + usage.reservedBytes;
+    const usedBytes = usedOf(usage);
     return { bytes: Math.max(0, quotaBytes - usedBytes + freedBytes), usedBytes, quotaBytes };
   }
 
@@ -91,8 +103,13 @@ export class Quotas {
       charge: async (bytes) => {
         if (bytes <= 0 || quotaBytes === null) return;
         const usage = await tx.users.usage(userId, this.deps.clock.nowMicros());
-        const usedBytes = usage.fileBytes + usage.reservedBytes;
+        const usedBytes = usedOf(usage);
         if (usedBytes + bytes > quotaBytes) throw new QuotaExceededError(usedBytes, quotaBytes, bytes);
+      },
+      settle: async (grownBytes) => {
+        if (grownBytes <= 0 || quotaBytes === null) return;
+        const usedBytes = usedOf(await tx.users.usage(userId, this.deps.clock.nowMicros()));
+        if (usedBytes > quotaBytes) throw new QuotaExceededError(usedBytes - grownBytes, quotaBytes, grownBytes);
       },
     };
   }

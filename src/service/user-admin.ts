@@ -22,6 +22,8 @@ export interface UserSummary extends UserHoldings {
   fileBytes: number;
   /** Upload-Length of their unfinished uploads, reserved against the quota. */
   reservedBytes: number;
+  /** WebDAV dead properties and lock owners, bytes (CONTRACT §14). */
+  davBytes: number;
   /** The quota that applies; null: none. */
   quotaBytes: number | null;
   /** Where it comes from: their own, QUOTA_BYTES, or "none" set for them. */
@@ -125,6 +127,7 @@ export class UserAdmin {
       files: usage.files,
       fileBytes: usage.fileBytes,
       reservedBytes: usage.reservedBytes,
+      davBytes: usage.davBytes,
       ...holdings,
       quotaBytes: quotas.quotaOf(account),
       quotaSource: account.quotaBytes === NO_QUOTA ? "none" : account.quotaBytes === null ? "default" : "own",

@@ -50,7 +50,7 @@ import { PgWebhooks } from "./pg-webhooks.ts";
 import { countAll, liveFilesOf, reservingUploadsOf, sumOf } from "./user-conditions.ts";
 import type { UploadLinkTable, UploadTable } from "./upload-ports.ts";
 
-const { apiKeys, fileColumns, files, sessions, shares, uploadLinks, uploads, users } = schema;
+const { apiKeys, davLocks, davProperties, fileColumns, files, sessions, shares, uploadLinks, uploads, users } = schema;
 
 /** A drizzle PostgreSQL database or transaction over whichever driver. */
 export type PgDb = PgDatabase<PgQueryResultHKT, typeof schema>;
@@ -423,7 +423,12 @@ class PgUsers implements UserTable {
   async usage(id: string, now: number): Promise<UserUsage> {
     const [stored] = await this.db.select({ files: countAll(), bytes: sumOf(files.size) }).from(files).where(liveFilesOf(files, id, now));
     const [reserved] = await this.db.select({ bytes: sumOf(uploads.length) }).from(uploads).where(reservingUploadsOf(uploads, id, now));
-    return { files: stored!.files, fileBytes: stored!.bytes, reservedBytes: reserved!.bytes };
+    const [properties] = await this.db.select({ bytes: sumOf(davProperties.bytes) }).from(davProperties).where(eq(davProperties.ownerId, id));
+    const [lockOwners] = await this.db
+      .select({ bytes: sql<number>`coalesce(sum(octet_length(${davLocks.ownerXml})), 0)`.mapWith(Number) })
+      .from(davLocks)
+      .where(and(eq(davLocks.ownerId, id), gt(davLocks.expiresAt, now)));
+    return { files: stored!.files, fileBytes: stored!.bytes, reservedBytes: reserved!.bytes, davBytes: properties!.bytes + lockOwners!.bytes };
   }
 
   async holdings(id: string): Promise<UserHoldings> {

@@ -52,6 +52,8 @@ export interface UserUsage {
   fileBytes: number;
   /** Upload-Length of the user's unfinished, unexpired resumable uploads: reserved at creation. */
   reservedBytes: number;
+  /** WebDAV dead properties and the DAV:owner elements of live locks, UTF-8 bytes (CONTRACT §14). */
+  davBytes: number;
 }
 
 /** Everything else a user has, counted (`cubby users list` and `delete`). */
@@ -316,29 +318,63 @@ export interface DavPropertyRow {
   value: string;
 }
 
+/** A dead property with the resource it belongs to (a page of several resources' properties). */
+export interface DavResourcePropertyRow extends DavPropertyRow {
+  resource: string;
+}
+
+/** Where a keyset page of properties resumes: after this (resource, namespace, name). */
+export interface DavPropertyCursor {
+  resource: string;
+  namespace: string;
+  name: string;
+}
+
 /**
- * WebDAV locks and dead properties (CONTRACT §12), in the metadata store so that every worker
- * and instance sees the same ones. A property's resource is `file:{id}`, `folder:{id}` or
- * `root`, so properties follow a resource that moves.
+ * WebDAV locks and dead properties (CONTRACT §12, §14), in the metadata store so that every
+ * worker and instance sees the same ones. A property's resource is `file:{id}`, `folder:{id}` or
+ * `root`, so properties follow a resource that moves; a file's or folder's go with it (foreign
+ * keys). Every read is bounded: locks are read by path (the ancestors of what a request touches,
+ * or below one path, through the (owner_id, path) index), properties by resource.
  */
 export interface DavTable {
-  /** The owner's locks that have not expired at `now`. */
-  locks(ownerId: string, now: number): Promise<DavLockRow[]>;
+  /** The owner's locks rooted exactly at one of `paths`, not expired at `now`. */
+  locksAt(ownerId: string, paths: readonly string[], now: number): Promise<DavLockRow[]>;
+  /** The owner's locks rooted strictly below `path` ("/" : every one but the top's), not expired at `now`. */
+  locksBelow(ownerId: string, path: string, now: number): Promise<DavLockRow[]>;
+  /** How many locks the owner holds at `now`, and the UTF-8 bytes of their DAV:owner elements. */
+  lockTotals(ownerId: string, now: number): Promise<{ count: number; ownerBytes: number }>;
   insertLock(lock: DavLockRow): Promise<void>;
   /** Sets a lock's timeout and expiry (a refresh). @returns whether the lock exists */
   refreshLock(token: string, timeoutSeconds: number, expiresAt: number): Promise<boolean>;
   /** @returns whether a lock was deleted */
   deleteLock(token: string): Promise<boolean>;
+  /** Deletes the locks of these tokens (one statement). */
+  deleteLocks(tokens: readonly string[]): Promise<void>;
   /** Deletes every lock expired at `now`. @returns how many */
   deleteExpiredLocks(now: number): Promise<number>;
-  /** A resource's dead properties, by namespace then name. */
+  /** A resource's dead properties, by namespace then name (at most the per-resource cap). */
   properties(ownerId: string, resource: string): Promise<DavPropertyRow[]>;
-  /** Sets (inserts or replaces) one dead property. */
-  setProperty(ownerId: string, resource: string, property: DavPropertyRow): Promise<void>;
-  /** Removes one dead property (none: nothing happens). */
-  removeProperty(ownerId: string, resource: string, namespace: string, name: string): Promise<void>;
+  /**
+   * Up to `limit` dead properties of any of `resources`, by resource, namespace, name, after
+   * `after`: one query through the primary key for a page of PROPFIND's members.
+   */
+  propertiesOf(ownerId: string, resources: readonly string[], after: DavPropertyCursor | undefined, limit: number): Promise<DavResourcePropertyRow[]>;
+  /** The count and bytes (namespace + name + value, UTF-8) of one resource's dead properties. */
+  propertyTotals(ownerId: string, resource: string): Promise<{ count: number; bytes: number }>;
+  /**
+   * Removes the properties named in `remove`, then sets (inserts or replaces) those of `set`,
+   * in a few multi-row statements (a PROPPATCH; the caller runs it in a transaction).
+   */
+  applyProperties(ownerId: string, resource: string, set: readonly DavPropertyRow[], remove: readonly { namespace: string; name: string }[]): Promise<void>;
+  /** Copies every dead property of `from` to `to` (replacing same-named ones), in one statement. */
+  copyProperties(ownerId: string, from: string, to: string): Promise<void>;
   /** Removes every dead property of the resources. */
   deleteProperties(ownerId: string, resources: readonly string[]): Promise<void>;
+  /** Which of `names` are shown by more than one live member at the owner's top (files in no folder, and top-level folders), at `now`. */
+  sharedTopNames(ownerId: string, names: readonly string[], now: number): Promise<Set<string>>;
+  /** Every dead property, by owner, resource, namespace, name, after `after` (export). */
+  allProperties(): AsyncIterable<DavResourcePropertyRow & { ownerId: string }>;
 }
 
 /** The tables, as reached inside or outside a transaction. */

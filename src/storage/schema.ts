@@ -380,7 +380,10 @@ export const davLocks = sqliteTable(
 
 /**
  * WebDAV dead properties (RFC 4918 §4, PROPPATCH), per resource: `file:{id}`, `folder:{id}`, or
- * `root`. Not exported; the WebDAV layer removes a resource's properties with it.
+ * `root`. A file's or folder's properties also name it in `file_id` or `folder_id`, whose
+ * foreign keys delete them with it however it goes (WebDAV, REST, the expiry sweep, a folder's
+ * recursive delete). `bytes` (namespace, name and value, UTF-8) counts against the owner's
+ * quota (CONTRACT §14); the (owner_id, bytes) index sums them without reading the values.
  */
 export const davProperties = sqliteTable(
   "dav_properties",
@@ -393,6 +396,17 @@ export const davProperties = sqliteTable(
     name: text("name").notNull(),
     /** The property element as XML, namespace declarations included. */
     value: text("value").notNull(),
+    /** UTF-8 bytes of namespace, name and value: what the property counts against the quota. */
+    bytes: integer("bytes").notNull().default(0),
+    /** The file the property is of (resource `file:{id}`); null for a folder's or the top's. */
+    fileId: text("file_id").references(() => files.id, { onDelete: "cascade" }),
+    /** The folder the property is of (resource `folder:{id}`); null otherwise. */
+    folderId: text("folder_id").references(() => folders.id, { onDelete: "cascade" }),
   },
-  (t) => [primaryKey({ columns: [t.ownerId, t.resource, t.namespace, t.name] }), index("dav_properties_owner_idx").on(t.ownerId)],
+  (t) => [
+    primaryKey({ columns: [t.ownerId, t.resource, t.namespace, t.name] }),
+    index("dav_properties_owner_bytes_idx").on(t.ownerId, t.bytes),
+    index("dav_properties_file_idx").on(t.fileId),
+    index("dav_properties_folder_idx").on(t.folderId),
+  ],
 );

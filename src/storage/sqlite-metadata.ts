@@ -37,7 +37,7 @@ import { SqliteFolders } from "./sqlite-folders.ts";
 import { SqliteDav } from "./sqlite-dav.ts";
 import { migrate } from "./migrate.ts";
 import { containsPattern, inIdOrder, newestFirstAfter, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
-import { apiKeys, fileColumns, files, sessions, shares, uploadLinks, uploads, users } from "./schema.ts";
+import { apiKeys, davLocks, davProperties, fileColumns, files, sessions, shares, uploadLinks, uploads, users } from "./schema.ts";
 import { countAll, liveFilesOf, reservingUploadsOf, sumOf } from "./user-conditions.ts";
 import { SqliteUploadLinks, SqliteUploads } from "./sqlite-uploads.ts";
 import { SqliteLoginLinks } from "./login-links.ts";
@@ -318,7 +318,13 @@ class SqliteUsers implements UserTable {
   async usage(id: string, now: number): Promise<UserUsage> {
     const stored = this.db.select({ files: countAll(), bytes: sumOf(files.size) }).from(files).where(liveFilesOf(files, id, now)).get()!;
     const reserved = this.db.select({ bytes: sumOf(uploads.length) }).from(uploads).where(reservingUploadsOf(uploads, id, now)).get()!;
-    return { files: stored.files, fileBytes: stored.bytes, reservedBytes: reserved.bytes };
+    const properties = this.db.select({ bytes: sumOf(davProperties.bytes) }).from(davProperties).where(eq(davProperties.ownerId, id)).get()!;
+    const lockOwners = this.db
+      .select({ bytes: sql<number>`coalesce(sum(length(CAST(${davLocks.ownerXml} AS BLOB))), 0)`.mapWith(Number) })
+      .from(davLocks)
+      .where(and(eq(davLocks.ownerId, id), gt(davLocks.expiresAt, now)))
+      .get()!;
+    return { files: stored.files, fileBytes: stored.bytes, reservedBytes: reserved.bytes, davBytes: properties.bytes + lockOwners.bytes };
   }
 
   async holdings(id: string): Promise<UserHoldings> {

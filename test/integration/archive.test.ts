@@ -22,6 +22,7 @@ import { checksumOf } from "../../src/domain/checksum.ts";
 import { openServices } from "../../src/service/index.ts";
 import { connectPostgres } from "../../src/storage/pg-driver.ts";
 import { BACKEND, backendEnv } from "../support/backend.ts";
+import { davFetch } from "../support/dav.ts";
 import { client, ROOT, runCli, startServer, tempDir, type FileJson } from "../support/server.ts";
 import { waitFor } from "../support/wait.ts";
 
@@ -120,6 +121,7 @@ async function contents(d: Deployment) {
     shares: await all(services.store.shares.all()),
     folders: await all(services.store.folders.all()),
     memberships: await all(services.store.folders.memberships()),
+    davProperties: await all(services.store.dav.allProperties()),
     blobs: blobs.map((b) => b.name).sort(),
     referenced: files.map((f) => f.blob).sort(),
   };
@@ -127,7 +129,7 @@ async function contents(d: Deployment) {
 
 /** What a refused import must leave in a deployment it was the first to touch: nothing. */
 async function expectUntouched(d: Deployment) {
-  expect(await contents(d)).toEqual({ users: [], keys: [], sessions: [], files: [], uploadLinks: [], shares: [], folders: [], memberships: [], blobs: [], referenced: [] });
+  expect(await contents(d)).toEqual({ users: [], keys: [], sessions: [], files: [], uploadLinks: [], shares: [], folders: [], memberships: [], davProperties: [], blobs: [], referenced: [] });
   for (const sub of ["blobs", "tmp"]) {
     const dir = path.join(d.dataDir, sub);
     expect({ dir: sub, entries: fs.existsSync(dir) ? fs.readdirSync(dir) : [] }).toEqual({ dir: sub, entries: [] });
@@ -186,7 +188,7 @@ const BIG = 8 * 1024 * 1024 + 3;
 /** Bytes of the files beside the four above: dave's, the one through bob's link, the doomed one is gone. */
 const EXTRA = 6 + 10;
 const BYTES = 1 + 65536 + BIG + EXTRA;
-const COUNTS = `4 user(s), 5 API key(s), 1 session(s), 2 guest upload link(s), 6 file(s) of ${BYTES} bytes, 3 share link(s), 2 folder(s)`;
+const COUNTS = `4 user(s), 5 API key(s), 1 session(s), 2 guest upload link(s), 6 file(s) of ${BYTES} bytes, 3 share link(s), 2 folder(s), 4 WebDAV dead properties`;
 
 /**
  * Through `server` and the CLI: dave disabled (with a key and a file), alice's quota, carol with
@@ -247,6 +249,14 @@ async function addState(d: Deployment, server: { url: string }, files: FileJson[
     });
   }
   const top = await ok(await client(server, bob).fetch("/v1/folders"));
+  // WebDAV dead properties (archive format 5): of bob's top, his two folders and the file in Scans/2026.
+  const inYear = (await ok(await client(server, bob).fetch(`/v1/files/${files[3]!.id}`))) as { id: string; name: string };
+  const propertyUpdate = (value: string) =>
+    `<D:propertyupdate xmlns:D="DAV:" xmlns:z="urn:zoo"><D:set><D:prop><z:tag kind="a&amp;b">${value}</z:tag></D:prop></D:set></D:propertyupdate>`;
+  for (const [at, value] of [["/dav/", "top"], ["/dav/Scans/", "scans"], ["/dav/Scans/2026/", "<z:year>2026</z:year>"], [`/dav/Scans/2026/${encodeURIComponent(inYear.name || inYear.id)}`, "file"]] as const) {
+    const res = await davFetch(server.url, bob, at, { method: "PROPPATCH", body: propertyUpdate(value) });
+    if (res.status !== 207) throw new Error(`PROPPATCH ${at}: ${res.status} ${await res.text()}`);
+  }
   return {
     disabled,
     quotaKey: alice,
@@ -402,11 +412,11 @@ async function roundTrip(makeSource: () => Promise<Deployment>, makeDest: () => 
   await importAndCompare(await exportedSource(source, dir.path), dest);
 }
 
-/** `archive` as a later cubby might write it: its version 5 (the rest as it was). */
+/** `archive` as a later cubby might write it: its version 6 (the rest as it was). */
 function newerVersion(archive: Buffer): Buffer {
-  const magic = "cubby-archive 4\n";
+  const magic = "cubby-archive 5\n";
   expect(archive.subarray(0, magic.length).toString()).toBe(magic);
-  return Buffer.concat([Buffer.from("cubby-archive 5\n"), archive.subarray(magic.length)]);
+  return Buffer.concat([Buffer.from("cubby-archive 6\n"), archive.subarray(magic.length)]);
 }
 
 /** `archive` with a record of a type this cubby does not know just before its trailer, after every file's content. */
@@ -440,7 +450,7 @@ describe.skipIf(BACKEND === "sqlite-disk" && pgUrl === undefined && s3 === undef
     for (const [what, variant, message] of [
       ["a flipped byte", damaged, /damaged archive/],
       ["truncated", bytes.subarray(0, bytes.length - 100), /\(truncated\?\)/],
-      ["a newer version", newerVersion(bytes), /archive format "cubby-archive 5" is not one this cubby reads \(written by a newer cubby\?\)/],
+      ["a newer version", newerVersion(bytes), /archive format "cubby-archive 6" is not one this cubby reads \(written by a newer cubby\?\)/],
       ["an unknown record", withUnknownRecord(bytes), /unknown record type "webhook" \(written by a newer cubby\?\)/],
     ] as const) {
       const file = path.join(dir.path, "refused.cubby");
@@ -539,15 +549,15 @@ describe.skipIf(postgresPass)("refusals", () => {
   });
 
   test("not an archive, or another version", async () => {
-    await expectRefused(Buffer.from("hello\n"), /^cubby: not a cubby archive \(it does not start with "cubby-archive 4"\)\n$/);
-    await expectRefused(Buffer.from("cubby-archive 5\n"), /^cubby: archive format "cubby-archive 5" is not one this cubby reads/);
+    await expectRefused(Buffer.from("hello\n"), /^cubby: not a cubby archive \(it does not start with "cubby-archive 5"\)\n$/);
+    await expectRefused(Buffer.from("cubby-archive 6\n"), /^cubby: archive format "cubby-archive 6" is not one this cubby reads/);
     await expectRefused(new Uint8Array(0), /^cubby: not a cubby archive \(it is empty\)\n$/);
   });
 
   test("a newer version's archive is refused before anything is read, and changes nothing", async () => {
     await expectRefused(
       newerVersion(archive),
-      /^cubby: archive format "cubby-archive 5" is not one this cubby reads \(written by a newer cubby\?\); it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3", "cubby-archive 4"; nothing was changed\n$/,
+      /^cubby: archive format "cubby-archive 6" is not one this cubby reads \(written by a newer cubby\?\); it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3", "cubby-archive 4", "cubby-archive 5"; nothing was changed\n$/,
     );
   });
 

@@ -58,7 +58,7 @@ const exceeded = (used: number, needs?: number) => ({
 
 test("an upload that would pass the quota gets 413, code 8, and stores nothing; one that fits exactly passes", async () => {
   const key = await newUser();
-  expect(await usage(key)).toEqual({ files: 0, file_bytes: 0, reserved_bytes: 0, used_bytes: 0, quota_bytes: QUOTA });
+  expect(await usage(key)).toEqual({ files: 0, file_bytes: 0, reserved_bytes: 0, dav_bytes: 0, used_bytes: 0, quota_bytes: QUOTA });
   expect((await upload(key, 600)).status).toBe(200);
   const before = await blobNames(server.dataDir);
   expect(await upload(key, 401)).toEqual(exceeded(600));
@@ -67,7 +67,7 @@ test("an upload that would pass the quota gets 413, code 8, and stores nothing; 
   expect((await upload(key, 400)).status).toBe(200);
   // Full: an empty file adds nothing and still passes.
   expect((await upload(key, 0)).status).toBe(200);
-  expect(await usage(key)).toEqual({ files: 3, file_bytes: QUOTA, reserved_bytes: 0, used_bytes: QUOTA, quota_bytes: QUOTA });
+  expect(await usage(key)).toEqual({ files: 3, file_bytes: QUOTA, reserved_bytes: 0, dav_bytes: 0, used_bytes: QUOTA, quota_bytes: QUOTA });
   const listed = (await (await client(server, key).fetch("/v1/files")).json()) as { files: FileJson[] };
   expect(listed.files.map((f) => f.size)).toEqual(["0", "400", "600"]);
 });
@@ -106,13 +106,13 @@ test("tus: Upload-Length is reserved at creation, so a creation past the quota g
   expect(creations.map((r) => r.status).sort()).toEqual([201, 413, 413, 413, 413, 413]);
   const refused = creations.find((r) => r.status === 413)!;
   expect(await refused.json()).toEqual(exceeded(600, 600).body);
-  expect(await usage(key)).toEqual({ files: 0, file_bytes: 0, reserved_bytes: 600, used_bytes: 600, quota_bytes: QUOTA });
+  expect(await usage(key)).toEqual({ files: 0, file_bytes: 0, reserved_bytes: 600, dav_bytes: 0, used_bytes: 600, quota_bytes: QUOTA });
   // While the reservation holds, a plain upload cannot take its room.
   expect(await upload(key, 401)).toEqual(exceeded(600));
   const url = creations.find((r) => r.status === 201)!.headers.get("location")!;
   expect((await patchChunk(url, key, 0, bytes(600))).status).toBe(204);
   // Finished: the reservation became the file, counted once.
-  expect(await usage(key)).toEqual({ files: 1, file_bytes: 600, reserved_bytes: 0, used_bytes: 600, quota_bytes: QUOTA });
+  expect(await usage(key)).toEqual({ files: 1, file_bytes: 600, reserved_bytes: 0, dav_bytes: 0, used_bytes: 600, quota_bytes: QUOTA });
   // Terminating an unfinished upload gives its room back.
   const second = await createUpload(server.url, key, 400);
   expect((await usage(key)).reserved_bytes).toBe(400);

@@ -89,7 +89,7 @@ test("changes during the export: a deleted file is left out, a replaced one foll
   const store = overriding(services.store, "keys", keys);
 
   const { report, archive } = await exportToMemory({ store, blobs });
-  expect(report).toEqual({ users: 3, keys: 0, sessions: 0, uploadLinks: 0, files: 3, shares: 0, bytes: first.size + 3000 + 2, folders: 0, skippedFiles: 1 });
+  expect(report).toEqual({ users: 3, keys: 0, sessions: 0, uploadLinks: 0, files: 3, shares: 0, bytes: first.size + 3000 + 2, folders: 0, davProperties: 0, skippedFiles: 1 });
   const email = (f: FileRecord) => services.users.emailOf(f.ownerId);
   expect(await importedFiles(archive)).toEqual({
     [first.name]: { size: first.size, checksum: first.checksum, owner: await email(first) },
@@ -198,7 +198,7 @@ test("an archive of version 2 (before users' state, links and shares) imports, w
   const archive = Buffer.concat([body, Buffer.from(`{"type":"end","users":1,"keys":1,"sessions":0,"files":1,"bytes":5,"crc32c":"${checksumOf(body)}"}\n`)]);
 
   await using dest = await openServices({ dataDir: path.join(dir, "dest"), maxUploadBytes: 1 << 30 });
-  expect(await importArchive(dest, once(archive))).toEqual({ users: 1, keys: 1, sessions: 0, uploadLinks: 0, files: 1, shares: 0, bytes: 5, folders: 0 });
+  expect(await importArchive(dest, once(archive))).toEqual({ users: 1, keys: 1, sessions: 0, uploadLinks: 0, files: 1, shares: 0, bytes: 5, folders: 0, davProperties: 0 });
   const { blob: _, ...file } = (await dest.store.files.get("RF679M44sfS9U7UzN8EbB"))!;
   expect({ account: await dest.store.users.account("u1"), key: (await dest.store.keys.byId("k1"))?.scopes, file }).toEqual({
     account: { id: "u1", email: "old@example.com", issuer: null, subject: null, createdAt: 1795435224342012, quotaBytes: null, disabledAt: null, lastSeenAt: null },

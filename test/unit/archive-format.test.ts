@@ -49,7 +49,9 @@ const records: ArchiveRecord[] = [
     type: "share",
     row: { id: "sh3", fileId: "", folderId: "fold1fold1fold1fold1f", ownerId: "u1", token: shareToken.replace("S", "F"), expiresAt: null, maxDownloads: 2, downloadCount: 0, passwordHash: null, createdAt: 6, deletedAt: null },
   },
-  { type: "end", trailer: { users: 2, keys: 2, sessions: 1, uploadLinks: 2, files: 1, shares: 2, bytes: 0, folders: 2, crc32c: "AAAAAA==" } },
+  { type: "dav_property", row: { ownerId: "u1", resource: "file:abcdefghijklmnopqrstu", namespace: "urn:x", name: "color", value: '<x:color xmlns:x="urn:x">"red" &amp; blue</x:color>' } },
+  { type: "dav_property", row: { ownerId: "u1", resource: "root", namespace: "", name: "plain", value: '<plain xmlns="">1</plain>' } },
+  { type: "end", trailer: { users: 2, keys: 2, sessions: 1, uploadLinks: 2, files: 1, shares: 2, bytes: 0, folders: 2, davProperties: 2, crc32c: "AAAAAA==" } },
 ];
 
 test.each(records.map((r) => [r.type, r] as const))("a %s record round-trips exactly, on one line", (_, record) => {
@@ -128,12 +130,13 @@ test.each([
   ["cubby-archive 2", 2],
   ["cubby-archive 3", 3],
   ["cubby-archive 4", 4],
+  ["cubby-archive 5", 5],
   [
-    "cubby-archive 5",
-    'archive format "cubby-archive 5" is not one this cubby reads (written by a newer cubby?); it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3", "cubby-archive 4"; nothing was changed',
+    "cubby-archive 6",
+    'archive format "cubby-archive 6" is not one this cubby reads (written by a newer cubby?); it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3", "cubby-archive 4", "cubby-archive 5"; nothing was changed',
   ],
-  ["cubby-archive 2b", 'archive format "cubby-archive 2b" is not one this cubby reads; it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3", "cubby-archive 4"; nothing was changed'],
-  ["PK\u0003\u0004", 'not a cubby archive (it does not start with "cubby-archive 4")'],
+  ["cubby-archive 2b", 'archive format "cubby-archive 2b" is not one this cubby reads; it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3", "cubby-archive 4", "cubby-archive 5"; nothing was changed'],
+  ["PK\u0003\u0004", 'not a cubby archive (it does not start with "cubby-archive 5")'],
 ])("magic line %p", (line, outcome) => {
   if (typeof outcome === "number") expect(checkMagic(line)).toBe(outcome as 1 | 2 | 3 | 4);
   else expect(() => checkMagic(line)).toThrow(outcome);
@@ -150,7 +153,7 @@ test("a version 2 archive's records read with the defaults (users enabled, quota
   expect(() => decodeRecord(JSON.stringify(share), 0, 2)).toThrow("a share record in a version 2 archive (records of that type came with version 3)");
   expect(() => decodeRecord(JSON.stringify(link), 0, 1)).toThrow("a upload_link record in a version 1 archive");
   const v2end = '{"type":"end","users":1,"keys":0,"sessions":0,"files":0,"bytes":0,"crc32c":"AAAAAA=="}';
-  expect(decodeRecord(v2end, 0, 2)).toEqual({ type: "end", trailer: { users: 1, keys: 0, sessions: 0, uploadLinks: 0, files: 0, shares: 0, bytes: 0, folders: 0, crc32c: "AAAAAA==" } });
+  expect(decodeRecord(v2end, 0, 2)).toEqual({ type: "end", trailer: { users: 1, keys: 0, sessions: 0, uploadLinks: 0, files: 0, shares: 0, bytes: 0, folders: 0, davProperties: 0, crc32c: "AAAAAA==" } });
   expect(() => decodeRecord(v2end, 0, 3)).toThrow('a end record has no "upload_links"');
 });
 
@@ -167,6 +170,16 @@ test("a version 3 archive's records read with no folders (every file at the top,
   const v3end = '{"type":"end","users":1,"keys":0,"sessions":0,"upload_links":0,"files":0,"shares":0,"bytes":0,"crc32c":"AAAAAA=="}';
   expect(decodeRecord(v3end, 0, 3)).toMatchObject({ type: "end", trailer: { folders: 0, shares: 0 } });
   expect(() => decodeRecord(v3end, 0, 4)).toThrow('a end record has no "folders"');
+});
+
+test("a version 4 archive reads with no dead properties; a dead property record in one is refused, as is one naming no resource", () => {
+  const v4end = '{"type":"end","users":1,"keys":0,"sessions":0,"upload_links":0,"files":0,"shares":0,"bytes":0,"folders":0,"crc32c":"AAAAAA=="}';
+  expect(decodeRecord(v4end, 0, 4)).toMatchObject({ type: "end", trailer: { davProperties: 0 } });
+  expect(() => decodeRecord(v4end, 0, 5)).toThrow('a end record has no "dav_properties"');
+  const property = { type: "dav_property", owner_id: "u1", resource: "folder:fold1fold1fold1fold1f", namespace: "urn:x", name: "n", value: '<x:n xmlns:x="urn:x"/>' };
+  expect(decodeRecord(JSON.stringify(property), 0, 5)).toMatchObject({ type: "dav_property", row: { resource: "folder:fold1fold1fold1fold1f" } });
+  expect(() => decodeRecord(JSON.stringify(property), 0, 4)).toThrow("a dav_property record in a version 4 archive (records of that type came with version 5)");
+  expect(() => decodeRecord(JSON.stringify({ ...property, resource: "file:../x" }), 0, 5)).toThrow("is not a WebDAV resource");
 });
 
 test("a version 1 archive's records read with the defaults (every scope, no expiry); version 2 fields in one are refused", () => {

@@ -1,6 +1,7 @@
 // The If header of RFC 4918 §10.4: untagged and tagged lists, Not, entity tags, and what is refused.
 import { describe, expect, test } from "bun:test";
 import { parseIf, submittedTokens } from "../../src/dav/if-header.ts";
+import { MAX_IF_CONDITIONS, MAX_IF_LISTS } from "../../src/dav/limits.ts";
 import { DavError } from "../../src/dav/errors.ts";
 
 describe("parseIf", () => {
@@ -31,5 +32,19 @@ describe("parseIf", () => {
 
   test("every state token named is submitted, negated or not", () => {
     expect([...submittedTokens(parseIf("(<urn:a>) (Not <urn:b> [\"e\"])"))].sort()).toEqual(["urn:a", "urn:b"]);
+  });
+
+  test("past MAX_IF_LISTS lists or MAX_IF_CONDITIONS conditions: 400 naming the cap, in time linear in the header", () => {
+    const refused = (header: string) => {
+      try {
+        parseIf(header);
+      } catch (err) {
+        return err instanceof DavError ? `${err.status} ${err.message}` : String(err);
+      }
+      return "accepted";
+    };
+    expect(parseIf("(<urn:a>) ".repeat(MAX_IF_LISTS))).toHaveLength(MAX_IF_LISTS);
+    expect(refused("(<urn:a>) ".repeat(MAX_IF_LISTS + 1))).toContain("400 too many lists in the If header (cap MAX_IF_LISTS");
+    expect(refused(`(${"<urn:a> ".repeat(MAX_IF_CONDITIONS + 1)})`)).toContain("400 too many conditions in the If header (cap MAX_IF_CONDITIONS");
   });
 });
