@@ -4,7 +4,7 @@
  * DELETE, COPY and MOVE, each checking the locks it must honour and the If header first.
  */
 import type { FileRecord } from "../domain/file.ts";
-import { parseMediaType, parseName } from "../domain/params.ts";
+import { DEFAULT_CONTENT_TYPE, parseMediaType, parseName, typeFromName } from "../domain/params.ts";
 import { AppError } from "../errors.ts";
 import { DavError } from "./errors.ts";
 import { lockPathOf } from "./paths.ts";
@@ -50,14 +50,18 @@ export async function put(req: DavRequest): Promise<void> {
   if (parent === undefined) throw new DavError(409, "the parent collection does not exist");
   checkPreconditions(req, resource);
   await req.checkChange([{ segments: req.segments, kind: resource === undefined ? "membership" : "content" }], resource);
-  const contentType = parseMediaType(req.ex.headers.get("content-type"));
+  // Types from names (CONTRACT §17): WebDAV clients (davfs2, Finder, Windows) send
+  // application/octet-stream or nothing for every file, so that counts as no type: the name's
+  // registered type, else, for a replaced file, the type it had (an edit keeps text/plain).
+  const name = parseName(req.segments[req.segments.length - 1]!);
+  const sent = parseMediaType(req.ex.headers.get("content-type"));
+  const contentType = (sent.toLowerCase() === DEFAULT_CONTENT_TYPE ? undefined : sent) ?? typeFromName(name) ?? resource?.file.contentType ?? DEFAULT_CONTENT_TYPE;
   let file: FileRecord;
   let created = false;
   if (resource !== undefined) {
     file = await req.deps.files.replaceContent(req.principal, resource.file.id, { contentType, content: bodyOf(req) });
   } else {
     // By name, in one transaction: a PUT racing this one for the same new name replaces, not duplicates.
-    const name = parseName(req.segments[req.segments.length - 1]!);
     ({ file, created } = await req.deps.files.putNamed(req.principal, folderIdOf(parent), name, { contentType, content: bodyOf(req) }));
   }
   req.ex.respond(created ? 201 : 204, { etag: `"${file.blob}"`, "content-length": "0" });

@@ -12,7 +12,7 @@ import type { DavLockRow } from "../storage/ports.ts";
 import { DavError } from "./errors.ts";
 import { activeLock, ancestorsOf, conflicting, covering, grantedTimeout } from "./locks.ts";
 import { MAX_LOCK_OWNER_BYTES, MAX_LOCKS_PER_USER, overCap } from "./limits.ts";
-import { parseName } from "../domain/params.ts";
+import { DEFAULT_CONTENT_TYPE, parseName, typeFromName } from "../domain/params.ts";
 import { lockPathOf } from "./paths.ts";
 import type { DavRequest } from "./request.ts";
 import { folderIdOf } from "./resources.ts";
@@ -69,7 +69,7 @@ export async function lock(req: DavRequest): Promise<void> {
   if (resource === undefined) {
     try {
       const name = parseName(req.segments[req.segments.length - 1]!);
-      await req.deps.files.create(req.principal, { slug: "", name, visibility: undefined, contentType: "application/octet-stream", content: null, folderId: folderIdOf(parent!) ?? undefined });
+      await req.deps.files.create(req.principal, { slug: "", name, visibility: undefined, contentType: typeFromName(name) ?? DEFAULT_CONTENT_TYPE, content: null, folderId: folderIdOf(parent!) ?? undefined });
     } catch (err) {
       await req.deps.store.dav.deleteLock(row.token);
       throw err;

@@ -161,15 +161,13 @@ export function typeFromName(name: string): string | undefined {
 /**
  * The media type an upload stores (CONTRACT §17, "types from names"): the Content-Type the
  * client sent (parseMediaType's rules: the specification's, stored as sent); when it sent none,
- * the type registered for the file's name, else application/octet-stream. With
- * `octetStreamIsNone` (WebDAV, S3: davfs2 and Finder send application/octet-stream for
- * everything), exactly `application/octet-stream` counts as none too.
+ * the type registered for the file's name, else application/octet-stream. (WebDAV's PUT, whose
+ * clients send application/octet-stream for everything, takes that as none too: dav/changes.ts.)
  * @throws AppError invalid_argument (what parseMediaType throws)
  */
-export function uploadMediaType(raw: string | null | undefined, name: string, opts: { octetStreamIsNone?: boolean } = {}): string {
-  const sent = parseMediaType(raw);
-  const none = raw === null || raw === undefined || raw.trim() === "" || (opts.octetStreamIsNone === true && sent.toLowerCase() === DEFAULT_CONTENT_TYPE);
-  return none ? (typeFromName(name) ?? sent) : sent;
+export function uploadMediaType(raw: string | null | undefined, name: string): string {
+  const none = raw === null || raw === undefined || raw.trim() === "";
+  return none ? (typeFromName(name) ?? DEFAULT_CONTENT_TYPE) : parseMediaType(raw);
 }
 
 /**

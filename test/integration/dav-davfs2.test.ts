@@ -111,6 +111,12 @@ describe("davfs2", () => {
         expect((await run("mv", [path.join(m.path, "docs", "note.txt"), path.join(m.path, "docs", "renamed.txt")])).code).toBe(0);
         expect((await run("ls", [path.join(m.path, "docs")])).stdout).toBe("renamed.txt\n");
         expect(fs.readFileSync(path.join(m.path, "docs", "renamed.txt"), "utf8")).toBe("a note\n");
+        // davfs2 sends application/octet-stream for everything: the names give the types (CONTRACT §17).
+        fs.writeFileSync(path.join(tmp.path, "photo.jpg"), new Uint8Array([0xff, 0xd8, 0xff, 0xe0]));
+        expect((await run("cp", [path.join(tmp.path, "photo.jpg"), path.join(m.path, "docs", "photo.jpg")])).code).toBe(0);
+        const photo = await waitFor(async () => ((await (await api.fetch("/v1/files?q=photo.jpg")).json()) as { files: { content_type: string }[] }).files[0], "photo.jpg committed", { timeoutMs: 30_000, pollMs: 100 });
+        expect(photo.content_type).toBe("image/jpeg");
+        expect((await run("rm", [path.join(m.path, "docs", "photo.jpg")])).code).toBe(0);
         expect((await run("cp", [path.join(tmp.path, "note.txt"), path.join(m.path, "gone.txt")])).code).toBe(0);
         expect((await run("rm", [path.join(m.path, "gone.txt")])).code).toBe(0);
         expect((await run("ls", [m.path])).stdout.split("\n").filter((n) => n !== "" && n !== "lost+found")).toEqual(["docs"]);

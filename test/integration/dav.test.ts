@@ -94,6 +94,21 @@ describe("the tree", () => {
     expect((await dav("/dav/doc.txt", {}, k)).headers.get("etag")).toBe(second.headers.get("etag"));
   });
 
+  test("types from names: application/octet-stream or no type takes the name's type; an edit keeps a file's type; a type sent is kept (CONTRACT §17)", async () => {
+    const k = await server.mintKey("types-dav@example.com");
+    const api = client(server, k);
+    const typeOf = async (name: string) => ((await (await api.fetch(`/v1/files?q=${encodeURIComponent(name)}`)).json()) as { files: FileJson[] }).files[0]!.content_type;
+    expect((await dav("/dav/photo.jpg", { method: "PUT", body: new Uint8Array([0xff, 0xd8, 0xff]), headers: { "content-type": "application/octet-stream" } }, k)).status).toBe(201);
+    expect(await typeOf("photo.jpg")).toBe("image/jpeg");
+    expect((await dav("/dav/plain", { method: "PUT", body: new Uint8Array([1]) }, k)).status).toBe(201);
+    expect(await typeOf("plain")).toBe("application/octet-stream");
+    expect((await dav("/dav/notes", { method: "PUT", body: "first", headers: { "content-type": "text/plain" } }, k)).status).toBe(201);
+    expect((await dav("/dav/notes", { method: "PUT", body: new TextEncoder().encode("edited"), headers: { "content-type": "application/octet-stream" } }, k)).status).toBe(204);
+    expect(await typeOf("notes")).toBe("text/plain");
+    expect((await dav("/dav/shot.jpg", { method: "PUT", body: new Uint8Array([1]), headers: { "content-type": "image/png" } }, k)).status).toBe(201);
+    expect(await typeOf("shot.jpg")).toBe("image/png");
+  });
+
   test("COPY makes a new file with the same bytes; MOVE into a folder keeps the ID; DELETE of a folder takes everything in it", async () => {
     const k = await server.mintKey("copy@example.com");
     const api = client(server, k);
