@@ -55,8 +55,12 @@ function run(cmd: string[], opts: { cwd?: string } = {}): string {
   return r.stdout.toString();
 }
 
-/** The ELF program interpreter (PT_INTERP) of a 64-bit little-endian executable, e.g. `/lib/ld-linux-aarch64.so.1`. */
-export function interpreterOf(file: string): string {
+/**
+ * The ELF program interpreter (PT_INTERP) of a 64-bit little-endian executable, e.g.
+ * `/lib/ld-linux-aarch64.so.1`; undefined for a statically linked one.
+ * @throws when the file is not ELF
+ */
+export function interpreterOf(file: string): string | undefined {
   const b = fs.readFileSync(file).subarray(0, 64 * 1024);
   const v = new DataView(b.buffer, b.byteOffset, b.byteLength);
   if (b.subarray(0, 4).toString("latin1") !== "\x7fELF") throw new Error(`${file} is not an ELF file`);
@@ -69,7 +73,7 @@ export function interpreterOf(file: string): string {
     const size = Number(v.getBigUint64(ph + 32, true));
     return b.subarray(off, off + size - 1).toString("latin1");
   }
-  throw new Error(`${file} has no ELF interpreter (statically linked?)`);
+  return undefined;
 }
 
 /**
@@ -83,6 +87,7 @@ export function interpreterOf(file: string): string {
 export function sharedObjectsOf(executable: string, arch: ImageArch): SharedObject[] {
   const { triplet, nodeArch, qemu, crossRoot } = IMAGE_ARCHES[arch];
   const interp = interpreterOf(executable);
+  if (interp === undefined) throw new Error(`${executable} has no ELF interpreter (statically linked?)`);
   const native = process.arch === nodeArch;
   const sysroot = native ? "/" : crossRoot;
   const onHost = (p: string) => (native ? p : fs.existsSync(path.join(sysroot, p)) ? path.join(sysroot, p) : path.join(sysroot, "lib", path.basename(p)));

@@ -3,7 +3,7 @@
  * either dialect's columns, and the recursive and grouped queries are plain SQL both dialects
  * read alike, so each is written once.
  */
-import { and, eq, isNull, sql, type Column, type SQL } from "drizzle-orm";
+import { and, eq, gt, inArray, isNull, or, sql, type Column, type SQL } from "drizzle-orm";
 
 /**
  * Live files (no expiry, or one after `now`, Unix microseconds) and their bytes directly in each
@@ -39,4 +39,23 @@ export function occupiedQuery(ids: string[]): SQL {
  */
 export function inFolder(files: { ownerId: Column; folderId: Column }, ownerId: string, folderId: string | null): SQL | undefined {
   return folderId === null ? and(eq(files.ownerId, ownerId), isNull(files.folderId)) : eq(files.folderId, folderId);
+}
+
+/**
+ * The condition for `ownerId`'s live files (no expiry, or one after `now`) at the top whose name
+ * is one of `names` (WebDAV's name clashes at the top), through files_top_name_idx.
+ */
+export function liveTopFilesNamed(files: { ownerId: Column; folderId: Column; name: Column; expiresAt: Column }, ownerId: string, names: string[], now: number): SQL | undefined {
+  return and(eq(files.ownerId, ownerId), isNull(files.folderId), inArray(files.name, names), or(isNull(files.expiresAt), gt(files.expiresAt, now)));
+}
+
+/** The condition for `ownerId`'s folders at the top whose name is one of `names`, through folders_top_name_unique. */
+export function topFoldersNamed(folders: { ownerId: Column; parentId: Column; name: Column }, ownerId: string, names: string[]): SQL | undefined {
+  return and(eq(folders.ownerId, ownerId), isNull(folders.parentId), inArray(folders.name, names));
+}
+
+/** Of the names of top files (`topFiles`: each name with its count) and top folders, those two or more resources share. */
+export function sharedNames(topFiles: { name: string; n: number }[], topFolders: { name: string }[]): string[] {
+  const folderNames = new Set(topFolders.map((r) => r.name));
+  return topFiles.filter((r) => r.n > 1 || folderNames.has(r.name)).map((r) => r.name);
 }

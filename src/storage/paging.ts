@@ -2,7 +2,7 @@
  * Keyset pagination shared by the SQLite and PostgreSQL metadata stores: drizzle's operators
  * work on either dialect's columns, so the conditions are written once.
  */
-import { and, eq, lt, or, type Column, type SQL } from "drizzle-orm";
+import { and, eq, sql, type Column, type SQL } from "drizzle-orm";
 import type { PageCursor } from "../domain/params.ts";
 
 /** Rows read per query when iterating a whole table. */
@@ -27,7 +27,11 @@ export async function* inIdOrder<T extends { id: string }>(page: (after: string)
  */
 export function newestFirstAfter(columns: { createdAt: Column; id: Column }, after: PageCursor | undefined): SQL | undefined {
   if (after === undefined) return undefined;
-  return or(lt(columns.createdAt, after.createdAt), and(eq(columns.createdAt, after.createdAt), lt(columns.id, after.id)));
+  // A row value (SQL:1999; SQLite ≥ 3.15, PostgreSQL): both stores read it as one range of a
+  // (…, created_at DESC, id DESC) index that starts at the cursor. The equivalent
+  // `created_at < ? OR (created_at = ? AND id < ?)` is not an index range on PostgreSQL, which
+  // then reads every newer row again on each page.
+  return sql`(${columns.createdAt}, ${columns.id}) < (${sql.param(after.createdAt, columns.createdAt)}, ${sql.param(after.id, columns.id)})`;
 }
 
 /** The condition for an owner's files after `after`, newest first (see {@link newestFirstAfter}). */

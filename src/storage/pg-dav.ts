@@ -2,9 +2,10 @@
  * WebDAV locks and dead properties (CONTRACT §12, §14) on PostgreSQL: the {@link DavTable} part
  * of the PostgreSQL metadata store, query for query the SQLite one (sqlite-dav.ts).
  */
-import { and, asc, eq, gt, inArray, isNull, lte, or, sql } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, lte, sql } from "drizzle-orm";
 import type { PgDb } from "./pg-metadata.ts";
 import type { DavLockRow, DavPropertyCursor, DavPropertyRow, DavResourcePropertyRow, DavTable } from "./ports.ts";
+import { liveTopFilesNamed, sharedNames, topFoldersNamed } from "./folder-conditions.ts";
 import { davLocks, davProperties, files, folders } from "./pg-schema.ts";
 import { allInKeyOrder, belowRange, propertyBytes, targetOf } from "./sqlite-dav.ts";
 
@@ -128,21 +129,14 @@ export class PgDav implements DavTable {
     const out = new Set<string>();
     for (let i = 0; i < names.length; i += BATCH_ROWS) {
       const some = [...new Set(names.slice(i, i + BATCH_ROWS))];
-      const topFiles = await this.db
-        .select({ name: files.name, n: sql<number>`count(*)`.mapWith(Number) })
-        .from(files)
-        .where(and(eq(files.ownerId, ownerId), isNull(files.folderId), inArray(files.name, some), or(isNull(files.expiresAt), gt(files.expiresAt, now))))
-        .groupBy(files.name);
-      const topFolders = new Set(
-        (await this.db
-          .select({ name: folders.name })
-          .from(folders)
-          .where(and(eq(folders.ownerId, ownerId), isNull(folders.parentId), inArray(folders.name, some)))).map((r) => r.name),
-      );
-      for (const r of topFiles) if (r.n > 1 || topFolders.has(r.name)) out.add(r.name);
+      const count = sql<number>`count(*)`.mapWith(Number);
+      const topFiles = await this.db.select({ name: files.name, n: count }).from(files).where(liveTopFilesNamed(files, ownerId, some, now)).groupBy(files.name);
+      const topFolders = await this.db.select({ name: folders.name }).from(folders).where(topFoldersNamed(folders, ownerId, some));
+      for (const name of sharedNames(topFiles, topFolders)) out.add(name);
     }
     return out;
   }
+
 
   allProperties(): AsyncIterable<DavResourcePropertyRow & { ownerId: string }> {
     return allInKeyOrder((after) => {

@@ -3,10 +3,11 @@
  * the SQLite metadata store. Locks are read by path through dav_locks_owner_path_idx, properties
  * by resource through the primary key; a PROPPATCH's rows go in multi-row statements.
  */
-import { and, asc, eq, gt, inArray, isNull, lte, or, sql } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, lte, sql } from "drizzle-orm";
 import { Slicer } from "../slices.ts";
 import type { Db, WriteRunner } from "./db.ts";
 import type { DavLockRow, DavPropertyCursor, DavPropertyRow, DavResourcePropertyRow, DavTable } from "./ports.ts";
+import { liveTopFilesNamed, sharedNames, topFoldersNamed } from "./folder-conditions.ts";
 import { davLocks, davProperties, files, folders } from "./schema.ts";
 
 /** Rows per statement: a batch of a PROPPATCH's properties, or of names in IN (…) (far below SQLite's 32 766 parameters). */
@@ -151,24 +152,14 @@ export class SqliteDav implements DavTable {
     const out = new Set<string>();
     for (let i = 0; i < names.length; i += BATCH_ROWS) {
       const some = [...new Set(names.slice(i, i + BATCH_ROWS))];
-      const topFiles = this.db
-        .select({ name: files.name, n: sql<number>`count(*)`.mapWith(Number) })
-        .from(files)
-        .where(and(eq(files.ownerId, ownerId), isNull(files.folderId), inArray(files.name, some), or(isNull(files.expiresAt), gt(files.expiresAt, now))))
-        .groupBy(files.name)
-        .all();
-      const topFolders = new Set(
-        this.db
-          .select({ name: folders.name })
-          .from(folders)
-          .where(and(eq(folders.ownerId, ownerId), isNull(folders.parentId), inArray(folders.name, some)))
-          .all()
-          .map((r) => r.name),
-      );
-      for (const r of topFiles) if (r.n > 1 || topFolders.has(r.name)) out.add(r.name);
+      const count = sql<number>`count(*)`.mapWith(Number);
+      const topFiles = this.db.select({ name: files.name, n: count }).from(files).where(liveTopFilesNamed(files, ownerId, some, now)).groupBy(files.name).all();
+      const topFolders = this.db.select({ name: folders.name }).from(folders).where(topFoldersNamed(folders, ownerId, some)).all();
+      for (const name of sharedNames(topFiles, topFolders)) out.add(name);
     }
     return out;
   }
+
 
   allProperties(): AsyncIterable<DavResourcePropertyRow & { ownerId: string }> {
     return allInKeyOrder((after) => {

@@ -110,11 +110,8 @@ async function privatePodman(): Promise<
 
 type Podman = Awaited<ReturnType<typeof privatePodman>>;
 
-/** Starts a container of `ref` in the background with the given `podman run` options. @returns its name and http://127.0.0.1:<published port> once /healthz answers 200 */
-async function start(p: Podman, ref: string, name: string, options: string[]): Promise<{ name: string; url: string }> {
-  await p.podman("run", "--detach", "--name", name, "--publish", `127.0.0.1::${IMAGE_PORT}`, ...options, ref);
-  const port = (await p.podman("port", name, `${IMAGE_PORT}/tcp`)).split(":").at(-1);
-  const url = `http://127.0.0.1:${port}`;
+/** Waits until container `name` answers `/healthz` at `url` with 200; fails at once with its log when it stops running. */
+async function answering(p: Podman, name: string, url: string): Promise<void> {
   await waitFor(
     async () => {
       const state = await p.podman("inspect", "--format", "{{.State.Status}}", name);
@@ -124,6 +121,14 @@ async function start(p: Podman, ref: string, name: string, options: string[]): P
     `${name} to answer /healthz`,
     { timeoutMs: 30_000, pollMs: 100, detail: () => name },
   );
+}
+
+/** Starts a container of `ref` in the background with the given `podman run` options. @returns its name and http://127.0.0.1:<published port> once /healthz answers 200 */
+async function start(p: Podman, ref: string, name: string, options: string[]): Promise<{ name: string; url: string }> {
+  await p.podman("run", "--detach", "--name", name, "--publish", `127.0.0.1::${IMAGE_PORT}`, ...options, ref);
+  const port = (await p.podman("port", name, `${IMAGE_PORT}/tcp`)).split(":").at(-1);
+  const url = `http://127.0.0.1:${port}`;
+  await answering(p, name, url);
   return { name, url };
 }
 
@@ -389,15 +394,7 @@ describe("deploy/compose.postgres-s3.yaml", () => {
       const run = async (name: string) => {
         await p.podman("run", "--detach", "--name", name, ...options, `localhost/${interpolate(service.image, { CUBBY_VERSION: VERSION })}`);
         const url = `http://127.0.0.1:${port}`;
-        await waitFor(
-          async () => {
-            const state = await p.podman("inspect", "--format", "{{.State.Status}}", name);
-            if (state !== "running") throw new Error(`container ${name} is ${state}:\n${(await p.try("logs", name)).err}`);
-            return (await fetch(`${url}/healthz`).catch(() => undefined))?.status === 200;
-          },
-          `${name} to answer /healthz`,
-          { timeoutMs: 30_000, pollMs: 100 },
-        );
+        await answering(p, name, url);
         return { name, url };
       };
       const bytes = crypto.getRandomValues(new Uint8Array(1_500_000));

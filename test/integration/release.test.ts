@@ -10,7 +10,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import { hostTarget, TARGETS, type Target } from "../../scripts/build.ts";
-import { IMAGE_EXECUTABLE, stageRootfs } from "../../scripts/image.ts";
+import { IMAGE_EXECUTABLE, interpreterOf, stageRootfs } from "../../scripts/image.ts";
 import { buildRelease, writeChecksums } from "../../scripts/release.ts";
 import { checksumOf } from "../../src/domain/checksum.ts";
 import { client, ROOT, startServer, tempDir } from "../support/server.ts";
@@ -59,16 +59,7 @@ function formatOf(file: string): string {
   const v = new DataView(b.buffer, b.byteOffset, b.byteLength);
   if (b.subarray(0, 4).toString() === "\x7fELF") {
     const machine = { 0x3e: "x86-64", 0xb7: "aarch64" }[v.getUint16(18, true)] ?? `machine ${v.getUint16(18, true)}`;
-    const phoff = Number(v.getBigUint64(32, true));
-    const [phentsize, phnum] = [v.getUint16(54, true), v.getUint16(56, true)];
-    for (let i = 0; i < phnum; i++) {
-      const ph = phoff + i * phentsize;
-      if (v.getUint32(ph, true) !== 3) continue; // PT_INTERP
-      const off = Number(v.getBigUint64(ph + 8, true));
-      const size = Number(v.getBigUint64(ph + 32, true));
-      return `ELF ${machine} ${b.subarray(off, off + size - 1).toString()}`;
-    }
-    return `ELF ${machine} static`;
+    return `ELF ${machine} ${interpreterOf(file) ?? "static"}`;
   }
   if (v.getUint32(0, true) === 0xfeedfacf) {
     const cpu = v.getInt32(4, true) === 0x0100000c ? "arm64" : `cpu ${v.getInt32(4, true)}`;
