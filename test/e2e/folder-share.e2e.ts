@@ -106,7 +106,7 @@ test("share a folder: from its row, with a download limit; the link is copied, o
     await expect(guest.locator(".shared-file-name")).toHaveText(["notes.txt"]);
     await guest.getByRole("link", { name: "sub/" }).click();
     await expect(guest.locator(".shared-file-name")).toHaveText(["map.txt"]);
-    await guest.getByRole("link", { name: "Trip" }).click();
+    await guest.getByRole("navigation", { name: "Folders" }).getByRole("link", { name: "Trip" }).click();
     await expect(guest.locator(".shared-file-name")).toHaveText(["notes.txt"]);
     await expect(guest.locator(".facts")).toContainText("2 of 2");
     await shot(guest, "page");
