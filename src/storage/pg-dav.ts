@@ -7,7 +7,7 @@ import type { PgDb } from "./pg-metadata.ts";
 import type { DavLockRow, DavPropertyCursor, DavPropertyRow, DavResourcePropertyRow, DavTable } from "./ports.ts";
 import { liveTopFilesNamed, sharedNames, topFoldersNamed } from "./folder-conditions.ts";
 import { davLocks, davProperties, files, folders } from "./pg-schema.ts";
-import { allInKeyOrder, belowRange, propertyBytes, targetOf } from "./sqlite-dav.ts";
+import { allInKeyOrder, belowRange, propertiesInKeyOrder, propertyBytes, targetOf } from "./sqlite-dav.ts";
 
 /** Rows per multi-row statement (8 parameters each, far below PostgreSQL's 65 535). */
 const BATCH_ROWS = 1000;
@@ -140,13 +140,8 @@ export class PgDav implements DavTable {
 
   allProperties(): AsyncIterable<DavResourcePropertyRow & { ownerId: string }> {
     return allInKeyOrder((after) => {
-      const resume = after === undefined ? undefined : sql`(${davProperties.ownerId}, ${davProperties.resource}, ${davProperties.namespace}, ${davProperties.name}) > (${after.ownerId}, ${after.resource}, ${after.namespace}, ${after.name})`;
-      return this.db
-        .select({ ownerId: davProperties.ownerId, resource: davProperties.resource, namespace: davProperties.namespace, name: davProperties.name, value: davProperties.value })
-        .from(davProperties)
-        .where(resume)
-        .orderBy(asc(davProperties.ownerId), asc(davProperties.resource), asc(davProperties.namespace), asc(davProperties.name))
-        .limit(1000);
+      const page = propertiesInKeyOrder(davProperties, after);
+      return this.db.select(page.columns).from(davProperties).where(page.where).orderBy(...page.order).limit(1000);
     });
   }
 }

@@ -3,7 +3,7 @@
  * the SQLite metadata store. Locks are read by path through dav_locks_owner_path_idx, properties
  * by resource through the primary key; a PROPPATCH's rows go in multi-row statements.
  */
-import { and, asc, eq, gt, inArray, lte, sql } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, lte, sql, type Column, type SQL } from "drizzle-orm";
 import { Slicer } from "../slices.ts";
 import type { Db, WriteRunner } from "./db.ts";
 import type { DavLockRow, DavPropertyCursor, DavPropertyRow, DavResourcePropertyRow, DavTable } from "./ports.ts";
@@ -163,16 +163,26 @@ export class SqliteDav implements DavTable {
 
   allProperties(): AsyncIterable<DavResourcePropertyRow & { ownerId: string }> {
     return allInKeyOrder((after) => {
-      const resume = after === undefined ? undefined : sql`(${davProperties.ownerId}, ${davProperties.resource}, ${davProperties.namespace}, ${davProperties.name}) > (${after.ownerId}, ${after.resource}, ${after.namespace}, ${after.name})`;
-      return this.db
-        .select({ ownerId: davProperties.ownerId, resource: davProperties.resource, namespace: davProperties.namespace, name: davProperties.name, value: davProperties.value })
-        .from(davProperties)
-        .where(resume)
-        .orderBy(asc(davProperties.ownerId), asc(davProperties.resource), asc(davProperties.namespace), asc(davProperties.name))
-        .limit(1000)
+      const page = propertiesInKeyOrder(davProperties, after);
+      return this.db.select(page.columns).from(davProperties).where(page.where).orderBy(...page.order).limit(1000)
         .all();
     });
   }
+}
+
+/**
+ * One page of dead properties in primary-key order (export), on either dialect's table: the
+ * columns an exported property has, the rows after the key `after` (a row value), and the order.
+ */
+export function propertiesInKeyOrder<T extends { ownerId: Column; resource: Column; namespace: Column; name: Column; value: Column }>(
+  t: T,
+  after: (DavResourcePropertyRow & { ownerId: string }) | undefined,
+): { columns: Pick<T, "ownerId" | "resource" | "namespace" | "name" | "value">; where: SQL | undefined; order: SQL[] } {
+  return {
+    columns: { ownerId: t.ownerId, resource: t.resource, namespace: t.namespace, name: t.name, value: t.value },
+    where: after === undefined ? undefined : sql`(${t.ownerId}, ${t.resource}, ${t.namespace}, ${t.name}) > (${after.ownerId}, ${after.resource}, ${after.namespace}, ${after.name})`,
+    order: [asc(t.ownerId), asc(t.resource), asc(t.namespace), asc(t.name)],
+  };
 }
 
 /** Every row of a table in its primary key's order, a page at a time (export). */
