@@ -241,13 +241,26 @@ export async function buildImage({ arch, executable, out, version }: ImageOption
 }
 
 /**
- * Where the image's source is (`org.opencontainers.image.source`): package.json's `repository`,
- * else `CUBBY_SOURCE_URL`, else this checkout's `origin` remote, else {@link SOURCE_FALLBACK}.
+ * Where the image's source is (`org.opencontainers.image.source`, a URL a browser opens):
+ * package.json's `repository`, else `CUBBY_SOURCE_URL`, else this checkout's `origin` remote when
+ * it is one a browser can open (`https://…`, or `git@host:path` written as `https://host/path`;
+ * a clone of a local path is not), else {@link SOURCE_FALLBACK}.
  */
 function sourceUrl(repository: string | { url: string } | undefined): string {
   const fromPackage = typeof repository === "string" ? repository : repository?.url;
   const origin = Bun.spawnSync(["git", "remote", "get-url", "origin"], { cwd: root, stderr: "ignore" }).stdout.toString().trim();
-  return fromPackage ?? process.env.CUBBY_SOURCE_URL ?? (origin !== "" ? origin : SOURCE_FALLBACK);
+  return fromPackage ?? process.env.CUBBY_SOURCE_URL ?? browsableRemote(origin) ?? SOURCE_FALLBACK;
+}
+
+/** A git remote as an `https://` URL, or undefined when it has none (a local path, `file://`). */
+export function browsableRemote(remote: string): string | undefined {
+  if (/^https?:\/\/\S+$/.test(remote)) {
+    const url = new URL(remote.replace(/\.git$/, ""));
+    url.username = url.password = ""; // a token in the remote stays out of the image
+    return url.href;
+  }
+  const scp = /^[\w.-]+@([\w.-]+):(?!\/)(\S+?)(?:\.git)?$/.exec(remote);
+  return scp === null ? undefined : `https://${scp[1]}/${scp[2]}`;
 }
 
 /**
