@@ -49,8 +49,9 @@ export async function serve(config: Config): Promise<void> {
 async function serveAlone(config: Config, services: Services): Promise<void> {
   const timers = await startMaintenance(services, config);
   const server = await (await serving()).startServing(config, services, { reusePort: false, graceMs: SHUTDOWN_GRACE_MS });
-  logInfo(`cubby ${pkg.version} listening on port ${server.port}; public URL ${server.baseUrl}; data in ${config.dataDir}`);
+  // Recorded before the listening line: whoever waited for that line finds the record complete.
   record(config, server.baseUrl, server.port);
+  logInfo(`cubby ${pkg.version} listening on port ${server.port}; public URL ${server.baseUrl}; data in ${config.dataDir}`);
   logSignInHint(config);
   const deliverer = startDelivering(config, services);
   const signal = await stopSignal();
@@ -68,8 +69,8 @@ async function supervise(config: Config, services: Services): Promise<void> {
     const port = await pool.start();
     const baseUrl = config.hostname ?? `http://localhost:${port}`;
     services.webhooks.setBaseUrl(baseUrl);
-    logInfo(`cubby ${pkg.version} listening on port ${port}; public URL ${baseUrl}; data in ${config.dataDir}; ${config.workers} worker processes (pids ${pool.pids().join(", ")})`);
     record(config, baseUrl, port);
+    logInfo(`cubby ${pkg.version} listening on port ${port}; public URL ${baseUrl}; data in ${config.dataDir}; ${config.workers} worker processes (pids ${pool.pids().join(", ")})`);
     logSignInHint(config);
     const signal = await stopSignal();
     logInfo(`${signal}: stopping; in-flight requests have ${SHUTDOWN_GRACE_MS / 1000}s to finish`);
