@@ -35,5 +35,24 @@ export class GcPacer {
   }
 }
 
-/** The process's one pacer: uploads and downloads share it. */
+/** The process's pacer for downloads, ZIPs and the appenders' buffers. */
 export const gcPacer = new GcPacer(64 * 1024 * 1024);
+
+/**
+ * Frees a chunk read from a connection at once, once its bytes have been copied and nothing else
+ * holds it: its ArrayBuffer is detached (`ArrayBuffer.prototype.transfer(0)`, ES2024), which
+ * releases the memory behind it without waiting for a collection. Only a chunk that is its whole
+ * buffer is freed (a view into a pooled or shared one is left alone, and counted on `pacer`
+ * instead). After this the chunk reads as empty: call it only where the chunk is
+ * never read again.
+ *
+ * Measured (issue 38, 1 GiB WebDAV PUT, WORKERS=1, loopback, 512 KiB chunks): counted as garbage
+ * on a pacer of 64 MiB the process sat 50–54 MiB over idle and peaked at 62.6–71.1 MiB; a pacer of
+ * 32 MiB peaked 53.9–64.3, of 12 MiB 42–49 at ~40% more CPU.
+ */
+export function releaseChunk(chunk: Uint8Array, pacer: GcPacer = gcPacer): void {
+  const buffer = chunk.buffer;
+  if (chunk.byteOffset === 0 && chunk.byteLength === buffer.byteLength && buffer instanceof ArrayBuffer && !buffer.detached && chunk.byteLength > 0) {
+    buffer.transfer(0);
+  } else pacer.add(chunk.byteLength);
+}

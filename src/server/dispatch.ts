@@ -119,6 +119,8 @@ export function createDispatch(opts: DispatchOptions): (exchange: Exchange, rout
     }
     if (route.kind === "dav" && opts.dav !== undefined) {
       ex.search = route.search;
+      // The body reader is made now: the transport stays paused until the method reads it.
+      if (ex.method !== "GET" && ex.method !== "HEAD") ex.body();
       void serveDav(opts.dav, ex);
       return;
     }

@@ -89,7 +89,13 @@ export interface Exchange {
    * line, written when the answer has been sent or the client went (the adapter's job).
    */
   open(context: RequestContext): void;
-  /** The request body (none for GET and HEAD). */
+  /**
+   * The request body (none for GET and HEAD), read through the wire's one body reader: ahead of
+   * its consumer by a bounded amount with back-pressure on the transport, and ending in an
+   * `invalid_argument` error when it is cut short or its length is not the declared
+   * Content-Length. Each call returns the same stream; an answer given before it is read to the
+   * end still arrives (the adapter reads a little more or closes the connection lingering).
+   */
   body(): AsyncIterable<Uint8Array>;
   /**
    * Answers whole: `status`, `headers` (lower-case names; read-only, maybe a shared frozen

@@ -15,7 +15,7 @@ import path from "node:path";
 import { AppError } from "../errors.ts";
 import { checksumToBase64, crc32cUpdate } from "../domain/checksum.ts";
 import { newBlobName } from "../domain/ids.ts";
-import { gcPacer } from "../gc-pacer.ts";
+import { gcPacer, releaseChunk } from "../gc-pacer.ts";
 import type { BlobChunk, BlobStore, ByteRange, ReadPlan, StagedBlob, WriteOptions } from "./ports.ts";
 import { BufferPool, DelayedRemovals, REMOVAL_GRACE_MS, SMALL_BLOB_BYTES, SmallBlobCache, syncDir } from "./blob-memory.ts";
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./permissions.ts";
@@ -76,7 +76,7 @@ export class DiskBlobStore implements BlobStore {
             }
             await appender.append(chunk);
             // Every chunk read from the connection is a fresh buffer, garbage once copied.
-            gcPacer.add(chunk.byteLength);
+            releaseChunk(chunk);
           }
         }
         crc = (await appender.finish()).crc32c;

@@ -17,7 +17,7 @@ import path from "node:path";
 import { checksumToBase64, crc32cCombine, crc32cUpdate } from "../domain/checksum.ts";
 import { newBlobName } from "../domain/ids.ts";
 import { AppError } from "../errors.ts";
-import { gcPacer } from "../gc-pacer.ts";
+import { gcPacer, releaseChunk } from "../gc-pacer.ts";
 import { syncDir } from "./blob-memory.ts";
 import { chunkDigest } from "./chunk-digest.ts";
 import { APPEND_BUFFER_BYTES, FileAppender } from "./file-appender.ts";
@@ -70,7 +70,7 @@ export class DiskPartials implements PartialUploads {
               if (received > opts.maxBytes) throw new AppError("payload_too_large", `the chunk is longer than the ${opts.maxBytes} bytes left of the upload`);
               digest?.update(chunk);
               await appender.append(chunk);
-              gcPacer.add(chunk.byteLength);
+              releaseChunk(chunk);
             }
           }
         } catch (err) {

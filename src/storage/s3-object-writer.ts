@@ -11,7 +11,7 @@
  * over the measuring process's idle RSS. So the parts are sent here, through {@link S3Signer}.
  */
 import type { S3Client } from "bun";
-import { collectGarbage, GcPacer } from "../gc-pacer.ts";
+import { collectGarbage, GcPacer, releaseChunk } from "../gc-pacer.ts";
 import type { S3Signer } from "./s3-signer.ts";
 
 /** How {@link writeObject} writes: its part size and the caller's checks. */
@@ -118,7 +118,6 @@ export async function writeObject(store: ObjectStore, key: string, content: Asyn
       for await (const chunk of content) {
         opts.onChunk(chunk);
         size += chunk.byteLength;
-        uploadPacer.add(chunk.byteLength);
         let at = 0;
         while (at < chunk.byteLength) {
           const n = Math.min(chunk.byteLength - at, opts.partBytes - filled);
@@ -139,6 +138,8 @@ export async function writeObject(store: ObjectStore, key: string, content: Asyn
           }
           if (failure !== undefined) throw failure;
         }
+        // Copied into the part: freed now (its memory would otherwise wait for a collection).
+        releaseChunk(chunk, uploadPacer);
       }
     }
     opts.beforeEnd?.(size);
