@@ -1,3 +1,4 @@
+// test-lists: postgres-s3
 // cubby export / cubby import (CONTRACT §7 and §10, docs/archive.md) through the real CLI and real
 // servers: a round trip keeps every row, checksum, File object, key and session, users' quotas
 // and disabled state, file expiries, share links (password, limit, count, deletion), guest

@@ -1,3 +1,4 @@
+// test-lists: postgres-s3
 // The authorization matrix of CONTRACT §2 and §3: owner / another user / anonymous / revoked
 // key × private / internal / public × every action, through a real server.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";

@@ -1,3 +1,4 @@
+// test-lists: default
 // The single executable: `npm run build` → dist/cubby, copied alone into an empty directory,
 // runs there with no node_modules and serves uploads and downloads (issue 2, item 9); it starts
 // and serves with TMPDIR on a noexec mount, writing nothing executable there (issue 25, item 7).

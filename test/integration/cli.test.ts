@@ -1,3 +1,4 @@
+// test-lists: postgres-s3
 // The `cubby` command line (CONTRACT §1): keys create / list / revoke, version, exit statuses,
 // and a clean stop on SIGTERM.
 import { describe, expect, test } from "bun:test";

@@ -1,3 +1,4 @@
+// test-lists: workers postgres-s3
 // Content answered at once (src/serving/content.ts deciding now) says exactly what the usual path says.
 // Two servers share one data directory (and store); one never answers at once
 // (CUBBY_TEST_AT_ONCE=off). The same requests — generated: GET and HEAD, slugs, queries, ranges,

@@ -1,3 +1,4 @@
+// test-lists: workers postgres-s3
 // Content URLs (CONTRACT §3) through a real server, with fetch and with real curl.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";

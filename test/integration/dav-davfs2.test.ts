@@ -1,3 +1,4 @@
+// test-lists: default
 // davfs2 mounts /dav/ (CONTRACT §12): ls, cp, mv and rm work through the mount, and a 1 GiB
 // file copied in and out keeps its CRC32C (the File's checksum and a local CRC32C of the copy
 // that came back, read through a fresh cache so that it is downloaded). Root only (mount), and

@@ -1,3 +1,4 @@
+// test-lists: default
 // Debian's litmus (the WebDAV server test suite) against /dav/ (CONTRACT §12): its basic,
 // copymove, props and locks suites pass with no failure and no warning.
 import { afterAll, beforeAll, describe, expect } from "bun:test";

@@ -1,3 +1,4 @@
+// test-lists: workers postgres-s3
 // WebDAV across processes (CONTRACT §12): locks live in the metadata store, so a lock taken
 // through one worker (or instance) holds on every other, and PUTs racing for one new name make
 // one file. Run with WORKERS=2 (npm run test:workers) and on PostgreSQL + S3

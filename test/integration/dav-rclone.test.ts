@@ -1,3 +1,4 @@
+// test-lists: default
 // rclone's webdav backend (vendor other) against /dav/ (CONTRACT §12): a tree of 200 files in
 // three levels synced up, checked, synced back down byte for byte, then a change on each side
 // synced the other way. rclone is configured by flags only (no config file is written).

@@ -1,3 +1,4 @@
+// test-lists: postgres-s3
 // WebDAV at /dav/ (CONTRACT §12) through a real server: Basic authentication with an API key and
 // its scopes, the mapping of the tree (a name clash at the top shown as `name (id).ext`), PUT
 // replacing content with ID and URL kept, the limits, and both wires carrying the methods.

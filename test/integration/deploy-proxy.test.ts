@@ -1,3 +1,4 @@
+// test-lists: default
 // deploy/ as shipped (issue 15, item 7): deploy/nginx.conf runs in a real nginx terminating TLS
 // in front of a real cubby, and REST, Connect, gRPC (grpc-js over TLS), gRPC reflection (buf
 // curl) and tus (tus-js-client) pass through it; deploy/cubby.service passes

@@ -1,3 +1,4 @@
+// test-lists: workers
 // Durability (CONTRACT §6): a crash mid-upload leaves nothing visible or on disk after a
 // restart; replaces are atomic for concurrent readers; acknowledged files survive kill -9.
 import { expect, test } from "bun:test";

@@ -1,3 +1,4 @@
+// test-lists: workers postgres-s3
 // Early answers arrive (issue 38 item 2, RFC 9110 §15.5.14, RFC 9112 §9.6): an upload answered
 // before its body is read (400 a bad parameter, 401 a wrong key, 403 a read-only key, 413 past the
 // quota, 429 past the failed-authentication limit) reaches each real client whole, whatever the

@@ -1,3 +1,4 @@
+// test-lists: postgres-s3
 // Where an internal error is logged (docs/design.md): once, by context/report.ts, with the
 // request's method, path and ID, whichever surface failed; the client sees only its status.
 import { expect, test } from "bun:test";

@@ -1,3 +1,4 @@
+// test-lists: default
 // Storage faults: DATA_DIR on a small tmpfs that fills up (needs root to mount), and I/O errors
 // injected with strace. Each is skipped where the machine cannot do it.
 import { Database } from "bun:sqlite";

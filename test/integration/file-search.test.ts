@@ -1,3 +1,4 @@
+// test-lists: postgres-s3
 // Search by name in the file list (`GET /v1/files?q=`, beside CONTRACT §2) against the real
 // server on the configured stores: substrings, ASCII letters in either case, `%` `_` `\` taken
 // literally, keyset paging with q, and a q over 256 characters refused before anything is read.

@@ -1,3 +1,4 @@
+// test-lists: workers postgres-s3
 // Sharing a folder (CONTRACT §12, docs/folders.md) through a real server on the run's backend:
 // the Share of a folder, its page for a browser (files with sizes, downloads and previews, and
 // "Download all"), one file of it by `?file=`, the whole folder and its sub-folders as one ZIP

@@ -1,3 +1,4 @@
+// test-lists: default
 // A shared folder's ZIP at size (issue 29): 1 000 small files and one 5 GiB file, streamed
 // through a real server from the run's blob store. unzip, 7-Zip and Python's zipfile accept the
 // archive (ZIP64: one entry and the archive past 4 GiB); the serving process's peak RSS over

@@ -1,3 +1,4 @@
+// test-lists: workers postgres-s3
 // Folders (CONTRACT §12, docs/folders.md) through a real server on the run's backend, with real
 // clients: REST (create, list and page, read, rename, move without cycles, delete, recursive
 // delete whose blobs go only after the commit and the readers' grace), membership (PUT, DELETE,

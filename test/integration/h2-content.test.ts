@@ -1,3 +1,4 @@
+// test-lists: default
 // Content URLs over h2c, answered on the HTTP/2 stream itself (server/h2-exchange.ts): the same
 // answers as over HTTP/1.1, with request IDs, access-log lines, ranges, conditionals, HEAD,
 // errors, share links, large downloads, and the dispatch still taking everything else.

@@ -1,3 +1,4 @@
+// test-lists: default
 // A hostile or careless HTTP/2 peer, written frame by frame (test/support/h2-raw.ts): abandoned
 // and reset downloads must release their memory and descriptors; bodies that end early, run
 // long or are reset must store nothing; gRPC client streams must honour their deadline.

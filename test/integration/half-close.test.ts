@@ -1,3 +1,4 @@
+// test-lists: workers
 // Clients that half-close (CONTRACT §10): a client that shuts down its sending side after its
 // request (`shutdown(SHUT_WR)`, as `nc -N`, some scripts and proxies do) still receives the whole
 // answer, on every path — the HTTP/1.1 fast path (content streamed from the store), content

@@ -1,3 +1,4 @@
+// test-lists: default
 // The PostgreSQL and S3 test harnesses themselves (issue 13): each starts, works with a real
 // client, and leaves no process and no directory behind.
 import { expect, test } from "bun:test";

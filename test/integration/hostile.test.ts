@@ -1,3 +1,4 @@
+// test-lists: postgres-s3
 // Hostile input against a real server (fast-check): every request gets 2xx or a contract error,
 // never a 500, and a rejected request changes nothing.
 import { afterAll, beforeAll, expect, test } from "bun:test";

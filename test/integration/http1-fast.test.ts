@@ -1,3 +1,4 @@
+// test-lists: workers
 // The HTTP/1.1 fast path (src/server/http1-fast.ts) over raw TCP: pipelining across the
 // hand-over to node:http, keep-alive rules of both versions, HEAD, a client that stops reading a
 // large download, one that leaves, a stop during a download, and the header and idle timeouts

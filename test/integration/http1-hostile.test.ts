@@ -1,3 +1,4 @@
+// test-lists: default
 // HTTP/1.1 clients that keep sending after the server has answered, or pipeline a malformed
 // request behind a valid one: every answer must reach them.
 import { afterAll, beforeAll, expect, test } from "bun:test";

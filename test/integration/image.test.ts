@@ -1,3 +1,4 @@
+// test-lists: default
 // The container image (CONTRACT §17, issue 39): scripts/image.ts builds the amd64 image from the
 // linux-x64 release executable (the release script builds arm64 too; one is enough here on two
 // cores), twice to the same bytes, and Podman runs it with runc, as Docker would: `podman load`, a read-only root file

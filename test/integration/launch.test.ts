@@ -1,3 +1,4 @@
+// test-lists: default
 // The tests' one launcher (test/support/launch.ts) with small programs of its own: it waits for
 // the ready line, says why a start failed, and leaves no process behind, children included.
 import { expect, test } from "bun:test";

@@ -1,3 +1,4 @@
+// test-lists: workers
 // fsck (bitrot detection and quarantine) and online backup / restore, through the real CLI.
 import { expect, test } from "bun:test";
 import { Database } from "bun:sqlite";

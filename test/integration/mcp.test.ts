@@ -1,3 +1,4 @@
+// test-lists: workers postgres-s3
 // `/mcp` (CONTRACT §9) through a real server on the run's backend, driven by the official MCP
 // SDK's client over Streamable HTTP: the ten tools (folders' in folders.test.ts), what they change as REST and content URLs
 // see it, bearer-key authentication, scopes (§8), other users' files, and bad input.

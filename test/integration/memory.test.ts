@@ -1,3 +1,4 @@
+// test-lists: default
 // CONTRACT §10, small memory: at the defaults, on a machine (or cgroup) with 1 GiB of memory and
 // 4 cores, all of cubby's processes together idle at ≤ 128 MiB RSS; WORKERS set explicitly wins.
 // This machine has other figures: the memory probe's test-only override (CUBBY_TEST_MEMORY_BYTES,

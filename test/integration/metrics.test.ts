@@ -1,3 +1,4 @@
+// test-lists: workers postgres-s3
 // `GET /metrics` and `LOG_FORMAT=json` (CONTRACT §9): what is counted, under which labels, who
 // may read it, that Prometheus's own checker accepts it, and that nothing personal leaks.
 import { createClient } from "@connectrpc/connect";

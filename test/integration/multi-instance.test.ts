@@ -1,3 +1,4 @@
+// test-lists: default
 // Three `cubby serve` processes on one PostgreSQL and one S3 store behind a real nginx (round
 // robin) behave as one server (CONTRACT §7, issue 13): what one instance commits, every other
 // serves on the next request; a key revoked through the CLI is refused everywhere; an instance

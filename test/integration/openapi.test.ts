@@ -1,3 +1,4 @@
+// test-lists: default
 // GET /openapi.json (CONTRACT §9): a valid OpenAPI 3.1 document, static, with the File object
 // closed; its paths equal the routes the server has (both ways); and the response tap that lets
 // every integration suite validate its responses against it records what goes on the wire.

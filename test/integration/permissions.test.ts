@@ -1,3 +1,4 @@
+// test-lists: default
 // Issue 11: everything cubby writes is readable by its owner only — files 0600, directories
 // 0700 — in the data directory (database, its -wal and -shm, blobs, tmp, quarantine) and in
 // backups; a data directory left looser by an earlier version is tightened at start.

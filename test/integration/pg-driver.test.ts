@@ -1,3 +1,4 @@
+// test-lists: default
 // The PostgreSQL driver cubby uses under drizzle (porsager's `postgres`, drizzle-orm/postgres-js),
 // kept honest under concurrency: a short run of scripts/pg-driver-stress.ts, where every result
 // of many parallel prepared selects, IN lists, raw SQL, updates, deletes and transactions is

@@ -1,3 +1,4 @@
+// test-lists: default
 // The PostgreSQL metadata store's change signal, on a real PostgreSQL: version() follows commits
 // by this store at once and by other connections through LISTEN/NOTIFY, and stops trusting the
 // cache when its own pings stop coming back.

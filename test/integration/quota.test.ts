@@ -1,3 +1,4 @@
+// test-lists: workers postgres-s3
 // Storage quotas (CONTRACT §9) against the real server on the configured stores: QUOTA_BYTES
 // for every user; what counts (files, a replaced file's new size, the Upload-Length of
 // unfinished tus uploads, files from guest upload links); 413 / code 8 "storage quota exceeded"

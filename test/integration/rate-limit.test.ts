@@ -1,3 +1,4 @@
+// test-lists: postgres-s3
 // Rate limiting of failed authentication and of sign-in callbacks, per client address, through
 // the real listener (HTTP/1.1 and h2c both carry the client's address). The windows are shared
 // by every process (storage/rate-limits.ts): the tests of concurrent guesses run WORKERS=2, and

@@ -1,3 +1,4 @@
+// test-lists: default
 // The README's examples run as written (issue 39: "the README tried by a newcomer"): the Quick
 // start block through bash, with only the URL pointed at this test's server and DATA_DIR at its
 // data, and every curl example of the REST API's table, in the table's order, against one

@@ -1,3 +1,4 @@
+// test-lists: default
 // The release executables (issue 15, item 6): every target of scripts/release.ts builds through
 // scripts/build.ts's one build function into an executable of the right format and architecture,
 // made for the right Bun runtime (the x64 ones baseline: no AVX2 needed, issue 25 item 8),

@@ -1,3 +1,4 @@
+// test-lists: postgres-s3
 // The Host header and the request target never change what is routed (issue 11): requests are
 // routed on their path alone, a malformed Host or :authority is a 400, and absolute-form targets
 // are reduced to their path.

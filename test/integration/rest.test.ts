@@ -1,3 +1,4 @@
+// test-lists: workers postgres-s3
 // Every REST endpoint of CONTRACT §2 through a real server, with fetch.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import fs from "node:fs";

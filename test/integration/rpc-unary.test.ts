@@ -1,3 +1,4 @@
+// test-lists: postgres-s3
 // The unary fast path (src/rpc/unary.ts): every unary method through it with real clients
 // (connect-node's Connect and gRPC transports, @grpc/grpc-js, buf curl, gRPC's C core through
 // Debian's python3-grpcio); the same answer as connect-node for the same call sent once in a form

@@ -1,3 +1,4 @@
+// test-lists: postgres-s3
 // gRPC, Connect and gRPC-Web on the one port (CONTRACT §4), with real clients: buf curl,
 // @grpc/grpc-js, and connect-node's transports. Parity with REST for File JSON and errors.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";

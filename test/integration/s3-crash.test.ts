@@ -1,3 +1,4 @@
+// test-lists: postgres-s3
 // Crash safety on PostgreSQL + S3 (CONTRACT §6, §7; issue 13): a server SIGKILLed between an
 // object's upload and the commit of its row, and between a replace's commit and the deletion of
 // the replaced object, loses nothing acknowledged and shows nothing partial after a restart.

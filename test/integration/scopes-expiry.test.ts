@@ -1,3 +1,4 @@
+// test-lists: workers postgres-s3
 // Scoped and expiring API keys, and expiring files (CONTRACT §8), through a real server on the
 // run's backend, over REST, RPC (Connect and gRPC) and content URLs alike.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";

@@ -1,3 +1,4 @@
+// test-lists: workers postgres-s3
 // Pages for people at the far end of a link (CONTRACT §11), over real HTTP: a browser navigation
 // to a share link gets the share page (name, size, type, sharer, expiry, downloads left, preview,
 // Download) and counts nothing; scripts get the bytes as in §8; the limit stays exact with pages

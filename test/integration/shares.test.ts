@@ -1,3 +1,4 @@
+// test-lists: workers postgres-s3
 // Share links (CONTRACT §8) through a real server on the run's backend: anonymous access to a
 // private file, exact download counting under concurrency, expiry, passwords (Basic, the form,
 // rate limiting), deletion, and bad input.

@@ -1,3 +1,4 @@
+// test-lists: workers postgres-s3
 // Sign-in through a real OpenID provider (oidc-provider), sessions, and the key-management API
 // (CONTRACT §5), over HTTP without a browser.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";

@@ -1,3 +1,4 @@
+// test-lists: default
 // Slow clients: hundreds of connections trickling bytes must not stop normal requests, and the
 // header and idle timeouts close what never finishes.
 import { createClient } from "@connectrpc/connect";

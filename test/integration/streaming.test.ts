@@ -1,3 +1,4 @@
+// test-lists: postgres-s3
 // Uploads and downloads stream: a 1 GiB round trip keeps the server's peak RSS (VmHWM) under
 // 200 MiB (issue 2, item 8). The content is generated on the fly and never held whole.
 import { expect, test } from "bun:test";

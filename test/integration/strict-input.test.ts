@@ -1,3 +1,4 @@
+// test-lists: postgres-s3
 // Input that would be stored differently from what the client meant is refused with 400 and
 // changes nothing (issue 11): bytes that are not UTF-8, a known parameter given twice, and
 // non-ASCII media types.

@@ -1,3 +1,4 @@
+// test-lists: workers postgres-s3
 // The tus concatenation extension (CONTRACT §8) against the real server on the configured stores
 // (SQLite + disk, or PostgreSQL + S3 with WORKERS=2): partial uploads (`Upload-Concat: partial`)
 // are never files by themselves; a final upload (`Upload-Concat: final;…`) of finished partials

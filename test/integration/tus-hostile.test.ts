@@ -1,3 +1,4 @@
+// test-lists: workers postgres-s3
 // Header values reach the server trimmed (RFC 9110 §5.5), so a "bad" value is bad once trimmed.
 // Hostile input to tus, guest upload links and share links against a real server on the
 // configured stores (fast-check): random and mangled tus headers, IDs, link and share bodies and

@@ -1,3 +1,4 @@
+// test-lists: postgres-s3
 // CONTRACT §10 ("a tus upload has one writer at a time, and a PATCH answered 204 is stored with
 // exactly its bytes"), issue 25 item 1: two PATCHes of one upload at Upload-Offset 0, one all
 // `a` and one all `b`, sent at the same moment on connections served by two different workers.

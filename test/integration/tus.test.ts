@@ -1,3 +1,4 @@
+// test-lists: workers postgres-s3
 // Resumable uploads (tus 1.0.0, CONTRACT §8) against the real server on the configured stores:
 // tus-js-client through a real nginx that caps request bodies at 16 MiB; a server SIGKILLed mid
 // upload and restarted on the same data directory, resumed from HEAD's offset; the protocol's

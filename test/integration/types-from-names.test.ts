@@ -1,3 +1,4 @@
+// test-lists: default
 // Types from names (CONTRACT §17, issue 39): an upload that sends no Content-Type gets the type
 // registered for its name's extension (curl -T without -H, a tus upload without `filetype`, a
 // guest upload, gRPC's CreateFile without content_type); a type the client sends is stored as

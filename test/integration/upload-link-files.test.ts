@@ -1,3 +1,4 @@
+// test-lists: workers postgres-s3
 // What arrived through a guest upload link (`GET /v1/upload-links/{id}/files`, beside CONTRACT
 // §8) against the real server on the configured stores: files uploaded through the link by raw
 // POST and by tus (tus-js-client, and an empty upload finished at creation), newest first, paged,

@@ -1,3 +1,4 @@
+// test-lists: workers postgres-s3
 // Guest upload links (CONTRACT §8) against the real server on the configured stores: made,
 // listed and deleted over REST (deleted ones listed with show_deleted); the guest page states
 // the limits left; anyone with the token uploads (raw POST and tus) into the

@@ -1,3 +1,4 @@
+// test-lists: workers postgres-s3
 // Guest links bound what a guest can hold (CONTRACT §10), against the real server on the
 // configured stores (WORKERS 1 or 2, SQLite + disk or PostgreSQL + S3): a tus upload created
 // through a link reserves a file and its Upload-Length of the link's max_files and max_bytes at

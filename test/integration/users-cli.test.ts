@@ -1,3 +1,4 @@
+// test-lists: workers postgres-s3
 // `cubby users list|disable|enable|delete|set-quota` (CONTRACT §9) against a running server on
 // the configured stores, with sign-in through a real OpenID provider for sessions: the list's
 // columns; a disabled user's keys and sessions refused at once (their public files and share

@@ -1,3 +1,4 @@
+// test-lists: postgres-s3
 // The webhook outbox of the metadata store (CONTRACT §13) on the run's backend (SQLite, or
 // PostgreSQL): events commit with their transaction or not at all, and wake the deliverer only
 // after the commit; a claim gives each row to one claimer; one subject's rows go one at a time,

@@ -1,3 +1,4 @@
+// test-lists: postgres-s3
 // Webhooks that are never lost (CONTRACT §13), through real servers on the run's backend and a
 // real receiver on loopback verifying every signature: SIGKILL between commit and delivery, then
 // a restart; a kill while deliveries are in flight; 1000 uploads under several serving processes;

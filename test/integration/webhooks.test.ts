@@ -1,3 +1,4 @@
+// test-lists: workers postgres-s3
 // Webhooks (CONTRACT §13) through a real server on the run's backend and a real receiver on
 // loopback (allowed by WEBHOOK_ALLOWED_HOSTS) that verifies every signature with the
 // standardwebhooks verifier: the REST endpoints, every event type from every surface that causes

@@ -1,3 +1,4 @@
+// test-lists: default
 // WORKERS > 1 (issue 16, process/workers.ts): a supervisor and serving processes sharing the port
 // with SO_REUSEPORT. Which worker a connection reaches is read from the kernel (`ss -tnp`), so
 // the tests know when they have one connection on each worker instead of hoping for it.

@@ -1,3 +1,4 @@
+// test-lists: default
 // What a streamed ZIP (src/serving/zip-stream.ts) holds, as the tools people unpack it with see
 // it: Info-ZIP's unzip, 7-Zip (Debian's p7zip-full) and Python's zipfile. Members are read from
 // this run's blob store (a disk store; an S3 store with CUBBY_TEST_BACKEND=postgres-s3) through
