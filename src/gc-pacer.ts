@@ -38,21 +38,35 @@ export class GcPacer {
 /** The process's pacer for downloads, ZIPs and the appenders' buffers. */
 export const gcPacer = new GcPacer(64 * 1024 * 1024);
 
+/** The buffers of chunks the body reader has handed out and no one else holds (markReleasable). */
+const releasable = new WeakSet<ArrayBufferLike>();
+
 /**
- * Frees a chunk read from a connection at once, once its bytes have been copied and nothing else
- * holds it: its ArrayBuffer is detached (`ArrayBuffer.prototype.transfer(0)`, ES2024), which
- * releases the memory behind it without waiting for a collection. Only a chunk that is its whole
- * buffer is freed (a view into a pooled or shared one is left alone, and counted on `pacer`
- * instead). After this the chunk reads as empty: call it only where the chunk is
- * never read again.
+ * Marks `chunk`, just read from a connection by the one body reader (node-exchange.ts), as its
+ * consumer's alone, so that {@link releaseChunk} may free it once copied. Only a chunk that is its
+ * whole buffer is marked. Any other chunk (a caller's own array, a pooled read buffer) is never
+ * freed, only counted.
+ */
+export function markReleasable(chunk: Uint8Array): void {
+  if (chunk.byteOffset === 0 && chunk.byteLength === chunk.buffer.byteLength && chunk.byteLength > 0) releasable.add(chunk.buffer);
+}
+
+/**
+ * Frees a chunk the body reader marked ({@link markReleasable}) at once, once its bytes have been
+ * copied: its ArrayBuffer is detached (`ArrayBuffer.prototype.transfer(0)`, ES2024), which
+ * releases the memory behind it without waiting for a collection. Any other chunk is counted on
+ * `pacer` as garbage instead. After this a marked chunk reads as empty: call it only where the
+ * chunk is never read again.
  *
  * Measured (issue 38, 1 GiB WebDAV PUT, WORKERS=1, loopback, 512 KiB chunks): counted as garbage
- * on a pacer of 64 MiB the process sat 50–54 MiB over idle and peaked at 62.6–71.1 MiB; a pacer of
- * 32 MiB peaked 53.9–64.3, of 12 MiB 42–49 at ~40% more CPU.
+ * on a pacer of 64 MiB the process sat 50–54 MiB over idle and peaked at 62.6–71.1 MiB, and took
+ * 3.1–3.7 s of CPU; freed at once, 37–38 and 48–53 MiB in 2.8–3.2 s (71.5 MiB seen once in a full
+ * run). Pacers of 32 and 12 MiB peaked 53.9–64.3 and 42–49 MiB, the latter at ~40% more CPU.
  */
 export function releaseChunk(chunk: Uint8Array, pacer: GcPacer = gcPacer): void {
   const buffer = chunk.buffer;
-  if (chunk.byteOffset === 0 && chunk.byteLength === buffer.byteLength && buffer instanceof ArrayBuffer && !buffer.detached && chunk.byteLength > 0) {
+  if (releasable.has(buffer) && buffer instanceof ArrayBuffer && !buffer.detached) {
+    releasable.delete(buffer);
     buffer.transfer(0);
   } else pacer.add(chunk.byteLength);
 }

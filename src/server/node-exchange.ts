@@ -12,6 +12,7 @@ import type { RequestContext } from "../context/request-context.ts";
 import { headerValue, type Buffering, type Exchange, type Outgoing } from "../serving/exchange.ts";
 import type { AccessLog } from "../serving/access-log.ts";
 import { AppError } from "../errors.ts";
+import { markReleasable } from "../gc-pacer.ts";
 import { lingeringClose } from "./lingering-close.ts";
 import type { NodeRequest, NodeResponse } from "./node-bridge.ts";
 
@@ -111,7 +112,7 @@ export class NodeExchange implements Exchange, HeaderSource, Outgoing {
   async settleBody(): Promise<void> {
     const { req } = this;
     this.readAgain();
-    if (req.httpVersionMajor !== 1 || req.complete) return;
+    if (!this.bodyPending) return;
     await drainBriefly(req);
     if (!req.complete) this.closeAfterAnswer();
   }
@@ -139,7 +140,11 @@ export class NodeExchange implements Exchange, HeaderSource, Outgoing {
 
   /** Whether an answer now would come before the end of an HTTP/1.1 request body. */
   private get bodyPending(): boolean {
-    return this.req.httpVersionMajor === 1 && !this.req.complete && !this.closing;
+    const { req } = this;
+    if (req.httpVersionMajor !== 1 || req.complete || this.closing) return false;
+    // A request without a body (most GETs) has nothing left to read, whatever `complete` says yet.
+    const length = req.headers["content-length"];
+    return req.headers["transfer-encoding"] !== undefined || (length !== undefined && length !== "0");
   }
 
   /** `headers`, with `Connection: close` when the connection closes after the answer. */
@@ -150,10 +155,13 @@ export class NodeExchange implements Exchange, HeaderSource, Outgoing {
   /** @see Exchange.respond; an early answer waits for {@link settleBody}. */
   respond(status: number, headers: NodeHeaders, body?: Uint8Array | string): void {
     if (this.gone) return;
-    if (this.bodyPending) {
-      void this.settleBody().then(() => this.respond(status, headers, body));
-      return;
-    }
+    // Deferred to the private writer, not to `respond`, which a tap may have wrapped (response-tap.ts).
+    if (this.bodyPending) void this.settleBody().then(() => this.writeWhole(status, headers, body));
+    else this.writeWhole(status, headers, body);
+  }
+
+  private writeWhole(status: number, headers: NodeHeaders, body?: Uint8Array | string): void {
+    if (this.gone) return;
     this.readAgain();
     const res = this.res as HeadWriter;
     res.writeHead(status, this.headOf(headers));
@@ -273,6 +281,7 @@ function bodyStream(req: NodeRequest): ReadableStream<Uint8Array> {
   let controller!: ReadableStreamDefaultController<Uint8Array>;
   const onData = (chunk: Uint8Array) => {
     received += chunk.byteLength;
+    markReleasable(chunk);
     controller.enqueue(chunk);
     if ((controller.desiredSize ?? 0) <= 0 && !paused) {
       paused = true;
