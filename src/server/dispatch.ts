@@ -4,8 +4,8 @@
  * entry, and routes — GET and HEAD of content URLs and share links to serving/content.ts, RPC
  * paths to the RPC bridge, `/metrics` to serving/metrics.ts, any method under `/dav` to
  * dav/handler.ts (WebDAV, written against the exchange), everything else through the fetch
- * bridge to the HTTP app. The bridges are given the Node request and response the exchange was
- * made of (node-exchange.ts).
+ * bridge to the HTTP app, which reads and answers on the exchange. connect-node alone is given
+ * the Node request and response the exchange was made of (`Exchange.node`).
  */
 import type { AccessLog } from "../serving/access-log.ts";
 import { AppError } from "../errors.ts";
@@ -15,7 +15,6 @@ import { serveMetrics, type Metrics } from "../serving/metrics.ts";
 import { serveDav, type DavServeDeps } from "../dav/handler.ts";
 import { isDavPath } from "../dav/paths.ts";
 import { serveWithFetch, type FetchHandler } from "./node-bridge.ts";
-import { NodeExchange } from "./node-exchange.ts";
 import { authorityProblem, originFormOf } from "./request-target.ts";
 import { responseTapFile, tapExchange } from "./response-tap.ts";
 import type { RpcHandler } from "./rpc-bridge.ts";
@@ -124,16 +123,18 @@ export function createDispatch(opts: DispatchOptions): (exchange: Exchange, rout
       void serveDav(opts.dav, ex);
       return;
     }
-    // The bridges, given the Node request and response: only node:http and the HTTP/2 compat
-    // pair carry these routes (the reader and HTTP/2 content streams route to content only).
-    if (!(ex instanceof NodeExchange)) return failed(ex, new Error(`a ${route.kind} route reached the dispatch without a Node request`), context);
-    const { req, res } = ex;
-    if (req.url !== target) req.url = target;
-    if (route.kind === "rpc") opts.rpc(req, res, context);
-    else {
-      if (responseTapFile !== undefined) tapExchange(ex, route.pathname)();
-      void serveWithFetch(ex, opts.app, context);
+    if (route.kind === "rpc") {
+      // connect-node takes the Node request and response: only node:http and the HTTP/2 compat
+      // pair carry RPC (the reader and HTTP/2 content streams route to content only).
+      const node = ex.node;
+      if (node === undefined) return failed(ex, new Error("an RPC route reached the dispatch without a Node request"), context);
+      if (node.req.url !== target) node.req.url = target;
+      opts.rpc(node.req, node.res, context);
+      return;
     }
+    ex.search = target.slice(route.pathname.length);
+    if (responseTapFile !== undefined) tapExchange(ex, route.pathname)();
+    void serveWithFetch(ex, opts.app, context);
   };
 }
 

@@ -12,7 +12,7 @@
 import http2, { type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from "node:http2";
 import type { HeaderSource } from "../auth/principal.ts";
 import type { RequestContext } from "../context/request-context.ts";
-import { headerValue, type Buffering, type Exchange, type Outgoing } from "../serving/exchange.ts";
+import { headerValue, type AnswerHeaders, type Buffering, type Exchange, type Outgoing } from "../serving/exchange.ts";
 import type { AccessLog } from "../serving/access-log.ts";
 import { routeOf, type Route } from "./dispatch.ts";
 import { H2_BUFFERING, NodeExchange } from "./node-exchange.ts";
@@ -137,12 +137,15 @@ export class H2Exchange implements Exchange, HeaderSource, Outgoing {
 
   async *body(): AsyncIterable<Uint8Array> {}
 
+  /** @see Exchange.settleBody: this wire carries GET and HEAD only. */
+  async settleBody(): Promise<void> {}
+
   /**
    * Sends the whole answer: HEADERS (`x-request-id` added; Bun adds `date`), then DATA with
    * END_STREAM, or END_STREAM on the HEADERS frame when there is no body (HEAD's is dropped,
    * RFC 9110 §9.3.2).
    */
-  respond(status: number, headers: Readonly<Record<string, string>>, body?: Uint8Array | string): void {
+  respond(status: number, headers: AnswerHeaders, body?: Uint8Array | string): void {
     if (this.answered || this.gone) return;
     this.begin(status, headers);
     const head = { ...headers, "x-request-id": this.context.requestId, ":status": status };
@@ -154,16 +157,16 @@ export class H2Exchange implements Exchange, HeaderSource, Outgoing {
     if (!this.watched) this.log();
   }
 
-  stream(status: number, headers: Readonly<Record<string, string>>): Outgoing {
+  stream(status: number, headers: AnswerHeaders): Outgoing {
     this.begin(status, headers);
     this.h2.respond({ ...headers, "x-request-id": this.context.requestId, ":status": status });
     return this;
   }
 
-  private begin(status: number, headers: Readonly<Record<string, string>>): void {
+  private begin(status: number, headers: AnswerHeaders): void {
     this.answered = true;
     this.status = status;
-    this.length = headers["content-length"];
+    this.length = headers["content-length"] as string | undefined;
   }
 
   private log(): void {

@@ -10,7 +10,7 @@ import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import type { HeaderSource } from "../auth/principal.ts";
 import type { RequestContext } from "../context/request-context.ts";
-import { headerValue, type Buffering, type Exchange, type Outgoing } from "../serving/exchange.ts";
+import { headerValue, type AnswerHeaders, type Buffering, type Exchange, type Outgoing } from "../serving/exchange.ts";
 import type { FastHead } from "./http1-head.ts";
 
 /** What an exchange tells the connection that read it. */
@@ -104,14 +104,16 @@ const INVALID_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
  * @throws TypeError (ERR_INVALID_CHAR) for a value Node would refuse (CR, LF, NUL…): no header
  *   can be injected, and nothing is written
  */
-function headerBlock(headers: Readonly<Record<string, string>>): Buffer | string {
+function headerBlock(headers: AnswerHeaders): Buffer | string {
   const known = encodedBlocks.get(headers);
   if (known !== undefined) return known;
   let text = "";
   for (const name in headers) {
     const value = headers[name]!;
-    if (INVALID_VALUE.test(value)) throw Object.assign(new TypeError(`Invalid character in header content ["${name}"]`), { code: "ERR_INVALID_CHAR" });
-    text += `${name}: ${value}\r\n`;
+    for (const one of typeof value === "string" ? [value] : value) {
+      if (INVALID_VALUE.test(one)) throw Object.assign(new TypeError(`Invalid character in header content ["${name}"]`), { code: "ERR_INVALID_CHAR" });
+      text += `${name}: ${one}\r\n`;
+    }
   }
   if (!Object.isFrozen(headers)) return text;
   const block = Buffer.from(text, "latin1");
@@ -177,20 +179,23 @@ export class Http1Exchange implements Exchange, HeaderSource, Outgoing {
 
   async *body(): AsyncIterable<Uint8Array> {}
 
+  /** @see Exchange.settleBody: this wire carries GET and HEAD only. */
+  async settleBody(): Promise<void> {}
+
   /**
    * Writes the whole answer in one `write` (see the module comment). The next request is read
    * once the bytes have left the socket's buffer: at once, or when the write's callback says so.
    * Not on `drain`: a stream emits that only after a write that reached its high-water mark, and
    * a smaller answer the kernel took in part would leave the connection waiting for good.
    */
-  respond(status: number, headers: Readonly<Record<string, string>>, body?: Uint8Array | string): void {
+  respond(status: number, headers: AnswerHeaders, body?: Uint8Array | string): void {
     if (this.state !== 0 || this.closed) return;
     const block = headerBlock(headers);
     this.state = 2;
     const socket = this.conn.socket;
     const bodiless = this.method === "HEAD" || status === 204 || status === 304 || status < 200;
     const bytes = bodiless || body === undefined ? undefined : typeof body === "string" ? Buffer.from(body) : body;
-    let length = headers["content-length"];
+    let length = headers["content-length"] as string | undefined;
     const prefix = statusPrefix(status);
     const requestId = this.context.requestId;
     // The request ID is ours (request-id.ts: printable ASCII), so its length is its byte count.
@@ -226,12 +231,12 @@ export class Http1Exchange implements Exchange, HeaderSource, Outgoing {
     }
   }
 
-  stream(status: number, headers: Readonly<Record<string, string>>): Outgoing {
+  stream(status: number, headers: AnswerHeaders): Outgoing {
     if (this.state !== 0) throw new Error("the exchange was answered already");
     const block = headerBlock(headers);
     this.state = 1;
     this.status = status;
-    this.length = headers["content-length"];
+    this.length = headers["content-length"] as string | undefined;
     // No length: the body ends with the connection (HTTP/1.0's way; only a shared folder's ZIP,
     // whose length is not known ahead, streams without one).
     if (this.length === undefined) this.keepAlive = false;

@@ -1,20 +1,16 @@
 /**
- * The fetch bridge: serves the fetch-style HTTP app on the Node-style request that `node:http`
- * (HTTP/1.1) and `node:http2`'s compat API (h2c) hand out (a NodeExchange): turns the request into
- * a `Request` whose body is the exchange's body reader (node-exchange.ts), and writes the
- * `Response` back on the exchange. Small bodies whose length is known go out whole (`respond`); others stream with
- * backpressure (`stream`: a slow reader holds the body back, it is not buffered).
+ * The fetch bridge: serves the fetch-style HTTP app (REST, tus, pages, MCP) on an exchange of any
+ * wire: turns it into a `Request` whose body is the exchange's body reader, and writes the
+ * `Response` back on the exchange. Small bodies whose length is known go out whole (`respond`);
+ * others stream with backpressure (`stream`: a slow reader holds the body back, it is not
+ * buffered).
  */
-import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { RequestContext } from "../context/request-context.ts";
 import { attachContext } from "../http/request-context.ts";
-import { failed, headerValue, type Outgoing } from "../serving/exchange.ts";
-import type { NodeExchange } from "./node-exchange.ts";
+import { failed, type Exchange, type Outgoing } from "../serving/exchange.ts";
 import { REQUEST_ORIGIN } from "./request-target.ts";
 
-export type NodeRequest = IncomingMessage | Http2ServerRequest;
-export type NodeResponse = ServerResponse | Http2ServerResponse;
+export type { NodeRequest, NodeResponse } from "../serving/exchange.ts";
 /** A fetch-style application: the HTTP app's `handle`. */
 export type FetchHandler = (request: Request) => Promise<Response> | Response;
 
@@ -24,17 +20,12 @@ const SINGLE_WRITE_BYTES = 64 * 1024;
 /** Response headers that belong to one HTTP connection, never copied to the Node response. */
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "set-cookie"]);
 
-/** One request header as a single string ({@link headerValue}). */
-export function headerOf(req: NodeRequest, name: string): string | null {
-  return headerValue(req.headers, name);
-}
-
 /**
  * Handles one request with the fetch-style `app`, the request's `context` attached for the
  * app's handlers (http/request-context.ts), and writes its answer on `ex`. Errors are reported
  * and answered with their JSON if nothing was sent yet, else the answer is reset.
  */
-export async function serveWithFetch(ex: NodeExchange, app: FetchHandler, context: RequestContext): Promise<void> {
+export async function serveWithFetch(ex: Exchange, app: FetchHandler, context: RequestContext): Promise<void> {
   let out: Outgoing | undefined;
   try {
     const request = toRequest(ex);
@@ -52,18 +43,17 @@ export async function serveWithFetch(ex: NodeExchange, app: FetchHandler, contex
  * and body (none for HEAD): whole when its length is known and small, else its head, returning
  * the {@link Outgoing} its body is to be streamed into.
  */
-async function writeResponse(ex: NodeExchange, response: Response): Promise<Outgoing | undefined> {
+async function writeResponse(ex: Exchange, response: Response): Promise<Outgoing | undefined> {
   const out: Record<string, string | string[]> = {};
   response.headers.forEach((value, name) => {
     if (!HOP_BY_HOP.has(name)) out[name] = value;
   });
   const cookies = response.headers.getSetCookie();
   if (cookies.length > 0) out["set-cookie"] = cookies;
-  const { req } = ex;
   // An answer given before the body was read (413, 401…) is made to arrive: the exchange
   // reads the little that is often left, else closes the connection lingering.
   await ex.settleBody();
-  if (response.body === null || req.method === "HEAD") {
+  if (response.body === null || ex.method === "HEAD") {
     // A bodiless answer says so, rather than being sent as an empty chunked body.
     const bodiless = response.status === 204 || response.status === 304 || response.status < 200;
     if (response.body === null && !bodiless && out["content-length"] === undefined) out["content-length"] = "0";
@@ -95,22 +85,29 @@ async function writeBody(out: Outgoing, body: ReadableStream<Uint8Array>): Promi
 }
 
 /**
- * The request as a fetch `Request` on the fixed {@link REQUEST_ORIGIN} (its target was checked
- * and reduced to origin form by the listener); the body, if any, is the exchange's body reader.
+ * The request as a fetch `Request` on the fixed {@link REQUEST_ORIGIN}, at the target the
+ * dispatch checked (origin form: `pathname` and `search`); the body, if any, is the exchange's
+ * body reader. HTTP/2's pseudo-headers are left out.
  */
-function toRequest(ex: NodeExchange): Request {
-  const { req } = ex;
+function toRequest(ex: Exchange): Request {
   const headers = new Headers();
-  const raw = req.rawHeaders;
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!;
-    if (name.charCodeAt(0) !== 58 /* ":" */) headers.append(name, raw[i + 1]!);
+  const raw = ex.rawHeaders;
+  if (raw !== undefined) {
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i]!;
+      if (name.charCodeAt(0) !== 58 /* ":" */) headers.append(name, raw[i + 1]!);
+    }
+  } else {
+    for (const [name, value] of Object.entries(ex.headerRecord)) {
+      if (value === undefined || name.charCodeAt(0) === 58) continue;
+      for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+    }
   }
-  const hasBody = req.method !== "GET" && req.method !== "HEAD";
-  return new Request(REQUEST_ORIGIN + req.url, {
-    method: req.method,
+  const hasBody = ex.method !== "GET" && ex.method !== "HEAD";
+  return new Request(REQUEST_ORIGIN + ex.pathname + ex.search, {
+    method: ex.method,
     headers,
-    body: hasBody ? ex.body() : null,
+    body: hasBody ? (ex.body() as ReadableStream<Uint8Array>) : null,
     duplex: "half",
   } as RequestInit);
 }

@@ -58,6 +58,11 @@ export class NodeExchange implements Exchange, HeaderSource, Outgoing {
     this.buffering = this.httpVersionMajor === 2 ? H2_BUFFERING : H1_BUFFERING;
   }
 
+  /** @see Exchange.node */
+  get node(): { req: NodeRequest; res: NodeResponse } {
+    return this;
+  }
+
   get headerRecord(): NodeRequest["headers"] {
     return this.req.headers;
   }

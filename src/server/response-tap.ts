@@ -12,7 +12,7 @@
  * links, `/metrics`, and the HTTP app's answers, which the fetch bridge writes on the exchange).
  */
 import fs from "node:fs";
-import type { Exchange, Outgoing } from "../serving/exchange.ts";
+import type { AnswerHeaders, Exchange, Outgoing } from "../serving/exchange.ts";
 
 /** One response as the tap records it (one JSON line). */
 export interface TappedResponse {
@@ -61,14 +61,14 @@ export function enableResponseTap(file: string): void {
  */
 export function tapExchange(ex: Exchange, path: string): () => void {
   let inDispatch = true;
-  const record = (status: number, headers: Readonly<Record<string, string>>, body: Uint8Array | string | undefined, finished: boolean, chunks: Buffer[] = [], streamed = 0) => {
+  const record = (status: number, headers: AnswerHeaders, body: Uint8Array | string | undefined, finished: boolean, chunks: Buffer[] = [], streamed = 0) => {
     let bodyBytes = streamed;
     if (body !== undefined && ex.method !== "HEAD") {
       chunks.push(Buffer.from(body));
       bodyBytes += chunks[0]!.byteLength;
     }
     const names = [...Object.keys(headers), "x-request-id"];
-    append({ method: ex.method, path, status, type: headers["content-type"] ?? null, names, bodyBytes, chunks, finished, atOnce: inDispatch });
+    append({ method: ex.method, path, status, type: (headers["content-type"] as string | undefined) ?? null, names, bodyBytes, chunks, finished, atOnce: inDispatch });
   };
   const respond = ex.respond.bind(ex);
   ex.respond = (status, headers, body) => {

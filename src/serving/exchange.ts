@@ -14,10 +14,20 @@
  */
 import type { RequestContext } from "../context/request-context.ts";
 import type { HeaderSource } from "../auth/principal.ts";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { report } from "../context/report.ts";
 import { httpStatusOf, toRpcStatus, type AppError } from "../errors.ts";
 import { negotiatedError } from "../http/pages.ts";
 import { errorHeaders } from "../http/respond.ts";
+
+/** A request as node:http (HTTP/1.1) or node:http2's compat API hands it out. */
+export type NodeRequest = IncomingMessage | Http2ServerRequest;
+/** Its response. */
+export type NodeResponse = ServerResponse | Http2ServerResponse;
+
+/** Response headers by lower-case name; a list is sent as one header line each (Set-Cookie). */
+export type AnswerHeaders = Readonly<Record<string, string | readonly string[]>>;
 
 /** Header values by lower-case name, repeated ones combined as node:http does (Set-Cookie an array). */
 export type HeaderRecord = Readonly<Record<string, string | string[] | undefined>>;
@@ -98,14 +108,26 @@ export interface Exchange {
    */
   body(): AsyncIterable<Uint8Array>;
   /**
+   * Makes an answer about to be given before the body was read to its end arrive (RFC 9110
+   * §15.5.14, RFC 9112 §9.6): reads a little more of it, or has the connection close after the
+   * answer, lingering. `respond` does this itself; the fetch bridge awaits it before it turns
+   * the app's answer into a whole or streamed one. Nothing to do on wires that carry no body.
+   */
+  settleBody(): Promise<void>;
+  /**
+   * The Node request and response this exchange was made of, for connect-node (RPC), which
+   * takes nothing else; undefined on the wires that do not carry RPC.
+   */
+  readonly node?: { readonly req: NodeRequest; readonly res: NodeResponse };
+  /**
    * Answers whole: `status`, `headers` (lower-case names; read-only, maybe a shared frozen
    * object) and `body` (not sent for HEAD, 204, 304 and 1xx). Content-Length is added when
    * absent. Written before this returns, as far as the connection takes it; nothing is written
    * when the client is gone.
    */
-  respond(status: number, headers: Readonly<Record<string, string>>, body?: Uint8Array | string): void;
+  respond(status: number, headers: AnswerHeaders, body?: Uint8Array | string): void;
   /** Sends the head of an answer whose body follows through the {@link Outgoing} (a download). */
-  stream(status: number, headers: Readonly<Record<string, string>>): Outgoing;
+  stream(status: number, headers: AnswerHeaders): Outgoing;
 }
 
 /** An error's answer: the `google.rpc.Status` JSON of CONTRACT §2, with its status and headers. */
