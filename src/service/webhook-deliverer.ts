@@ -59,15 +59,6 @@ export const WEBHOOK_IN_FLIGHT = 2;
  */
 export const MAX_IN_FLIGHT = 64;
 if (MAX_IN_FLIGHT <= MAX_WEBHOOKS_PER_USER * WEBHOOK_IN_FLIGHT) throw new Error("MAX_IN_FLIGHT must leave room beyond one user's webhooks");
-/**
- * Attempts one process starts per second at most, and how many it may start at once after a
- * quiet spell (a token bucket). Delivery is background work: attempts that fail at once (a port
- * that refuses) are otherwise started as fast as they end, and two workers doing that took both
- * cores of a 2-core machine from the requests (a /healthz waited 72–115 ms, issue 37; WORKERS=1
- * 42–44 ms). Env `CUBBY_TEST_WEBHOOK_STARTS` overrides it for measurements.
- */
-export const ATTEMPTS_PER_SECOND = Number(process.env.CUBBY_TEST_WEBHOOK_STARTS || 200);
-const ATTEMPT_BURST = MAX_IN_FLIGHT;
 /** Attempts started in one turn of the event loop at most. */
 const START_GROUP = 8;
 /** Outcomes recorded in one transaction at most ({@link WebhookDeliverer.record}). */
@@ -103,9 +94,6 @@ export class WebhookDeliverer {
   private stopped = false;
   /** Aborts the attempts in flight when the server stops. */
   private readonly stopping = new AbortController();
-  /** Attempts that may start now ({@link ATTEMPTS_PER_SECOND}), refilled as time passes. */
-  private tokens = ATTEMPT_BURST;
-  private refilledAt = performance.now();
 
   constructor(private readonly deps: WebhookDelivererDeps) {}
 
@@ -138,44 +126,34 @@ export class WebhookDeliverer {
       return;
     }
     clearTimeout(this.timer);
-    let dueInMs: number | undefined;
-    this.running = this.round()
-      .then((ms) => void (dueInMs = ms))
-      .finally(() => {
-        this.running = undefined;
-        if (this.stopped) return;
-        if (this.again && dueInMs === undefined) {
-          this.again = false;
-          this.wake();
-        } else {
-          this.timer = setTimeout(() => this.wake(), dueInMs ?? POLL_MS);
-          this.timer.unref();
-        }
-      });
+    this.running = this.round().finally(() => {
+      this.running = undefined;
+      if (this.stopped) return;
+      if (this.again) {
+        this.again = false;
+        this.wake();
+      } else {
+        this.timer = setTimeout(() => this.wake(), POLL_MS);
+        this.timer.unref();
+      }
+    });
   }
 
   /**
    * Claims what is due, as far as there is room in flight, and starts each attempt without
    * waiting for it: a receiver that takes its 10 s holds one place, not the others' deliveries.
    * Each attempt that ends wakes the deliverer again (a file's next event may be due now).
-   * @returns when {@link ATTEMPTS_PER_SECOND} allows no start now, the ms until one is due
    */
-  private async round(): Promise<number | undefined> {
+  private async round(): Promise<void> {
     try {
       while (!this.stopped) {
-        const at = performance.now();
-        this.tokens = Math.min(ATTEMPT_BURST, this.tokens + ((at - this.refilledAt) * ATTEMPTS_PER_SECOND) / 1000);
-        this.refilledAt = at;
-        // Out of starts: the next round comes when one is due.
-        if (this.tokens < 1) return Math.ceil(((1 - this.tokens) * 1000) / ATTEMPTS_PER_SECOND);
-        const room = Math.min(MAX_IN_FLIGHT - this.inFlight.size, Math.floor(this.tokens));
+        const room = MAX_IN_FLIGHT - this.inFlight.size;
         if (room <= 0) return;
         await yieldToLoop();
         if (this.stopped) return;
         const now = this.deps.clock.nowMicros();
         const claimed = await this.deps.store.webhooks.claim(this.claimer, now, now + LEASE_MS * 1000, room, WEBHOOK_IN_FLIGHT);
         if (claimed.length === 0) return;
-        this.tokens -= claimed.length;
         for (const [i, delivery] of claimed.entries()) {
           // Starting an attempt (sign, connect) takes a little synchronous work; 64 at once
           // would add up: a turn of the event loop between groups.
