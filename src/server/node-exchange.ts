@@ -1,8 +1,9 @@
 /**
  * The exchange of a request that node:http (HTTP/1.1, after the reader's hand-over) or
  * node:http2's compat API (an HTTP/2 stream that is not a content GET) parsed into a Node-style
- * request and response: answers go through the response's `writeHead`/`write`/`end`. The same
- * pair is what the fetch bridge (node-bridge.ts) and connect-node (rpc-bridge.ts) are given.
+ * request and response: answers go through the response's `writeHead`/`write`/`end`, and the
+ * request body through the one body reader below (`body()`). The pair itself is given only to
+ * connect-node (rpc-bridge.ts), through `node`.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
@@ -216,7 +217,7 @@ const DRAIN_MS = 250;
 /**
  * Reads and discards what is left of `req`'s body, until it ends, {@link DRAIN_BYTES} have come,
  * or {@link DRAIN_MS} have passed. An answer sent while a request's last bytes are still arriving
- * must otherwise close the connection (lingering, as writeResponse sets up). Together with the
+ * must otherwise close the connection (lingering, as settleBody sets up). Together with the
  * body stream's cancel no longer destroying an HTTP/1.1 request, this ended the resets that made
  * a client lose the 413 to a 401-byte chunked upload past its quota about 1 time in 14
  * (test/integration/quota.test.ts with WORKERS=2; 0 in 300 after).
@@ -269,7 +270,7 @@ function bodyStream(req: NodeRequest): ReadableStream<Uint8Array> {
   // whatever the request's consumer does: over HTTP/1.1 the connection itself is what pauses.
   // Paused from the start: the handler's queries before it reads (authentication, the quota's
   // headroom on PostgreSQL) let a fast client fill ~50 MB of memory otherwise. The first pull
-  // resumes it, and writeResponse does once the answer starts.
+  // resumes it, and the exchange does once the answer starts (readAgain).
   const source: { pause(): unknown; resume(): unknown } =
     req.httpVersionMajor === 1 ? ((req.socket as Duplex | undefined) ?? req) : req;
   source.pause();
@@ -326,7 +327,7 @@ function bodyStream(req: NodeRequest): ReadableStream<Uint8Array> {
         detach();
         source.resume();
         // HTTP/2: the stream alone ends (RST_STREAM). HTTP/1.1: the connection is left to the
-        // answer, which reads what is left of the body or lingers (writeResponse); destroying
+        // answer, which reads what is left of the body or lingers (settleBody); destroying
         // it here reset the connection under the answer's feet.
         if (req.httpVersionMajor !== 1) req.destroy();
       },
