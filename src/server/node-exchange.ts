@@ -138,10 +138,11 @@ export class NodeExchange implements Exchange, HeaderSource, Outgoing {
 
   /**
    * The body reader pauses an HTTP/1.1 connection (bodyStream), which also carries the next
-   * request: once the answer begins, the connection reads again.
+   * request: once the answer begins, the connection reads again. Without a body reader nothing
+   * of ours paused it.
    */
   private readAgain(): void {
-    if (this.req.httpVersionMajor === 1) (this.req.socket as Duplex | undefined)?.resume();
+    if (this.reader !== undefined && this.req.httpVersionMajor === 1) (this.req.socket as Duplex | undefined)?.resume();
   }
 
   /** Whether an answer now would come before the end of an HTTP/1.1 request body. */

@@ -75,7 +75,7 @@ export class DiskBlobStore implements BlobStore {
               throw new AppError("payload_too_large", `content is larger than the limit of ${opts.maxBytes} bytes`);
             }
             await appender.append(chunk);
-            // Every chunk read from the connection is a fresh buffer, garbage once copied.
+            // Copied: the body reader's chunk is freed now, any other counted as garbage.
             releaseChunk(chunk);
           }
         }
