@@ -14,9 +14,9 @@
 import fs from "node:fs";
 import path from "node:path";
 
-/** The lists, and the environment each runs its files under. `default` is every file, as `bun test` runs them. */
+/** The lists, and the environment each runs its files under. `default` is every file (npm test's first run, WORKERS=1). */
 export const TEST_LISTS = {
-  default: {},
+  default: { WORKERS: "1" },
   workers: { WORKERS: "2" },
   "postgres-s3": { CUBBY_TEST_BACKEND: "postgres-s3", WORKERS: "2" },
 } as const satisfies Record<string, Record<string, string>>;

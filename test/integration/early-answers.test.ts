@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import { BACKEND } from "../support/backend.ts";
+import { basicAuth, run } from "../support/dav.ts";
 import { client, startServer, tempDir, type RunningServer } from "../support/server.ts";
 
 const MIB = 1024 * 1024;
@@ -33,19 +34,14 @@ function body(bytes: number): string {
 /** A client that sends `file` as a POST body to `url` with `auth`; prints the status or `ERR …`. */
 type Client = { name: string; h2?: true; send(url: string, auth: string, file: string): Promise<string> };
 
-async function run(cmd: string[]): Promise<string> {
-  const proc = Bun.spawn(cmd, { stdout: "pipe", stderr: "pipe", stdin: "ignore" });
-  const timer = setTimeout(() => proc.kill("SIGKILL"), 60_000);
-  try {
-    const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-    return out.trim() || `ERR ${err.trim().split("\n").pop()}`;
-  } finally {
-    clearTimeout(timer);
-  }
+/** Runs a client to its end (killed after 60 s): what it printed, or `ERR` and its last error line. */
+async function answerOf(cmd: string[]): Promise<string> {
+  const { stdout, stderr } = await run(cmd[0]!, cmd.slice(1), { timeoutMs: 60_000 });
+  return stdout.trim() || `ERR ${stderr.trim().split("\n").pop()}`;
 }
 
 const curl = (extra: string[]) => (url: string, auth: string, file: string) =>
-  run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "-T", file, "-H", `authorization: ${auth}`, ...extra, url]);
+  answerOf(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "-T", file, "-H", `authorization: ${auth}`, ...extra, url]);
 
 const PYTHON = `
 import os, sys, urllib.request, urllib.error
@@ -83,9 +79,9 @@ const CLIENTS: Client[] = [
   { name: "curl, Expect: 100-continue", send: curl(["-H", "expect: 100-continue"]) },
   { name: "curl, no Expect", send: curl(["-H", "expect:"]) },
   { name: "curl h2c", h2: true, send: curl(["--http2-prior-knowledge"]) },
-  { name: "Python urllib", send: (url, auth, file) => run(["python3", "-c", PYTHON, url, auth, file]) },
-  { name: "Node fetch", send: (url, auth, file) => run(["node", "-e", NODE_FETCH, url, auth, file]) },
-  { name: "Node http2", h2: true, send: (url, auth, file) => run(["node", "-e", NODE_H2, url, auth, file]) },
+  { name: "Python urllib", send: (url, auth, file) => answerOf(["python3", "-c", PYTHON, url, auth, file]) },
+  { name: "Node fetch", send: (url, auth, file) => answerOf(["node", "-e", NODE_FETCH, url, auth, file]) },
+  { name: "Node http2", h2: true, send: (url, auth, file) => answerOf(["node", "-e", NODE_H2, url, auth, file]) },
   {
     name: "Bun fetch",
     send: async (url, auth, file) => {
@@ -116,7 +112,7 @@ describe("an upload answered before its body is read: the answer arrives whole, 
   }, 60_000);
   afterAll(() => server?.[Symbol.asyncDispose]());
 
-  const CASES: { status: number; auth: keyof typeof auth | "full" | "reader" | "wrong"; query: string }[] = [
+  const CASES: { status: number; auth: "full" | "reader" | "wrong"; query: string }[] = [
     { status: 400, auth: "full", query: "?name=a.bin&visibility=nope" },
     { status: 401, auth: "wrong", query: "?name=a.bin" },
     { status: 403, auth: "reader", query: "?name=a.bin" },
@@ -160,10 +156,10 @@ describe("an upload answered before its body is read: the answer arrives whole, 
   test(
     "WebDAV PUT: 401 (wrong key) and 507 (the quota) to 1 B, 64 MiB and 1 GiB bodies from curl (with and without Expect) and Bun's fetch",
     async () => {
-      const basic = (bearer: string) => `Basic ${Buffer.from(`anyone:${bearer.slice("Bearer ".length)}`).toString("base64")}`;
+      const basic = (bearer: string) => basicAuth(bearer.slice("Bearer ".length));
       const putters: [string, (url: string, auth: string, file: string) => Promise<string>][] = [
-        ["curl, Expect: 100-continue", (url, a, file) => run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-T", file, "-H", `authorization: ${a}`, "-H", "expect: 100-continue", url])],
-        ["curl, no Expect", (url, a, file) => run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-T", file, "-H", `authorization: ${a}`, "-H", "expect:", url])],
+        ["curl, Expect: 100-continue", (url, a, file) => answerOf(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-T", file, "-H", `authorization: ${a}`, "-H", "expect: 100-continue", url])],
+        ["curl, no Expect", (url, a, file) => answerOf(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "-T", file, "-H", `authorization: ${a}`, "-H", "expect:", url])],
         ["Bun fetch", async (url, a, file) => String((await fetch(url, { method: "PUT", headers: { authorization: a }, body: Bun.file(file) }).catch((e: Error) => ({ status: `ERR ${e.message}` }))).status)],
       ];
       const got: string[] = [];
