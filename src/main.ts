@@ -17,7 +17,7 @@ import { AppError } from "./errors.ts";
 import { formatTimestamp } from "./domain/time.ts";
 import { checksumToBase64, crc32cUpdate } from "./domain/checksum.ts";
 import { openServices, StoreUnavailableError } from "./service/index.ts";
-import { parseEmail } from "./domain/params.ts";
+import { MAX_PAGE_SIZE, parseEmail, type PageCursor } from "./domain/params.ts";
 import { loginLinkTtl } from "./service/login-links.ts";
 import { serve } from "./process/serve.ts";
 import { readServerRecord } from "./process/server-record.ts";
@@ -327,11 +327,16 @@ async function keysCommand(
       const email = requireEmail();
       await using services = await openData(config);
       const user = await services.users.findByEmail(email);
-      const keys = user === undefined ? [] : await services.keys.list(user.id);
       console.log(["ID", "NAME", "SCOPES", "CREATED", "LAST USED", "EXPIRES"].join("\t"));
-      for (const k of keys) {
-        const lastUsed = k.lastUsedAt === null ? "never" : formatTimestamp(k.lastUsedAt);
-        console.log([k.id, k.name || "-", k.scopes.join(","), formatTimestamp(k.createdAt), lastUsed, k.expiresAt === null ? "never" : formatTimestamp(k.expiresAt)].join("\t"));
+      // Page by page (keyset), so a user with many keys is listed in bounded memory.
+      let after: PageCursor | undefined;
+      while (user !== undefined) {
+        const page = await services.keys.list(user.id, MAX_PAGE_SIZE, after);
+        for (const k of page.items) {
+          const lastUsed = k.lastUsedAt === null ? "never" : formatTimestamp(k.lastUsedAt);
+          console.log([k.id, k.name || "-", k.scopes.join(","), formatTimestamp(k.createdAt), lastUsed, k.expiresAt === null ? "never" : formatTimestamp(k.expiresAt)].join("\t"));
+        }
+        if ((after = page.next) === undefined) break;
       }
       return 0;
     }

@@ -172,6 +172,38 @@ async function copy(text, btn) {
   setTimeout(() => (btn.textContent = was), 1500);
 }
 
+/**
+ * Shows a paged listing (CONTRACT §14: `page_token` → `next_page_token`, "" on the last page) in
+ * `list` (a tbody or a ul): the first page at once, then a "Show more" button after `anchor`
+ * that appends the next page while there is one. Each page is ordered by `arrange` before it is
+ * rendered, so what a page shows first stays first.
+ * @param {string} endpoint  the listing's URL, with its query if any
+ * @param {string} field  the name of the answer's array (`keys`, `shares`, `upload_links`)
+ * @param {(item: any) => Node} render  one item's row or card
+ * @param {{ list: HTMLElement, anchor: HTMLElement, arrange?: (items: any[]) => any[], current?: () => boolean }} where
+ * @returns {Promise<any[] | undefined>} the first page's items; undefined when `current` says it is stale
+ */
+async function showPaged(endpoint, field, render, { list, anchor, arrange = (items) => items, current = () => true }) {
+  const pageUrl = (token) => `${endpoint}${endpoint.includes("?") ? "&" : "?"}page_token=${encodeURIComponent(token)}`;
+  const first = await api(endpoint);
+  if (!current()) return undefined;
+  list.replaceChildren(...arrange(first[field]).map(render));
+  const stale = anchor.nextElementSibling;
+  if (stale?.classList.contains("more")) stale.remove();
+  let token = first.next_page_token;
+  if (token) {
+    const more = button("Show more", "", async () => {
+      const page = await attemptAt(more, () => api(pageUrl(token)));
+      if (page === undefined || !current()) return;
+      list.append(...arrange(page[field]).map(render));
+      token = page.next_page_token;
+      if (!token) more.remove();
+    }, "more");
+    anchor.after(more);
+  }
+  return first[field];
+}
+
 /** Runs `work` that loads part of the page, showing its error in the alert line; returns its result or undefined. */
 async function attempt(work) {
   $("error").hidden = true;
@@ -983,12 +1015,11 @@ async function openShares(subject) {
 
 async function loadShares() {
   const subject = sharing;
-  const { shares } = await api(subject.endpoint);
-  if (subject !== sharing) return;
-  // Working links first: the ones a person may want to pass on.
+  // Working links first (within each page): the ones a person may want to pass on.
   const dead = (share) => (shareState(share) === "" ? 0 : 1);
-  $("shares").replaceChildren(...shares.map((share, i) => [share, i]).sort(([a, i], [b, j]) => dead(a) - dead(b) || i - j).map(([share]) => shareCard(share)));
-  $("shares-empty").hidden = shares.length > 0;
+  const arrange = (shares) => shares.map((share, i) => [share, i]).sort(([a, i], [b, j]) => dead(a) - dead(b) || i - j).map(([share]) => share);
+  const shares = await showPaged(subject.endpoint, "shares", shareCard, { list: $("shares"), anchor: $("shares"), arrange, current: () => subject === sharing });
+  if (shares !== undefined) $("shares-empty").hidden = shares.length > 0;
 }
 
 /** A QR code of `text` as a data: URL image (CSP allows data: images, nothing external). */
@@ -1148,11 +1179,13 @@ function linkRow(link) {
 
 /** Lists the caller's upload links: the working ones first, then those that no longer take files (revoked last). */
 async function loadLinks() {
-  const { upload_links: links } = await api("/v1/upload-links?show_deleted=true");
-  linkNames = new Map(links.map((l) => [l.id, l.name || l.id]));
+  linkNames = new Map();
   const rank = (l) => ({ "": 0, full: 1, expired: 1, revoked: 2 })[linkState(l)];
-  const ordered = links.map((l, i) => [l, i]).sort(([a, i], [b, j]) => rank(a) - rank(b) || i - j).map(([l]) => l);
-  $("links").tBodies[0].replaceChildren(...ordered.map(linkRow));
+  const arrange = (links) => {
+    for (const l of links) linkNames.set(l.id, l.name || l.id);
+    return links.map((l, i) => [l, i]).sort(([a, i], [b, j]) => rank(a) - rank(b) || i - j).map(([l]) => l);
+  };
+  const links = await showPaged("/v1/upload-links?show_deleted=true", "upload_links", linkRow, { list: $("links").tBodies[0], anchor: $("links"), arrange });
   $("links-empty").hidden = links.length > 0;
 }
 
@@ -1301,8 +1334,7 @@ function keyRow(key) {
 }
 
 async function loadKeys() {
-  const { keys } = await api("/auth/keys");
-  $("keys").tBodies[0].replaceChildren(...keys.map(keyRow));
+  const keys = await showPaged("/auth/keys", "keys", keyRow, { list: $("keys").tBodies[0], anchor: $("keys") });
   $("keys-empty").hidden = keys.length > 0;
 }
 

@@ -103,26 +103,53 @@ export function parsePaging(query: Map<string, string>): { pageSize: number; cur
   return { pageSize: size === undefined ? DEFAULT_PAGE_SIZE : parsePageSize(size), cursor: parsePageToken(query.get("page_token") ?? "") };
 }
 
-/** Where a listing continues: the (created_at, id) of the last file of the previous page. */
+/** Where a listing continues: the (created_at, id) of the last row of the previous page. */
 export interface PageCursor {
   createdAt: number;
   id: string;
 }
 
-/** Encodes a cursor as an opaque URL-safe token. */
+/** Encodes a cursor as an opaque URL-safe token: base64url of `created_at.id`. */
 export function encodePageToken(c: PageCursor): string {
   return Buffer.from(`${c.createdAt}.${c.id}`).toString("base64url");
 }
 
-/** Decodes a token made by {@link encodePageToken}; "" means the first page. */
+/**
+ * Decodes a token made by {@link encodePageToken}; "" means the first page. The ID part may be
+ * any ID cubby makes (1-64 of `0-9 A-Z a-z _ -`: files, keys, shares, links, uploads): a cursor
+ * only says where a keyset range starts, so one format serves every listing.
+ * @throws AppError invalid_argument ("page_token: not a token this server issued") for anything else
+ */
 export function parsePageToken(raw: string): PageCursor | undefined {
   if (raw === "") return undefined;
   const bad = () => invalid("page_token: not a token this server issued");
-  if (!/^[A-Za-z0-9_-]{1,64}$/.test(raw)) bad();
+  if (!/^[A-Za-z0-9_-]{1,128}$/.test(raw)) bad();
   const text = Buffer.from(raw, "base64url").toString("latin1");
-  const m = /^(\d{1,16})\.([A-Za-z0-9_-]{21})$/.exec(text);
+  const m = /^(\d{1,16})\.([A-Za-z0-9_-]{1,64})$/.exec(text);
   if (!m) bad();
   return { createdAt: Number(m![1]), id: m![2]! };
+}
+
+/** A page of a listing in its order, and where the next page starts (undefined on the last). */
+export interface Page<T> {
+  items: T[];
+  next: PageCursor | undefined;
+}
+
+/**
+ * A page from up to `pageSize + 1` rows read in listing order (newest first by created_at, id):
+ * the first `pageSize`, and the cursor of the last of them when a row more was read.
+ */
+export function pageFrom<T extends PageCursor>(rows: T[], pageSize: number): Page<T> {
+  const more = rows.length > pageSize;
+  const items = more ? rows.slice(0, pageSize) : rows;
+  const last = items[items.length - 1];
+  return { items, next: more && last !== undefined ? { createdAt: last.createdAt, id: last.id } : undefined };
+}
+
+/** The `next_page_token` of a page as REST and MCP send it: "" on the last page. */
+export function nextPageToken(page: { next: PageCursor | undefined }): string {
+  return page.next === undefined ? "" : encodePageToken(page.next);
 }
 
 // RFC 9110 §5.6.2 token characters. Quoted parameter values are ASCII only: the obs-text

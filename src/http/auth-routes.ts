@@ -9,7 +9,7 @@ import { Elysia, t } from "elysia";
 import { AppError } from "../errors.ts";
 import { formatExpiry } from "../domain/expiry.ts";
 import { formatTimestamp } from "../domain/time.ts";
-import { parseQuery } from "../domain/params.ts";
+import { DEFAULT_PAGE_SIZE, nextPageToken, parseQuery } from "../domain/params.ts";
 import { safeNext, type FlowState, type OidcSignIn } from "../auth/oidc.ts";
 import { sessionCookieName, type Authenticator } from "../auth/principal.ts";
 import type { WindowLimiter } from "../auth/rate-limit.ts";
@@ -21,7 +21,7 @@ import type { SessionService } from "../service/sessions.ts";
 import type { UserService } from "../service/users.ts";
 import { parseScopes, SCOPES } from "../domain/principal.ts";
 import { ANYONE, AUTH, detail, errors, html, htmlErrors, LOCATION, ok, queryParam, SERVER, SESSION, type Responses } from "./describe.ts";
-import { bodyString, checked, closedBody, expiryFields, jsonBody } from "./inputs.ts";
+import { bodyString, checked, closedBody, expiryFields, jsonBody, pagingQuery, strictQuery } from "./inputs.ts";
 import { json } from "./respond.ts";
 import { readBounded } from "./json-body.ts";
 import { errorPage, loginLinkPage } from "./pages.ts";
@@ -288,10 +288,14 @@ function sessionRoutes(deps: AuthRoutesDeps, cookie: (name: string, value: strin
       },
       { ...newKeyBody, detail: sessionOp("createApiKey", "Mint an API key (the secret is shown this once)", { ...ok("NewApiKey"), ...errors(415) }) },
     )
-    .get("/keys", async ({ session }) => json({ keys: (await deps.keys.list(session.principal.userId)).map(keyJson) }), {
-      parse: "none",
-      detail: sessionOp("listApiKeys", "The user's API keys (never their secrets)", ok("ApiKeyList")),
-    })
+    .get(
+      "/keys",
+      async ({ session, query }) => {
+        const page = await deps.keys.list(session.principal.userId, query.page_size ?? DEFAULT_PAGE_SIZE, query.page_token);
+        return json({ keys: page.items.map(keyJson), next_page_token: nextPageToken(page) });
+      },
+      { ...strictQuery(pagingQuery), detail: sessionOp("listApiKeys", "The user's API keys (never their secrets), newest first", { ...ok("ApiKeyList"), ...errors(400) }) },
+    )
     .delete(
       "/keys/:id",
       async ({ session, params }) => {

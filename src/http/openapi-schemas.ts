@@ -41,6 +41,8 @@ export function closedObject(properties: Record<string, Schema>, description?: s
 const TIMESTAMP_PATTERN = "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?Z$";
 const timestamp: Schema = { type: "string", format: "date-time", pattern: TIMESTAMP_PATTERN };
 /** An expiry as sent: a timestamp, or "" for never (CONTRACT §8). */
+/** `next_page_token` of every paged listing. */
+const nextPage: Schema = { type: "string", description: "Pass as `page_token` for the next page; \"\" on the last page" };
 const expiry: Schema = { type: "string", pattern: `^$|${TIMESTAMP_PATTERN}`, description: "RFC 3339 (UTC, `Z`), or \"\" for never" };
 const limit = (description: string): Schema => ({ type: ["integer", "null"], minimum: 1, description });
 const count: Schema = { type: "integer", minimum: 0 };
@@ -82,7 +84,7 @@ const folderProperties = {
 
 const folderPageProperties = {
   folders: { type: "array", items: ref("Folder"), description: "Newest first" },
-  next_page_token: { type: "string", description: "Pass as `page_token` for the next page; \"\" on the last page" },
+  next_page_token: nextPage,
 } satisfies Record<keyof FolderPageJson, Schema>;
 
 const shareProperties = {
@@ -112,7 +114,7 @@ const uploadLinkProperties = {
 
 const filePageProperties = {
   files: { type: "array", items: ref("File"), description: "Newest first" },
-  next_page_token: { type: "string", description: "Pass as `page_token` for the next page; \"\" on the last page" },
+  next_page_token: nextPage,
 } satisfies Record<keyof FilePageJson, Schema>;
 
 const unfinishedUploadProperties = {
@@ -128,7 +130,7 @@ const unfinishedUploadProperties = {
 
 const unfinishedUploadPageProperties = {
   uploads: { type: "array", items: ref("UnfinishedUpload"), description: "Newest first" },
-  next_page_token: { type: "string", description: "Pass as `page_token` for the next page; \"\" on the last page" },
+  next_page_token: nextPage,
 } satisfies Record<keyof UnfinishedUploadPageJson, Schema>;
 
 const usageProperties = {
@@ -177,9 +179,9 @@ export const schemas: Record<string, Schema> = {
   Folder: closedObject(folderProperties, "A folder (CONTRACT §12); its counts are of what it holds directly."),
   FolderPage: closedObject(folderPageProperties, "A page of a folder listing."),
   Share: closedObject(shareProperties, "A share link (CONTRACT §8)."),
-  ShareList: closedObject({ shares: { type: "array", items: ref("Share") } }),
+  ShareList: closedObject({ shares: { type: "array", items: ref("Share") }, next_page_token: nextPage }),
   UploadLink: closedObject(uploadLinkProperties, "A guest upload link (CONTRACT §8)."),
-  UploadLinkList: closedObject({ upload_links: { type: "array", items: ref("UploadLink") } }),
+  UploadLinkList: closedObject({ upload_links: { type: "array", items: ref("UploadLink") }, next_page_token: nextPage }),
   UnfinishedUpload: closedObject(unfinishedUploadProperties, "An unfinished resumable upload (CONTRACT §10)."),
   UnfinishedUploadPage: closedObject(unfinishedUploadPageProperties, "A page of the caller's unfinished uploads."),
   Usage: closedObject(usageProperties, "The caller's storage use and quota (QUOTA_BYTES)."),
@@ -190,14 +192,14 @@ export const schemas: Record<string, Schema> = {
   WebhookDelivery: closedObject(webhookAttemptProperties, "One delivery attempt."),
   WebhookDeliveryList: closedObject({
     deliveries: { type: "array", items: ref("WebhookDelivery"), description: "Newest first" },
-    next_page_token: { type: "string", description: "Pass as `page_token` for the next page; \"\" on the last page" },
+    next_page_token: nextPage,
   }),
   ApiKey: closedObject(apiKeyProperties, "An API key as listed: never the secret."),
   NewApiKey: closedObject(
     { ...apiKeyProperties, key: { type: "string", pattern: "^cubby_", description: "The secret, shown this once" } },
     "A key just minted, with its secret.",
   ),
-  ApiKeyList: closedObject({ keys: { type: "array", items: ref("ApiKey") } }),
+  ApiKeyList: closedObject({ keys: { type: "array", items: ref("ApiKey") }, next_page_token: nextPage }),
   Session: closedObject(
     {
       sign_in_configured: { type: "boolean", description: "Whether an identity provider is configured" },

@@ -11,7 +11,8 @@ import type { Authenticator } from "../auth/principal.ts";
 import type { FileService } from "../service/files.ts";
 import { checkMaxDownloads, checkSharePassword, MAX_DOWNLOADS, MAX_PASSWORD_CHARS, type ShareInput, type ShareService } from "../service/shares.ts";
 import { ANYONE, AUTH, detail, errors, html, LOCATION, ok, SERVER } from "./describe.ts";
-import { bodyString, checked, closedBody, expiryFields, fileIdParams, jsonBody } from "./inputs.ts";
+import { bodyString, checked, closedBody, expiryFields, fileIdParams, jsonBody, pagingQuery, strictQuery } from "./inputs.ts";
+import { DEFAULT_PAGE_SIZE, nextPageToken, type Page } from "../domain/params.ts";
 import { readBounded } from "./json-body.ts";
 import { sharePasswordPage } from "./pages.ts";
 import { authRequest, requestContext } from "./request-context.ts";
@@ -110,6 +111,7 @@ export function sharesRoutes(deps: SharesRoutesDeps) {
 function sharesOfFiles(deps: SharesRoutesDeps) {
   const { auth, shares } = deps;
   const toJson = (s: ShareRow) => toShareJson(deps.baseUrl(), s);
+  const pageJson = (page: Page<ShareRow>) => json({ shares: page.items.map(toJson), next_page_token: nextPageToken(page) });
   const inputOf = (body: { expire_time?: string | undefined; ttl?: string | undefined; max_downloads?: number | null | undefined; password?: string | undefined }): ShareInput => ({
     expiresAt: deps.files.expiryFrom({ expire_time: body.expire_time, ttl: body.ttl }),
     maxDownloads: body.max_downloads,
@@ -135,9 +137,9 @@ function sharesOfFiles(deps: SharesRoutesDeps) {
           }),
         },
       )
-      .get("/v1/files/:id/shares", async ({ principal, params }) => json({ shares: (await shares.list(principal, params.id)).map(toJson) }), {
+      .get("/v1/files/:id/shares", async ({ principal, params, query }) => pageJson(await shares.list(principal, params.id, query.page_size ?? DEFAULT_PAGE_SIZE, query.page_token)), {
         params: fileIdParams,
-        parse: "none",
+        ...strictQuery(pagingQuery),
         detail: detail({ operationId: "listShares", summary: "A file's share links", tags: ["shares"], responses: { ...ok("ShareList"), ...errors(400, 404, ...AUTH) } }),
       })
       .post(
@@ -156,9 +158,9 @@ function sharesOfFiles(deps: SharesRoutesDeps) {
           }),
         },
       )
-      .get("/v1/folders/:id/shares", async ({ principal, params }) => json({ shares: (await shares.listForFolder(principal, params.id)).map(toJson) }), {
+      .get("/v1/folders/:id/shares", async ({ principal, params, query }) => pageJson(await shares.listForFolder(principal, params.id, query.page_size ?? DEFAULT_PAGE_SIZE, query.page_token)), {
         params: folderIdParams,
-        parse: "none",
+        ...strictQuery(pagingQuery),
         detail: detail({ operationId: "listFolderShares", summary: "A folder's share links", tags: ["shares"], responses: { ...ok("ShareList"), ...errors(400, 404, ...AUTH) } }),
       })
       .delete(

@@ -9,7 +9,7 @@ import { Elysia, t } from "elysia";
 import type { Authenticator } from "../auth/principal.ts";
 import { parseExpiry } from "../domain/expiry.ts";
 import { VISIBILITIES } from "../domain/file.ts";
-import { DEFAULT_PAGE_SIZE, parseName, parseVisibility } from "../domain/params.ts";
+import { DEFAULT_PAGE_SIZE, nextPageToken, parseName, parseVisibility } from "../domain/params.ts";
 import { requireScope, type Principal } from "../domain/principal.ts";
 import { toUploadLinkJson } from "../domain/upload-link.ts";
 import { AppError } from "../errors.ts";
@@ -84,11 +84,12 @@ export function uploadLinksRoutes(deps: UploadLinksRoutesDeps) {
     .get(
       "",
       async ({ principal, query }) => {
-        const rows = await links.list(principal, query.show_deleted === true);
-        return json({ upload_links: rows.map((l) => toUploadLinkJson(deps.baseUrl(), l)) });
+        const page = await links.list(principal, query.show_deleted === true, query.page_size ?? DEFAULT_PAGE_SIZE, query.page_token);
+        return json({ upload_links: page.items.map((l) => toUploadLinkJson(deps.baseUrl(), l)), next_page_token: nextPageToken(page) });
       },
       {
         ...strictQuery({
+          ...pagingQuery,
           show_deleted: queryParsed(
             { enum: ["true", "false"], default: "false", description: "Also list deleted (revoked) links, whose received files stay listed at /v1/upload-links/{id}/files (AIP-164)" },
             parseShowDeleted,

@@ -8,12 +8,12 @@
 import { Elysia } from "elysia";
 import type { Authenticator } from "../auth/principal.ts";
 import { formatExpiry } from "../domain/expiry.ts";
-import { DEFAULT_PAGE_SIZE, encodePageToken, type PageCursor } from "../domain/params.ts";
+import { DEFAULT_PAGE_SIZE, encodePageToken } from "../domain/params.ts";
 import { AppError } from "../errors.ts";
 import { formatTimestamp } from "../domain/time.ts";
 import type { UnfinishedUpload, UploadService } from "../service/uploads.ts";
 import { AUTH, detail, errors, ok } from "./describe.ts";
-import { PAGE_TOKEN, pagingQuery, queryParsed, strictQuery } from "./inputs.ts";
+import { pagingQuery, strictQuery } from "./inputs.ts";
 import { authRequest, requestContext } from "./request-context.ts";
 import { json } from "./respond.ts";
 
@@ -74,7 +74,7 @@ export function uploadsRoutes(deps: { uploads: UploadService; auth: Authenticato
         return json(body, 200, { "cache-control": "no-store" });
       },
       {
-        ...strictQuery({ page_size: pagingQuery.page_size, page_token: queryParsed(PAGE_TOKEN, parseUploadPageToken) }),
+        ...strictQuery(pagingQuery),
         detail: detail({
           operationId: "listUploads",
           summary: "The caller's unfinished uploads: their own and those made through their upload links, newest first",
@@ -85,16 +85,4 @@ export function uploadsRoutes(deps: { uploads: UploadService; auth: Authenticato
         }),
       },
     );
-}
-
-/**
- * A `page_token` of this listing: {@link encodePageToken}'s format (base64url of
- * `created_at.id`) with an upload's 26-character ID; "" is the first page.
- * @throws AppError invalid_argument for anything else
- */
-export function parseUploadPageToken(raw: string): PageCursor | undefined {
-  if (raw === "") return undefined;
-  const m = /^[A-Za-z0-9_-]{1,64}$/.test(raw) ? /^(\d{1,16})\.([A-Za-z0-9_-]{26})$/.exec(Buffer.from(raw, "base64url").toString("latin1")) : null;
-  if (m === null) throw new AppError("invalid_argument", "page_token: not a token this server issued");
-  return { createdAt: Number(m[1]), id: m[2]! };
 }

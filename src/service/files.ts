@@ -7,7 +7,7 @@ import { AppError } from "../errors.ts";
 import type { FileRecord, Visibility } from "../domain/file.ts";
 import type { FilePage } from "../domain/file-page.ts";
 import { newFileId } from "../domain/ids.ts";
-import type { PageCursor } from "../domain/params.ts";
+import { pageFrom, type PageCursor } from "../domain/params.ts";
 import { parseExpiry, type ExpiryInput } from "../domain/expiry.ts";
 import { requireScope, type Principal, type Scope } from "../domain/principal.ts";
 import { isNow, settle, type Later, type NowOrLater } from "../domain/later.ts";
@@ -571,10 +571,8 @@ export class FileService {
  * and where the next page starts when there was one row more.
  */
 export function pageOf(rows: FileRecord[], pageSize: number): FilePage {
-  const more = rows.length > pageSize;
-  const page = more ? rows.slice(0, pageSize) : rows;
-  const last = page[page.length - 1];
-  return { files: page, next: more && last ? { createdAt: last.createdAt, id: last.id } : undefined };
+  const { items, next } = pageFrom(rows, pageSize);
+  return { files: items, next };
 }
 
 /** Whether a file's expiry (CONTRACT §8) has passed by `clock` (read only for a file that expires). */

@@ -6,6 +6,7 @@ import { AppError } from "../errors.ts";
 import { generateApiKey, hashApiKey, isApiKeyShaped } from "../domain/api-key.ts";
 import { isIdShaped, newKeyId } from "../domain/ids.ts";
 import { parseExpiry, type ExpiryInput } from "../domain/expiry.ts";
+import { pageFrom, type Page, type PageCursor } from "../domain/params.ts";
 import { ALL_SCOPES, formatScopes, parseScopes, type Principal, type Scope } from "../domain/principal.ts";
 import type { Clock } from "../domain/time.ts";
 import type { ApiKeyRow, MetadataStore } from "../storage/ports.ts";
@@ -100,9 +101,10 @@ export class KeyService {
     };
   }
 
-  /** The user's keys, newest first. */
-  async list(userId: string): Promise<ApiKeyInfo[]> {
-    return (await this.deps.store.keys.listByUser(userId)).map(info);
+  /** The user's keys, newest first, `pageSize` at a time after `after` (keyset, CONTRACT §14). */
+  async list(userId: string, pageSize: number, after: PageCursor | undefined): Promise<Page<ApiKeyInfo>> {
+    const page = pageFrom(await this.deps.store.keys.listByUser(userId, pageSize + 1, after), pageSize);
+    return { items: page.items.map(info), next: page.next };
   }
 
   /**

@@ -6,6 +6,7 @@
 import { AppError } from "../errors.ts";
 import type { FileRecord } from "../domain/file.ts";
 import { isIdShaped, newShareId, newShareToken, SHARE_TOKEN_PATTERN } from "../domain/ids.ts";
+import { pageFrom, type Page, type PageCursor } from "../domain/params.ts";
 import { requireScope, type Principal } from "../domain/principal.ts";
 import type { Clock } from "../domain/time.ts";
 import type { ShareRow } from "../domain/share.ts";
@@ -68,10 +69,13 @@ export class ShareService {
     return share;
   }
 
-  /** The live shares of a folder the caller owns, newest first. @throws not_found */
-  async listForFolder(principal: Principal, folderId: string): Promise<ShareRow[]> {
+  /**
+   * The live shares of a folder the caller owns, newest first, `pageSize` at a time after `after`
+   * (keyset, CONTRACT §14). @throws not_found
+   */
+  async listForFolder(principal: Principal, folderId: string, pageSize: number, after: PageCursor | undefined): Promise<Page<ShareRow>> {
     const folder = await this.deps.folders.row(principal, folderId);
-    return this.deps.store.shares.listByFolder(folder.id);
+    return pageFrom(await this.deps.store.shares.listByFolder(folder.id, pageSize + 1, after), pageSize);
   }
 
   /** A new share row of the caller's for a file or a folder, its input checked and its password hashed. */
@@ -95,10 +99,13 @@ export class ShareService {
     };
   }
 
-  /** The live shares of a file the caller owns, newest first (expired and used-up ones included). */
-  async list(principal: Principal, fileId: string): Promise<ShareRow[]> {
+  /**
+   * The live shares of a file the caller owns (expired and used-up ones included), newest first,
+   * `pageSize` at a time after `after` (keyset, CONTRACT §14). @throws not_found
+   */
+  async list(principal: Principal, fileId: string, pageSize: number, after: PageCursor | undefined): Promise<Page<ShareRow>> {
     const file = await this.deps.files.owned(principal, fileId, "files.read");
-    return this.deps.store.shares.listByFile(file.id);
+    return pageFrom(await this.deps.store.shares.listByFile(file.id, pageSize + 1, after), pageSize);
   }
 
   /**

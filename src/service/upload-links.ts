@@ -11,7 +11,7 @@
 import type { Visibility } from "../domain/file.ts";
 import type { FileRecord } from "../domain/file.ts";
 import type { FilePage } from "../domain/file-page.ts";
-import type { PageCursor } from "../domain/params.ts";
+import { pageFrom, type Page, type PageCursor } from "../domain/params.ts";
 import { requireScope, type Principal } from "../domain/principal.ts";
 import type { Clock } from "../domain/time.ts";
 import { newUploadLinkId, newUploadLinkToken, UPLOAD_LINK_TOKEN, type UploadLinkRow } from "../domain/upload-link.ts";
@@ -67,13 +67,13 @@ export class UploadLinkService {
 
   /**
    * The caller's links, newest first: those not deleted, and with `showDeleted` the deleted ones
-   * too (AIP-164), whose received files stay reachable through {@link files}.
+   * too (AIP-164), whose received files stay reachable through {@link files}; `pageSize` at a time
+   * after `after` (keyset, CONTRACT §14).
    * @throws permission_denied without files.read
    */
-  async list(principal: Principal, showDeleted = false): Promise<UploadLinkRow[]> {
+  async list(principal: Principal, showDeleted: boolean, pageSize: number, after: PageCursor | undefined): Promise<Page<UploadLinkRow>> {
     requireScope(principal, "files.read");
-    const rows = await this.deps.store.uploadLinks.listByOwner(principal.userId);
-    return showDeleted ? rows : rows.filter((l) => l.deletedAt === null);
+    return pageFrom(await this.deps.store.uploadLinks.listByOwner(principal.userId, showDeleted, pageSize + 1, after), pageSize);
   }
 
   /**

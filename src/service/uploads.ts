@@ -15,7 +15,7 @@
 import { crc32cCombine } from "../domain/checksum.ts";
 import type { FileRecord, Visibility } from "../domain/file.ts";
 import { parseExpiry } from "../domain/expiry.ts";
-import { parseName, parseSlug, parseVisibility, uploadMediaType, type PageCursor } from "../domain/params.ts";
+import { parseName, parseSlug, parseVisibility, uploadMediaType, pageFrom, type PageCursor } from "../domain/params.ts";
 import { requireScope, type Principal } from "../domain/principal.ts";
 import type { Clock } from "../domain/time.ts";
 import { formatUploadConcat, type UploadChecksum } from "../domain/tus.ts";
@@ -291,13 +291,8 @@ export class UploadService {
    */
   async list(principal: Principal, pageSize: number, after: PageCursor | undefined): Promise<{ uploads: UnfinishedUpload[]; next: PageCursor | undefined }> {
     requireScope(principal, "files.read");
-    const rows = await this.deps.store.uploads.unfinishedByOwner(principal.userId, this.deps.clock.nowMicros(), pageSize + 1, after);
-    const page = rows.slice(0, pageSize);
-    const last = page[page.length - 1];
-    return {
-      uploads: page.map((r) => ({ ...stateOf(r), uploadLinkId: r.uploadLinkId, createdAt: r.createdAt })),
-      next: rows.length > pageSize && last !== undefined ? { createdAt: last.createdAt, id: last.id } : undefined,
-    };
+    const page = pageFrom(await this.deps.store.uploads.unfinishedByOwner(principal.userId, this.deps.clock.nowMicros(), pageSize + 1, after), pageSize);
+    return { uploads: page.items.map((r) => ({ ...stateOf(r), uploadLinkId: r.uploadLinkId, createdAt: r.createdAt })), next: page.next };
   }
 
   /**

@@ -328,8 +328,9 @@ class PgKeys implements KeyTable {
     return (await this.db.select().from(apiKeys).where(eq(apiKeys.secretHash, Buffer.from(secretHash))))[0];
   }
 
-  async listByUser(userId: string): Promise<ApiKeyRow[]> {
-    return this.db.select().from(apiKeys).where(eq(apiKeys.userId, userId)).orderBy(desc(apiKeys.createdAt));
+  async listByUser(userId: string, limit: number, after: PageCursor | undefined): Promise<ApiKeyRow[]> {
+    const where = and(eq(apiKeys.userId, userId), newestFirstAfter(apiKeys, after));
+    return this.db.select().from(apiKeys).where(where).orderBy(desc(apiKeys.createdAt), desc(apiKeys.id)).limit(limit);
   }
 
   async insert(key: ApiKeyRow): Promise<void> {

@@ -55,7 +55,7 @@ export const apiKeys = pgTable(
     /** After this the key is refused as unknown (401); null: never. */
     expiresAt: micros("expires_at"),
   },
-  (t) => [uniqueIndex("api_keys_secret_hash_unique").on(t.secretHash), index("api_keys_user_idx").on(t.userId)],
+  (t) => [uniqueIndex("api_keys_secret_hash_unique").on(t.secretHash), index("api_keys_user_created_idx").on(t.userId, sql`${t.createdAt} DESC`, sql`${t.id} DESC`)],
 );
 
 export const files = pgTable(
@@ -157,7 +157,14 @@ export const shares = pgTable(
     createdAt: micros("created_at").notNull(),
     deletedAt: micros("deleted_at"),
   },
-  (t) => [uniqueIndex("shares_token_unique").on(t.token), index("shares_file_idx").on(t.fileId), index("shares_folder_idx").on(t.folderId), index("shares_owner_idx").on(t.ownerId)],
+  // The listings of a file's and a folder's live shares, newest first, are ranges of these
+  // (CONTRACT §14: keyset-paged through an index).
+  (t) => [
+    uniqueIndex("shares_token_unique").on(t.token),
+    index("shares_file_live_idx").on(t.fileId, sql`${t.createdAt} DESC`, sql`${t.id} DESC`).where(sql`${t.deletedAt} IS NULL`),
+    index("shares_folder_live_idx").on(t.folderId, sql`${t.createdAt} DESC`, sql`${t.id} DESC`).where(sql`${t.deletedAt} IS NULL`),
+    index("shares_owner_idx").on(t.ownerId),
+  ],
 );
 
 /**
@@ -182,7 +189,12 @@ export const uploadLinks = pgTable(
     createdAt: micros("created_at").notNull(),
     deletedAt: micros("deleted_at"),
   },
-  (t) => [uniqueIndex("upload_links_token_unique").on(t.token), index("upload_links_owner_idx").on(t.ownerId)],
+  // The owner's links newest first, live ones only or all (AIP-164 show_deleted), each a range of one index.
+  (t) => [
+    uniqueIndex("upload_links_token_unique").on(t.token),
+    index("upload_links_owner_created_idx").on(t.ownerId, sql`${t.createdAt} DESC`, sql`${t.id} DESC`),
+    index("upload_links_owner_live_idx").on(t.ownerId, sql`${t.createdAt} DESC`, sql`${t.id} DESC`).where(sql`${t.deletedAt} IS NULL`),
+  ],
 );
 
 /**

@@ -1,7 +1,8 @@
 /** The shares table (CONTRACT §8) on PostgreSQL: the {@link ShareTable} part of the PostgreSQL metadata store. */
 import { and, asc, desc, eq, gt, isNull, lt, or, sql } from "drizzle-orm";
 import type { PgDb } from "./pg-metadata.ts";
-import { inIdOrder, PAGE_ROWS } from "./paging.ts";
+import { inIdOrder, newestFirstAfter, PAGE_ROWS } from "./paging.ts";
+import type { PageCursor } from "../domain/params.ts";
 import type { ShareRow } from "../domain/share.ts";
 import type { ShareTable } from "./ports.ts";
 import { shares } from "./pg-schema.ts";
@@ -22,12 +23,14 @@ export class PgShares implements ShareTable {
     return (await this.db.select().from(shares).where(eq(shares.id, id)))[0];
   }
 
-  async listByFile(fileId: string): Promise<ShareRow[]> {
-    return this.db.select().from(shares).where(and(eq(shares.fileId, fileId), isNull(shares.deletedAt))).orderBy(desc(shares.createdAt), desc(shares.id));
+  async listByFile(fileId: string, limit: number, after: PageCursor | undefined): Promise<ShareRow[]> {
+    const where = and(eq(shares.fileId, fileId), isNull(shares.deletedAt), newestFirstAfter(shares, after));
+    return this.db.select().from(shares).where(where).orderBy(desc(shares.createdAt), desc(shares.id)).limit(limit);
   }
 
-  async listByFolder(folderId: string): Promise<ShareRow[]> {
-    return this.db.select().from(shares).where(and(eq(shares.folderId, folderId), isNull(shares.deletedAt))).orderBy(desc(shares.createdAt), desc(shares.id));
+  async listByFolder(folderId: string, limit: number, after: PageCursor | undefined): Promise<ShareRow[]> {
+    const where = and(eq(shares.folderId, folderId), isNull(shares.deletedAt), newestFirstAfter(shares, after));
+    return this.db.select().from(shares).where(where).orderBy(desc(shares.createdAt), desc(shares.id)).limit(limit);
   }
 
   async markDeleted(id: string, ownerId: string, now: number): Promise<boolean> {

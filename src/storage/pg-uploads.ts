@@ -115,8 +115,9 @@ export class PgUploadLinks implements UploadLinkTable {
     return (await this.db.select().from(uploadLinks).where(eq(uploadLinks.token, token)))[0];
   }
 
-  async listByOwner(ownerId: string): Promise<UploadLinkRow[]> {
-    return this.db.select().from(uploadLinks).where(eq(uploadLinks.ownerId, ownerId)).orderBy(desc(uploadLinks.createdAt), desc(uploadLinks.id));
+  async listByOwner(ownerId: string, withDeleted: boolean, limit: number, after: PageCursor | undefined): Promise<UploadLinkRow[]> {
+    const where = and(eq(uploadLinks.ownerId, ownerId), withDeleted ? undefined : isNull(uploadLinks.deletedAt), newestFirstAfter(uploadLinks, after));
+    return this.db.select().from(uploadLinks).where(where).orderBy(desc(uploadLinks.createdAt), desc(uploadLinks.id)).limit(limit);
   }
 
   async insert(row: UploadLinkRow): Promise<void> {

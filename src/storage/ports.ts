@@ -96,10 +96,10 @@ export interface ShareTable {
   insert(share: ShareRow): Promise<void>;
   byToken(token: string): Promise<ShareRow | undefined>;
   byId(id: string): Promise<ShareRow | undefined>;
-  /** A file's shares that are not deleted, newest first. */
-  listByFile(fileId: string): Promise<ShareRow[]>;
-  /** A folder's shares that are not deleted, newest first. */
-  listByFolder(folderId: string): Promise<ShareRow[]>;
+  /** Up to `limit` of a file's shares that are not deleted, newest first, after `after` (keyset). */
+  listByFile(fileId: string, limit: number, after: PageCursor | undefined): Promise<ShareRow[]>;
+  /** Up to `limit` of a folder's shares that are not deleted, newest first, after `after` (keyset). */
+  listByFolder(folderId: string, limit: number, after: PageCursor | undefined): Promise<ShareRow[]>;
   /** Marks `ownerId`'s share deleted at `now`, once. @returns whether it was live and is now deleted */
   markDeleted(id: string, ownerId: string, now: number): Promise<boolean>;
   /**
@@ -200,8 +200,8 @@ export interface FolderTable {
 /** The api_keys table. */
 export interface KeyTable {
   byHash(secretHash: Uint8Array): Promise<ApiKeyRow | undefined>;
-  /** A user's keys, newest first. */
-  listByUser(userId: string): Promise<ApiKeyRow[]>;
+  /** Up to `limit` of a user's keys, newest first, after `after` (keyset). */
+  listByUser(userId: string, limit: number, after: PageCursor | undefined): Promise<ApiKeyRow[]>;
   insert(key: ApiKeyRow): Promise<void>;
   /** Deletes a key, only if it is `userId`'s when given. @returns whether one was deleted */
   delete(id: string, userId: string | undefined): Promise<boolean>;

@@ -239,8 +239,9 @@ class SqliteKeys implements KeyTable {
     return this.byHashQuery.get({ hash: Buffer.from(secretHash.buffer, secretHash.byteOffset, secretHash.byteLength) });
   }
 
-  async listByUser(userId: string): Promise<ApiKeyRow[]> {
-    return this.db.select().from(apiKeys).where(eq(apiKeys.userId, userId)).orderBy(desc(apiKeys.createdAt)).all();
+  async listByUser(userId: string, limit: number, after: PageCursor | undefined): Promise<ApiKeyRow[]> {
+    const where = and(eq(apiKeys.userId, userId), newestFirstAfter(apiKeys, after));
+    return this.db.select().from(apiKeys).where(where).orderBy(desc(apiKeys.createdAt), desc(apiKeys.id)).limit(limit).all();
   }
 
   insert(key: ApiKeyRow): Promise<void> {

@@ -1,7 +1,8 @@
 /** The shares table (CONTRACT §8) on SQLite: the {@link ShareTable} part of the SQLite metadata store. */
 import { and, asc, desc, eq, gt, isNull, lt, or, sql } from "drizzle-orm";
 import type { Db, WriteRunner } from "./db.ts";
-import { inIdOrder, PAGE_ROWS } from "./paging.ts";
+import { inIdOrder, newestFirstAfter, PAGE_ROWS } from "./paging.ts";
+import type { PageCursor } from "../domain/params.ts";
 import type { ShareRow } from "../domain/share.ts";
 import type { ShareTable } from "./ports.ts";
 import { shares } from "./schema.ts";
@@ -25,12 +26,14 @@ export class SqliteShares implements ShareTable {
     return this.db.select().from(shares).where(eq(shares.id, id)).get();
   }
 
-  async listByFile(fileId: string): Promise<ShareRow[]> {
-    return this.db.select().from(shares).where(and(eq(shares.fileId, fileId), isNull(shares.deletedAt))).orderBy(desc(shares.createdAt), desc(shares.id)).all();
+  async listByFile(fileId: string, limit: number, after: PageCursor | undefined): Promise<ShareRow[]> {
+    const where = and(eq(shares.fileId, fileId), isNull(shares.deletedAt), newestFirstAfter(shares, after));
+    return this.db.select().from(shares).where(where).orderBy(desc(shares.createdAt), desc(shares.id)).limit(limit).all();
   }
 
-  async listByFolder(folderId: string): Promise<ShareRow[]> {
-    return this.db.select().from(shares).where(and(eq(shares.folderId, folderId), isNull(shares.deletedAt))).orderBy(desc(shares.createdAt), desc(shares.id)).all();
+  async listByFolder(folderId: string, limit: number, after: PageCursor | undefined): Promise<ShareRow[]> {
+    const where = and(eq(shares.folderId, folderId), isNull(shares.deletedAt), newestFirstAfter(shares, after));
+    return this.db.select().from(shares).where(where).orderBy(desc(shares.createdAt), desc(shares.id)).limit(limit).all();
   }
 
   markDeleted(id: string, ownerId: string, now: number): Promise<boolean> {

@@ -119,8 +119,9 @@ export class SqliteUploadLinks implements UploadLinkTable {
     return this.db.select().from(uploadLinks).where(eq(uploadLinks.token, token)).get();
   }
 
-  async listByOwner(ownerId: string): Promise<UploadLinkRow[]> {
-    return this.db.select().from(uploadLinks).where(eq(uploadLinks.ownerId, ownerId)).orderBy(desc(uploadLinks.createdAt), desc(uploadLinks.id)).all();
+  async listByOwner(ownerId: string, withDeleted: boolean, limit: number, after: PageCursor | undefined): Promise<UploadLinkRow[]> {
+    const where = and(eq(uploadLinks.ownerId, ownerId), withDeleted ? undefined : isNull(uploadLinks.deletedAt), newestFirstAfter(uploadLinks, after));
+    return this.db.select().from(uploadLinks).where(where).orderBy(desc(uploadLinks.createdAt), desc(uploadLinks.id)).limit(limit).all();
   }
 
   insert(row: UploadLinkRow): Promise<void> {

@@ -94,8 +94,8 @@ export interface UploadTable {
 export interface UploadLinkTable {
   get(id: string): Promise<UploadLinkRow | undefined>;
   byToken(token: string): Promise<UploadLinkRow | undefined>;
-  /** An owner's links, deleted ones too, newest first. */
-  listByOwner(ownerId: string): Promise<UploadLinkRow[]>;
+  /** Up to `limit` of an owner's links (deleted ones too with `withDeleted`), newest first, after `after` (keyset). */
+  listByOwner(ownerId: string, withDeleted: boolean, limit: number, after: PageCursor | undefined): Promise<UploadLinkRow[]>;
   insert(row: UploadLinkRow): Promise<void>;
   /** Sets deleted_at if the link is `ownerId`'s and not deleted yet. @returns whether it did */
   markDeleted(id: string, ownerId: string, now: number): Promise<boolean>;

@@ -50,6 +50,12 @@ export interface RunningServer extends AsyncDisposable {
   /** A new key for `email` (`cubby keys create`), with `args` such as ["--scope", "files.read", "--ttl", "1h"]. */
   mintKey(email: string, ...args: string[]): Promise<string>;
   /**
+   * A dashboard session for `email`, as a person gets one: a login link (`cubby login-link`),
+   * then its page's Sign in POST (CONTRACT §11). @returns the `Cookie` header value
+   * (`cubby_session=…`), to send with `Origin: server.url` on API calls that change anything
+   */
+  signIn(email: string): Promise<string>;
+  /**
    * The processes that serve connections: the workers when the server runs several (WORKERS > 1,
    * children of the supervisor), else the server's own process.
    */
@@ -133,6 +139,20 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       });
       if (r.code !== 0) throw new Error(`keys create failed: ${r.stderr}`);
       return r.stdout.trim();
+    },
+    async signIn(email: string) {
+      const r = await runCli(["login-link", "--email", email, "--data-dir", dataDir], { executable: opts.executable, cwd: opts.cwd, env: { ...opts.env, HOSTNAME: url } });
+      if (r.code !== 0) throw new Error(`login-link failed: ${r.stderr}`);
+      const token = r.stdout.trim().split("/").pop()!;
+      const posted = await fetch(`${url}/auth/link`, {
+        method: "POST",
+        redirect: "manual",
+        headers: { "content-type": "application/x-www-form-urlencoded", "sec-fetch-site": "same-origin", origin: "null" },
+        body: new URLSearchParams({ token }).toString(),
+      });
+      const cookie = posted.headers.getSetCookie().find((c) => c.startsWith("cubby_session="));
+      if (posted.status !== 303 || cookie === undefined) throw new Error(`sign-in by link answered ${posted.status}: ${await posted.text()}`);
+      return cookie.split(";")[0]!;
     },
     servingPids() {
       const workers = proc.children();

@@ -29,7 +29,7 @@ afterEach(async () => {
 test("a key not cached yet: the rest records nothing until it runs; then the key is decided now", async () => {
   await store.users.insert({ id: "u1", email: "u1@example.com", issuer: null, subject: null, createdAt: 1 });
   const minted = await keys.create("u1", "laptop");
-  const lastUsed = async () => (await keys.list("u1"))[0]!.lastUsedAt;
+  const lastUsed = async () => (await keys.list("u1", 1, undefined)).items[0]!.lastUsedAt;
 
   const first = keys.authenticate(minted.key);
   expect(isNow(first)).toBe(false);
