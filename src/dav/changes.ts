@@ -9,7 +9,7 @@ import { AppError } from "../errors.ts";
 import { DavError } from "./errors.ts";
 import { lockPathOf } from "./paths.ts";
 import { etagOf, type DavRequest } from "./request.ts";
-import { folderIdOf, membersOf, propertyKey, type Collection, type Resource } from "./resources.ts";
+import { folderIdOf, memberPages, propertyKey, type Collection, type Resource } from "./resources.ts";
 
 /** Bytes of a blob held at once while COPY streams it into a new one. */
 const COPY_PLAN = { chunkBytes: 256 * 1024, buffers: 2 };
@@ -225,9 +225,12 @@ async function copyFolder(req: DavRequest, source: Collection & { kind: "folder"
   const created = await req.deps.folders.create(req.principal, { name, parentId });
   await copyProperties(req, propertyKey(source), `folder:${created.id}`);
   if (!deep) return;
-  for (const m of await membersOf(req.deps, req.principal, source)) {
-    if (m.resource.kind === "folder") await copyFolder(req, m.resource, created.id, m.resource.folder.name, true);
-    else await copyFile(req, m.resource.file, created.id, m.resource.file.name);
+  // A page of members at a time: a deep copy holds one page, whatever the tree's size.
+  for await (const members of memberPages(req.deps, req.principal, source)) {
+    for (const m of members) {
+      if (m.resource.kind === "folder") await copyFolder(req, m.resource, created.id, m.resource.folder.name, true);
+      else await copyFile(req, m.resource.file, created.id, m.resource.file.name);
+    }
   }
 }
 

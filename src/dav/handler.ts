@@ -19,7 +19,9 @@ import { lock, unlock } from "./lock-methods.ts";
 import { hrefOf, segmentsOf } from "./paths.ts";
 import { propfind, proppatch } from "./props.ts";
 import { DavRequest, type DavDeps } from "./request.ts";
-import { membersOf } from "./resources.ts";
+import { memberPages } from "./resources.ts";
+import { answerText } from "../serving/text-answer.ts";
+import { Slicer } from "../slices.ts";
 import { escapeXml } from "./xml.ts";
 
 export type { DavDeps } from "./request.ts";
@@ -95,15 +97,25 @@ async function get(req: DavRequest): Promise<void> {
     await answerContent(req.ex, { reply, content: req.deps.files.contentOf(resource.file) });
     return;
   }
-  const items = (await membersOf(req.deps, req.principal, resource))
-    .map((m) => {
-      const href = hrefOf([...req.segments, m.name], m.resource.kind !== "file");
-      return `<li><a href="${escapeXml(href)}">${escapeXml(m.name)}${m.resource.kind === "file" ? "" : "/"}</a></li>`;
-    })
-    .join("");
+  // A page of members at a time, streamed past 1 MiB (serving/text-answer.ts): a collection of
+  // any size costs what its listing sends (CONTRACT §14).
+  const collection = resource;
   const title = escapeXml(hrefOf(req.segments, true));
-  const html = `<!doctype html><meta charset="utf-8"><title>${title}</title><h1>${title}</h1><ul>${items}</ul>`;
-  req.ex.respond(200, { "content-type": "text/html; charset=utf-8", "x-content-type-options": "nosniff", "content-security-policy": "default-src 'none'" }, html);
+  async function* parts(): AsyncIterable<string> {
+    yield `<!doctype html><meta charset="utf-8"><title>${title}</title><h1>${title}</h1><ul>`;
+    const slicer = new Slicer();
+    for await (const members of memberPages(req.deps, req.principal, collection)) {
+      yield members
+        .map((m) => {
+          const href = hrefOf([...req.segments, m.name], m.resource.kind !== "file");
+          return `<li><a href="${escapeXml(href)}">${escapeXml(m.name)}${m.resource.kind === "file" ? "" : "/"}</a></li>`;
+        })
+        .join("");
+      await slicer.breathe();
+    }
+    yield "</ul>";
+  }
+  await answerText(req.ex, 200, { "content-type": "text/html; charset=utf-8", "x-content-type-options": "nosniff", "content-security-policy": "default-src 'none'" }, parts());
 }
 
 /** Writes the answer to an error: DavError's status and DAV:error body, or an AppError's JSON (401 with the Basic challenge, a quota 507). */

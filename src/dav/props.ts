@@ -15,7 +15,7 @@
 import { formatTimestamp, toHttpDate } from "../domain/time.ts";
 import { requireScope } from "../domain/principal.ts";
 import type { DavLockRow, DavPropertyCursor, DavPropertyRow } from "../storage/ports.ts";
-import type { Outgoing } from "../serving/exchange.ts";
+import { answerText } from "../serving/text-answer.ts";
 import { Slicer } from "../slices.ts";
 import { DavError } from "./errors.ts";
 import { MAX_PROPERTIES_PER_RESOURCE, MAX_PROPERTY_BYTES_PER_RESOURCE, MAX_PROPFIND_NAMES, overCap } from "./limits.ts";
@@ -77,15 +77,7 @@ interface Entry {
 
 const XML_TYPE = { "content-type": 'application/xml; charset="utf-8"' };
 
-/**
- * A Depth 1 answer shorter than this is sent whole, with a Content-Length (most collections);
- * past it, what is ready goes out and the rest streams a page at a time. Bytes of XML.
- */
-const STREAM_AFTER_BYTES = 1024 * 1024;
-/** Once streaming, what is ready goes out in writes of about this many bytes (a page or two). */
-const STREAM_CHUNK_BYTES = 128 * 1024;
-
-/** Answers PROPFIND: Depth 0 whole, Depth 1 of a collection a page of members at a time (streamed past {@link STREAM_AFTER_BYTES}). */
+/** Answers PROPFIND: Depth 0 whole, Depth 1 of a collection a page of members at a time (serving/text-answer.ts streams a long one). */
 export async function propfind(req: DavRequest): Promise<void> {
   const depthHeader = req.ex.headers.get("depth")?.trim().toLowerCase() ?? "infinity";
   if (depthHeader !== "0" && depthHeader !== "1") {
@@ -100,11 +92,13 @@ export async function propfind(req: DavRequest): Promise<void> {
   const around = await req.locksAround(path);
   const self: Entry = { href: hrefOf(req.segments, resource.kind !== "file"), path, resource, name: req.segments[req.segments.length - 1] ?? "", locks: around };
   const answer = new Answer(req, ask);
-  let pending = [`${XML_HEAD}<D:multistatus xmlns:D="DAV:">`, ...(await answer.page([self]))];
+  const head = `${XML_HEAD}<D:multistatus xmlns:D="DAV:">`;
+  const selfParts = await answer.page([self]);
   if (depthHeader === "0" || resource.kind === "file") {
-    req.ex.respond(207, XML_TYPE, `${pending.join("")}</D:multistatus>`);
+    req.ex.respond(207, XML_TYPE, `${head}${selfParts.join("")}</D:multistatus>`);
     return;
   }
+  const collection = resource;
   // The locks that can cover a member: the collection's and its ancestors' of depth infinity,
   // and those rooted at the member (read at once: one range of the (owner_id, path) index, at
   // most MAX_LOCKS_PER_USER rows).
@@ -115,48 +109,23 @@ export async function propfind(req: DavRequest): Promise<void> {
   }
   const hrefPrefix = hrefOf(req.segments, true);
   const pathPrefix = path === "/" ? "/" : `${path}/`;
-  let pendingBytes = 0;
-  let out: Outgoing | undefined;
-  try {
+  async function* parts(): AsyncIterable<string> {
+    yield head;
+    yield* selfParts;
     const slicer = new Slicer();
-    for await (const members of memberPages(req.deps, req.principal, resource, MEMBERS_PER_PAGE)) {
+    for await (const members of memberPages(req.deps, req.principal, collection, MEMBERS_PER_PAGE)) {
       await slicer.breathe();
       const entries = members.map((m): Entry => {
         const at = pathPrefix + m.name;
         const mine = own.get(at);
         return { href: hrefPrefix + encodeSegment(m.name) + (m.resource.kind === "file" ? "" : "/"), path: at, resource: m.resource, name: m.name, locks: mine === undefined ? inherited : [...inherited, ...mine] };
       });
-      for (const part of await answer.page(entries, slicer)) {
-        pending.push(part);
-        pendingBytes += part.length;
-      }
-      if (pendingBytes >= STREAM_AFTER_BYTES || (out !== undefined && pendingBytes >= STREAM_CHUNK_BYTES)) {
-        out ??= req.ex.stream(207, XML_TYPE);
-        await send(out, pending.join(""));
-        pending = [];
-        pendingBytes = 0;
-        if (out.signal.aborted) return;
-      }
+      yield* await answer.page(entries, slicer);
       await slicer.breathe();
     }
-    pending.push("</D:multistatus>");
-    if (out === undefined) {
-      req.ex.respond(207, XML_TYPE, pending.join(""));
-      return;
-    }
-    await send(out, pending.join(""));
-    out.end();
-  } catch (err) {
-    if (out === undefined) throw err;
-    // The head has gone out: the only way left to say the answer is incomplete is to cut it.
-    out.fail();
+    yield "</D:multistatus>";
   }
-}
-
-/** Writes `text` and waits until it has left (the connection's pace bounds what is held). */
-function send(out: Outgoing, text: string): Promise<void> {
-  if (out.signal.aborted) return Promise.resolve();
-  return new Promise((resolve, reject) => out.write(Buffer.from(text), (err) => (err ? reject(err) : resolve())));
+  await answerText(req.ex, 207, XML_TYPE, parts());
 }
 
 /** The `D:response`s of a PROPFIND for what it asks. */

@@ -114,17 +114,6 @@ export async function* memberPages(deps: MemberDeps, principal: Principal, c: Co
   }
 }
 
-/**
- * Every member of a collection with the name it shows under (sub-folders, then files), read a
- * page at a time ({@link memberPages}) and collected.
- * @throws AppError permission_denied without files.read; not_found (the folder went)
- */
-export async function membersOf(deps: MemberDeps, principal: Principal, c: Collection): Promise<Member[]> {
-  const out: Member[] = [];
-  for await (const page of memberPages(deps, principal, c)) out.push(...page);
-  return out;
-}
-
 /** The key of a resource's dead properties (dav_properties.resource). */
 export function propertyKey(r: Resource): string {
   return r.kind === "root" ? "root" : r.kind === "folder" ? `folder:${r.folder.id}` : `file:${r.file.id}`;
