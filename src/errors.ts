@@ -118,3 +118,15 @@ export function toAppError(err: unknown): AppError {
 export function toRpcStatus(err: AppError): RpcStatus {
   return { code: grpcCodeOf(err.code), message: err.message, details: [] };
 }
+
+/**
+ * The HTTP headers every rendering of `error` carries besides its body's: `WWW-Authenticate:
+ * Bearer` with a 401 (RFC 6750 §3), `Retry-After` when it says how long to wait (RFC 9110 §10.2.3).
+ */
+export function errorHeaders(error: AppError): Record<string, string> {
+  const headers: Record<string, string> = {};
+  if (error.code === "unauthenticated") headers["www-authenticate"] = 'Bearer realm="cubby"';
+  if (error.retryAfterSeconds !== undefined) headers["retry-after"] = String(error.retryAfterSeconds);
+  return headers;
+}
+

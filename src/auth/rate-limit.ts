@@ -12,7 +12,7 @@
  * guess already in flight be checked, and each process kept its own windows.
  */
 import type { Clock } from "../domain/time.ts";
-import type { RateLimitTable } from "../storage/rate-limits.ts";
+import type { RateLimitTable } from "../storage/ports.ts";
 
 /** The outcome of {@link WindowLimiter.reserve}. */
 export type Reservation =

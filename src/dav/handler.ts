@@ -9,7 +9,7 @@
 import type { Authenticator, HeaderSource, RequestLike } from "../auth/principal.ts";
 import type { Principal } from "../domain/principal.ts";
 import { AppError, httpStatusOf } from "../errors.ts";
-import { contentReply } from "../http/content.ts";
+import { contentReply } from "../serving/content-reply.ts";
 import { answerContent } from "../serving/content.ts";
 import { errorAnswer, failed, type Exchange } from "../serving/exchange.ts";
 import { QuotaExceededError } from "../service/quota.ts";

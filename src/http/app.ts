@@ -14,7 +14,7 @@ import type { Services } from "../service/index.ts";
 import { filesRoutes } from "./files-routes.ts";
 import { sharesRoutes } from "./shares-routes.ts";
 import { foldersRoutes } from "./folders-routes.ts";
-import { negotiatedError } from "./pages.ts";
+import { negotiatedError } from "../serving/pages.ts";
 import { errorResponse, json } from "./respond.ts";
 import { contextOf, requestContext } from "./request-context.ts";
 import { serveStatic } from "./static.ts";

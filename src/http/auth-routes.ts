@@ -24,7 +24,7 @@ import { ANYONE, AUTH, detail, errors, html, htmlErrors, LOCATION, ok, queryPara
 import { bodyString, checked, closedBody, expiryFields, jsonBody, pagingQuery, strictQuery } from "./inputs.ts";
 import { json } from "./respond.ts";
 import { readBounded } from "./json-body.ts";
-import { errorPage, loginLinkPage } from "./pages.ts";
+import { errorPage, loginLinkPage } from "../serving/pages.ts";
 import { authRequest, requestContext } from "./request-context.ts";
 
 export interface AuthRoutesDeps {

@@ -139,7 +139,7 @@ Out of scope: the RPC API (gRPC, Connect, gRPC-Web: proto/cubby/v1/files.proto a
 
 Every failure is \`google.rpc.Status\` JSON, \`{"code": <gRPC code>, "message": "…", "details": []}\`; each error response below fixes its \`code\`.`;
 
-/** Headers an error response with HTTP `status` carries (http/respond.ts errorHeaders). */
+/** Headers an error response with HTTP `status` carries (errors.ts errorHeaders). */
 function errorHeaders(status: number): Pick<ResponseObject, "headers"> {
   if (status === 401) return { headers: { "www-authenticate": always("`Bearer realm=\"cubby\"`") } };
   if (status === 429) return { headers: { "retry-after": always("Seconds to wait", { type: "string", pattern: "^[0-9]+$" }) } };

@@ -1,5 +1,5 @@
 /** Small response builders shared by the HTTP routes. */
-import { httpStatusOf, toRpcStatus, type AppError } from "../errors.ts";
+import { errorHeaders, httpStatusOf, toRpcStatus, type AppError } from "../errors.ts";
 
 /** A JSON response (UTF-8) with the given status. */
 export function json(body: unknown, status = 200, headers?: Record<string, string>): Response {
@@ -18,12 +18,3 @@ export function json(body: unknown, status = 200, headers?: Record<string, strin
 export function errorResponse(error: AppError): Response {
   return json(toRpcStatus(error), httpStatusOf(error.code), errorHeaders(error));
 }
-
-/** The headers every rendering of `error` carries besides its body's. */
-export function errorHeaders(error: AppError): Record<string, string> {
-  const headers: Record<string, string> = {};
-  if (error.code === "unauthenticated") headers["www-authenticate"] = 'Bearer realm="cubby"';
-  if (error.retryAfterSeconds !== undefined) headers["retry-after"] = String(error.retryAfterSeconds);
-  return headers;
-}
-

@@ -1,7 +1,7 @@
 /**
  * REST routes for share links (CONTRACT §8): `POST` and `GET /v1/files/{id}/shares` and
  * `/v1/folders/{id}/shares` (CONTRACT §12), `DELETE /v1/shares/{id}`, and the POST of a share's password form at `/s/{token}`. The share
- * URL's GET and HEAD are served on the content path (serving/content.ts, http/share-content.ts).
+ * URL's GET and HEAD are served on the content path (serving/content.ts, serving/share-reply.ts).
  */
 import { serialize as serializeCookie } from "cookie";
 import { Elysia, t } from "elysia";
@@ -14,10 +14,10 @@ import { ANYONE, AUTH, detail, errors, html, LOCATION, ok, SERVER } from "./desc
 import { bodyString, checked, closedBody, expiryFields, fileIdParams, jsonBody, pagingQuery, strictQuery } from "./inputs.ts";
 import { DEFAULT_PAGE_SIZE, nextPageToken, type Page } from "../domain/params.ts";
 import { readBounded } from "./json-body.ts";
-import { sharePasswordPage } from "./pages.ts";
+import { sharePasswordPage } from "../serving/pages.ts";
 import { authRequest, requestContext } from "./request-context.ts";
 import { json } from "./respond.ts";
-import { checkFormPassword, SHARE_UNLOCK_COOKIE, unlockValue } from "./share-content.ts";
+import { checkFormPassword, SHARE_UNLOCK_COOKIE, unlockValue } from "../serving/share-reply.ts";
 
 export interface SharesRoutesDeps {
   files: FileService;

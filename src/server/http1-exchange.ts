@@ -92,7 +92,7 @@ function headTail(keepAlive: boolean, keepAliveSeconds: number): Buffer {
   return keepAlive ? tailKeepAlive : tailClose;
 }
 
-/** The encoded header lines of shared, frozen header objects (a file version's plain answer, http/content.ts). */
+/** The encoded header lines of shared, frozen header objects (a file version's plain answer, serving/content-reply.ts). */
 const encodedBlocks = new WeakMap<object, Buffer>();
 
 /** What Node refuses in a header value (ERR_INVALID_CHAR): controls other than HTAB, DEL, beyond Latin-1. */

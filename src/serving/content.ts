@@ -1,8 +1,8 @@
 /**
  * Where content URLs (`/{id}`, `/{id}/{slug}`, CONTRACT §3) and share links (`/s/{token}`,
  * CONTRACT §8) are answered, for every wire (GET and HEAD, routed here by server/dispatch.ts):
- * what to answer is decided by http/content.ts (access, then the pure `contentReply`) and
- * http/share-content.ts; this module writes it on the {@link Exchange}, and is the one place
+ * what to answer is decided by serving/content-reply.ts (access, then the pure `contentReply`) and
+ * serving/share-reply.ts; this module writes it on the {@link Exchange}, and is the one place
  * that sends a file's bytes.
  *
  * The request a file sharing service answers most, a GET of a file whose row is in the read
@@ -15,8 +15,8 @@
  */
 import { isFileId } from "../domain/ids.ts";
 import { isNow, settle, type Later, type NowOrLater } from "../domain/later.ts";
-import { contentReply, openContent, type ContentDeps, type ContentReply, type ContentRequest } from "../http/content.ts";
-import { shareReply, type ShareContentDeps } from "../http/share-content.ts";
+import { contentReply, openContent, type ContentDeps, type ContentReply, type ContentRequest } from "./content-reply.ts";
+import { shareReply, type ShareContentDeps } from "./share-reply.ts";
 import type { FileContent } from "../service/files.ts";
 import type { ByteRange } from "../storage/ports.ts";
 import { failed, type Buffering, type Exchange, type Outgoing } from "./exchange.ts";
@@ -83,7 +83,7 @@ export function serveContent(opts: ContentOptions, ex: Exchange, target: Content
   void answerContent(ex, settle(decision));
 }
 
-/** Answers GET or HEAD of a share link, `/s/{token}` (http/share-content.ts decides; a lookup always). */
+/** Answers GET or HEAD of a share link, `/s/{token}` (serving/share-reply.ts decides; a lookup always). */
 export function serveShare(opts: ContentOptions, ex: Exchange, token: string): void {
   const decided = shareReply(opts.deps, ex, token).then(({ reply, content, zipOf }): ContentDecision => {
     if (zipOf === undefined) return { reply, content };
@@ -93,7 +93,7 @@ export function serveShare(opts: ContentOptions, ex: Exchange, token: string): v
 }
 
 /**
- * Decides the answer to a content URL (http/content.ts: access, then `contentReply`).
+ * Decides the answer to a content URL (serving/content-reply.ts: access, then `contentReply`).
  *
  * Decided now ({@link NowOrLater}, domain/later.ts; no I/O) when the file's row is in the read
  * cache and it is public or opened by credentials the caches resolve (FileService.openContent,

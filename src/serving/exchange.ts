@@ -17,9 +17,8 @@ import type { HeaderSource } from "../auth/principal.ts";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { report } from "../context/report.ts";
-import { httpStatusOf, toRpcStatus, type AppError } from "../errors.ts";
-import { negotiatedError } from "../http/pages.ts";
-import { errorHeaders } from "../http/respond.ts";
+import { errorHeaders, httpStatusOf, toRpcStatus, type AppError } from "../errors.ts";
+import { negotiatedError } from "./pages.ts";
 
 /** A request as node:http (HTTP/1.1) or node:http2's compat API hands it out. */
 export type NodeRequest = IncomingMessage | Http2ServerRequest;
@@ -142,7 +141,7 @@ export interface ErrorAnswer {
  * and the headers of http/respond.ts's `errorResponse`, in the order a fetch `Headers` gives them
  * (by name), as they went out when they were written through one. Given the request's `accept`
  * (a URL people open in a browser: content URLs, share links), it is negotiated instead
- * (http/pages.ts `negotiatedError`): an HTML page for `text/html`, else the same JSON.
+ * (serving/pages.ts `negotiatedError`): an HTML page for `text/html`, else the same JSON.
  */
 export function errorAnswer(error: AppError, accept?: string | null): ErrorAnswer {
   if (accept !== undefined) {

@@ -6,7 +6,7 @@
  * at the pace the client reads.
  */
 import type { FolderRow } from "../domain/folder.ts";
-import type { ShareContentDeps } from "../http/share-content.ts";
+import type { ShareContentDeps } from "./share-reply.ts";
 import type { Buffering, Outgoing } from "./exchange.ts";
 import { blobBytes, CopyPool, zipStream, ZipNames, type ZipMember } from "./zip-stream.ts";
 

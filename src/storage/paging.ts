@@ -21,6 +21,17 @@ export async function* inIdOrder<T extends { id: string }>(page: (after: string)
   }
 }
 
+/** Every row of a table in its primary key's order, a page at a time (export). */
+export async function* allInKeyOrder<T>(page: (after: T | undefined) => T[] | Promise<T[]>): AsyncIterable<T> {
+  let after: T | undefined;
+  for (;;) {
+    const rows = await page(after);
+    yield* rows;
+    if (rows.length === 0) return;
+    after = rows[rows.length - 1];
+  }
+}
+
 /**
  * The condition for rows after `after` in a newest-first listing: (created_at, id) below the
  * cursor's, as listings order them (descending created_at, then id); undefined on the first page.

@@ -1,13 +1,14 @@
 /**
  * WebDAV locks and dead properties (CONTRACT §12, §14) on PostgreSQL: the {@link DavTable} part
- * of the PostgreSQL metadata store, query for query the SQLite one (sqlite-dav.ts).
+ * of the PostgreSQL metadata store, query for query the SQLite one (sqlite-dav.ts); the rules both share are in dav-conditions.ts.
  */
 import { and, asc, eq, gt, inArray, lte, sql } from "drizzle-orm";
 import type { PgDb } from "./pg-metadata.ts";
 import type { DavLockRow, DavPropertyCursor, DavPropertyRow, DavResourcePropertyRow, DavTable } from "./ports.ts";
 import { liveTopFilesNamed, sharedNames, topFoldersNamed } from "./folder-conditions.ts";
 import { davLocks, davProperties, files, folders } from "./pg-schema.ts";
-import { allInKeyOrder, belowRange, propertiesInKeyOrder, propertyBytes, targetOf } from "./sqlite-dav.ts";
+import { belowRange, propertiesInKeyOrder, propertyBytes, targetOf } from "./dav-conditions.ts";
+import { allInKeyOrder } from "./paging.ts";
 
 /** Rows per multi-row statement (8 parameters each, far below PostgreSQL's 65 535). */
 const BATCH_ROWS = 1000;

@@ -15,6 +15,8 @@ import type { FileRecord } from "../domain/file.ts";
 import type { ShareRow } from "../domain/share.ts";
 import type { FolderRow } from "../domain/folder.ts";
 import type { PageCursor } from "../domain/params.ts";
+import type { WebhookAttemptRow, WebhookRow } from "../domain/webhook.ts";
+import type { PartialUploads, UploadLinkTable, UploadTable } from "./upload-ports.ts";
 
 // --- metadata ---
 
@@ -392,8 +394,35 @@ export interface MetadataTables {
 }
 
 export type { UploadLinkTable, UploadRow, UploadTable } from "./upload-ports.ts";
-import type { UploadLinkTable, UploadTable } from "./upload-ports.ts";
-import type { RateLimitTable } from "./rate-limits.ts";
+
+// --- rate limits (storage/rate-limits.ts implements them) ---
+
+/** One key's current window. Times are Unix microseconds. */
+export interface WindowCount {
+  /** Events counted in the window, the one just charged included. */
+  count: number;
+  /** When the window ends (and the next charge starts a new one). */
+  resetAt: number;
+}
+
+/** Counting windows shared by every process of a server (storage/rate-limits.ts: on SQLite, a file of its own; on PostgreSQL, an unlogged table). */
+export interface RateLimitTable {
+  /**
+   * Counts one event of `key`: in its current window, or in a new one of `windowMicros` starting
+   * at `now` when there is none or it has ended.
+   * @returns the window after the charge
+   */
+  charge(key: string, now: number, windowMicros: number): Promise<WindowCount>;
+  /** `key`'s window if one is running at `now`, without counting anything. */
+  peek(key: string, now: number): Promise<WindowCount | undefined>;
+  /** Takes back one event of `key`'s window ending `resetAt` (a no-op once another window began). */
+  refund(key: string, resetAt: number): Promise<void>;
+  /** Removes windows that ended at or before `now`. @returns how many */
+  prune(now: number): Promise<number>;
+  /** Closes what it opened. */
+  close(): Promise<void>;
+}
+
 
 /**
  * Where rows live. Reads through the tables see every committed change. A change that reads
@@ -534,12 +563,10 @@ export interface BlobStore extends AsyncDisposable {
 }
 
 export type { AppendOptions, PartialUploads } from "./upload-ports.ts";
-import type { PartialUploads } from "./upload-ports.ts";
 
 // --- webhooks (CONTRACT §13) ---
 
 export type { WebhookAttemptRow, WebhookRow } from "../domain/webhook.ts";
-import type { WebhookAttemptRow, WebhookRow } from "../domain/webhook.ts";
 
 /** An event for one webhook, as the outbox takes it. Times are Unix microseconds. */
 export interface NewDelivery {

@@ -20,32 +20,7 @@ import path from "node:path";
 import { sql } from "drizzle-orm";
 import { openSqliteFile } from "./db.ts";
 import type { PgDb } from "./pg-metadata.ts";
-
-/** One key's current window. Times are Unix microseconds. */
-export interface WindowCount {
-  /** Events counted in the window, the one just charged included. */
-  count: number;
-  /** When the window ends (and the next charge starts a new one). */
-  resetAt: number;
-}
-
-/** The shared windows (see the module comment). */
-export interface RateLimitTable {
-  /**
-   * Counts one event of `key`: in its current window, or in a new one of `windowMicros` starting
-   * at `now` when there is none or it has ended.
-   * @returns the window after the charge
-   */
-  charge(key: string, now: number, windowMicros: number): Promise<WindowCount>;
-  /** `key`'s window if one is running at `now`, without counting anything. */
-  peek(key: string, now: number): Promise<WindowCount | undefined>;
-  /** Takes back one event of `key`'s window ending `resetAt` (a no-op once another window began). */
-  refund(key: string, resetAt: number): Promise<void>;
-  /** Removes windows that ended at or before `now`. @returns how many */
-  prune(now: number): Promise<number>;
-  /** Closes what it opened. */
-  close(): Promise<void>;
-}
+import type { RateLimitTable, WindowCount } from "./ports.ts";
 
 /** {@link RateLimitTable} in DATA_DIR/rate-limits.db, opened (and created) at first use. */
 export class SqliteRateLimits implements RateLimitTable {

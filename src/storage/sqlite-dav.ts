@@ -3,11 +3,13 @@
  * the SQLite metadata store. Locks are read by path through dav_locks_owner_path_idx, properties
  * by resource through the primary key; a PROPPATCH's rows go in multi-row statements.
  */
-import { and, asc, eq, gt, inArray, lte, sql, type Column, type SQL } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, lte, sql } from "drizzle-orm";
 import { Slicer } from "../slices.ts";
 import type { Db, WriteRunner } from "./db.ts";
 import type { DavLockRow, DavPropertyCursor, DavPropertyRow, DavResourcePropertyRow, DavTable } from "./ports.ts";
+import { belowRange, propertiesInKeyOrder, propertyBytes, targetOf } from "./dav-conditions.ts";
 import { liveTopFilesNamed, sharedNames, topFoldersNamed } from "./folder-conditions.ts";
+import { allInKeyOrder } from "./paging.ts";
 import { davLocks, davProperties, files, folders } from "./schema.ts";
 
 /** Rows per statement: a batch of a PROPPATCH's properties, or of names in IN (…) (far below SQLite's 32 766 parameters). */
@@ -168,50 +170,6 @@ export class SqliteDav implements DavTable {
         .all();
     });
   }
-}
-
-/**
- * One page of dead properties in primary-key order (export), on either dialect's table: the
- * columns an exported property has, the rows after the key `after` (a row value), and the order.
- */
-export function propertiesInKeyOrder<T extends { ownerId: Column; resource: Column; namespace: Column; name: Column; value: Column }>(
-  t: T,
-  after: (DavResourcePropertyRow & { ownerId: string }) | undefined,
-): { columns: Pick<T, "ownerId" | "resource" | "namespace" | "name" | "value">; where: SQL | undefined; order: SQL[] } {
-  return {
-    columns: { ownerId: t.ownerId, resource: t.resource, namespace: t.namespace, name: t.name, value: t.value },
-    where: after === undefined ? undefined : sql`(${t.ownerId}, ${t.resource}, ${t.namespace}, ${t.name}) > (${after.ownerId}, ${after.resource}, ${after.namespace}, ${after.name})`,
-    order: [asc(t.ownerId), asc(t.resource), asc(t.namespace), asc(t.name)],
-  };
-}
-
-/** Every row of a table in its primary key's order, a page at a time (export). */
-export async function* allInKeyOrder<T>(page: (after: T | undefined) => T[] | Promise<T[]>): AsyncIterable<T> {
-  let after: T | undefined;
-  for (;;) {
-    const rows = await page(after);
-    yield* rows;
-    if (rows.length === 0) return;
-    after = rows[rows.length - 1];
-  }
-}
-
-/** The (low, high) bounds, exclusive, of the lock paths strictly below `path` in byte order ("/a" → "/a/" … "/a0"). */
-export function belowRange(path: string): [string, string] {
-  if (path === "/") return ["/", "0"];
-  return [`${path}/`, `${path}0`];
-}
-
-/** The UTF-8 bytes a dead property counts against its owner's quota: namespace, name and value. */
-export function propertyBytes(p: DavPropertyRow): number {
-  return Buffer.byteLength(p.namespace) + Buffer.byteLength(p.name) + Buffer.byteLength(p.value);
-}
-
-/** The file or folder a property key names (`file:{id}`, `folder:{id}`), for the foreign keys. */
-export function targetOf(resource: string): { fileId: string | null; folderId: string | null } {
-  if (resource.startsWith("file:")) return { fileId: resource.slice(5), folderId: null };
-  if (resource.startsWith("folder:")) return { fileId: null, folderId: resource.slice(7) };
-  return { fileId: null, folderId: null };
 }
 
 /** A row as the port has it. */

@@ -10,7 +10,8 @@ import { Code, ConnectError, createClient, type Transport } from "@connectrpc/co
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { WindowLimiter } from "../../src/auth/rate-limit.ts";
 import { connectPostgres } from "../../src/storage/pg-driver.ts";
-import { PgRateLimits, SqliteRateLimits, type RateLimitTable } from "../../src/storage/rate-limits.ts";
+import { PgRateLimits, SqliteRateLimits } from "../../src/storage/rate-limits.ts";
+import type { RateLimitTable } from "../../src/storage/ports.ts";
 import { startPostgres } from "../support/postgres.ts";
 import { FileService } from "../../src/gen/cubby/v1/files_pb.ts";
 import { Browser, freePort, IDP_CLIENT, startIdp } from "../support/idp.ts";

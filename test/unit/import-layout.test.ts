@@ -63,10 +63,14 @@ describe("src/'s imports follow the layout (docs/design.md)", () => {
     expect(cycles(graph)).toEqual([]);
   });
 
-  test("dav/ (WebDAV) is a transport: only server/ imports it, and it imports no other transport but http/content.ts's content rules", () => {
+  test("dav/ (WebDAV) is a transport: only server/ imports it, and it imports no other transport (the content rules it shares are serving/'s)", () => {
     const into = edges.filter(({ from, to }) => nodeOf(to) === "dav/" && nodeOf(from) !== "dav/" && nodeOf(from) !== "server/");
-    const out = edges.filter(({ from, to }) => nodeOf(from) === "dav/" && ["http/", "rpc/", "mcp/", "server/", "process/"].includes(nodeOf(to)) && to !== path.join("http", "content.ts"));
+    const out = edges.filter(({ from, to }) => nodeOf(from) === "dav/" && ["http/", "rpc/", "mcp/", "server/", "process/"].includes(nodeOf(to)));
     expect({ into, out }).toEqual({ into: [], out: [] });
+  });
+
+  test("serving/ (what answers content, share links and pages on the exchange) imports nothing of http/ (the REST routes)", () => {
+    expect(edges.filter(({ from, to }) => nodeOf(from) === "serving/" && nodeOf(to) === "http/")).toEqual([]);
   });
 
   test("domain/ and errors.ts import nothing of cubby's but each other", () => {

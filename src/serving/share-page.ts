@@ -23,7 +23,7 @@ import type { ShareListing } from "../service/folders.ts";
 import { essenceOf } from "../domain/params.ts";
 import type { ShareRow } from "../domain/share.ts";
 import { formatSize } from "../domain/size.ts";
-import type { ContentReply } from "./content.ts";
+import type { ContentReply } from "./content-reply.ts";
 import { escapeHtml, pageHead } from "./pages.ts";
 
 /** What the page shows: the share, its file, and the sharer's e-mail (undefined if unknown). */

@@ -17,7 +17,7 @@ import type { Authenticator } from "../auth/principal.ts";
 import type { ShareRow } from "../domain/share.ts";
 import type { FileContent, FileService } from "../service/files.ts";
 import type { ShareService } from "../service/shares.ts";
-import { contentReply, wantsHtml, type ContentReply, type ContentRequest } from "./content.ts";
+import { contentReply, wantsHtml, type ContentReply, type ContentRequest } from "./content-reply.ts";
 import { sharePasswordPage } from "./pages.ts";
 import { folderSharePage, sharePage } from "./share-page.ts";
 import { parseQuery } from "../domain/params.ts";

@@ -3,8 +3,7 @@
  * styled by the dashboard's stylesheet, no script (CONTRACT §11: pages for people, JSON for
  * programs).
  */
-import { httpStatusOf, toRpcStatus, type AppError } from "../errors.ts";
-import { errorHeaders } from "./respond.ts";
+import { errorHeaders, httpStatusOf, toRpcStatus, type AppError } from "../errors.ts";
 
 /** Text made safe for HTML content and attribute values (`&`, `<`, `>`, `"`, `'` as references). */
 export const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
