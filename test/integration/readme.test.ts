@@ -3,7 +3,8 @@
 // start block through bash, with only the URL pointed at this test's server and DATA_DIR at its
 // data, and every curl example of the REST API's table, in the table's order, against one
 // uploaded file. Each must answer 2xx (an example that 404s, 400s or fails to parse fails here),
-// so an edit that breaks an example breaks the build.
+// so an edit that breaks an example breaks the build. And the README is the route list a person
+// reads: every operation /openapi.json declares has an example there (issue 38).
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
@@ -79,4 +80,35 @@ test("the REST API's table: every curl example answers 2xx, in the table's order
   const results = r.out.trim().split("\n");
   expect(results.length).toBe(ordered.length);
   for (const line of results) expect(line).toMatch(/^2\d\d /);
+});
+
+/**
+ * Whether README has an example of `method path` (an OpenAPI path template, `{id}` for a
+ * parameter): a curl line with that method (GET: none other given; POST: also a body without
+ * `-X`) whose URL is `$B` (or an origin) followed by the path, or the route named in prose as
+ * `` `METHOD /path` ``.
+ */
+function readmeShows(method: string, template: string): boolean {
+  if (README.includes(`\`${method} ${template}\``)) return true;
+  const pattern = template.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{[^}]+\}/g, "[^/\"'?\\s]+");
+  const url = new RegExp(`(\\$B|https?://[^/\\s"]+)${pattern}(?=[?"'\\s\`]|$)`);
+  // A command continued over several lines (`\` at a line's end) is one line here.
+  return README.replace(/\\\n\s*/g, " ").split("\n").some((line) => {
+    if (!line.includes("curl") || !url.test(line)) return false;
+    const given = /-X\s*([A-Z]+)/.exec(line)?.[1];
+    if (given !== undefined) return given === method;
+    if (method === "GET") return !/(-d |--data|-F |-T |--upload-file)/.test(line);
+    return method === "POST" && /(-d |--data|-F |-T |--upload-file)/.test(line);
+  });
+}
+
+test("every operation of /openapi.json has an example in the README (a curl line, or named where the browser uses it)", async () => {
+  const doc = (await (await fetch(`${server.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
+  const operations = Object.entries(doc.paths).flatMap(([template, ops]) =>
+    Object.keys(ops)
+      .filter((m) => ["get", "post", "put", "patch", "delete", "head", "options"].includes(m))
+      .map((m) => `${m.toUpperCase()} ${template}`),
+  );
+  expect(operations.length).toBeGreaterThan(50);
+  expect(operations.filter((op) => !readmeShows(op.split(" ")[0]!, op.split(" ")[1]!))).toEqual([]);
 });
