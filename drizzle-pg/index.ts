@@ -14,6 +14,7 @@ import m10 from "./0010_files_folder.sql" with { type: "text" };
 import m11 from "./0011_webhook_fair.sql" with { type: "text" };
 import m12 from "./0012_dav_bounded.sql" with { type: "text" };
 import m13 from "./0013_list_indexes.sql" with { type: "text" };
+import m14 from "./0014_share_list.sql" with { type: "text" };
 
 /** The migrations in order: tag, journal timestamp (ms), and SQL text. */
 export const migrations: { tag: string; when: number; breakpoints: boolean; sql: string }[] = [
@@ -31,4 +32,5 @@ export const migrations: { tag: string; when: number; breakpoints: boolean; sql:
   { tag: "0011_webhook_fair", when: 1795858055661, breakpoints: true, sql: m11 },
   { tag: "0012_dav_bounded", when: 1795859348784, breakpoints: true, sql: m12 },
   { tag: "0013_list_indexes", when: 1795877967726, breakpoints: true, sql: m13 },
+  { tag: "0014_share_list", when: 1795878854337, breakpoints: true, sql: m14 },
 ];

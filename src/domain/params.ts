@@ -76,9 +76,9 @@ export function parseVisibility(raw: string): Visibility {
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 1000;
 
-/** A page size from a query string: a whole number 1..1000. */
+/** A page size from a query string: a whole number 1..1000, in decimal without leading zeros (as the document's integer). */
 export function parsePageSize(raw: string): number {
-  if (!/^\d{1,4}$/.test(raw)) invalid(`page_size: must be a whole number from 1 to ${MAX_PAGE_SIZE} (got "${truncate(raw)}")`);
+  if (!/^(0|[1-9]\d{0,3})$/.test(raw)) invalid(`page_size: must be a whole number from 1 to ${MAX_PAGE_SIZE} (got "${truncate(raw)}")`);
   const n = Number(raw);
   if (n < 1 || n > MAX_PAGE_SIZE) invalid(`page_size: must be from 1 to ${MAX_PAGE_SIZE} (got ${n})`);
   return n;

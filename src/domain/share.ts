@@ -21,6 +21,8 @@ export interface ShareRow {
   expiresAt: number | null;
   maxDownloads: number | null;
   downloadCount: number;
+  /** When a download was last counted (CONTRACT §15); null: never. Unix microseconds. */
+  lastDownloadAt: number | null;
   /** PHC string (argon2id); null: no password. */
   passwordHash: string | null;
   createdAt: number;
@@ -60,5 +62,30 @@ export function toShareJson(baseUrl: string, s: ShareRow): ShareJson {
     download_count: s.downloadCount,
     has_password: s.passwordHash !== null,
     created_at: formatTimestamp(s.createdAt),
+  };
+}
+
+/** One item a share holds (CONTRACT §15): a file or a folder. */
+export type ShareItemJson = { file_id: string } | { folder_id: string };
+
+/**
+ * A Share as `GET /v1/shares` lists it (CONTRACT §15): the Share object, when a download was
+ * last counted (RFC 3339, "" for never) and the items it holds (a file's share one file, a
+ * folder's one folder).
+ */
+export interface ShareDetailJson extends ShareJson {
+  last_download_time: string;
+  items: ShareItemJson[];
+}
+
+/**
+ * The listing form of a row ({@link ShareDetailJson}).
+ * @param baseUrl public origin without trailing slash (HOSTNAME)
+ */
+export function toShareDetailJson(baseUrl: string, s: ShareRow): ShareDetailJson {
+  return {
+    ...toShareJson(baseUrl, s),
+    last_download_time: s.lastDownloadAt === null ? "" : formatTimestamp(s.lastDownloadAt),
+    items: s.folderId !== null ? [{ folder_id: s.folderId }] : [{ file_id: s.fileId }],
   };
 }

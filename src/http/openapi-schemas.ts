@@ -180,6 +180,19 @@ export const schemas: Record<string, Schema> = {
   FolderPage: closedObject(folderPageProperties, "A page of a folder listing."),
   Share: closedObject(shareProperties, "A share link (CONTRACT §8)."),
   ShareList: closedObject({ shares: { type: "array", items: ref("Share") }, next_page_token: nextPage }),
+  ShareDetail: closedObject(
+    {
+      ...shareProperties,
+      last_download_time: { ...expiry, description: 'When a download was last counted (RFC 3339), or "" for never' },
+      items: {
+        type: "array",
+        description: "What the share holds: a file or a folder",
+        items: { oneOf: [closedObject({ file_id: { type: "string" } }), closedObject({ folder_id: { type: "string" } })] },
+      },
+    },
+    "A Share with what it holds and its last download (CONTRACT §15, GET /v1/shares).",
+  ),
+  ShareDetailList: closedObject({ shares: { type: "array", items: ref("ShareDetail") }, next_page_token: nextPage }),
   UploadLink: closedObject(uploadLinkProperties, "A guest upload link (CONTRACT §8)."),
   UploadLinkList: closedObject({ upload_links: { type: "array", items: ref("UploadLink") }, next_page_token: nextPage }),
   UnfinishedUpload: closedObject(unfinishedUploadProperties, "An unfinished resumable upload (CONTRACT §10)."),

@@ -6,10 +6,10 @@
 import { serialize as serializeCookie } from "cookie";
 import { Elysia, t } from "elysia";
 import { AppError } from "../errors.ts";
-import { toShareJson, type ShareRow } from "../domain/share.ts";
+import { toShareDetailJson, toShareJson, type ShareRow } from "../domain/share.ts";
 import type { Authenticator } from "../auth/principal.ts";
 import type { FileService } from "../service/files.ts";
-import { checkMaxDownloads, checkSharePassword, MAX_DOWNLOADS, MAX_PASSWORD_CHARS, type ShareInput, type ShareService } from "../service/shares.ts";
+import { checkMaxDownloads, checkSharePassword, MAX_DOWNLOADS, MAX_PASSWORD_CHARS, type ShareChanges, type ShareInput, type ShareService } from "../service/shares.ts";
 import { ANYONE, AUTH, detail, errors, html, LOCATION, ok, SERVER } from "./describe.ts";
 import { bodyString, checked, closedBody, expiryFields, fileIdParams, jsonBody, pagingQuery, strictQuery } from "./inputs.ts";
 import { DEFAULT_PAGE_SIZE, nextPageToken, type Page } from "../domain/params.ts";
@@ -35,17 +35,18 @@ const folderIdParams = t.Object({ id: t.String({ description: "Folder ID" }) });
 /** `{token}` of a share link's URL. */
 const tokenParams = t.Object({ token: t.String({ description: "The share's token (from its `url`)" }) });
 
+/** `max_downloads` of a share's body: a whole number in range, or null for no limit. */
+const maxDownloadsField = checked({ type: ["integer", "null"], minimum: 1, maximum: MAX_DOWNLOADS, description: "Downloads (GETs from byte 0) before the link answers 410; null: no limit" }, (raw) => {
+  if (raw !== null && typeof raw !== "number") throw new AppError("invalid_argument", "max_downloads: a whole number, or null for no limit");
+  if (raw !== null) checkMaxDownloads(raw);
+  return raw;
+});
+
 const newShareBody = jsonBody(
   closedBody(
     {
       ...expiryFields,
-      max_downloads: t.Optional(
-        checked({ type: ["integer", "null"], minimum: 1, maximum: MAX_DOWNLOADS, description: "Downloads (GETs from byte 0) before the link answers 410" }, (raw) => {
-          if (raw !== null && typeof raw !== "number") throw new AppError("invalid_argument", "max_downloads: a whole number, or null for no limit");
-          if (raw !== null) checkMaxDownloads(raw);
-          return raw;
-        }),
-      ),
+      max_downloads: t.Optional(maxDownloadsField),
       password: t.Optional(
         bodyString("password", { minLength: 1, maxLength: MAX_PASSWORD_CHARS, description: "Asked for as the password of HTTP Basic authentication; its length counted in UTF-16 code units" }, (raw) => {
           checkSharePassword(raw);
@@ -56,6 +57,25 @@ const newShareBody = jsonBody(
     "Every field optional; an empty body is `{}`",
   ),
   { maxBytes: MAX_BODY_BYTES, emptyIsObject: true, what: "the share's settings" },
+);
+
+/** `PATCH /v1/shares/{id}`'s body (CONTRACT §15): what is given changes, what is not stays. */
+const shareChangesBody = jsonBody(
+  closedBody(
+    {
+      ...expiryFields,
+      max_downloads: t.Optional(maxDownloadsField),
+      password: t.Optional(
+        checked({ type: ["string", "null"], minLength: 1, maxLength: MAX_PASSWORD_CHARS, description: "A new password; null removes it. Either way, what the old one unlocked is locked again" }, (raw) => {
+          if (raw !== null && typeof raw !== "string") throw new AppError("invalid_argument", "password: a string, or null for none");
+          if (raw !== null) checkSharePassword(raw);
+          return raw;
+        }),
+      ),
+    },
+    'Every field optional; `expire_time` "" means never',
+  ),
+  { maxBytes: MAX_BODY_BYTES, what: "the share's changes" },
 );
 
 /** The share routes as an Elysia plugin. */
@@ -163,6 +183,43 @@ function sharesOfFiles(deps: SharesRoutesDeps) {
         ...strictQuery(pagingQuery),
         detail: detail({ operationId: "listFolderShares", summary: "A folder's share links", tags: ["shares"], responses: { ...ok("ShareList"), ...errors(400, 404, ...AUTH) } }),
       })
+      .get(
+        "/v1/shares",
+        async ({ principal, query }) => {
+          const page = await shares.listAll(principal, query.page_size ?? DEFAULT_PAGE_SIZE, query.page_token);
+          return json({ shares: page.items.map((s) => toShareDetailJson(deps.baseUrl(), s)), next_page_token: nextPageToken(page) });
+        },
+        {
+          ...strictQuery(pagingQuery),
+          detail: detail({
+            operationId: "listAllShares",
+            summary: "Every share link of the caller's, files' and folders', newest first, with what each holds and its last download (CONTRACT §15)",
+            tags: ["shares"],
+            responses: { ...ok("ShareDetailList"), ...errors(400, ...AUTH) },
+          }),
+        },
+      )
+      .patch(
+        "/v1/shares/:id",
+        async ({ principal, params, body }) => {
+          const changes: ShareChanges = {
+            expiresAt: deps.files.expiryFrom({ expire_time: body.expire_time, ttl: body.ttl }, { allowClear: true }),
+            maxDownloads: body.max_downloads,
+            password: body.password,
+          };
+          return json(toShareDetailJson(deps.baseUrl(), await shares.update(principal, params.id, changes)));
+        },
+        {
+          params: t.Object({ id: t.String({ description: "Share ID" }) }),
+          ...shareChangesBody,
+          detail: detail({
+            operationId: "updateShare",
+            summary: "Change a share link's expiry, download limit or password (CONTRACT §15)",
+            tags: ["shares"],
+            responses: { ...ok("ShareDetail"), ...errors(400, 404, 415, ...AUTH) },
+          }),
+        },
+      )
       .delete(
         "/v1/shares/:id",
         async ({ principal, params }) => {

@@ -16,17 +16,17 @@ import { checkFolderName, type FolderRow } from "../domain/folder.ts";
 import { NO_QUOTA, type ApiKeyRow, type SessionRow, type UserAccount } from "../storage/ports.ts";
 
 /** The version this cubby writes. */
-export const ARCHIVE_VERSION = 5;
+export const ARCHIVE_VERSION = 6;
 /** The first line of every archive, without its "\n"; the number is the format's version. */
 export const ARCHIVE_MAGIC = `cubby-archive ${ARCHIVE_VERSION}`;
 /**
  * The versions this cubby reads: 1 (before key scopes and expiries), 2 (before users' state,
- * share links and guest upload links), 3 (before folders), 4 (before WebDAV dead properties)
- * and 5. What an older version lacks reads as the default (no folders: every file at the top;
- * no dead properties).
+ * share links and guest upload links), 3 (before folders), 4 (before WebDAV dead properties),
+ * 5 (before a share's last download time) and 6. What an older version lacks reads as the
+ * default (no folders: every file at the top; no dead properties; never downloaded).
  */
-export type ArchiveVersion = 1 | 2 | 3 | 4 | 5;
-const READABLE: readonly ArchiveVersion[] = [1, 2, 3, 4, 5];
+export type ArchiveVersion = 1 | 2 | 3 | 4 | 5 | 6;
+const READABLE: readonly ArchiveVersion[] = [1, 2, 3, 4, 5, 6];
 const MAGIC_PREFIX = "cubby-archive ";
 
 /**
@@ -202,6 +202,7 @@ function toJson(record: ArchiveRecord): Record<string, unknown> {
         expires_at: s.expiresAt,
         max_downloads: s.maxDownloads,
         download_count: s.downloadCount,
+        last_download_at: s.lastDownloadAt,
         password_hash: s.passwordHash,
         created_at: s.createdAt,
         deleted_at: s.deletedAt,
@@ -368,6 +369,7 @@ export function decodeRecord(line: string, offset: number, version: ArchiveVersi
         expiresAt: f.optionalCount("expires_at"),
         maxDownloads: f.optionalCount("max_downloads"),
         downloadCount: f.count("download_count"),
+        lastDownloadAt: f.since(6, "last_download_at", null, (n) => f.optionalCount(n)),
         passwordHash: f.optionalText("password_hash"),
         createdAt: f.count("created_at"),
         deletedAt: f.optionalCount("deleted_at"),

@@ -26,6 +26,19 @@ export interface ShareInput {
   password?: string | undefined;
 }
 
+/**
+ * What `PATCH /v1/shares/{id}` may change (CONTRACT §15): undefined leaves a field as it is;
+ * null clears it (no expiry, no limit, no password).
+ */
+export interface ShareChanges {
+  /** Unix microseconds in the future, or null for never. */
+  expiresAt?: number | null | undefined;
+  /** 1 … {@link MAX_DOWNLOADS}, or null for no limit. */
+  maxDownloads?: number | null | undefined;
+  /** 1 … {@link MAX_PASSWORD_CHARS} characters, or null for none. */
+  password?: string | null | undefined;
+}
+
 export const MAX_DOWNLOADS = 1_000_000_000;
 export const MAX_PASSWORD_CHARS = 1024;
 
@@ -93,6 +106,7 @@ export class ShareService {
       expiresAt,
       maxDownloads,
       downloadCount: 0,
+      lastDownloadAt: null,
       passwordHash: password === undefined ? null : await Bun.password.hash(password, { algorithm: "argon2id" }),
       createdAt: now,
       deletedAt: null,
@@ -106,6 +120,40 @@ export class ShareService {
   async list(principal: Principal, fileId: string, pageSize: number, after: PageCursor | undefined): Promise<Page<ShareRow>> {
     const file = await this.deps.files.owned(principal, fileId, "files.read");
     return pageFrom(await this.deps.store.shares.listByFile(file.id, pageSize + 1, after), pageSize);
+  }
+
+  /**
+   * Every live share of the caller's (files' and folders', expired and used-up ones included),
+   * newest first, `pageSize` at a time after `after` (CONTRACT §15 `GET /v1/shares`; keyset, §14).
+   * @throws permission_denied without files.read
+   */
+  async listAll(principal: Principal, pageSize: number, after: PageCursor | undefined): Promise<Page<ShareRow>> {
+    requireScope(principal, "files.read");
+    return pageFrom(await this.deps.store.shares.listByOwner(principal.userId, pageSize + 1, after), pageSize);
+  }
+
+  /**
+   * Changes one of the caller's live shares (CONTRACT §15 `PATCH /v1/shares/{id}`): each field
+   * given replaces the share's; what is not given stays. A new password (or none) also ends what
+   * the old one unlocked (the unlock cookie is bound to the password's hash). A limit at or below
+   * the downloads already counted leaves the link used up (410).
+   * @returns the share as it is now
+   * @throws permission_denied without files.write; invalid_argument as {@link create}; not_found
+   *   when the caller has no such live share
+   */
+  async update(principal: Principal, shareId: string, changes: ShareChanges): Promise<ShareRow> {
+    requireScope(principal, "files.write");
+    const { expiresAt, maxDownloads, password } = changes;
+    if (expiresAt != null && expiresAt <= this.deps.clock.nowMicros()) throw new AppError("invalid_argument", "expire_time must be in the future");
+    if (maxDownloads != null) checkMaxDownloads(maxDownloads);
+    if (password != null) checkSharePassword(password);
+    const set: Parameters<MetadataStore["shares"]["update"]>[2] = {};
+    if (expiresAt !== undefined) set.expiresAt = expiresAt;
+    if (maxDownloads !== undefined) set.maxDownloads = maxDownloads;
+    if (password !== undefined) set.passwordHash = password === null ? null : await Bun.password.hash(password, { algorithm: "argon2id" });
+    const updated = isIdShaped(shareId) ? await this.deps.store.shares.update(shareId, principal.userId, set) : undefined;
+    if (updated === undefined) throw new AppError("not_found", "share not found");
+    return updated;
   }
 
   /**
@@ -160,7 +208,7 @@ export class ShareService {
    */
   async countDownload(share: ShareRow, what: FileRecord | FolderRow): Promise<void> {
     const counted = await this.deps.store.transaction(async (tx) => {
-      if (!(await tx.shares.countDownload(share.id))) return false;
+      if (!(await tx.shares.countDownload(share.id, this.deps.clock.nowMicros()))) return false;
       if ("blob" in what) await this.deps.webhooks.shareDownloaded(tx, what, share.id);
       else await this.deps.webhooks.folderDownloaded(tx, what, share.id);
       return true;

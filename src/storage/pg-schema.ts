@@ -152,17 +152,21 @@ export const shares = pgTable(
     expiresAt: micros("expires_at"),
     maxDownloads: bigint("max_downloads", { mode: "number" }),
     downloadCount: bigint("download_count", { mode: "number" }).notNull().default(0),
+    /** When a download was last counted (CONTRACT §15); null: never. */
+    lastDownloadAt: bigint("last_download_at", { mode: "number" }),
     /** A password hash in PHC string format (argon2id by Bun.password); null: no password. */
     passwordHash: text("password_hash"),
     createdAt: micros("created_at").notNull(),
     deletedAt: micros("deleted_at"),
   },
-  // The listings of a file's and a folder's live shares, newest first, are ranges of these
-  // (CONTRACT §14: keyset-paged through an index).
+  // The listings of a file's, a folder's and an owner's live shares, newest first, are ranges of
+  // these (CONTRACT §14: keyset-paged through an index).
   (t) => [
     uniqueIndex("shares_token_unique").on(t.token),
     index("shares_file_live_idx").on(t.fileId, sql`${t.createdAt} DESC`, sql`${t.id} DESC`).where(sql`${t.deletedAt} IS NULL`),
     index("shares_folder_live_idx").on(t.folderId, sql`${t.createdAt} DESC`, sql`${t.id} DESC`).where(sql`${t.deletedAt} IS NULL`),
+    index("shares_owner_live_idx").on(t.ownerId, sql`${t.createdAt} DESC`, sql`${t.id} DESC`).where(sql`${t.deletedAt} IS NULL`),
+    // Every share of an owner, deleted ones too: what deleting the user removes (the foreign key's cascade).
     index("shares_owner_idx").on(t.ownerId),
   ],
 );

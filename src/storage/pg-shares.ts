@@ -33,17 +33,28 @@ export class PgShares implements ShareTable {
     return this.db.select().from(shares).where(where).orderBy(desc(shares.createdAt), desc(shares.id)).limit(limit);
   }
 
+  async listByOwner(ownerId: string, limit: number, after: PageCursor | undefined): Promise<ShareRow[]> {
+    const where = and(eq(shares.ownerId, ownerId), isNull(shares.deletedAt), newestFirstAfter(shares, after));
+    return this.db.select().from(shares).where(where).orderBy(desc(shares.createdAt), desc(shares.id)).limit(limit);
+  }
+
+  async update(id: string, ownerId: string, changes: Partial<Pick<ShareRow, "expiresAt" | "maxDownloads" | "passwordHash">>): Promise<ShareRow | undefined> {
+    const where = and(eq(shares.id, id), eq(shares.ownerId, ownerId), isNull(shares.deletedAt));
+    if (Object.keys(changes).length === 0) return (await this.db.select().from(shares).where(where))[0];
+    return (await this.db.update(shares).set(changes).where(where).returning())[0];
+  }
+
   async markDeleted(id: string, ownerId: string, now: number): Promise<boolean> {
     const where = and(eq(shares.id, id), eq(shares.ownerId, ownerId), isNull(shares.deletedAt));
     return (await this.db.update(shares).set({ deletedAt: now }).where(where).returning({ id: shares.id })).length > 0;
   }
 
   /** One UPDATE: PostgreSQL re-checks the condition on the row it locks, so racing downloads queue and the limit holds. */
-  async countDownload(id: string): Promise<boolean> {
+  async countDownload(id: string, now: number): Promise<boolean> {
     const where = and(eq(shares.id, id), isNull(shares.deletedAt), or(isNull(shares.maxDownloads), lt(shares.downloadCount, shares.maxDownloads)));
     const counted = await this.db
       .update(shares)
-      .set({ downloadCount: sql`${shares.downloadCount} + 1` })
+      .set({ downloadCount: sql`${shares.downloadCount} + 1`, lastDownloadAt: now })
       .where(where)
       .returning({ id: shares.id });
     return counted.length > 0;

@@ -102,14 +102,22 @@ export interface ShareTable {
   listByFile(fileId: string, limit: number, after: PageCursor | undefined): Promise<ShareRow[]>;
   /** Up to `limit` of a folder's shares that are not deleted, newest first, after `after` (keyset). */
   listByFolder(folderId: string, limit: number, after: PageCursor | undefined): Promise<ShareRow[]>;
+  /** Up to `limit` of an owner's shares that are not deleted, newest first, after `after` (keyset). */
+  listByOwner(ownerId: string, limit: number, after: PageCursor | undefined): Promise<ShareRow[]>;
+  /**
+   * Changes a live share of `ownerId`'s: each field given (expiry and limit null for none;
+   * `passwordHash` null removes the password).
+   * @returns the share as it is now; undefined when `ownerId` has no such live share
+   */
+  update(id: string, ownerId: string, changes: Partial<Pick<ShareRow, "expiresAt" | "maxDownloads" | "passwordHash">>): Promise<ShareRow | undefined>;
   /** Marks `ownerId`'s share deleted at `now`, once. @returns whether it was live and is now deleted */
   markDeleted(id: string, ownerId: string, now: number): Promise<boolean>;
   /**
    * Counts one download, only while the share is live and below its limit, in one conditional
-   * UPDATE, so concurrent downloads never pass `max_downloads`.
+   * UPDATE, so concurrent downloads never pass `max_downloads`; records `now` as its last download.
    * @returns whether it was counted
    */
-  countDownload(id: string): Promise<boolean>;
+  countDownload(id: string, now: number): Promise<boolean>;
   /** Every row, deleted ones too, in ID order (export). */
   all(): AsyncIterable<ShareRow>;
 }

@@ -145,17 +145,21 @@ export const shares = sqliteTable(
     expiresAt: integer("expires_at"),
     maxDownloads: integer("max_downloads"),
     downloadCount: integer("download_count").notNull().default(0),
+    /** When a download was last counted (CONTRACT §15); null: never. */
+    lastDownloadAt: integer("last_download_at"),
     /** A password hash in PHC string format (argon2id by Bun.password); null: no password. */
     passwordHash: text("password_hash"),
     createdAt: integer("created_at").notNull(),
     deletedAt: integer("deleted_at"),
   },
-  // The listings of a file's and a folder's live shares, newest first, are ranges of these
-  // (CONTRACT §14: keyset-paged through an index).
+  // The listings of a file's, a folder's and an owner's live shares, newest first, are ranges of
+  // these (CONTRACT §14: keyset-paged through an index).
   (t) => [
     uniqueIndex("shares_token_unique").on(t.token),
     index("shares_file_live_idx").on(t.fileId, sql`${t.createdAt} DESC`, sql`${t.id} DESC`).where(sql`${t.deletedAt} IS NULL`),
     index("shares_folder_live_idx").on(t.folderId, sql`${t.createdAt} DESC`, sql`${t.id} DESC`).where(sql`${t.deletedAt} IS NULL`),
+    index("shares_owner_live_idx").on(t.ownerId, sql`${t.createdAt} DESC`, sql`${t.id} DESC`).where(sql`${t.deletedAt} IS NULL`),
+    // Every share of an owner, deleted ones too: what deleting the user removes (the foreign key's cascade).
     index("shares_owner_idx").on(t.ownerId),
   ],
 );

@@ -36,18 +36,28 @@ export class SqliteShares implements ShareTable {
     return this.db.select().from(shares).where(where).orderBy(desc(shares.createdAt), desc(shares.id)).limit(limit).all();
   }
 
+  async listByOwner(ownerId: string, limit: number, after: PageCursor | undefined): Promise<ShareRow[]> {
+    const where = and(eq(shares.ownerId, ownerId), isNull(shares.deletedAt), newestFirstAfter(shares, after));
+    return this.db.select().from(shares).where(where).orderBy(desc(shares.createdAt), desc(shares.id)).limit(limit).all();
+  }
+
+  update(id: string, ownerId: string, changes: Partial<Pick<ShareRow, "expiresAt" | "maxDownloads" | "passwordHash">>): Promise<ShareRow | undefined> {
+    const where = and(eq(shares.id, id), eq(shares.ownerId, ownerId), isNull(shares.deletedAt));
+    return this.write((db) => (Object.keys(changes).length === 0 ? db.select().from(shares).where(where).get() : db.update(shares).set(changes).where(where).returning().get()));
+  }
+
   markDeleted(id: string, ownerId: string, now: number): Promise<boolean> {
     const where = and(eq(shares.id, id), eq(shares.ownerId, ownerId), isNull(shares.deletedAt));
     return this.write((db) => db.update(shares).set({ deletedAt: now }).where(where).returning({ id: shares.id }).all().length > 0);
   }
 
-  countDownload(id: string): Promise<boolean> {
+  countDownload(id: string, now: number): Promise<boolean> {
     const where = and(eq(shares.id, id), isNull(shares.deletedAt), or(isNull(shares.maxDownloads), lt(shares.downloadCount, shares.maxDownloads)));
     return this.write(
       (db) =>
         db
           .update(shares)
-          .set({ downloadCount: sql`${shares.downloadCount} + 1` })
+          .set({ downloadCount: sql`${shares.downloadCount} + 1`, lastDownloadAt: now })
           .where(where)
           .returning({ id: shares.id })
           .all().length > 0,

@@ -415,9 +415,9 @@ async function roundTrip(makeSource: () => Promise<Deployment>, makeDest: () => 
 
 /** `archive` as a later cubby might write it: its version 6 (the rest as it was). */
 function newerVersion(archive: Buffer): Buffer {
-  const magic = "cubby-archive 5\n";
+  const magic = "cubby-archive 6\n";
   expect(archive.subarray(0, magic.length).toString()).toBe(magic);
-  return Buffer.concat([Buffer.from("cubby-archive 6\n"), archive.subarray(magic.length)]);
+  return Buffer.concat([Buffer.from("cubby-archive 7\n"), archive.subarray(magic.length)]);
 }
 
 /** `archive` with a record of a type this cubby does not know just before its trailer, after every file's content. */
@@ -451,7 +451,7 @@ describe.skipIf(BACKEND === "sqlite-disk" && pgUrl === undefined && s3 === undef
     for (const [what, variant, message] of [
       ["a flipped byte", damaged, /damaged archive/],
       ["truncated", bytes.subarray(0, bytes.length - 100), /\(truncated\?\)/],
-      ["a newer version", newerVersion(bytes), /archive format "cubby-archive 6" is not one this cubby reads \(written by a newer cubby\?\)/],
+      ["a newer version", newerVersion(bytes), /archive format "cubby-archive 7" is not one this cubby reads \(written by a newer cubby\?\)/],
       ["an unknown record", withUnknownRecord(bytes), /unknown record type "webhook" \(written by a newer cubby\?\)/],
     ] as const) {
       const file = path.join(dir.path, "refused.cubby");
@@ -550,15 +550,15 @@ describe.skipIf(postgresPass)("refusals", () => {
   });
 
   test("not an archive, or another version", async () => {
-    await expectRefused(Buffer.from("hello\n"), /^cubby: not a cubby archive \(it does not start with "cubby-archive 5"\)\n$/);
-    await expectRefused(Buffer.from("cubby-archive 6\n"), /^cubby: archive format "cubby-archive 6" is not one this cubby reads/);
+    await expectRefused(Buffer.from("hello\n"), /^cubby: not a cubby archive \(it does not start with "cubby-archive 6"\)\n$/);
+    await expectRefused(Buffer.from("cubby-archive 7\n"), /^cubby: archive format "cubby-archive 7" is not one this cubby reads/);
     await expectRefused(new Uint8Array(0), /^cubby: not a cubby archive \(it is empty\)\n$/);
   });
 
   test("a newer version's archive is refused before anything is read, and changes nothing", async () => {
     await expectRefused(
       newerVersion(archive),
-      /^cubby: archive format "cubby-archive 6" is not one this cubby reads \(written by a newer cubby\?\); it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3", "cubby-archive 4", "cubby-archive 5"; nothing was changed\n$/,
+      /^cubby: archive format "cubby-archive 7" is not one this cubby reads \(written by a newer cubby\?\); it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3", "cubby-archive 4", "cubby-archive 5", "cubby-archive 6"; nothing was changed\n$/,
     );
   });
 

@@ -1,7 +1,7 @@
 // test-lists: workers postgres-s3
 // The owner's lists that once answered everything at once are keyset-paged (CONTRACT §14,
-// issue 37): `GET /auth/keys`, `GET /v1/files/{id}/shares`, `GET /v1/folders/{id}/shares` and
-// `GET /v1/upload-links` answer `page_size` rows (50 by default) and a `next_page_token`, on the
+// issue 37): `GET /auth/keys`, `GET /v1/files/{id}/shares`, `GET /v1/folders/{id}/shares`,
+// `GET /v1/shares` (CONTRACT §15) and `GET /v1/upload-links` answer `page_size` rows (50 by default) and a `next_page_token`, on the
 // run's backend and WORKERS. With 10 000 rows each (made with SQL), walking every page returns
 // each row once, newest first, while a stall probe's /healthz waits at most the limit; each
 // listing's query is a range of its index (SQLite's EXPLAIN QUERY PLAN, PostgreSQL's EXPLAIN).
@@ -90,6 +90,8 @@ describe.each([
   ["GET /auth/keys", () => "/auth/keys", "keys", () => newestFirst("k"), 1],
   ["GET /v1/files/{id}/shares", () => `/v1/files/${fileId}/shares`, "shares", () => newestFirst("s"), 0],
   ["GET /v1/folders/{id}/shares", () => `/v1/folders/${folderId}/shares`, "shares", () => newestFirst("d"), 0],
+  // Both kinds at once: a file's share and a folder's made at the same microsecond, the higher ID first.
+  ["GET /v1/shares", () => "/v1/shares", "shares", () => newestFirst("s").flatMap((id) => [id, `d${id.slice(1)}`]), 0],
   ["GET /v1/upload-links", () => "/v1/upload-links", "upload_links", () => newestFirst("l", (i) => i % 10 !== 0), 0],
   ["GET /v1/upload-links?show_deleted=true", () => "/v1/upload-links?show_deleted=true", "upload_links", () => newestFirst("l"), 0],
 ])("%s with 10 000 rows", (_, target, field, expected, others) => {
@@ -129,6 +131,7 @@ test("each listing's query is a range of its index (the stores' WHERE and ORDER 
     [`SELECT * FROM api_keys WHERE user_id = '${owner}' AND ${after} ${newest}`, "api_keys_user_created_idx"],
     [`SELECT * FROM shares WHERE file_id = '${fileId}' AND deleted_at IS NULL AND ${after} ${newest}`, "shares_file_live_idx"],
     [`SELECT * FROM shares WHERE folder_id = '${folderId}' AND deleted_at IS NULL AND ${after} ${newest}`, "shares_folder_live_idx"],
+    [`SELECT * FROM shares WHERE owner_id = '${owner}' AND deleted_at IS NULL AND ${after} ${newest}`, "shares_owner_live_idx"],
     [`SELECT * FROM upload_links WHERE owner_id = '${owner}' AND deleted_at IS NULL AND ${after} ${newest}`, "upload_links_owner_live_idx"],
     [`SELECT * FROM upload_links WHERE owner_id = '${owner}' AND ${after} ${newest}`, "upload_links_owner_created_idx"],
   ];

@@ -1,10 +1,11 @@
 // test-lists: workers postgres-s3
 // Share links (CONTRACT §8) through a real server on the run's backend: anonymous access to a
 // private file, exact download counting under concurrency, expiry, passwords (Basic, the form,
-// rate limiting), deletion, and bad input.
+// rate limiting), deletion, and bad input; every share of the caller's (GET /v1/shares) and
+// changing one (PATCH /v1/shares/{id}, CONTRACT §15).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { checksumOf } from "../../src/domain/checksum.ts";
-import type { ShareJson } from "../../src/domain/share.ts";
+import type { ShareDetailJson, ShareJson } from "../../src/domain/share.ts";
 import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";
 import { waitFor } from "../support/wait.ts";
 
@@ -35,6 +36,89 @@ async function share(body: unknown = {}, key = owner, fileId = file.id): Promise
 
 const path = (s: ShareJson) => new URL(s.url).pathname;
 const get = (s: ShareJson, headers: Record<string, string> = {}, method = "GET") => fetch(`${server.url}${path(s)}`, { method, headers });
+
+// Before "share links": its last test leaves this address rate limited for wrong passwords.
+describe("every share of the caller's, and changing one (CONTRACT §15)", () => {
+  let carol: string;
+  let photo: FileJson;
+  const call = async (method: string, target: string, body?: unknown, key = carol) => {
+    const headers: Record<string, string> = { authorization: `Bearer ${key}` };
+    if (body !== undefined) headers["content-type"] = "application/json";
+    const res = await fetch(`${server.url}${target}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    return { status: res.status, json: (await res.json()) as Record<string, unknown> & ShareDetailJson & { shares: ShareDetailJson[]; next_page_token: string; message?: string } };
+  };
+
+  beforeAll(async () => {
+    carol = await server.mintKey("carol@example.com");
+    photo = await client(server, carol).upload("a photo", "?name=photo.jpg");
+  });
+
+  test("GET /v1/shares: files' and folders' shares, newest first, paged, with items and the last download; deleted ones not listed; only the caller's", async () => {
+    const fileShare = (await call("POST", `/v1/files/${photo.id}/shares`, {})).json;
+    const folder = (await call("POST", "/v1/folders", { name: "Trip" })).json as unknown as { id: string };
+    const folderShare = (await call("POST", `/v1/folders/${folder.id}/shares`, { max_downloads: 2 })).json;
+    const gone = (await call("POST", `/v1/files/${photo.id}/shares`, {})).json;
+    expect((await call("DELETE", `/v1/shares/${gone.id}`)).status).toBe(200);
+
+    const listed = await call("GET", "/v1/shares");
+    expect(listed.status).toBe(200);
+    expect(listed.json.shares).toEqual([
+      { ...folderShare, last_download_time: "", items: [{ folder_id: folder.id }] },
+      { ...fileShare, last_download_time: "", items: [{ file_id: photo.id }] },
+    ]);
+    expect(listed.json.next_page_token).toBe("");
+
+    // A download is counted and dated.
+    const before = Date.now();
+    expect((await fetch(fileShare.url)).status).toBe(200);
+    const after = (await call("GET", "/v1/shares?page_size=1&page_token=" + (await call("GET", "/v1/shares?page_size=1")).json.next_page_token)).json;
+    expect(after.shares.map((s) => s.id)).toEqual([fileShare.id]);
+    expect(after.shares[0]!.download_count).toBe(1);
+    expect(Date.parse(after.shares[0]!.last_download_time)).toBeGreaterThanOrEqual(before - 1000);
+    expect(after.next_page_token).toBe("");
+
+    // Another user sees none of them.
+    expect((await call("GET", "/v1/shares", undefined, await server.mintKey("dave@example.com"))).json.shares).toEqual([]);
+  });
+
+  test("PATCH /v1/shares/{id} sets and clears the expiry, the limit and the password; the link follows at once", async () => {
+    const s = (await call("POST", `/v1/files/${photo.id}/shares`, {})).json;
+    const changed = await call("PATCH", `/v1/shares/${s.id}`, { ttl: "1h", max_downloads: 5, password: "new secret" });
+    expect(changed.status).toBe(200);
+    expect(changed.json).toMatchObject({ id: s.id, url: s.url, max_downloads: 5, has_password: true, download_count: 0, items: [{ file_id: photo.id }] });
+    expect(Date.parse(changed.json.expire_time) - Date.now()).toBeGreaterThan(3500_000);
+    expect((await fetch(s.url)).status).toBe(401);
+    const basic = { authorization: `Basic ${Buffer.from("any:new secret").toString("base64")}` };
+    expect((await fetch(s.url, { headers: basic })).status).toBe(200);
+
+    const cleared = await call("PATCH", `/v1/shares/${s.id}`, { expire_time: "", max_downloads: null, password: null });
+    expect(cleared.json).toMatchObject({ expire_time: "", max_downloads: null, has_password: false, download_count: 1 });
+    expect((await fetch(s.url)).status).toBe(200);
+
+    // A limit at or below the downloads counted leaves the link used up; raising it opens it again.
+    expect((await call("PATCH", `/v1/shares/${s.id}`, { max_downloads: 2 })).json.max_downloads).toBe(2);
+    expect((await fetch(s.url)).status).toBe(410);
+    await call("PATCH", `/v1/shares/${s.id}`, { max_downloads: 3 });
+    expect((await fetch(s.url)).status).toBe(200);
+
+    // An empty body changes nothing.
+    expect((await call("PATCH", `/v1/shares/${s.id}`, {})).json).toMatchObject({ max_downloads: 3, download_count: 3 });
+  });
+
+  test("PATCH refuses bad changes (400, nothing changed), another's or a deleted share (404), a read-only key (403)", async () => {
+    const s = (await call("POST", `/v1/files/${photo.id}/shares`, { max_downloads: 4 })).json;
+    for (const bad of [{ max_downloads: 0 }, { max_downloads: 1.5 }, { password: "" }, { expire_time: "2001-01-01T00:00:00Z" }, { ttl: "3w" }, { items: [] }, { ttl: "1h", expire_time: "2031-01-01T00:00:00Z" }]) {
+      const r = await call("PATCH", `/v1/shares/${s.id}`, bad);
+      expect({ bad, status: r.status }).toEqual({ bad, status: 400 });
+    }
+    expect((await call("GET", "/v1/shares")).json.shares.find((x) => x.id === s.id)).toMatchObject({ max_downloads: 4, expire_time: "", has_password: false });
+    expect((await call("PATCH", `/v1/shares/${s.id}`, { max_downloads: 9 }, await server.mintKey("erin@example.com"))).status).toBe(404);
+    expect((await call("PATCH", `/v1/shares/${s.id}`, { max_downloads: 9 }, await server.mintKey("carol@example.com", "--scope", "files.read"))).status).toBe(403);
+    expect((await call("PATCH", "/v1/shares/nosuchshare", { max_downloads: 9 })).status).toBe(404);
+    expect((await call("DELETE", `/v1/shares/${s.id}`)).status).toBe(200);
+    expect((await call("PATCH", `/v1/shares/${s.id}`, { max_downloads: 9 })).status).toBe(404);
+  });
+});
 
 describe("share links", () => {
   test("a share of a private file serves it to anyone, with the content headers; listed; deleted → 410", async () => {

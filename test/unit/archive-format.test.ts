@@ -39,15 +39,15 @@ const records: ArchiveRecord[] = [
   },
   {
     type: "share",
-    row: { id: "sh1", fileId: "abcdefghijklmnopqrstu", folderId: null, ownerId: "u1", token: shareToken, expiresAt: 20, maxDownloads: 3, downloadCount: 1, passwordHash: "$argon2id$v=19$m=65536,t=2,p=1$c2FsdA$aGFzaA", createdAt: 6, deletedAt: null },
+    row: { id: "sh1", fileId: "abcdefghijklmnopqrstu", folderId: null, ownerId: "u1", token: shareToken, expiresAt: 20, maxDownloads: 3, downloadCount: 1, lastDownloadAt: 8, passwordHash: "$argon2id$v=19$m=65536,t=2,p=1$c2FsdA$aGFzaA", createdAt: 6, deletedAt: null },
   },
   {
     type: "share",
-    row: { id: "sh2", fileId: "abcdefghijklmnopqrstu", folderId: null, ownerId: "u1", token: shareToken.toLowerCase(), expiresAt: null, maxDownloads: null, downloadCount: 0, passwordHash: null, createdAt: 6, deletedAt: 7 },
+    row: { id: "sh2", fileId: "abcdefghijklmnopqrstu", folderId: null, ownerId: "u1", token: shareToken.toLowerCase(), expiresAt: null, maxDownloads: null, downloadCount: 0, lastDownloadAt: null, passwordHash: null, createdAt: 6, deletedAt: 7 },
   },
   {
     type: "share",
-    row: { id: "sh3", fileId: "", folderId: "fold1fold1fold1fold1f", ownerId: "u1", token: shareToken.replace("S", "F"), expiresAt: null, maxDownloads: 2, downloadCount: 0, passwordHash: null, createdAt: 6, deletedAt: null },
+    row: { id: "sh3", fileId: "", folderId: "fold1fold1fold1fold1f", ownerId: "u1", token: shareToken.replace("S", "F"), expiresAt: null, maxDownloads: 2, downloadCount: 0, lastDownloadAt: null, passwordHash: null, createdAt: 6, deletedAt: null },
   },
   { type: "dav_property", row: { ownerId: "u1", resource: "file:abcdefghijklmnopqrstu", namespace: "urn:x", name: "color", value: '<x:color xmlns:x="urn:x">"red" &amp; blue</x:color>' } },
   { type: "dav_property", row: { ownerId: "u1", resource: "root", namespace: "", name: "plain", value: '<plain xmlns="">1</plain>' } },
@@ -131,12 +131,13 @@ test.each([
   ["cubby-archive 3", 3],
   ["cubby-archive 4", 4],
   ["cubby-archive 5", 5],
+  ["cubby-archive 6", 6],
   [
-    "cubby-archive 6",
-    'archive format "cubby-archive 6" is not one this cubby reads (written by a newer cubby?); it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3", "cubby-archive 4", "cubby-archive 5"; nothing was changed',
+    "cubby-archive 7",
+    'archive format "cubby-archive 7" is not one this cubby reads (written by a newer cubby?); it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3", "cubby-archive 4", "cubby-archive 5", "cubby-archive 6"; nothing was changed',
   ],
-  ["cubby-archive 2b", 'archive format "cubby-archive 2b" is not one this cubby reads; it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3", "cubby-archive 4", "cubby-archive 5"; nothing was changed'],
-  ["PK\u0003\u0004", 'not a cubby archive (it does not start with "cubby-archive 5")'],
+  ["cubby-archive 2b", 'archive format "cubby-archive 2b" is not one this cubby reads; it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3", "cubby-archive 4", "cubby-archive 5", "cubby-archive 6"; nothing was changed'],
+  ["PK\u0003\u0004", 'not a cubby archive (it does not start with "cubby-archive 6")'],
 ])("magic line %p", (line, outcome) => {
   if (typeof outcome === "number") expect(checkMagic(line)).toBe(outcome as 1 | 2 | 3 | 4);
   else expect(() => checkMagic(line)).toThrow(outcome);
@@ -162,7 +163,7 @@ test("a version 3 archive's records read with no folders (every file at the top,
   expect(decodeRecord(JSON.stringify(v3file), 0, 3)).toMatchObject({ type: "file", row: { folderId: null } });
   expect(() => decodeRecord(JSON.stringify(v3file), 0, 4)).toThrow('a file record has no "folder_id"');
   expect(() => decodeRecord(JSON.stringify(file), 0, 3)).toThrow('unknown field(s) "folder_id"');
-  const { folder_id: _s, ...v3share } = share;
+  const { folder_id: _s, last_download_at: _d, ...v3share } = share;
   expect(decodeRecord(JSON.stringify(v3share), 0, 3)).toMatchObject({ type: "share", row: { folderId: null, fileId: "abcdefghijklmnopqrstu" } });
   expect(() => decodeRecord(JSON.stringify(folderShare), 0, 3)).toThrow('"file_id" of a share record must be a non-empty string');
   expect(() => decodeRecord(JSON.stringify(share), 0, 3)).toThrow('unknown field(s) "folder_id"');
@@ -170,6 +171,13 @@ test("a version 3 archive's records read with no folders (every file at the top,
   const v3end = '{"type":"end","users":1,"keys":0,"sessions":0,"upload_links":0,"files":0,"shares":0,"bytes":0,"crc32c":"AAAAAA=="}';
   expect(decodeRecord(v3end, 0, 3)).toMatchObject({ type: "end", trailer: { folders: 0, shares: 0 } });
   expect(() => decodeRecord(v3end, 0, 4)).toThrow('a end record has no "folders"');
+});
+
+test("a version 5 archive's shares read as never downloaded; last_download_at in one is refused", () => {
+  const { last_download_at: _, ...v5share } = share;
+  expect(decodeRecord(JSON.stringify(v5share), 0, 5)).toMatchObject({ type: "share", row: { lastDownloadAt: null } });
+  expect(() => decodeRecord(JSON.stringify(v5share), 0, 6)).toThrow('a share record has no "last_download_at"');
+  expect(() => decodeRecord(JSON.stringify(share), 0, 5)).toThrow('unknown field(s) "last_download_at"');
 });
 
 test("a version 4 archive reads with no dead properties; a dead property record in one is refused, as is one naming no resource", () => {

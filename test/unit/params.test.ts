@@ -96,6 +96,7 @@ describe("parsePageSize", () => {
     ["abc", { error: "invalid_argument" }],
     ["", { error: "invalid_argument" }],
     ["+5", { error: "invalid_argument" }],
+    ["01", { error: "invalid_argument" }],
   ])("%p", (input, want) => expect(outcome(() => parsePageSize(input))).toEqual(want));
 });
 

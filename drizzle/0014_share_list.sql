@@ -1,0 +1,2 @@
+ALTER TABLE `shares` ADD `last_download_at` integer;--> statement-breakpoint
+CREATE INDEX `shares_owner_live_idx` ON `shares` (`owner_id`,"created_at" DESC,"id" DESC) WHERE "shares"."deleted_at" IS NULL;
