@@ -15,6 +15,7 @@ import m11 from "./0011_webhook_fair.sql" with { type: "text" };
 import m12 from "./0012_dav_bounded.sql" with { type: "text" };
 import m13 from "./0013_list_indexes.sql" with { type: "text" };
 import m14 from "./0014_share_list.sql" with { type: "text" };
+import m15 from "./0015_user_profile.sql" with { type: "text" };
 
 /** The migrations in order: tag, journal timestamp (ms), and SQL text. */
 export const migrations: { tag: string; when: number; breakpoints: boolean; sql: string }[] = [
@@ -33,4 +34,5 @@ export const migrations: { tag: string; when: number; breakpoints: boolean; sql:
   { tag: "0012_dav_bounded", when: 1795859347461, breakpoints: true, sql: m12 },
   { tag: "0013_list_indexes", when: 1795877966760, breakpoints: true, sql: m13 },
   { tag: "0014_share_list", when: 1795878853283, breakpoints: true, sql: m14 },
+  { tag: "0015_user_profile", when: 1795879117529, breakpoints: true, sql: m15 },
 ];

@@ -13,6 +13,7 @@ import type { S3Settings } from "./storage/s3-blobs.ts";
 import type { LogFormat } from "./log.ts";
 import { availableMemory } from "./memory-limit.ts";
 import { parseAllowedHosts } from "./domain/host-allowlist.ts";
+import { parseEmail } from "./domain/params.ts";
 import { parseSize } from "./domain/size.ts";
 
 export interface Config {
@@ -107,6 +108,8 @@ export interface Config {
    * host names, addresses and CIDR ranges, each checked (domain/host-allowlist.ts).
    */
   webhookAllowedHosts: string[];
+  /** ADMIN_EMAILS: the (lower-cased) e-mails of administrators besides those promoted (CONTRACT §15). */
+  adminEmails: string[];
   /**
    * Tests only: the first retry delay of a webhook delivery, ms (CUBBY_TEST_WEBHOOK_RETRY_MS);
    * undefined: RETRY_BASE_MS (service/webhook-deliverer.ts, 5 s).
@@ -246,6 +249,18 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     throw new ConfigError(`WEBHOOK_ALLOWED_HOSTS: ${(err as Error).message}`);
   }
 
+  const adminEmails = (get("ADMIN_EMAILS") ?? "")
+    .split(",")
+    .map((e) => e.trim())
+    .filter((e) => e !== "")
+    .map((e) => {
+      try {
+        return parseEmail(e);
+      } catch {
+        throw new ConfigError(`ADMIN_EMAILS: "${e}" is not an e-mail address (expected e.g. alice@example.com,bob@example.com)`);
+      }
+    });
+
   const metricsToken = emptyToUndefined(get("METRICS_TOKEN"));
   if (metricsToken !== undefined && !/^[\x21-\x7e]{16,}$/.test(metricsToken)) {
     throw new ConfigError("METRICS_TOKEN must be at least 16 printable ASCII characters without spaces (e.g. from `openssl rand -hex 32`)");
@@ -289,6 +304,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     testExpirySweepMs: testMilliseconds(get, "CUBBY_TEST_EXPIRY_SWEEP_MS", 10),
     testRemovalGraceMs: testMilliseconds(get, "CUBBY_TEST_REMOVAL_GRACE_MS", 0),
     webhookAllowedHosts,
+    adminEmails,
     testWebhookRetryMs: testMilliseconds(get, "CUBBY_TEST_WEBHOOK_RETRY_MS", 10),
   };
 }

@@ -1,5 +1,5 @@
 /**
- * `cubby users list | disable | enable | delete | set-quota` (CONTRACT §9): the operator's
+ * `cubby users list | disable | enable | delete | set-quota | promote | demote` (CONTRACT §9, §15): the operator's
  * administration of users, over service/user-admin.ts. Results go to stdout (list) or one
  * line on stderr; bad input is an AppError invalid_argument or not_found, which main.ts prints
  * as one line with exit status 2.
@@ -15,7 +15,8 @@ import type { QuotaSetting, UserSummary } from "./service/user-admin.ts";
 export const USERS_USAGE = `  cubby users list [--data-dir DIR]
   cubby users disable EMAIL | enable EMAIL [--data-dir DIR]
   cubby users delete EMAIL [--yes] [--data-dir DIR]
-  cubby users set-quota EMAIL SIZE|none|default [--data-dir DIR]   (SIZE: bytes, 5G, 500MiB, 2TB)`;
+  cubby users set-quota EMAIL SIZE|none|default [--data-dir DIR]   (SIZE: bytes, 5G, 500MiB, 2TB)
+  cubby users promote EMAIL | demote EMAIL [--data-dir DIR]   (administrators; ADMIN_EMAILS makes them too)`;
 
 const usage = (message: string) => new AppError("invalid_argument", message);
 
@@ -37,10 +38,11 @@ export async function usersCommand(config: Config, sub: string | undefined, args
       if (args.length > 0) throw usage(`users list takes no arguments (got "${args[0]}")`);
       await using services = await opts.open(config);
       console.log(["EMAIL", "FILES", "BYTES", "KEYS", "LAST SEEN", "STATUS", "QUOTA"].join("\t"));
-      for (const u of await services.userAdmin.list()) {
+      for await (const u of services.userAdmin.list()) {
         const bytes = u.reservedBytes === 0 ? String(u.fileBytes) : `${u.fileBytes} (+${u.reservedBytes} reserved)`;
         const seen = u.lastSeenAt === null ? "never" : formatTimestamp(u.lastSeenAt);
-        console.log([u.email, u.files, bytes, u.keys, seen, u.disabledAt === null ? "enabled" : "disabled", quotaText(u)].join("\t"));
+        const status = (u.disabledAt === null ? "enabled" : "disabled") + (u.admin ? ", admin" : "");
+        console.log([u.email, u.files, bytes, u.keys, seen, status, quotaText(u)].join("\t"));
       }
       return 0;
     }
@@ -61,6 +63,15 @@ export async function usersCommand(config: Config, sub: string | undefined, args
       console.error(`quota of ${target}: ${quotaText(u)}; ${u.fileBytes + u.reservedBytes + u.davBytes} bytes used`);
       return 0;
     }
+    case "promote":
+    case "demote": {
+      const target = email();
+      await using services = await opts.open(config);
+      const u = await services.userAdmin.setAdmin(target, sub === "promote");
+      const still = sub === "demote" && u.admin ? " (still an administrator: ADMIN_EMAILS lists them)" : "";
+      console.error(`${sub}d ${target}${still}`);
+      return 0;
+    }
     case "delete": {
       const target = email();
       await using services = await opts.open(config);
@@ -74,7 +85,7 @@ export async function usersCommand(config: Config, sub: string | undefined, args
       return 0;
     }
     default:
-      throw usage(sub === undefined ? "users needs a subcommand: list, disable, enable, delete or set-quota" : `unknown users subcommand "${sub}"`);
+      throw usage(sub === undefined ? "users needs a subcommand: list, disable, enable, delete, set-quota, promote or demote" : `unknown users subcommand "${sub}"`);
   }
 }
 

@@ -33,6 +33,8 @@ export interface Identity {
   issuer: string;
   subject: string;
   email: string;
+  /** The `name` claim (OIDC Core §5.1), when the provider sent one: the display name's default (CONTRACT §15). */
+  name?: string | undefined;
 }
 
 /**
@@ -105,10 +107,12 @@ export class OidcSignIn {
     const claims = tokens.claims()!;
     let email = typeof claims.email === "string" ? claims.email : undefined;
     let verified = claims.email_verified;
+    let name = claims.name;
     if (email === undefined) {
       const info = await oidc.fetchUserInfo(config, tokens.access_token, claims.sub);
       email = typeof info.email === "string" ? info.email : undefined;
       verified = info.email_verified;
+      name ??= info.name;
     }
     if (email === undefined) throw new AppError("permission_denied", "the identity provider did not share an e-mail address (scope email)");
     if (verified !== true) throw new AppError("permission_denied", `${email} is not verified by the identity provider`);
@@ -117,7 +121,7 @@ export class OidcSignIn {
     if (this.opts.allowedDomains.length > 0 && !this.opts.allowedDomains.includes(domain)) {
       throw new AppError("permission_denied", `accounts of ${domain} may not sign in here`);
     }
-    return { issuer: claims.iss, subject: claims.sub, email: normalized };
+    return { issuer: claims.iss, subject: claims.sub, email: normalized, name: typeof name === "string" ? name : undefined };
   }
 
   private discover(): Promise<oidc.Configuration> {

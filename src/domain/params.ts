@@ -51,6 +51,30 @@ export function parseName(raw: string): string {
   return raw;
 }
 
+/** The longest display name (CONTRACT §15), in characters (Unicode code points). */
+export const MAX_DISPLAY_NAME = 100;
+/** Control characters (C0, DEL, C1) and line or paragraph separators: they would break the pages that show a display name. */
+const DISPLAY_NAME_FORBIDDEN = /[\x00-\x1F\x7F-\x9F\u2028\u2029]/;
+
+/**
+ * A display name as sent (`PATCH /v1/me`): at most {@link MAX_DISPLAY_NAME} characters, no
+ * control characters. Stored trimmed, "" meaning the default ({@link storedDisplayName}).
+ * @throws AppError invalid_argument naming display_name
+ */
+export function parseDisplayName(raw: string): string {
+  const count = codePoints(raw);
+  if (count > MAX_DISPLAY_NAME) invalid(`display_name: at most ${MAX_DISPLAY_NAME} characters (got ${count})`);
+  if (DISPLAY_NAME_FORBIDDEN.test(raw)) invalid("display_name: control characters are not allowed");
+  if (!raw.isWellFormed()) invalid("display_name: not valid Unicode");
+  return raw;
+}
+
+/** A display name as stored: trimmed, or null (the default) when nothing is left. */
+export function storedDisplayName(name: string): string | null {
+  const trimmed = name.trim();
+  return trimmed === "" ? null : trimmed;
+}
+
 /** The longest name search (`q` of `GET /v1/files`), in characters (Unicode code points). */
 export const MAX_NAME_QUERY = 256;
 

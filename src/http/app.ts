@@ -26,6 +26,7 @@ import { tusRoutes } from "./tus-routes.ts";
 import { uploadLinksRoutes } from "./upload-links-routes.ts";
 import { uploadsRoutes } from "./uploads-routes.ts";
 import { usageRoutes } from "./usage-routes.ts";
+import { accountRoutes } from "./account-routes.ts";
 import { webhooksRoutes } from "./webhooks-routes.ts";
 
 export interface AppDeps {
@@ -114,6 +115,7 @@ export function createApp(deps: AppDeps) {
     .use(uploadLinksRoutes({ links: services.uploadLinks, uploads: services.uploads, auth, baseUrl, clockMicros: () => services.clock.nowMicros() }))
     .use(guestRoutes({ links: services.uploadLinks, baseUrl, maxUploadBytes: deps.maxUploadBytes }))
     .use(usageRoutes({ quotas: services.quotas, auth }))
+    .use(accountRoutes({ users: services.users, userAdmin: services.userAdmin, auth }))
     .use(webhooksRoutes({ webhooks: services.webhooks, auth }));
 }
 

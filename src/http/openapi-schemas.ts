@@ -212,6 +212,31 @@ export const schemas: Record<string, Schema> = {
     { ...apiKeyProperties, key: { type: "string", pattern: "^cubby_", description: "The secret, shown this once" } },
     "A key just minted, with its secret.",
   ),
+  Profile: closedObject(
+    {
+      email: { type: "string" },
+      display_name: { type: "string", description: "The name share and folder pages show: your own, or your e-mail's local part" },
+      show_email_on_shares: { type: "boolean" },
+    },
+    "Your profile (CONTRACT §15).",
+  ),
+  AdminUser: closedObject(
+    {
+      id: { type: "string", minLength: 1 },
+      email: { type: "string" },
+      display_name: { type: "string" },
+      admin: { type: "boolean", description: "Promoted (cubby users promote), or listed in ADMIN_EMAILS" },
+      disabled: { type: "boolean" },
+      quota_bytes: { type: ["integer", "null"], minimum: 0, description: "The quota that applies; null: none" },
+      quota_source: { enum: ["own", "default", "none"], description: "Their own, QUOTA_BYTES, or no quota set for them" },
+      used_bytes: count,
+      files: count,
+      last_seen_time: { ...expiry, description: 'The last authenticated request (RFC 3339), "" for never' },
+      created_at: timestamp,
+    },
+    "A user as an administrator sees them (CONTRACT §15).",
+  ),
+  AdminUserList: closedObject({ users: { type: "array", items: ref("AdminUser") }, next_page_token: nextPage }),
   ApiKeyList: closedObject({ keys: { type: "array", items: ref("ApiKey") }, next_page_token: nextPage }),
   Session: closedObject(
     {

@@ -22,8 +22,9 @@ export const ARCHIVE_MAGIC = `cubby-archive ${ARCHIVE_VERSION}`;
 /**
  * The versions this cubby reads: 1 (before key scopes and expiries), 2 (before users' state,
  * share links and guest upload links), 3 (before folders), 4 (before WebDAV dead properties),
- * 5 (before a share's last download time) and 6. What an older version lacks reads as the
- * default (no folders: every file at the top; no dead properties; never downloaded).
+ * 5 (before a share's last download time and users' display names and admin flags) and 6.
+ * What an older version lacks reads as the default (no folders: every file at the top; no dead
+ * properties; never downloaded; the e-mail's local part as the name; not an admin).
  */
 export type ArchiveVersion = 1 | 2 | 3 | 4 | 5 | 6;
 const READABLE: readonly ArchiveVersion[] = [1, 2, 3, 4, 5, 6];
@@ -122,6 +123,9 @@ function toJson(record: ArchiveRecord): Record<string, unknown> {
         quota_bytes: u.quotaBytes === NO_QUOTA ? "none" : u.quotaBytes,
         disabled_at: u.disabledAt,
         last_seen_at: u.lastSeenAt,
+        display_name: u.displayName,
+        show_email_on_shares: u.showEmailOnShares,
+        admin: u.admin,
       };
     }
     case "key": {
@@ -273,6 +277,9 @@ export function decodeRecord(line: string, offset: number, version: ArchiveVersi
         quotaBytes: f.since(3, "quota_bytes", null, (n) => f.quota(n)),
         disabledAt: f.since(3, "disabled_at", null, (n) => f.optionalCount(n)),
         lastSeenAt: f.since(3, "last_seen_at", null, (n) => f.optionalCount(n)),
+        displayName: f.since(6, "display_name", null, (n) => f.optionalText(n)),
+        showEmailOnShares: f.since(6, "show_email_on_shares", false, (n) => f.boolean(n)),
+        admin: f.since(6, "admin", false, (n) => f.boolean(n)),
       };
       if ((row.issuer === null) !== (row.subject === null)) throw damaged(offset, `user ${row.id}: issuer and subject must both be set or both be null`);
       f.done("user");
@@ -445,6 +452,13 @@ class Fields {
   id(name: string): string {
     const v = this.text(name);
     if (v.length > 200) throw this.bad(name, "an ID of at most 200 characters");
+    return v;
+  }
+
+  boolean(name: string): boolean {
+    this.seen(name);
+    const v = this.o[name];
+    if (typeof v !== "boolean") throw this.bad(name, "true or false");
     return v;
   }
 

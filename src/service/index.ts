@@ -68,6 +68,8 @@ export interface OpenOptions {
   testRemovalGraceMs?: number | undefined;
   /** WEBHOOK_ALLOWED_HOSTS' entries (host names, addresses, CIDR ranges); absent: public addresses only. */
   webhookAllowedHosts?: readonly string[] | undefined;
+  /** ADMIN_EMAILS: administrators besides those promoted (CONTRACT §15). */
+  adminEmails?: readonly string[] | undefined;
   /** HOSTNAME: the origin of file URLs in webhook events (else set once the server listens). */
   hostname?: string | undefined;
 }
@@ -124,7 +126,7 @@ export async function openServices(opts: OpenOptions): Promise<Services> {
     keys: new KeyService({ store, clock, accounts }),
     users,
     loginLinks: new LoginLinkService({ store, clock, users }),
-    userAdmin: new UserAdmin({ store, blobs, clock, quotas }),
+    userAdmin: new UserAdmin({ store, blobs, clock, quotas, adminEmails: new Set(opts.adminEmails ?? []) }),
     sessions: new SessionService({ store, clock, accounts }),
     async [Symbol.asyncDispose]() {
       await locks.close();

@@ -7,6 +7,26 @@ import { AppError } from "../errors.ts";
 import { newUserId } from "../domain/ids.ts";
 import type { Clock } from "../domain/time.ts";
 import { isDuplicateKey, type MetadataStore, type MetadataTables, type UserRow } from "../storage/ports.ts";
+import { requireScope, type Principal } from "../domain/principal.ts";
+import { displayNameOf } from "./user-admin.ts";
+import { MAX_DISPLAY_NAME, parseDisplayName, storedDisplayName } from "../domain/params.ts";
+
+/** A user's profile as `/v1/me` shows it (CONTRACT §15). */
+export interface Profile {
+  email: string;
+  /** Their own name, or the e-mail's local part. */
+  displayName: string;
+  showEmailOnShares: boolean;
+}
+
+/** A provider's `name` claim as a display name, or undefined when it cannot be one. */
+function cleanDisplayName(raw: string): string | undefined {
+  try {
+    return storedDisplayName(parseDisplayName([...raw].slice(0, MAX_DISPLAY_NAME).join(""))) ?? undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 export interface User {
   id: string;
@@ -36,12 +56,41 @@ export class UserService {
    * @throws AppError permission_denied when the e-mail belongs to a user linked to another
    *   identity, or the user is disabled (`cubby users disable`, CONTRACT §9)
    */
-  async findOrCreateByIdentity(identity: { issuer: string; subject: string; email: string }): Promise<User> {
+  async findOrCreateByIdentity(identity: { issuer: string; subject: string; email: string; name?: string | undefined }): Promise<User> {
     const found = await this.linkOrCreate(identity);
-    if ((await this.deps.store.users.account(found.id))?.disabledAt != null) {
+    const account = await this.deps.store.users.account(found.id);
+    if (account?.disabledAt != null) {
       throw new AppError("permission_denied", `the account ${found.email} is disabled; ask the administrator of this cubby to enable it (cubby users enable)`);
     }
+    // The provider's name is the display name until the user sets one (CONTRACT §15).
+    const name = identity.name === undefined ? undefined : cleanDisplayName(identity.name);
+    if (account !== undefined && account.displayName === null && name) await this.deps.store.users.setProfile(found.id, { displayName: name });
     return found;
+  }
+
+  /**
+   * The caller's profile (CONTRACT §15 `GET /v1/me`): e-mail, the name shares show (their own,
+   * else the e-mail's local part) and whether share pages show the e-mail too.
+   * @throws unauthenticated when the user is gone
+   */
+  async profile(principal: Principal): Promise<Profile> {
+    const account = await this.deps.store.users.account(principal.userId);
+    if (account === undefined) throw new AppError("unauthenticated", "the account no longer exists");
+    return { email: account.email, displayName: displayNameOf(account), showEmailOnShares: account.showEmailOnShares };
+  }
+
+  /**
+   * Changes what is given of the caller's profile (CONTRACT §15 `PATCH /v1/me`). A display name
+   * (domain/params.ts parseDisplayName) is stored trimmed; "" goes back to the default.
+   * @throws permission_denied without files.write; invalid_argument for a name out of bounds
+   */
+  async updateProfile(principal: Principal, changes: { displayName?: string | undefined; showEmailOnShares?: boolean | undefined }): Promise<Profile> {
+    requireScope(principal, "files.write");
+    const set: { displayName?: string | null; showEmailOnShares?: boolean } = {};
+    if (changes.displayName !== undefined) set.displayName = storedDisplayName(parseDisplayName(changes.displayName));
+    if (changes.showEmailOnShares !== undefined) set.showEmailOnShares = changes.showEmailOnShares;
+    await this.deps.store.users.setProfile(principal.userId, set);
+    return this.profile(principal);
   }
 
   private linkOrCreate(identity: { issuer: string; subject: string; email: string }): Promise<User> {

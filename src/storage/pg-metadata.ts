@@ -421,6 +421,23 @@ class PgUsers implements UserTable {
     this.changed();
   }
 
+  async setProfile(id: string, profile: Partial<Pick<UserAccount, "displayName" | "showEmailOnShares">>): Promise<boolean> {
+    if (Object.keys(profile).length === 0) return (await this.account(id)) !== undefined;
+    const done = (await this.db.update(users).set(profile).where(eq(users.id, id)).returning({ id: users.id })).length > 0;
+    this.changed();
+    return done;
+  }
+
+  async setAdmin(id: string, admin: boolean): Promise<boolean> {
+    const done = (await this.db.update(users).set({ admin }).where(eq(users.id, id)).returning({ id: users.id })).length > 0;
+    this.changed();
+    return done;
+  }
+
+  async accountsByEmail(limit: number, afterEmail: string): Promise<UserAccount[]> {
+    return this.db.select().from(users).where(gt(users.email, afterEmail)).orderBy(asc(users.email)).limit(limit);
+  }
+
   async usage(id: string, now: number): Promise<UserUsage> {
     const [stored] = await this.db.select({ files: countAll(), bytes: sumOf(files.size) }).from(files).where(liveFilesOf(files, id, now));
     const [reserved] = await this.db.select({ bytes: sumOf(uploads.length) }).from(uploads).where(reservingUploadsOf(uploads, id, now));

@@ -5,7 +5,7 @@
  * microseconds (below 2^53 until the year 2255, so they stay exact as JavaScript numbers).
  */
 import { getTableColumns, sql } from "drizzle-orm";
-import { type AnyPgColumn, bigint, bigserial, customType, index, integer, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
+import { type AnyPgColumn, bigint, bigserial, boolean, customType, index, integer, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
 
 /** BYTEA as a Node Buffer. */
 const bytea = customType<{ data: Buffer; driverData: Buffer }>({
@@ -34,6 +34,12 @@ export const users = pgTable(
     disabledAt: micros("disabled_at"),
     /** The last authenticated request by key or session (written at most once a minute). */
     lastSeenAt: micros("last_seen_at"),
+    /** The name shares and folder pages show (CONTRACT §15); null: the e-mail's local part. */
+    displayName: text("display_name"),
+    /** Whether share pages also show the e-mail (the user's choice, CONTRACT §15). */
+    showEmailOnShares: boolean("show_email_on_shares").notNull().default(false),
+    /** Made an administrator by `cubby users promote` (ADMIN_EMAILS makes admins too, CONTRACT §15). */
+    admin: boolean("admin").notNull().default(false),
   },
   (t) => [uniqueIndex("users_email_unique").on(t.email), uniqueIndex("users_issuer_subject_unique").on(t.issuer, t.subject)],
 );

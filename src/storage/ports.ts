@@ -41,6 +41,12 @@ export interface UserAccount extends UserRow {
   disabledAt: number | null;
   /** The last authenticated request, by key or session (at most a minute behind); null: never. */
   lastSeenAt: number | null;
+  /** The name shares and folder pages show (CONTRACT §15); null: the e-mail's local part. */
+  displayName: string | null;
+  /** Whether share pages also show the e-mail. */
+  showEmailOnShares: boolean;
+  /** Made an administrator with `cubby users promote` (ADMIN_EMAILS counts too: service/user-admin.ts). */
+  admin: boolean;
 }
 
 /** The stored {@link UserAccount.quotaBytes} of a user with no quota, whatever QUOTA_BYTES says. */
@@ -242,6 +248,12 @@ export interface UserTable {
   setDisabled(id: string, disabledAt: number | null): Promise<boolean>;
   /** Records an authenticated request at `now`. */
   touch(id: string, now: number): Promise<void>;
+  /** Sets what is given of the user's profile (CONTRACT §15). @returns whether the user exists */
+  setProfile(id: string, profile: Partial<Pick<UserAccount, "displayName" | "showEmailOnShares">>): Promise<boolean>;
+  /** Makes the user an administrator, or not. @returns whether the user exists */
+  setAdmin(id: string, admin: boolean): Promise<boolean>;
+  /** Up to `limit` accounts by e-mail after `afterEmail` ("" for the first page; keyset on users_email_unique). */
+  accountsByEmail(limit: number, afterEmail: string): Promise<UserAccount[]>;
   /** What counts against the user's quota at `now` (see {@link UserUsage}). */
   usage(id: string, now: number): Promise<UserUsage>;
   /** The user's keys, sessions, links and unfinished uploads, counted. */

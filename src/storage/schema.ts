@@ -24,6 +24,12 @@ export const users = sqliteTable(
     disabledAt: integer("disabled_at"),
     /** The last authenticated request by key or session (written at most once a minute). */
     lastSeenAt: integer("last_seen_at"),
+    /** The name shares and folder pages show (CONTRACT §15); null: the e-mail's local part. */
+    displayName: text("display_name"),
+    /** Whether share pages also show the e-mail (the user's choice, CONTRACT §15). */
+    showEmailOnShares: integer("show_email_on_shares", { mode: "boolean" }).notNull().default(false),
+    /** Made an administrator by `cubby users promote` (ADMIN_EMAILS makes admins too, CONTRACT §15). */
+    admin: integer("admin", { mode: "boolean" }).notNull().default(false),
   },
   (t) => [
     uniqueIndex("users_email_unique").on(t.email),

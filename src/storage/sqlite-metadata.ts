@@ -316,6 +316,19 @@ class SqliteUsers implements UserTable {
     return this.write((db) => void db.update(users).set({ lastSeenAt: now }).where(eq(users.id, id)).run());
   }
 
+  setProfile(id: string, profile: Partial<Pick<UserAccount, "displayName" | "showEmailOnShares">>): Promise<boolean> {
+    if (Object.keys(profile).length === 0) return this.account(id).then((a) => a !== undefined);
+    return this.write((db) => db.update(users).set(profile).where(eq(users.id, id)).returning({ id: users.id }).all().length > 0);
+  }
+
+  setAdmin(id: string, admin: boolean): Promise<boolean> {
+    return this.write((db) => db.update(users).set({ admin }).where(eq(users.id, id)).returning({ id: users.id }).all().length > 0);
+  }
+
+  async accountsByEmail(limit: number, afterEmail: string): Promise<UserAccount[]> {
+    return this.db.select().from(users).where(gt(users.email, afterEmail)).orderBy(asc(users.email)).limit(limit).all();
+  }
+
   async usage(id: string, now: number): Promise<UserUsage> {
     const stored = this.db.select({ files: countAll(), bytes: sumOf(files.size) }).from(files).where(liveFilesOf(files, id, now)).get()!;
     const reserved = this.db.select({ bytes: sumOf(uploads.length) }).from(uploads).where(reservingUploadsOf(uploads, id, now)).get()!;

@@ -43,6 +43,17 @@ describe("the sign-in flow", () => {
     expect(await session.json()).toEqual({ sign_in_configured: true, signed_in: true, email: "alice@example.com" });
   });
 
+  test("the provider's name is the display name until the user sets one (CONTRACT §15)", async () => {
+    const browser = await signedIn("bob");
+    const me = async () => (await browser.fetch(`${server.url}/v1/me`, { headers: sameOrigin() })).json();
+    expect(await me()).toEqual({ email: "bob@example.com", display_name: "Bob", show_email_on_shares: false });
+    const set = await browser.fetch(`${server.url}/v1/me`, { method: "PATCH", headers: { ...sameOrigin(), "content-type": "application/json" }, body: JSON.stringify({ display_name: "Robert" }) });
+    expect(set.status).toBe(200);
+    // A later sign-in keeps the name the user chose.
+    await signedIn("bob");
+    expect(await me()).toMatchObject({ display_name: "Robert" });
+  });
+
   test("a bodiless redirect from the app says so (Content-Length: 0), not as an empty chunked body", async () => {
     const res = await fetch(`${server.url}/auth/login`, { redirect: "manual" });
     expect({ status: res.status, length: res.headers.get("content-length"), chunked: res.headers.get("transfer-encoding") }).toEqual({

@@ -149,7 +149,7 @@ test("delete without --yes says what it would delete and changes nothing; with -
 
 test("bad subcommands and arguments: one line, exit 2", async () => {
   for (const [args, message] of [
-    [[], "cubby: users needs a subcommand: list, disable, enable, delete or set-quota\n"],
+    [[], "cubby: users needs a subcommand: list, disable, enable, delete, set-quota, promote or demote\n"],
     [["purge"], 'cubby: unknown users subcommand "purge"\n'],
     [["list", "x"], 'cubby: users list takes no arguments (got "x")\n'],
     [["disable"], "cubby: users disable needs the user's e-mail address\n"],

@@ -201,7 +201,7 @@ test("an archive of version 2 (before users' state, links and shares) imports, w
   expect(await importArchive(dest, once(archive))).toEqual({ users: 1, keys: 1, sessions: 0, uploadLinks: 0, files: 1, shares: 0, bytes: 5, folders: 0, davProperties: 0 });
   const { blob: _, ...file } = (await dest.store.files.get("RF679M44sfS9U7UzN8EbB"))!;
   expect({ account: await dest.store.users.account("u1"), key: (await dest.store.keys.byId("k1"))?.scopes, file }).toEqual({
-    account: { id: "u1", email: "old@example.com", issuer: null, subject: null, createdAt: 1795435224342012, quotaBytes: null, disabledAt: null, lastSeenAt: null },
+    account: { id: "u1", email: "old@example.com", issuer: null, subject: null, createdAt: 1795435224342012, quotaBytes: null, disabledAt: null, lastSeenAt: null, displayName: null, showEmailOnShares: false, admin: false },
     key: "files.read",
     file: {
       id: "RF679M44sfS9U7UzN8EbB",

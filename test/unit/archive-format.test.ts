@@ -9,13 +9,13 @@ import { NO_QUOTA } from "../../src/storage/ports.ts";
 import { ArchiveReader, ArchiveWriter } from "../../src/service/archive-stream.ts";
 
 const hash = new Uint8Array(32).map((_, i) => i * 7);
-const fresh = { quotaBytes: null, disabledAt: null, lastSeenAt: null };
+const fresh = { quotaBytes: null, disabledAt: null, lastSeenAt: null, displayName: null, showEmailOnShares: false, admin: false };
 const linkToken = "L".repeat(31) + "_";
 const shareToken = "S".repeat(31) + "-";
 const records: ArchiveRecord[] = [
   { type: "user", row: { id: "u1", email: "a@example.com", issuer: null, subject: null, createdAt: 1, ...fresh } },
-  { type: "user", row: { id: "u2", email: "b@example.com", issuer: "https://accounts.google.com", subject: "1234", createdAt: 2 ** 53 - 1, quotaBytes: 10 ** 9, disabledAt: 11, lastSeenAt: 12 } },
-  { type: "user", row: { id: "u3", email: "c@example.com", issuer: null, subject: null, createdAt: 1, quotaBytes: NO_QUOTA, disabledAt: null, lastSeenAt: null } },
+  { type: "user", row: { id: "u2", email: "b@example.com", issuer: "https://accounts.google.com", subject: "1234", createdAt: 2 ** 53 - 1, quotaBytes: 10 ** 9, disabledAt: 11, lastSeenAt: 12, displayName: "Bé ✓", showEmailOnShares: true, admin: true } },
+  { type: "user", row: { id: "u3", email: "c@example.com", issuer: null, subject: null, createdAt: 1, quotaBytes: NO_QUOTA, disabledAt: null, lastSeenAt: null, displayName: null, showEmailOnShares: false, admin: false } },
   { type: "key", row: { id: "k1", userId: "u1", name: "", secretHash: hash, createdAt: 3, lastUsedAt: null, scopes: "files.read files.write", expiresAt: null } },
   { type: "key", row: { id: "k2", userId: "u1", name: "laptop ✓", secretHash: hash.map((b) => b ^ 1), createdAt: 3, lastUsedAt: 4, scopes: "files.read", expiresAt: 9 } },
   { type: "session", row: { id: "s1", userId: "u2", secretHash: hash, createdAt: 5, expiresAt: 6 } },
@@ -173,11 +173,14 @@ test("a version 3 archive's records read with no folders (every file at the top,
   expect(() => decodeRecord(v3end, 0, 4)).toThrow('a end record has no "folders"');
 });
 
-test("a version 5 archive's shares read as never downloaded; last_download_at in one is refused", () => {
+test("a version 5 archive's shares read as never downloaded and its users as named by their e-mail, not admins; version 6 fields in one are refused", () => {
   const { last_download_at: _, ...v5share } = share;
   expect(decodeRecord(JSON.stringify(v5share), 0, 5)).toMatchObject({ type: "share", row: { lastDownloadAt: null } });
   expect(() => decodeRecord(JSON.stringify(v5share), 0, 6)).toThrow('a share record has no "last_download_at"');
   expect(() => decodeRecord(JSON.stringify(share), 0, 5)).toThrow('unknown field(s) "last_download_at"');
+  const { display_name: _n, show_email_on_shares: _e, admin: _a, ...v5user } = json("user");
+  expect(decodeRecord(JSON.stringify(v5user), 0, 5)).toMatchObject({ type: "user", row: { displayName: null, showEmailOnShares: false, admin: false } });
+  expect(() => decodeRecord(JSON.stringify(v5user), 0, 6)).toThrow('a user record has no "display_name"');
 });
 
 test("a version 4 archive reads with no dead properties; a dead property record in one is refused, as is one naming no resource", () => {

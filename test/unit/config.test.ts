@@ -37,6 +37,7 @@ describe("loadConfig", () => {
       metricsEnabled: true,
       logFormat: "text",
       webhookAllowedHosts: [],
+      adminEmails: [],
     });
   });
 
@@ -72,6 +73,7 @@ describe("loadConfig", () => {
       LOG_FORMAT: "json",
       WORKERS: "3",
       WEBHOOK_ALLOWED_HOSTS: "n8n.lan, 10.0.0.0/8,,::1",
+      ADMIN_EMAILS: " Root@Example.com,,ops@example.org",
     };
     expect(loadConfig(env, {}, "/")).toEqual({
       port: 9000,
@@ -102,6 +104,7 @@ describe("loadConfig", () => {
       metricsEnabled: false,
       logFormat: "json",
       webhookAllowedHosts: ["n8n.lan", "10.0.0.0/8", "::1"],
+      adminEmails: ["root@example.com", "ops@example.org"],
     });
   });
 
@@ -182,6 +185,7 @@ describe("loadConfig", () => {
     ["idle timeout past Bun's limit", { IDLE_TIMEOUT_SECONDS: "256" }, "IDLE_TIMEOUT_SECONDS must be a whole number of seconds from 1 to 255 (got \"256\")"],
     ["no header timeout", { HEADER_TIMEOUT_SECONDS: "0" }, "HEADER_TIMEOUT_SECONDS must be a whole number of seconds from 1 to 3600 (got \"0\")"],
     ["a webhook host that is not a name, address or range", { WEBHOOK_ALLOWED_HOSTS: "n8n.lan,n8n_lan" }, 'WEBHOOK_ALLOWED_HOSTS: "n8n_lan" is neither a host name, an IP address nor a CIDR range (expected e.g. n8n.lan,10.0.0.0/8)'],
+    ["an admin that is not an e-mail", { ADMIN_EMAILS: "root@example.com,root" }, 'ADMIN_EMAILS: "root" is not an e-mail address (expected e.g. alice@example.com,bob@example.com)'],
     ["a webhook range too wide for its family", { WEBHOOK_ALLOWED_HOSTS: "10.0.0.0/33" }, 'WEBHOOK_ALLOWED_HOSTS: "10.0.0.0/33" is not a CIDR range (expected e.g. 10.0.0.0/8 or fd00::/8)'],
     ["a proxy that is not an address", { TRUSTED_PROXIES: "10.0.0.0/8" }, "TRUSTED_PROXIES: \"10.0.0.0/8\" is not an IP address (expected e.g. 127.0.0.1,10.0.0.2)"],
     ["issuer not a URL", { IDP_ISSUER: "google" }, "IDP_ISSUER must be the issuer URL of an OpenID provider (got \"google\")"],
