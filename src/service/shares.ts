@@ -15,6 +15,7 @@ import type { FileService } from "./files.ts";
 import type { FolderRow } from "../domain/folder.ts";
 import type { FolderService } from "./folders.ts";
 import type { WebhookService } from "./webhooks.ts";
+import { displayNameOf } from "./user-admin.ts";
 
 /** What a new share may set; every field optional. */
 export interface ShareInput {
@@ -188,9 +189,14 @@ export class ShareService {
     return { share, file };
   }
 
-  /** The e-mail of who made the share (the share page says who shared the file), if the user still exists. */
-  async sharerEmail(share: ShareRow): Promise<string | undefined> {
-    return (await this.deps.store.users.byId(share.ownerId))?.email;
+  /**
+   * Who made the share, as its page names them (CONTRACT §15): their display name, with their
+   * e-mail only when they chose to show it (`show_email_on_shares`); undefined once the user is gone.
+   */
+  async sharerName(share: ShareRow): Promise<string | undefined> {
+    const account = await this.deps.store.users.account(share.ownerId);
+    if (account === undefined) return undefined;
+    return account.showEmailOnShares ? `${displayNameOf(account)} (${account.email})` : displayNameOf(account);
   }
 
   /** Whether `password` is the share's (argon2id verify; a share without a password takes any). */

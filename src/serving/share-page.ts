@@ -26,7 +26,7 @@ import { formatSize } from "../domain/size.ts";
 import type { ContentReply } from "./content-reply.ts";
 import { escapeHtml, pageHead } from "./pages.ts";
 
-/** What the page shows: the share, its file, and the sharer's e-mail (undefined if unknown). */
+/** What the page shows: the share, its file, and the sharer's name (their e-mail only if they chose; undefined if unknown). */
 export interface SharePageView {
   share: ShareRow;
   file: FileRecord;

@@ -69,7 +69,7 @@ export async function shareReply(deps: ShareContentDeps, request: ContentRequest
   const share = opened.share;
   if (share.passwordHash !== null && !(await unlocked(deps, request, share))) return { reply: passwordWanted(request) };
   if (opened.folder !== undefined) return folderShareReply(deps, request, share, opened.folder);
-  if (isPageRequest(request)) return { reply: sharePage({ share, file: opened.file, sharer: await deps.shares.sharerEmail(share), nowMicros: deps.clockMicros() }, request.method) };
+  if (isPageRequest(request)) return { reply: sharePage({ share, file: opened.file, sharer: await deps.shares.sharerName(share), nowMicros: deps.clockMicros() }, request.method) };
   return fileShareReply(deps, request, share, opened.file);
 }
 
@@ -100,7 +100,7 @@ async function folderShareReply(deps: ShareContentDeps, request: ContentRequest,
   const download = query.get("download");
   if (download === undefined && wantsHtml(request)) {
     const listing = await deps.folders.shareListing(folder, query.get("folder"), query.get("after"));
-    return { reply: folderSharePage({ share, listing, sharer: await deps.shares.sharerEmail(share), nowMicros: deps.clockMicros() }, request.method) };
+    return { reply: folderSharePage({ share, listing, sharer: await deps.shares.sharerName(share), nowMicros: deps.clockMicros() }, request.method) };
   }
   if (download !== undefined && download !== "zip") throw new AppError("invalid_argument", "download: zip for the whole folder (or file={id} with 0 or 1 for one file)");
   const headers: Record<string, string> = {

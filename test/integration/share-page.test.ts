@@ -47,7 +47,9 @@ test("a browser gets the share page: name, size, type, sharer, expiry, downloads
   expect(page.headers.get("content-security-policy")).not.toContain("script-src");
   const html = await page.text();
   expect(html).toContain("<h1 class=\"file-name\">holiday &#60;photo&#62;.png</h1>");
-  for (const fact of ["2.4 KiB", "image/png", "sharer@example.com", "UTC (in 2 days)", "3 of 3"]) expect(html).toContain(fact);
+  for (const fact of ["2.4 KiB", "image/png", "<dt>Shared by</dt><dd>sharer</dd>", "UTC (in 2 days)", "3 of 3"]) expect(html).toContain(fact);
+  // The e-mail only where the owner chose to show it (CONTRACT §15).
+  expect(html).not.toContain("sharer@example.com");
   const path = new URL(s.url).pathname;
   expect(html).toContain(`href="${path}?download=1" download`);
   // A limited share's preview starts closed, and says what opening it costs.
@@ -62,6 +64,22 @@ test("a browser gets the share page: name, size, type, sharer, expiry, downloads
   });
   expect(await downloadCount(file, s)).toBe(0);
 });
+test("the page names the sharer by their display name, with their e-mail only when they chose to show it (CONTRACT §15)", async () => {
+  const file = await client(server, owner).upload("named", "?name=named.txt");
+  const s = await share(file, {});
+  const me = (body: unknown) => fetch(`${server.url}/v1/me`, { method: "PATCH", body: JSON.stringify(body), headers: { authorization: `Bearer ${owner}`, "content-type": "application/json" } });
+  try {
+    expect((await me({ display_name: "Sam <S.>", show_email_on_shares: true })).status).toBe(200);
+    expect(await (await fetch(s.url, { headers: BROWSER })).text()).toContain("<dt>Shared by</dt><dd>Sam &#60;S.&#62; (sharer@example.com)</dd>");
+    expect((await me({ show_email_on_shares: false })).status).toBe(200);
+    const html = await (await fetch(s.url, { headers: BROWSER })).text();
+    expect(html).toContain("<dt>Shared by</dt><dd>Sam &#60;S.&#62;</dd>");
+    expect(html).not.toContain("sharer@example.com");
+  } finally {
+    await me({ display_name: "", show_email_on_shares: false });
+  }
+});
+
 
 test("scripts get the bytes as before; ?download=1 and ?download=0 get them from a browser too, each counted", async () => {
   const file = await client(server, owner).upload("plain words\n", "?name=notes.txt&visibility=private", { "content-type": "text/plain" });
