@@ -16,6 +16,7 @@ import m12 from "./0012_dav_bounded.sql" with { type: "text" };
 import m13 from "./0013_list_indexes.sql" with { type: "text" };
 import m14 from "./0014_share_list.sql" with { type: "text" };
 import m15 from "./0015_user_profile.sql" with { type: "text" };
+import m16 from "./0016_file_orders.sql" with { type: "text" };
 
 /** The migrations in order: tag, journal timestamp (ms), and SQL text. */
 export const migrations: { tag: string; when: number; breakpoints: boolean; sql: string }[] = [
@@ -35,4 +36,5 @@ export const migrations: { tag: string; when: number; breakpoints: boolean; sql:
   { tag: "0013_list_indexes", when: 1795877966760, breakpoints: true, sql: m13 },
   { tag: "0014_share_list", when: 1795878853283, breakpoints: true, sql: m14 },
   { tag: "0015_user_profile", when: 1795879117529, breakpoints: true, sql: m15 },
+  { tag: "0016_file_orders", when: 1795879768246, breakpoints: true, sql: m16 },
 ];

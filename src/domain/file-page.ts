@@ -3,13 +3,14 @@
  * list_files) and its JSON form, which REST and MCP both send.
  */
 import { toFileJson, type FileJson, type FileRecord } from "./file.ts";
-import { encodePageToken, type PageCursor } from "./params.ts";
+import { encodeFileToken, NEWEST_FIRST, type FileCursor, type FileOrder } from "./file-order.ts";
+import type { PageCursor } from "./params.ts";
 
 /** A page of files in listing order. */
 export interface FilePage {
   files: FileRecord[];
-  /** Where the next page starts, or undefined on the last page. */
-  next: PageCursor | undefined;
+  /** Where the next page starts (the last file's ID and the fields an order reads), or undefined on the last page. */
+  next: (PageCursor & Required<FileCursor>) | undefined;
 }
 
 /** A page as REST sends it: `{"files": [File…], "next_page_token": ""}` ("" on the last page). */
@@ -22,10 +23,11 @@ export interface FilePageJson {
 /**
  * The JSON of a page.
  * @param baseUrl public origin without trailing slash (HOSTNAME), for each file's URL
+ * @param order the listing's order, which its next page's token is for
  */
-export function toFilePageJson(baseUrl: string, page: FilePage): FilePageJson {
+export function toFilePageJson(baseUrl: string, page: FilePage, order: FileOrder = NEWEST_FIRST): FilePageJson {
   return {
     files: page.files.map((f) => toFileJson(baseUrl, f)),
-    next_page_token: page.next === undefined ? "" : encodePageToken(page.next),
+    next_page_token: page.next === undefined ? "" : encodeFileToken(order, page.next),
   };
 }

@@ -176,6 +176,15 @@ export function nextPageToken(page: { next: PageCursor | undefined }): string {
   return page.next === undefined ? "" : encodePageToken(page.next);
 }
 
+/**
+ * `next_page_token` for a list whose answer the contract gave before it was paged
+ * (`{"shares":[…]}`, `{"keys":[…]}`, `{"upload_links":[…]}`): present only when there is a next
+ * page, as proto3's JSON leaves out an empty string, so an answer that fits one page is as it was.
+ */
+export function nextPageField(page: { next: PageCursor | undefined }): { next_page_token?: string } {
+  return page.next === undefined ? {} : { next_page_token: encodePageToken(page.next) };
+}
+
 // RFC 9110 §5.6.2 token characters. Quoted parameter values are ASCII only: the obs-text
 // (0x80-0xFF) RFC 9110 §5.6.4 tolerates has no agreed charset, and came back double-encoded over
 // HTTP/1.1 and as latin-1 over HTTP/2, so it is refused rather than stored mangled.

@@ -9,7 +9,7 @@ import { Elysia, t } from "elysia";
 import { AppError } from "../errors.ts";
 import { formatExpiry } from "../domain/expiry.ts";
 import { formatTimestamp } from "../domain/time.ts";
-import { DEFAULT_PAGE_SIZE, nextPageToken, parseQuery } from "../domain/params.ts";
+import { DEFAULT_PAGE_SIZE, nextPageField, parseQuery } from "../domain/params.ts";
 import { safeNext, type FlowState, type OidcSignIn } from "../auth/oidc.ts";
 import { sessionCookieName, type Authenticator } from "../auth/principal.ts";
 import type { WindowLimiter } from "../auth/rate-limit.ts";
@@ -292,7 +292,7 @@ function sessionRoutes(deps: AuthRoutesDeps, cookie: (name: string, value: strin
       "/keys",
       async ({ session, query }) => {
         const page = await deps.keys.list(session.principal.userId, query.page_size ?? DEFAULT_PAGE_SIZE, query.page_token);
-        return json({ keys: page.items.map(keyJson), next_page_token: nextPageToken(page) });
+        return json({ keys: page.items.map(keyJson), ...nextPageField(page) });
       },
       { ...strictQuery(pagingQuery), detail: sessionOp("listApiKeys", "The user's API keys (never their secrets), newest first", { ...ok("ApiKeyList"), ...errors(400) }) },
     )

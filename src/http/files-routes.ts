@@ -23,7 +23,8 @@ import {
 import type { Authenticator } from "../auth/principal.ts";
 import type { FileService } from "../service/files.ts";
 import { AUTH, checksums, detail, errors, ok, rawContent, type Operation, type Responses } from "./describe.ts";
-import { bodyString, closedBody, expiryFields, fileIdParams, jsonBody, keepTtl, pagingQuery, queryParam, queryParsed, strictQuery, TTL } from "./inputs.ts";
+import { bodyString, closedBody, expiryFields, fileIdParams, fileListQuery, jsonBody, keepTtl, queryParam, queryParsed, strictQuery, TTL } from "./inputs.ts";
+import { NEWEST_FIRST, parseFileToken } from "../domain/file-order.ts";
 import { PATTERNS } from "./openapi-schemas.ts";
 import { authRequest, requestContext } from "./request-context.ts";
 import { json } from "./respond.ts";
@@ -56,7 +57,7 @@ const createQuery = strictQuery({
 
 const listQuery = strictQuery({
   q: queryParam({ maxLength: MAX_NAME_QUERY, description: "Only files whose name contains this text" }, parseNameQuery),
-  ...pagingQuery,
+  ...fileListQuery,
 });
 
 const patchBody = jsonBody(
@@ -117,13 +118,16 @@ export function filesRoutes(deps: FilesRoutesDeps) {
     )
     .get(
       "",
-      async ({ principal, query }) =>
-        json(toFilePageJson(deps.baseUrl(), await files.list(principal, query.page_size ?? DEFAULT_PAGE_SIZE, query.page_token, query.q ?? ""))),
+      async ({ principal, query }) => {
+        const order = query.order_by ?? NEWEST_FIRST;
+        const page = await files.list(principal, query.page_size ?? DEFAULT_PAGE_SIZE, parseFileToken(query.page_token ?? "", order), query.q ?? "", order);
+        return json(toFilePageJson(deps.baseUrl(), page, order));
+      },
       {
         ...listQuery,
         detail: detail({
           operationId: "listFiles",
-          summary: "List the caller's files, newest first",
+          summary: "List the caller's files, newest first or in the order asked (order_by)",
           tags: ["files"],
           responses: { ...ok("FilePage"), ...errors(400, ...AUTH) },
         }),

@@ -17,7 +17,8 @@ import { AppError } from "../errors.ts";
 import type { Authenticator } from "../auth/principal.ts";
 import type { FolderService } from "../service/folders.ts";
 import { AUTH, detail, errors, FILE_ID, ok, type Operation, type Responses } from "./describe.ts";
-import { checked, closedBody, jsonBody, pagingQuery, queryParam, strictQuery } from "./inputs.ts";
+import { checked, closedBody, fileListQuery, jsonBody, pagingQuery, queryParam, strictQuery } from "./inputs.ts";
+import { NEWEST_FIRST, parseFileToken } from "../domain/file-order.ts";
 import { PATTERNS } from "./openapi-schemas.ts";
 import { authRequest, requestContext } from "./request-context.ts";
 import { json } from "./respond.ts";
@@ -165,13 +166,14 @@ export function foldersRoutes(deps: FoldersRoutesDeps) {
     .get(
       "/:id/files",
       async ({ principal, params, query }) => {
-        const page = await folders.listFiles(principal, params.id === TOP_FOLDER ? null : params.id, query.page_size ?? DEFAULT_PAGE_SIZE, query.page_token);
-        return json(toFilePageJson(deps.baseUrl(), page));
+        const order = query.order_by ?? NEWEST_FIRST;
+        const page = await folders.listFiles(principal, params.id === TOP_FOLDER ? null : params.id, query.page_size ?? DEFAULT_PAGE_SIZE, parseFileToken(query.page_token ?? "", order), order);
+        return json(toFilePageJson(deps.baseUrl(), page, order));
       },
       {
         params: filesOfParams,
-        ...strictQuery(pagingQuery),
-        detail: folderOp("listFolderFiles", "The files directly in a folder (`root`: in no folder), newest first", ok("FilePage")),
+        ...strictQuery(fileListQuery),
+        detail: folderOp("listFolderFiles", "The files directly in a folder (`root`: in no folder), newest first or in the order asked (order_by)", ok("FilePage")),
       },
     )
     .put(

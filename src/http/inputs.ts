@@ -16,6 +16,7 @@ import { Kind, TypeRegistry, type TSchema, type TUnsafe } from "@sinclair/typebo
 import { ValueErrorType } from "@sinclair/typebox/errors";
 import { t, type ValidationError } from "elysia";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, parseFileId, parsePageSize, parsePageToken, parseQuery } from "../domain/params.ts";
+import { ORDER_BY_VALUES, parseOrderBy } from "../domain/file-order.ts";
 import { parseTtl } from "../domain/expiry.ts";
 import { AppError } from "../errors.ts";
 import { FILE_ID } from "./describe.ts";
@@ -167,6 +168,19 @@ export const PAGE_TOKEN = { description: '`next_page_token` of the previous page
 export const pagingQuery = {
   page_size: queryParsed({ type: "integer", minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE, description: "Items per page" }, parsePageSize),
   page_token: queryParsed(PAGE_TOKEN, parsePageToken),
+};
+
+/**
+ * `order_by`, `page_size` and `page_token` of a file listing (CONTRACT §15, AIP-132). The token
+ * stays text here: it is read with the order it continues (domain/file-order.ts parseFileToken).
+ */
+export const fileListQuery = {
+  order_by: queryParsed(
+    { enum: [...ORDER_BY_VALUES], default: "create_time desc", description: "The order: a field (create_time, name, size), ascending, or with ` desc` descending; names in code point order" },
+    parseOrderBy,
+  ),
+  page_size: pagingQuery.page_size,
+  page_token: queryParam(PAGE_TOKEN, (raw) => raw),
 };
 
 /** A time to live as sent (`7d`), checked by domain/expiry.ts; the expiry is computed later, with the clock. */

@@ -41,6 +41,11 @@ export function closedObject(properties: Record<string, Schema>, description?: s
 const TIMESTAMP_PATTERN = "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,9})?Z$";
 const timestamp: Schema = { type: "string", format: "date-time", pattern: TIMESTAMP_PATTERN };
 /** An expiry as sent: a timestamp, or "" for never (CONTRACT §8). */
+/** `schema` with `optional` no longer required (an answer that leaves the field out when it has nothing to say). */
+function withOptional(schema: Schema, ...optional: string[]): Schema {
+  return { ...schema, required: (schema.required as string[]).filter((name) => !optional.includes(name)) };
+}
+
 /** `next_page_token` of every paged listing. */
 const nextPage: Schema = { type: "string", description: "Pass as `page_token` for the next page; \"\" on the last page" };
 const expiry: Schema = { type: "string", pattern: `^$|${TIMESTAMP_PATTERN}`, description: "RFC 3339 (UTC, `Z`), or \"\" for never" };
@@ -179,7 +184,7 @@ export const schemas: Record<string, Schema> = {
   Folder: closedObject(folderProperties, "A folder (CONTRACT §12); its counts are of what it holds directly."),
   FolderPage: closedObject(folderPageProperties, "A page of a folder listing."),
   Share: closedObject(shareProperties, "A share link (CONTRACT §8)."),
-  ShareList: closedObject({ shares: { type: "array", items: ref("Share") }, next_page_token: nextPage }),
+  ShareList: withOptional(closedObject({ shares: { type: "array", items: ref("Share") }, next_page_token: { ...nextPage, description: "Present only when there is a next page: pass it as `page_token`" } }), "next_page_token"),
   ShareDetail: closedObject(
     {
       ...shareProperties,
@@ -194,7 +199,7 @@ export const schemas: Record<string, Schema> = {
   ),
   ShareDetailList: closedObject({ shares: { type: "array", items: ref("ShareDetail") }, next_page_token: nextPage }),
   UploadLink: closedObject(uploadLinkProperties, "A guest upload link (CONTRACT §8)."),
-  UploadLinkList: closedObject({ upload_links: { type: "array", items: ref("UploadLink") }, next_page_token: nextPage }),
+  UploadLinkList: withOptional(closedObject({ upload_links: { type: "array", items: ref("UploadLink") }, next_page_token: { ...nextPage, description: "Present only when there is a next page: pass it as `page_token`" } }), "next_page_token"),
   UnfinishedUpload: closedObject(unfinishedUploadProperties, "An unfinished resumable upload (CONTRACT §10)."),
   UnfinishedUploadPage: closedObject(unfinishedUploadPageProperties, "A page of the caller's unfinished uploads."),
   Usage: closedObject(usageProperties, "The caller's storage use and quota (QUOTA_BYTES)."),
@@ -237,7 +242,7 @@ export const schemas: Record<string, Schema> = {
     "A user as an administrator sees them (CONTRACT §15).",
   ),
   AdminUserList: closedObject({ users: { type: "array", items: ref("AdminUser") }, next_page_token: nextPage }),
-  ApiKeyList: closedObject({ keys: { type: "array", items: ref("ApiKey") }, next_page_token: nextPage }),
+  ApiKeyList: withOptional(closedObject({ keys: { type: "array", items: ref("ApiKey") }, next_page_token: { ...nextPage, description: "Present only when there is a next page: pass it as `page_token`" } }), "next_page_token"),
   Session: closedObject(
     {
       sign_in_configured: { type: "boolean", description: "Whether an identity provider is configured" },

@@ -12,7 +12,7 @@ import type { FileService } from "../service/files.ts";
 import { checkMaxDownloads, checkSharePassword, MAX_DOWNLOADS, MAX_PASSWORD_CHARS, type ShareChanges, type ShareInput, type ShareService } from "../service/shares.ts";
 import { ANYONE, AUTH, detail, errors, html, LOCATION, ok, SERVER } from "./describe.ts";
 import { bodyString, checked, closedBody, expiryFields, fileIdParams, jsonBody, pagingQuery, strictQuery } from "./inputs.ts";
-import { DEFAULT_PAGE_SIZE, nextPageToken, type Page } from "../domain/params.ts";
+import { DEFAULT_PAGE_SIZE, nextPageField, nextPageToken, type Page } from "../domain/params.ts";
 import { readBounded } from "./json-body.ts";
 import { sharePasswordPage } from "../serving/pages.ts";
 import { authRequest, requestContext } from "./request-context.ts";
@@ -131,7 +131,7 @@ export function sharesRoutes(deps: SharesRoutesDeps) {
 function sharesOfFiles(deps: SharesRoutesDeps) {
   const { auth, shares } = deps;
   const toJson = (s: ShareRow) => toShareJson(deps.baseUrl(), s);
-  const pageJson = (page: Page<ShareRow>) => json({ shares: page.items.map(toJson), next_page_token: nextPageToken(page) });
+  const pageJson = (page: Page<ShareRow>) => json({ shares: page.items.map(toJson), ...nextPageField(page) });
   const inputOf = (body: { expire_time?: string | undefined; ttl?: string | undefined; max_downloads?: number | null | undefined; password?: string | undefined }): ShareInput => ({
     expiresAt: deps.files.expiryFrom({ expire_time: body.expire_time, ttl: body.ttl }),
     maxDownloads: body.max_downloads,

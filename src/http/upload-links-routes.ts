@@ -9,7 +9,7 @@ import { Elysia, t } from "elysia";
 import type { Authenticator } from "../auth/principal.ts";
 import { parseExpiry } from "../domain/expiry.ts";
 import { VISIBILITIES } from "../domain/file.ts";
-import { DEFAULT_PAGE_SIZE, nextPageToken, parseName, parseVisibility } from "../domain/params.ts";
+import { DEFAULT_PAGE_SIZE, nextPageField, parseName, parseVisibility } from "../domain/params.ts";
 import { requireScope, type Principal } from "../domain/principal.ts";
 import { toUploadLinkJson } from "../domain/upload-link.ts";
 import { AppError } from "../errors.ts";
@@ -85,7 +85,7 @@ export function uploadLinksRoutes(deps: UploadLinksRoutesDeps) {
       "",
       async ({ principal, query }) => {
         const page = await links.list(principal, query.show_deleted === true, query.page_size ?? DEFAULT_PAGE_SIZE, query.page_token);
-        return json({ upload_links: page.items.map((l) => toUploadLinkJson(deps.baseUrl(), l)), next_page_token: nextPageToken(page) });
+        return json({ upload_links: page.items.map((l) => toUploadLinkJson(deps.baseUrl(), l)), ...nextPageField(page) });
       },
       {
         ...strictQuery({

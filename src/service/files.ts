@@ -7,7 +7,7 @@ import { AppError } from "../errors.ts";
 import type { FileRecord, Visibility } from "../domain/file.ts";
 import type { FilePage } from "../domain/file-page.ts";
 import { newFileId } from "../domain/ids.ts";
-import { pageFrom, type PageCursor } from "../domain/params.ts";
+import { cursorAfter, NEWEST_FIRST, type FileCursor, type FileOrder } from "../domain/file-order.ts";
 import { parseExpiry, type ExpiryInput } from "../domain/expiry.ts";
 import { requireScope, type Principal, type Scope } from "../domain/principal.ts";
 import { isNow, settle, type Later, type NowOrLater } from "../domain/later.ts";
@@ -277,14 +277,16 @@ export class FileService {
   }
 
   /**
-   * The caller's own files, newest first, `pageSize` at a time (keyset pagination); with
-   * `nameContains` (not empty), only those whose name contains it: ASCII letters in either case,
-   * every other character (`%` and `_` too) as itself (storage/paging.ts containsPattern).
+   * The caller's own files in `order` (default newest first; CONTRACT §15 order_by), `pageSize`
+   * at a time (keyset pagination); with `nameContains` (not empty), only those whose name
+   * contains it: ASCII letters in either case, every other character (`%` and `_` too) as itself
+   * (storage/paging.ts containsPattern).
    */
-  async list(principal: Principal, pageSize: number, after: PageCursor | undefined, nameContains = ""): Promise<FilePage> {
+  async list(principal: Principal, pageSize: number, after: FileCursor | undefined, nameContains = "", order: FileOrder = NEWEST_FIRST): Promise<FilePage> {
     requireScope(principal, "files.read");
-    return pageOf(await this.deps.store.files.listByOwner(principal.userId, pageSize + 1, after, nameContains), pageSize);
+    return pageOf(await this.deps.store.files.listByOwner(principal.userId, pageSize + 1, after, nameContains, order), pageSize);
   }
+
 
   /**
    * Replaces a file's content entirely; ID and URL stay. The new blob is written under a new
@@ -571,8 +573,10 @@ export class FileService {
  * and where the next page starts when there was one row more.
  */
 export function pageOf(rows: FileRecord[], pageSize: number): FilePage {
-  const { items, next } = pageFrom(rows, pageSize);
-  return { files: items, next };
+  const more = rows.length > pageSize;
+  const files = more ? rows.slice(0, pageSize) : rows;
+  const last = files[files.length - 1];
+  return { files, next: more && last !== undefined ? cursorAfter(last) : undefined };
 }
 
 /** Whether a file's expiry (CONTRACT §8) has passed by `clock` (read only for a file that expires). */

@@ -22,6 +22,7 @@ import type { FilePage } from "../domain/file-page.ts";
 import { checkFolderName, type FolderPage, type FolderRow, type FolderView } from "../domain/folder.ts";
 import { isIdShaped, newFileId } from "../domain/ids.ts";
 import type { PageCursor } from "../domain/params.ts";
+import { NEWEST_FIRST, type FileCursor, type FileOrder } from "../domain/file-order.ts";
 import { requireScope, type Principal } from "../domain/principal.ts";
 import type { Clock } from "../domain/time.ts";
 import type { BlobStore, MetadataStore, MetadataTables } from "../storage/ports.ts";
@@ -223,16 +224,17 @@ export class FolderService {
   }
 
   /**
-   * The caller's live files directly in a folder (null: in none), newest first, `pageSize` at a time.
+   * The caller's live files directly in a folder (null: in none), in `order` (default newest
+   * first; CONTRACT §15 order_by), `pageSize` at a time.
    * @throws permission_denied without files.read; not_found (folder)
    */
-  async listFiles(principal: Principal, folderId: string | null, pageSize: number, after: PageCursor | undefined): Promise<FilePage> {
+  async listFiles(principal: Principal, folderId: string | null, pageSize: number, after: FileCursor | undefined, order: FileOrder = NEWEST_FIRST): Promise<FilePage> {
     requireScope(principal, "files.read");
     if (folderId !== null) await this.ownedIn(this.deps.store, principal, folderId);
     const now = this.deps.clock.nowMicros();
     // Expired files are gone already (the sweep deletes them within a minute): skip them, but
     // page by the rows read so that a run of them cannot end the listing early.
-    const rows = await this.deps.store.folders.listFiles(principal.userId, folderId, pageSize + 1, after);
+    const rows = await this.deps.store.folders.listFiles(principal.userId, folderId, pageSize + 1, after, order);
     const page = pageOf(rows, pageSize);
     return { files: page.files.filter((f) => f.expiresAt === null || f.expiresAt > now), next: page.next };
   }

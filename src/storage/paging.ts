@@ -4,6 +4,7 @@
  */
 import { and, eq, sql, type Column, type SQL } from "drizzle-orm";
 import type { PageCursor } from "../domain/params.ts";
+import type { FileCursor, FileOrder } from "../domain/file-order.ts";
 
 /** Rows read per query when iterating a whole table. */
 export const PAGE_ROWS = 1000;
@@ -43,6 +44,30 @@ export function newestFirstAfter(columns: { createdAt: Column; id: Column }, aft
   // `created_at < ? OR (created_at = ? AND id < ?)` is not an index range on PostgreSQL, which
   // then reads every newer row again on each page.
   return sql`(${columns.createdAt}, ${columns.id}) < (${sql.param(after.createdAt, columns.createdAt)}, ${sql.param(after.id, columns.id)})`;
+}
+
+/**
+ * The condition for rows after `after` and the ORDER BY of a file listing in `order`
+ * (domain/file-order.ts), on either dialect's files table: (field, id) compared as a row value,
+ * as {@link newestFirstAfter} does for creation time, so each page is a range of an index on
+ * (…, field, id). `name` is the expression names are ordered by: PostgreSQL's `COLLATE "C"`,
+ * SQLite's BINARY, both code point order, so both stores list alike.
+ */
+export function fileOrderTerms(
+  columns: { createdAt: Column; name: Column; size: Column; id: Column },
+  order: FileOrder,
+  after: FileCursor | undefined,
+  name: SQL | Column = columns.name,
+): { after: SQL | undefined; orderBy: SQL[] } {
+  const field = order.field === "name" ? name : order.field === "size" ? columns.size : columns.createdAt;
+  const direction = order.descending ? sql`DESC` : sql`ASC`;
+  const orderBy = [sql`${field} ${direction}`, sql`${columns.id} ${direction}`];
+  if (after === undefined) return { after: undefined, orderBy };
+  const value = order.field === "name" ? after.name : order.field === "size" ? after.size : after.createdAt;
+  if (value === undefined) throw new Error(`a cursor without the ${order.field} it continues after`);
+  const bound = order.field === "name" ? sql`${value}` : sql.param(value, order.field === "size" ? columns.size : columns.createdAt);
+  const compare = order.descending ? sql`<` : sql`>`;
+  return { after: sql`(${field}, ${columns.id}) ${compare} (${bound}, ${sql.param(after.id, columns.id)})`, orderBy };
 }
 
 /** The condition for an owner's files after `after`, newest first (see {@link newestFirstAfter}). */

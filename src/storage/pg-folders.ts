@@ -5,9 +5,10 @@ import type { FileRecord } from "../domain/file.ts";
 import type { FolderRow } from "../domain/folder.ts";
 import type { PageCursor } from "../domain/params.ts";
 import { folderCountsQuery, inFolder, occupiedQuery } from "./folder-conditions.ts";
-import { inIdOrder, newestFirstAfter, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
+import { fileOrderTerms, inIdOrder, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
+import { NEWEST_FIRST, type FileCursor, type FileOrder } from "../domain/file-order.ts";
 import type { FolderCounts, FolderTable } from "./ports.ts";
-import { fileColumns, files, folders } from "./pg-schema.ts";
+import { fileColumns, files, folders, NAME_IN_C } from "./pg-schema.ts";
 
 /** Folder rows on PostgreSQL, on the pool or inside a transaction (whichever `db` is). */
 export class PgFolders implements FolderTable {
@@ -71,14 +72,16 @@ export class PgFolders implements FolderTable {
     await this.db.update(files).set({ folderId }).where(eq(files.id, fileId));
   }
 
-  async listFiles(ownerId: string, folderId: string | null, limit: number, after: PageCursor | undefined): Promise<FileRecord[]> {
+  async listFiles(ownerId: string, folderId: string | null, limit: number, after: FileCursor | undefined, order: FileOrder = NEWEST_FIRST): Promise<FileRecord[]> {
+    const terms = fileOrderTerms(files, order, after, NAME_IN_C);
     return (await this.db
       .select(fileColumns)
       .from(files)
-      .where(and(inFolder(files, ownerId, folderId), newestFirstAfter(files, after)))
-      .orderBy(desc(files.createdAt), desc(files.id))
+      .where(and(inFolder(files, ownerId, folderId), terms.after))
+      .orderBy(...terms.orderBy)
       .limit(limit)) as FileRecord[];
   }
+
 
   async filesNamed(ownerId: string, folderId: string | null, name: string): Promise<FileRecord[]> {
     return (await this.db

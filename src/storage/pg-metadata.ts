@@ -41,7 +41,8 @@ import type {
   FolderTable,
   DavTable,
 } from "./ports.ts";
-import { containsPattern, inIdOrder, newestFirstAfter, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
+import { containsPattern, fileOrderTerms, inIdOrder, newestFirstAfter, PAGE_ROWS } from "./paging.ts";
+import { NEWEST_FIRST, type FileCursor, type FileOrder } from "../domain/file-order.ts";
 import * as schema from "./pg-schema.ts";
 import { PgUploadLinks, PgUploads } from "./pg-uploads.ts";
 import { PgLoginLinks } from "./login-links.ts";
@@ -50,7 +51,7 @@ import { PgWebhooks } from "./pg-webhooks.ts";
 import { countAll, liveFilesOf, reservingUploadsOf, sumOf } from "./user-conditions.ts";
 import type { UploadLinkTable, UploadTable } from "./upload-ports.ts";
 
-const { apiKeys, davLocks, davProperties, fileColumns, files, sessions, shares, uploadLinks, uploads, users } = schema;
+const { apiKeys, davLocks, davProperties, fileColumns, files, NAME_IN_C, sessions, shares, uploadLinks, uploads, users } = schema;
 
 /** A drizzle PostgreSQL database or transaction over whichever driver. */
 export type PgDb = PgDatabase<PgQueryResultHKT, typeof schema>;
@@ -264,12 +265,12 @@ class PgFiles implements FileTable {
     return rows[0] as FileRecord | undefined;
   }
 
-  async listByOwner(ownerId: string, limit: number, after: PageCursor | undefined, nameContains = ""): Promise<FileRecord[]> {
+  async listByOwner(ownerId: string, limit: number, after: FileCursor | undefined, nameContains = "", order: FileOrder = NEWEST_FIRST): Promise<FileRecord[]> {
     // lower() under the "C" collation folds ASCII letters only, whatever the database's locale,
     // as containsPattern expects (and as SQLite does).
     const named = nameContains === "" ? undefined : sql`lower(${files.name} COLLATE "C") LIKE ${containsPattern(nameContains)} ESCAPE '\\'`;
-    const where = and(ownerFilesAfter(files, ownerId, after), named);
-    return (await this.db.select(fileColumns).from(files).where(where).orderBy(desc(files.createdAt), desc(files.id)).limit(limit)) as FileRecord[];
+    const terms = fileOrderTerms(files, order, after, NAME_IN_C);
+    return (await this.db.select(fileColumns).from(files).where(and(eq(files.ownerId, ownerId), terms.after, named)).orderBy(...terms.orderBy).limit(limit)) as FileRecord[];
   }
 
   async listByUploadLink(linkId: string, limit: number, after: PageCursor | undefined): Promise<FileRecord[]> {

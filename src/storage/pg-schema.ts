@@ -109,6 +109,14 @@ export const files = pgTable(
     index("files_top_name_idx").on(t.ownerId, t.name).where(sql`${t.folderId} IS NULL`),
     index("files_upload_link_created_idx").on(t.uploadLinkId, sql`${t.createdAt} DESC`, sql`${t.id} DESC`),
     uniqueIndex("files_blob_unique").on(t.blob),
+    // The other orders of an owner's, a folder's and the top's files (order_by, CONTRACT §15):
+    // a range of one of these each, the ID last so equal values page without gaps.
+    index("files_owner_order_name_idx").on(t.ownerId, sql`${t.name} COLLATE "C"`, t.id),
+    index("files_owner_order_size_idx").on(t.ownerId, t.size, t.id),
+    index("files_folder_order_name_idx").on(t.folderId, sql`${t.name} COLLATE "C"`, t.id),
+    index("files_folder_order_size_idx").on(t.folderId, t.size, t.id),
+    index("files_top_order_name_idx").on(t.ownerId, sql`${t.name} COLLATE "C"`, t.id).where(sql`${t.folderId} IS NULL`),
+    index("files_top_order_size_idx").on(t.ownerId, t.size, t.id).where(sql`${t.folderId} IS NULL`),
   ],
 );
 
@@ -118,6 +126,13 @@ export const files = pgTable(
  * earlier can never move it back to the folder it was in then.
  */
 export const fileColumns = (({ folderId: _folder, ...columns }) => columns)(getTableColumns(files));
+
+/**
+ * What file names are ordered by (`order_by=name`, CONTRACT §15): the "C" collation, code point
+ * order as SQLite's BINARY, whatever the database's locale, so both stores list alike; the name
+ * order indexes are built on it.
+ */
+export const NAME_IN_C = sql`${files.name} COLLATE "C"`;
 
 export const sessions = pgTable(
   "sessions",

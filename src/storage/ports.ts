@@ -15,6 +15,7 @@ import type { FileRecord } from "../domain/file.ts";
 import type { ShareRow } from "../domain/share.ts";
 import type { FolderRow } from "../domain/folder.ts";
 import type { PageCursor } from "../domain/params.ts";
+import type { FileCursor, FileOrder } from "../domain/file-order.ts";
 import type { WebhookAttemptRow, WebhookRow } from "../domain/webhook.ts";
 import type { PartialUploads, UploadLinkTable, UploadTable } from "./upload-ports.ts";
 
@@ -132,11 +133,11 @@ export interface ShareTable {
 export interface FileTable {
   get(id: string): Promise<FileRecord | undefined>;
   /**
-   * Up to `limit` of an owner's files, newest first (created_at, then id, both descending), after
-   * `after`; with `nameContains` not empty, only those whose name contains it, ASCII letters in
-   * either case and `%`, `_`, `\` literally (paging.ts containsPattern).
+   * Up to `limit` of an owner's files in `order` (default newest first: created_at, then id,
+   * both descending), after `after`; with `nameContains` not empty, only those whose name
+   * contains it, ASCII letters in either case and `%`, `_`, `\` literally (paging.ts containsPattern).
    */
-  listByOwner(ownerId: string, limit: number, after: PageCursor | undefined, nameContains?: string): Promise<FileRecord[]>;
+  listByOwner(ownerId: string, limit: number, after: FileCursor | undefined, nameContains?: string, order?: FileOrder): Promise<FileRecord[]>;
   /** Up to `limit` files that arrived through guest upload link `linkId`, newest first, after `after`. */
   listByUploadLink(linkId: string, limit: number, after: PageCursor | undefined): Promise<FileRecord[]>;
   insert(file: FileRecord): Promise<void>;
@@ -201,10 +202,10 @@ export interface FolderTable {
   /** Puts a file in a folder (replacing any folder it was in), or at the top (null). */
   setFolder(fileId: string, folderId: string | null): Promise<void>;
   /**
-   * Up to `limit` files of `ownerId` directly in `folderId` (null: those in no folder), newest
-   * first, after `after`; expired ones included (the caller filters).
+   * Up to `limit` files of `ownerId` directly in `folderId` (null: those in no folder), in
+   * `order` (default newest first), after `after`; expired ones included (the caller filters).
    */
-  listFiles(ownerId: string, folderId: string | null, limit: number, after: PageCursor | undefined): Promise<FileRecord[]>;
+  listFiles(ownerId: string, folderId: string | null, limit: number, after: FileCursor | undefined, order?: FileOrder): Promise<FileRecord[]>;
   /** The owner's files named exactly `name` directly in `folderId` (null: in no folder). */
   filesNamed(ownerId: string, folderId: string | null, name: string): Promise<FileRecord[]>;
   /** Every folder, in ID order (export). */

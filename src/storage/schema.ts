@@ -102,6 +102,14 @@ export const files = sqliteTable(
     index("files_top_name_idx").on(t.ownerId, t.name).where(sql`${t.folderId} IS NULL`),
     index("files_upload_link_created_idx").on(t.uploadLinkId, sql`${t.createdAt} DESC`, sql`${t.id} DESC`),
     uniqueIndex("files_blob_unique").on(t.blob),
+    // The other orders of an owner's, a folder's and the top's files (order_by, CONTRACT §15):
+    // a range of one of these each, the ID last so equal values page without gaps.
+    index("files_owner_order_name_idx").on(t.ownerId, t.name, t.id),
+    index("files_owner_order_size_idx").on(t.ownerId, t.size, t.id),
+    index("files_folder_order_name_idx").on(t.folderId, t.name, t.id),
+    index("files_folder_order_size_idx").on(t.folderId, t.size, t.id),
+    index("files_top_order_name_idx").on(t.ownerId, t.name, t.id).where(sql`${t.folderId} IS NULL`),
+    index("files_top_order_size_idx").on(t.ownerId, t.size, t.id).where(sql`${t.folderId} IS NULL`),
   ],
 );
 

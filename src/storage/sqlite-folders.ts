@@ -5,7 +5,8 @@ import type { FileRecord } from "../domain/file.ts";
 import type { FolderRow } from "../domain/folder.ts";
 import type { PageCursor } from "../domain/params.ts";
 import { folderCountsQuery, inFolder, occupiedQuery } from "./folder-conditions.ts";
-import { inIdOrder, newestFirstAfter, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
+import { fileOrderTerms, inIdOrder, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
+import { NEWEST_FIRST, type FileCursor, type FileOrder } from "../domain/file-order.ts";
 import type { FolderCounts, FolderTable } from "./ports.ts";
 import { fileColumns, files, folders } from "./schema.ts";
 
@@ -73,15 +74,16 @@ export class SqliteFolders implements FolderTable {
     return this.write((db) => void db.update(files).set({ folderId }).where(eq(files.id, fileId)).run());
   }
 
-  async listFiles(ownerId: string, folderId: string | null, limit: number, after: PageCursor | undefined): Promise<FileRecord[]> {
+  async listFiles(ownerId: string, folderId: string | null, limit: number, after: FileCursor | undefined, order: FileOrder = NEWEST_FIRST): Promise<FileRecord[]> {
+    const terms = fileOrderTerms(files, order, after);
     return this.db
       .select(fileColumns)
       .from(files)
-      .where(and(inFolder(files, ownerId, folderId), newestFirstAfter(files, after)))
-      .orderBy(desc(files.createdAt), desc(files.id))
-      .limit(limit)
-      .all() as FileRecord[];
+      .where(and(inFolder(files, ownerId, folderId), terms.after))
+      .orderBy(...terms.orderBy)
+      .limit(limit).all() as FileRecord[];
   }
+
 
   async filesNamed(ownerId: string, folderId: string | null, name: string): Promise<FileRecord[]> {
     return this.db

@@ -36,7 +36,8 @@ import { SqliteShares } from "./sqlite-shares.ts";
 import { SqliteFolders } from "./sqlite-folders.ts";
 import { SqliteDav } from "./sqlite-dav.ts";
 import { migrate } from "./migrate.ts";
-import { containsPattern, inIdOrder, newestFirstAfter, ownerFilesAfter, PAGE_ROWS } from "./paging.ts";
+import { containsPattern, fileOrderTerms, inIdOrder, newestFirstAfter, PAGE_ROWS } from "./paging.ts";
+import { NEWEST_FIRST, type FileCursor, type FileOrder } from "../domain/file-order.ts";
 import { apiKeys, davLocks, davProperties, fileColumns, files, sessions, shares, uploadLinks, uploads, users } from "./schema.ts";
 import { countAll, liveFilesOf, reservingUploadsOf, sumOf } from "./user-conditions.ts";
 import { SqliteUploadLinks, SqliteUploads } from "./sqlite-uploads.ts";
@@ -179,11 +180,11 @@ class SqliteFiles implements FileTable {
     return this.byId.get({ id }) as FileRecord | undefined;
   }
 
-  async listByOwner(ownerId: string, limit: number, after: PageCursor | undefined, nameContains = ""): Promise<FileRecord[]> {
+  async listByOwner(ownerId: string, limit: number, after: FileCursor | undefined, nameContains = "", order: FileOrder = NEWEST_FIRST): Promise<FileRecord[]> {
     // SQLite's lower() folds ASCII letters only (no ICU here), as containsPattern expects.
     const named = nameContains === "" ? undefined : sql`lower(${files.name}) LIKE ${containsPattern(nameContains)} ESCAPE '\\'`;
-    const where = and(ownerFilesAfter(files, ownerId, after), named);
-    return this.db.select(fileColumns).from(files).where(where).orderBy(desc(files.createdAt), desc(files.id)).limit(limit).all() as FileRecord[];
+    const terms = fileOrderTerms(files, order, after);
+    return this.db.select(fileColumns).from(files).where(and(eq(files.ownerId, ownerId), terms.after, named)).orderBy(...terms.orderBy).limit(limit).all() as FileRecord[];
   }
 
   async listByUploadLink(linkId: string, limit: number, after: PageCursor | undefined): Promise<FileRecord[]> {

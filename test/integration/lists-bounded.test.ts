@@ -61,11 +61,11 @@ async function insertRows(table: string, columns: string, row: (i: number) => st
 }
 
 /** GET of a listing, by key or (for /auth/keys) by the session. */
-async function page(target: string): Promise<Record<string, unknown> & { next_page_token: string }> {
+async function page(target: string): Promise<Record<string, unknown> & { next_page_token?: string }> {
   const headers: Record<string, string> = target.startsWith("/auth/") ? { cookie: session } : { authorization: `Bearer ${key}` };
   const res = await fetch(`${server.url}${target}`, { headers });
   expect({ target, status: res.status }).toEqual({ target, status: 200 });
-  return (await res.json()) as Record<string, unknown> & { next_page_token: string };
+  return (await res.json()) as Record<string, unknown> & { next_page_token?: string };
 }
 
 /** Every page of a listing, `size` at a time: the IDs in the order they came. */
@@ -75,7 +75,8 @@ async function walk(target: string, field: string, size: number): Promise<string
     expect(pages).toBeLessThan(ROWS);
     const body = await page(`${target}${target.includes("?") ? "&" : "?"}page_size=${size}&page_token=${token}`);
     ids.push(...(body[field] as { id: string }[]).map((r) => r.id));
-    token = body.next_page_token;
+    // GET /v1/shares always says "" on the last page; the lists older than paging leave it out.
+    token = body.next_page_token ?? "";
     if (token === "") return ids;
   }
 }
@@ -98,7 +99,7 @@ describe.each([
   test("answers the newest 50 by default, and a token for the rest", async () => {
     const first = await page(target());
     expect((first[field] as { id: string }[]).map((r) => r.id)).toEqual(expected().slice(0, 50));
-    expect(first.next_page_token).not.toBe("");
+    expect(first.next_page_token).toMatch(/^[A-Za-z0-9_-]+$/);
   });
 
   test("walked 1 000 at a time: every row once, newest first, and the server keeps answering", async () => {
@@ -107,6 +108,16 @@ describe.each([
     expect(ids.slice(0, ids.length - others)).toEqual(expected());
     expect(ids.length).toBe(expected().length + others);
   }, 60_000);
+});
+
+test("a list that fits one page answers as the contract gave it before paging: no next_page_token (GET /v1/shares says \"\")", async () => {
+  const other = await server.mintKey("few@example.com");
+  const file = (await client(server, other).upload("few", "?name=few.txt")).id;
+  await fetch(`${server.url}/v1/files/${file}/shares`, { method: "POST", body: "{}", headers: { authorization: `Bearer ${other}`, "content-type": "application/json" } });
+  const list = async (target: string) => (await (await fetch(`${server.url}${target}`, { headers: { authorization: `Bearer ${other}` } })).json()) as Record<string, unknown>;
+  expect(Object.keys(await list(`/v1/files/${file}/shares`))).toEqual(["shares"]);
+  expect(await list("/v1/upload-links")).toEqual({ upload_links: [] });
+  expect(Object.keys(await list("/v1/shares")).sort()).toEqual(["next_page_token", "shares"]);
 });
 
 test("a page token that is not one answers 400 and names page_token", async () => {
