@@ -110,6 +110,8 @@ export interface Config {
   webhookAllowedHosts: string[];
   /** ADMIN_EMAILS: the (lower-cased) e-mails of administrators besides those promoted (CONTRACT §15). */
   adminEmails: string[];
+  /** SHARE_LOG_FULL_ADDRESS=true: share access logs keep whole client addresses (default: /24 or /48, CONTRACT §15). */
+  shareLogFullAddress: boolean;
   /**
    * Tests only: the first retry delay of a webhook delivery, ms (CUBBY_TEST_WEBHOOK_RETRY_MS);
    * undefined: RETRY_BASE_MS (service/webhook-deliverer.ts, 5 s).
@@ -261,6 +263,9 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
       }
     });
 
+  const fullAddressRaw = (get("SHARE_LOG_FULL_ADDRESS") ?? "false").trim();
+  if (fullAddressRaw !== "true" && fullAddressRaw !== "false") throw new ConfigError(`SHARE_LOG_FULL_ADDRESS must be true or false (got "${fullAddressRaw}")`);
+
   const metricsToken = emptyToUndefined(get("METRICS_TOKEN"));
   if (metricsToken !== undefined && !/^[\x21-\x7e]{16,}$/.test(metricsToken)) {
     throw new ConfigError("METRICS_TOKEN must be at least 16 printable ASCII characters without spaces (e.g. from `openssl rand -hex 32`)");
@@ -305,6 +310,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     testRemovalGraceMs: testMilliseconds(get, "CUBBY_TEST_REMOVAL_GRACE_MS", 0),
     webhookAllowedHosts,
     adminEmails,
+    shareLogFullAddress: fullAddressRaw === "true",
     testWebhookRetryMs: testMilliseconds(get, "CUBBY_TEST_WEBHOOK_RETRY_MS", 10),
   };
 }

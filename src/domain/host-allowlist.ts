@@ -124,7 +124,7 @@ export function embeddedIPv4(address: string): string[] | undefined {
 }
 
 /** The 16 bytes of an IPv6 address in any RFC 4291 §2.2 text form (a zone ID is dropped); undefined when it is not one. */
-function ipv6Bytes(address: string): Uint8Array | undefined {
+export function ipv6Bytes(address: string): Uint8Array | undefined {
   const text = address.replace(/%.*$/, "");
   if (!net.isIPv6(text)) return undefined;
   const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);

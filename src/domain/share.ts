@@ -1,7 +1,9 @@
 /**
  * Share links (CONTRACT §8): the stored row and the Share object REST and MCP answer with.
  */
+import net from "node:net";
 import { formatExpiry } from "./expiry.ts";
+import { embeddedIPv4, ipv6Bytes } from "./host-allowlist.ts";
 import { formatTimestamp } from "./time.ts";
 
 /**
@@ -88,4 +90,51 @@ export function toShareDetailJson(baseUrl: string, s: ShareRow): ShareDetailJson
     last_download_time: s.lastDownloadAt === null ? "" : formatTimestamp(s.lastDownloadAt),
     items: s.folderId !== null ? [{ folder_id: s.folderId }] : [{ file_id: s.fileId }],
   };
+}
+
+/** One counted download of a share (CONTRACT §15 access log), as the share_downloads table keeps it. Times Unix microseconds. */
+export interface ShareDownloadRow {
+  /** Its place in the log (ascending). */
+  seq: number;
+  shareId: string;
+  /** When the answer ended. */
+  at: number;
+  /** What was sent: a file's name, or a folder's ZIP (`{name}.zip`). */
+  item: string;
+  bytes: number;
+  /** Whether every byte of the answer went out. */
+  completed: boolean;
+  /** The client's address, shortened unless SHARE_LOG_FULL_ADDRESS (service/shares.ts logAddress). */
+  client: string;
+}
+
+/** An access log entry as `GET /v1/shares/{id}/downloads` answers it. */
+export interface ShareDownloadJson {
+  time: string;
+  item: string;
+  bytes: number;
+  completed: boolean;
+  client_address: string;
+}
+
+/** The JSON of a log row. */
+export function toShareDownloadJson(d: ShareDownloadRow): ShareDownloadJson {
+  return { time: formatTimestamp(d.at), item: d.item, bytes: d.bytes, completed: d.completed, client_address: d.client };
+}
+
+/**
+ * A client address as a share's access log keeps it (CONTRACT §15): the /24 of an IPv4 address
+ * (an IPv4-mapped IPv6 one too) and the /48 of an IPv6 one, enough to tell networks apart and
+ * not a person's line; the address itself with `full` (SHARE_LOG_FULL_ADDRESS=true). Anything
+ * else (a Unix socket's "") as it is.
+ */
+export function logAddress(address: string, full: boolean): string {
+  if (full) return address;
+  const v4 = net.isIPv4(address) ? address : address.toLowerCase().startsWith("::ffff:") ? embeddedIPv4(address)?.[0] : undefined;
+  if (v4 !== undefined) return `${v4.split(".").slice(0, 3).join(".")}.0/24`;
+  const b = ipv6Bytes(address);
+  if (b === undefined) return address;
+  const groups = [0, 2, 4].map((i) => ((b[i]! << 8) | b[i + 1]!).toString(16));
+  while (groups.at(-1) === "0") groups.pop();
+  return `${groups.join(":")}::/48`;
 }

@@ -197,6 +197,17 @@ export const schemas: Record<string, Schema> = {
     },
     "A Share with what it holds and its last download (CONTRACT §15, GET /v1/shares).",
   ),
+  ShareDownload: closedObject(
+    {
+      time: timestamp,
+      item: { type: "string", description: "What was sent: a file's name, or a folder's ZIP (`{name}.zip`)" },
+      bytes: count,
+      completed: { type: "boolean", description: "Whether every byte of the answer went out" },
+      client_address: { type: "string", description: "The client's network: an IPv4 /24 or an IPv6 /48 (the whole address with SHARE_LOG_FULL_ADDRESS=true)" },
+    },
+    "One counted download of a share (CONTRACT §15).",
+  ),
+  ShareDownloadList: closedObject({ downloads: { type: "array", items: ref("ShareDownload") }, next_page_token: nextPage }),
   ShareDetailList: closedObject({ shares: { type: "array", items: ref("ShareDetail") }, next_page_token: nextPage }),
   UploadLink: closedObject(uploadLinkProperties, "A guest upload link (CONTRACT §8)."),
   UploadLinkList: withOptional(closedObject({ upload_links: { type: "array", items: ref("UploadLink") }, next_page_token: { ...nextPage, description: "Present only when there is a next page: pass it as `page_token`" } }), "next_page_token"),

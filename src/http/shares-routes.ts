@@ -6,7 +6,7 @@
 import { serialize as serializeCookie } from "cookie";
 import { Elysia, t } from "elysia";
 import { AppError } from "../errors.ts";
-import { toShareDetailJson, toShareJson, type ShareRow } from "../domain/share.ts";
+import { toShareDetailJson, toShareDownloadJson, toShareJson, type ShareRow } from "../domain/share.ts";
 import type { Authenticator } from "../auth/principal.ts";
 import type { FileService } from "../service/files.ts";
 import { checkMaxDownloads, checkSharePassword, MAX_DOWNLOADS, MAX_PASSWORD_CHARS, type ShareChanges, type ShareInput, type ShareService } from "../service/shares.ts";
@@ -196,6 +196,23 @@ function sharesOfFiles(deps: SharesRoutesDeps) {
             summary: "Every share link of the caller's, files' and folders', newest first, with what each holds and its last download (CONTRACT §15)",
             tags: ["shares"],
             responses: { ...ok("ShareDetailList"), ...errors(400, ...AUTH) },
+          }),
+        },
+      )
+      .get(
+        "/v1/shares/:id/downloads",
+        async ({ principal, params, query }) => {
+          const page = await shares.downloads(principal, params.id, query.page_size ?? DEFAULT_PAGE_SIZE, query.page_token);
+          return json({ downloads: page.items.map(toShareDownloadJson), next_page_token: nextPageToken(page) }, 200, { "cache-control": "no-store" });
+        },
+        {
+          params: t.Object({ id: t.String({ description: "Share ID" }) }),
+          ...strictQuery(pagingQuery),
+          detail: detail({
+            operationId: "listShareDownloads",
+            summary: "A share's access log, newest first: when, what, how many bytes, whether it completed, from which network (CONTRACT §15; kept 90 days)",
+            tags: ["shares"],
+            responses: { ...ok("ShareDownloadList"), ...errors(400, 404, ...AUTH) },
           }),
         },
       )

@@ -186,6 +186,9 @@ async function deleteExpired(services: Services): Promise<void> {
   // they answer 410, not 404 (CONTRACT §11), and deleted after that to keep the table small.
   const links = await services.loginLinks.sweepExpired();
   if (links > 0) logInfo(`removed ${links} login link(s) expired over 7 days ago`);
+  // A share's access log keeps 90 days (CONTRACT §15).
+  const logged = await services.shares.pruneDownloads();
+  if (logged > 0) logInfo(`removed ${logged} share download(s) logged over 90 days ago`);
 }
 
 /**

@@ -68,6 +68,8 @@ export interface OpenOptions {
   testRemovalGraceMs?: number | undefined;
   /** WEBHOOK_ALLOWED_HOSTS' entries (host names, addresses, CIDR ranges); absent: public addresses only. */
   webhookAllowedHosts?: readonly string[] | undefined;
+  /** SHARE_LOG_FULL_ADDRESS: share access logs keep whole client addresses, not /24 or /48 (CONTRACT §15). */
+  shareLogFullAddress?: boolean | undefined;
   /** ADMIN_EMAILS: administrators besides those promoted (CONTRACT §15). */
   adminEmails?: readonly string[] | undefined;
   /** HOSTNAME: the origin of file URLs in webhook events (else set once the server listens). */
@@ -117,7 +119,7 @@ export async function openServices(opts: OpenOptions): Promise<Services> {
     blobs,
     clock,
     files,
-    shares: new ShareService({ store, files, folders, clock, webhooks }),
+    shares: new ShareService({ store, files, folders, clock, webhooks, logFullAddresses: opts.shareLogFullAddress }),
     folders,
     webhooks,
     uploads: new UploadService({ store, blobs, clock, files, links: uploadLinks, quotas, maxUploadBytes: opts.maxUploadBytes, expiryMicros, locks }),

@@ -9,7 +9,8 @@ import { isIdShaped, newShareId, newShareToken, SHARE_TOKEN_PATTERN } from "../d
 import { pageFrom, type Page, type PageCursor } from "../domain/params.ts";
 import { requireScope, type Principal } from "../domain/principal.ts";
 import type { Clock } from "../domain/time.ts";
-import type { ShareRow } from "../domain/share.ts";
+import { logAddress, type ShareDownloadRow, type ShareRow } from "../domain/share.ts";
+import { logError } from "../log.ts";
 import type { MetadataStore } from "../storage/ports.ts";
 import type { FileService } from "./files.ts";
 import type { FolderRow } from "../domain/folder.ts";
@@ -41,6 +42,8 @@ export interface ShareChanges {
 }
 
 export const MAX_DOWNLOADS = 1_000_000_000;
+/** How long a share's access log keeps a download (CONTRACT §15), days. */
+export const SHARE_LOG_DAYS = 90;
 export const MAX_PASSWORD_CHARS = 1024;
 
 /** A live share and its file (a file's share) or folder (a folder's, CONTRACT §12), as a share URL opens them. */
@@ -48,7 +51,7 @@ export type OpenShare = { share: ShareRow; file: FileRecord; folder?: undefined 
 
 /** Share links: create, list and delete (the file's owner), and open by token (anyone who has it). */
 export class ShareService {
-  constructor(private readonly deps: { store: MetadataStore; files: FileService; folders: FolderService; clock: Clock; webhooks: WebhookService }) {}
+  constructor(private readonly deps: { store: MetadataStore; files: FileService; folders: FolderService; clock: Clock; webhooks: WebhookService; logFullAddresses?: boolean }) {}
 
   /**
    * Shares a file the caller owns.
@@ -155,6 +158,39 @@ export class ShareService {
     const updated = isIdShaped(shareId) ? await this.deps.store.shares.update(shareId, principal.userId, set) : undefined;
     if (updated === undefined) throw new AppError("not_found", "share not found");
     return updated;
+  }
+
+  /**
+   * Records a counted download in its share's access log once its answer ended (CONTRACT §15):
+   * what was sent, how many bytes, whether all of them went out, and the client's address
+   * shortened ({@link logAddress}). A failure to record is logged, never the download's.
+   */
+  async recordDownload(share: ShareRow, item: string, sent: { bytes: number; completed: boolean }, clientAddress: string): Promise<void> {
+    const row = { shareId: share.id, at: this.deps.clock.nowMicros(), item, bytes: sent.bytes, completed: sent.completed, client: logAddress(clientAddress, this.deps.logFullAddresses === true) };
+    await this.deps.store.shares.recordDownload(row).catch((err: unknown) => logError(`share ${share.id}: the access log lost a download: ${err}`));
+  }
+
+  /**
+   * A share's access log, newest first, `pageSize` at a time after `after` (CONTRACT §15
+   * `GET /v1/shares/{id}/downloads`); a deleted share's too, for its owner.
+   * @throws permission_denied without files.read; not_found when the share is not the caller's
+   */
+  async downloads(principal: Principal, shareId: string, pageSize: number, after: PageCursor | undefined): Promise<Page<ShareDownloadRow>> {
+    requireScope(principal, "files.read");
+    const share = isIdShaped(shareId) ? await this.deps.store.shares.byId(shareId) : undefined;
+    if (share === undefined || share.ownerId !== principal.userId) throw new AppError("not_found", "share not found");
+    const rows = await this.deps.store.shares.downloads(share.id, pageSize + 1, after === undefined ? undefined : { at: after.createdAt, seq: Number(after.id) });
+    const items = rows.slice(0, pageSize);
+    const last = items[items.length - 1];
+    return { items, next: rows.length > pageSize && last !== undefined ? { createdAt: last.at, id: String(last.seq) } : undefined };
+  }
+
+  /** Removes access log rows older than {@link SHARE_LOG_DAYS} days, a thousand at a time. @returns how many */
+  async pruneDownloads(): Promise<number> {
+    const before = this.deps.clock.nowMicros() - SHARE_LOG_DAYS * 24 * 3600 * 1_000_000;
+    let total = 0;
+    for (let n = -1; n !== 0; total += n) n = await this.deps.store.shares.pruneDownloads(before, 1000);
+    return total;
   }
 
   /**

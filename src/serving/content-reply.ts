@@ -54,6 +54,12 @@ export interface ContentRequest extends RequestLike {
   search: string;
 }
 
+/** What an answer sent: body bytes written, and whether it ended whole (nothing cut, the client still there). */
+export interface Sent {
+  bytes: number;
+  completed: boolean;
+}
+
 /** A content answer: status and headers, and which bytes of the content to send, if any. */
 export interface ContentReply {
   status: number;

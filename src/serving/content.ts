@@ -15,7 +15,7 @@
  */
 import { isFileId } from "../domain/ids.ts";
 import { isNow, settle, type Later, type NowOrLater } from "../domain/later.ts";
-import { contentReply, openContent, type ContentDeps, type ContentReply, type ContentRequest } from "./content-reply.ts";
+import { contentReply, openContent, type ContentDeps, type ContentReply, type ContentRequest, type Sent } from "./content-reply.ts";
 import { shareReply, type ShareContentDeps } from "./share-reply.ts";
 import type { FileContent } from "../service/files.ts";
 import type { ByteRange } from "../storage/ports.ts";
@@ -70,7 +70,10 @@ export interface ContentDecision {
   reply: ContentReply;
   content?: FileContent | undefined;
   writeBody?: ((out: Outgoing, buffering: Buffering) => Promise<void>) | undefined;
+  /** Told once the answer ended: the body's bytes handed to the wire, and whether all went out (a share's access log). */
+  onSent?: ((sent: Sent) => void) | undefined;
 }
+
 
 /**
  * Answers GET or HEAD of a content URL on `ex` (its context opened by the dispatch): before
@@ -79,15 +82,15 @@ export interface ContentDecision {
  */
 export function serveContent(opts: ContentOptions, ex: Exchange, target: ContentTarget): void {
   const decision = decideContent(opts.deps, ex, target);
-  if (opts.atOnce && isNow(decision) && answerWhole(ex, decision)) return;
+  if (opts.atOnce && isNow(decision) && answerWhole(ex, decision) !== undefined) return;
   void answerContent(ex, settle(decision));
 }
 
 /** Answers GET or HEAD of a share link, `/s/{token}` (serving/share-reply.ts decides; a lookup always). */
 export function serveShare(opts: ContentOptions, ex: Exchange, token: string): void {
-  const decided = shareReply(opts.deps, ex, token).then(({ reply, content, zipOf }): ContentDecision => {
-    if (zipOf === undefined) return { reply, content };
-    return { reply, writeBody: (out, buffering) => writeFolderZip(out, opts.deps, zipOf, buffering) };
+  const decided = shareReply(opts.deps, ex, token).then(({ reply, content, zipOf, onSent }): ContentDecision => {
+    if (zipOf === undefined) return { reply, content, onSent };
+    return { reply, writeBody: (out, buffering) => writeFolderZip(out, opts.deps, zipOf, buffering), onSent };
   });
   void answerContent(ex, decided);
 }
@@ -132,19 +135,19 @@ async function decideRest(deps: ContentDeps, request: ContentRequest, target: Co
 /**
  * Writes `decision` whole when it needs no read from the store: its own body, no body (HEAD,
  * redirects, 304, 416, empty files), or a range of content held in memory.
- * @returns false (nothing written) when the bytes must be read from the store
+ * @returns the body's bytes written; undefined (nothing written) when the bytes must be read from the store
  */
-function answerWhole(ex: Exchange, { reply, content, writeBody }: ContentDecision): boolean {
-  if (writeBody !== undefined) return false;
+function answerWhole(ex: Exchange, { reply, content, writeBody }: ContentDecision): number | undefined {
+  if (writeBody !== undefined) return undefined;
   const range = reply.range;
   if (reply.body !== undefined || range === undefined || ex.method === "HEAD" || content === undefined) {
     ex.respond(reply.status, reply.headers, reply.body);
-    return true;
+    return ex.method === "HEAD" || reply.body === undefined ? 0 : Buffer.byteLength(reply.body);
   }
   const cached = content.cached;
-  if (cached === undefined) return false;
+  if (cached === undefined) return undefined;
   ex.respond(reply.status, reply.headers, range.start === 0 && range.length === cached.byteLength ? cached : cached.subarray(range.start, range.start + range.length));
-  return true;
+  return range.length;
 }
 
 /**
@@ -155,16 +158,41 @@ function answerWhole(ex: Exchange, { reply, content, writeBody }: ContentDecisio
  */
 export async function answerContent(ex: Exchange, decided: ContentDecision | Promise<ContentDecision>): Promise<void> {
   let out: Outgoing | undefined;
+  let decision: ContentDecision | undefined;
+  const sent: Sent = { bytes: 0, completed: false };
   try {
-    const decision = await decided;
-    if (ex.gone || answerWhole(ex, decision)) return;
+    decision = await decided;
+    if (ex.gone) return;
+    const whole = answerWhole(ex, decision);
+    if (whole !== undefined) {
+      sent.bytes = whole;
+      sent.completed = true;
+      return;
+    }
     out = ex.stream(decision.reply.status, decision.reply.headers);
+    const counted = decision.onSent === undefined ? out : countingBytes(out, sent);
     // HEAD of a body written as it goes: its head as GET's, no length, nothing after it.
-    if (decision.writeBody !== undefined) await (ex.method === "HEAD" ? out.end() : decision.writeBody(out, ex.buffering));
-    else await writeContent(out, decision.content!, decision.reply.range!, ex.buffering);
+    if (decision.writeBody !== undefined) await (ex.method === "HEAD" ? out.end() : decision.writeBody(counted, ex.buffering));
+    else await writeContent(counted, decision.content!, decision.reply.range!, ex.buffering);
+    sent.completed = !out.signal.aborted;
   } catch (err) {
     failed(ex, err, ex.context, out);
+  } finally {
+    decision?.onSent?.(sent);
   }
+}
+
+/** `out`, counting into `sent.bytes` what is written through it. */
+function countingBytes(out: Outgoing, sent: Sent): Outgoing {
+  return {
+    signal: out.signal,
+    write: (chunk, callback) => {
+      sent.bytes += chunk.byteLength;
+      out.write(chunk, callback);
+    },
+    end: () => out.end(),
+    fail: () => out.fail(),
+  };
 }
 
 /**

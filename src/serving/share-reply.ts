@@ -17,7 +17,7 @@ import type { Authenticator } from "../auth/principal.ts";
 import type { ShareRow } from "../domain/share.ts";
 import type { FileContent, FileService } from "../service/files.ts";
 import type { ShareService } from "../service/shares.ts";
-import { contentReply, wantsHtml, type ContentReply, type ContentRequest } from "./content-reply.ts";
+import { contentReply, wantsHtml, type ContentReply, type ContentRequest, type Sent } from "./content-reply.ts";
 import { sharePasswordPage } from "./pages.ts";
 import { folderSharePage, sharePage } from "./share-page.ts";
 import { parseQuery } from "../domain/params.ts";
@@ -79,6 +79,8 @@ export interface ShareAnswer {
   content?: FileContent;
   /** The shared folder whose files the body is, as one ZIP (serving/content.ts writes it). */
   zipOf?: FolderRow;
+  /** For a counted download: records it in the share's access log once the answer ended (CONTRACT §15). */
+  onSent?: (sent: Sent) => void;
 }
 
 /**
@@ -110,8 +112,9 @@ async function folderShareReply(deps: ShareContentDeps, request: ContentRequest,
     "referrer-policy": "no-referrer",
     "x-content-type-options": "nosniff",
   };
-  if (request.method === "GET") await deps.shares.countDownload(share, folder);
-  return { reply: { status: 200, headers }, zipOf: folder };
+  if (request.method !== "GET") return { reply: { status: 200, headers }, zipOf: folder };
+  await deps.shares.countDownload(share, folder);
+  return { reply: { status: 200, headers }, zipOf: folder, onSent: logged(deps, request, share, `${folder.name}.zip`) };
 }
 
 /**
@@ -125,8 +128,14 @@ async function fileShareReply(deps: ShareContentDeps, request: ContentRequest, s
   delete headers.vary;
   const reply = { ...fileReply, headers };
   const fromStart = reply.status === 200 || (reply.status === 206 && reply.range?.start === 0);
-  if (request.method === "GET" && fromStart) await deps.shares.countDownload(share, file);
-  return { reply, content: deps.files.contentOf(file) };
+  if (!(request.method === "GET" && fromStart)) return { reply, content: deps.files.contentOf(file) };
+  await deps.shares.countDownload(share, file);
+  return { reply, content: deps.files.contentOf(file), onSent: logged(deps, request, share, file.name || file.id) };
+}
+
+/** What records a counted download of `item` in the share's access log when its answer ends. */
+function logged(deps: ShareContentDeps, request: ContentRequest, share: ShareRow, item: string): (sent: Sent) => void {
+  return (sent) => void deps.shares.recordDownload(share, item, sent, request.clientAddress);
 }
 
 /**

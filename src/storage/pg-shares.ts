@@ -1,11 +1,11 @@
 /** The shares table (CONTRACT §8) on PostgreSQL: the {@link ShareTable} part of the PostgreSQL metadata store. */
-import { and, asc, desc, eq, gt, isNull, lt, or, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, inArray, isNull, lt, or, sql } from "drizzle-orm";
 import type { PgDb } from "./pg-metadata.ts";
 import { inIdOrder, newestFirstAfter, PAGE_ROWS } from "./paging.ts";
 import type { PageCursor } from "../domain/params.ts";
-import type { ShareRow } from "../domain/share.ts";
+import type { ShareDownloadRow, ShareRow } from "../domain/share.ts";
 import type { ShareTable } from "./ports.ts";
-import { shares } from "./pg-schema.ts";
+import { shareDownloads, shares } from "./pg-schema.ts";
 
 /** Share rows on PostgreSQL, on the pool or inside a transaction (whichever `db` is). */
 export class PgShares implements ShareTable {
@@ -42,6 +42,20 @@ export class PgShares implements ShareTable {
     const where = and(eq(shares.id, id), eq(shares.ownerId, ownerId), isNull(shares.deletedAt));
     if (Object.keys(changes).length === 0) return (await this.db.select().from(shares).where(where))[0];
     return (await this.db.update(shares).set(changes).where(where).returning())[0];
+  }
+
+  async recordDownload(row: Omit<ShareDownloadRow, "seq">): Promise<void> {
+    await this.db.insert(shareDownloads).values(row);
+  }
+
+  async downloads(shareId: string, limit: number, after: { at: number; seq: number } | undefined): Promise<ShareDownloadRow[]> {
+    const where = and(eq(shareDownloads.shareId, shareId), after === undefined ? undefined : sql`(${shareDownloads.at}, ${shareDownloads.seq}) < (${after.at}, ${after.seq})`);
+    return this.db.select().from(shareDownloads).where(where).orderBy(desc(shareDownloads.at), desc(shareDownloads.seq)).limit(limit);
+  }
+
+  async pruneDownloads(before: number, limit: number): Promise<number> {
+    const old = this.db.select({ seq: shareDownloads.seq }).from(shareDownloads).where(lt(shareDownloads.at, before)).limit(limit);
+    return (await this.db.delete(shareDownloads).where(inArray(shareDownloads.seq, old)).returning({ seq: shareDownloads.seq })).length;
   }
 
   async markDeleted(id: string, ownerId: string, now: number): Promise<boolean> {

@@ -12,7 +12,7 @@
  * any more is removed only after that commit.
  */
 import type { FileRecord } from "../domain/file.ts";
-import type { ShareRow } from "../domain/share.ts";
+import type { ShareDownloadRow, ShareRow } from "../domain/share.ts";
 import type { FolderRow } from "../domain/folder.ts";
 import type { PageCursor } from "../domain/params.ts";
 import type { FileCursor, FileOrder } from "../domain/file-order.ts";
@@ -117,6 +117,12 @@ export interface ShareTable {
    * @returns the share as it is now; undefined when `ownerId` has no such live share
    */
   update(id: string, ownerId: string, changes: Partial<Pick<ShareRow, "expiresAt" | "maxDownloads" | "passwordHash">>): Promise<ShareRow | undefined>;
+  /** Appends a counted download to its share's access log (CONTRACT §15). */
+  recordDownload(row: Omit<ShareDownloadRow, "seq">): Promise<void>;
+  /** Up to `limit` of a share's log, newest first, after `after` (its `at` and `seq`; keyset). */
+  downloads(shareId: string, limit: number, after: { at: number; seq: number } | undefined): Promise<ShareDownloadRow[]>;
+  /** Removes up to `limit` log rows from before `before` (Unix microseconds). @returns how many */
+  pruneDownloads(before: number, limit: number): Promise<number>;
   /** Marks `ownerId`'s share deleted at `now`, once. @returns whether it was live and is now deleted */
   markDeleted(id: string, ownerId: string, now: number): Promise<boolean>;
   /**

@@ -179,6 +179,30 @@ export const shares = sqliteTable(
 );
 
 /**
+ * A share's access log (CONTRACT §15 `GET /v1/shares/{id}/downloads`): one row per counted
+ * download, written when its answer ended; kept 90 days (service/shares.ts).
+ */
+export const shareDownloads = sqliteTable(
+  "share_downloads",
+  {
+    seq: integer("seq").primaryKey({ autoIncrement: true }),
+    shareId: text("share_id")
+      .notNull()
+      .references(() => shares.id, { onDelete: "cascade" }),
+    /** When the answer ended, Unix microseconds. */
+    at: integer("at").notNull(),
+    /** What was sent: the file's name, or the folder's ZIP ("{name}.zip"). */
+    item: text("item").notNull(),
+    bytes: integer("bytes").notNull(),
+    /** Whether every byte of the answer went out. */
+    completed: integer("completed", { mode: "boolean" }).notNull(),
+    /** The client's address, shortened to /24 or /48 unless SHARE_LOG_FULL_ADDRESS. */
+    client: text("client").notNull(),
+  },
+  (t) => [index("share_downloads_share_at_idx").on(t.shareId, sql`${t.at} DESC`, sql`${t.seq} DESC`), index("share_downloads_at_idx").on(t.at)],
+);
+
+/**
  * Guest upload links ("file requests", CONTRACT §8): `/u/{token}` takes uploads into the owner's
  * account within the limits; the counters move in the transaction that commits each file.
  */

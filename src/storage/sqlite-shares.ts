@@ -1,11 +1,11 @@
 /** The shares table (CONTRACT §8) on SQLite: the {@link ShareTable} part of the SQLite metadata store. */
-import { and, asc, desc, eq, gt, isNull, lt, or, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, inArray, isNull, lt, or, sql } from "drizzle-orm";
 import type { Db, WriteRunner } from "./db.ts";
 import { inIdOrder, newestFirstAfter, PAGE_ROWS } from "./paging.ts";
 import type { PageCursor } from "../domain/params.ts";
-import type { ShareRow } from "../domain/share.ts";
+import type { ShareDownloadRow, ShareRow } from "../domain/share.ts";
 import type { ShareTable } from "./ports.ts";
-import { shares } from "./schema.ts";
+import { shareDownloads, shares } from "./schema.ts";
 
 /** Share rows on SQLite: reads on the given connection, writes through the store's write runner. */
 export class SqliteShares implements ShareTable {
@@ -44,6 +44,20 @@ export class SqliteShares implements ShareTable {
   update(id: string, ownerId: string, changes: Partial<Pick<ShareRow, "expiresAt" | "maxDownloads" | "passwordHash">>): Promise<ShareRow | undefined> {
     const where = and(eq(shares.id, id), eq(shares.ownerId, ownerId), isNull(shares.deletedAt));
     return this.write((db) => (Object.keys(changes).length === 0 ? db.select().from(shares).where(where).get() : db.update(shares).set(changes).where(where).returning().get()));
+  }
+
+  recordDownload(row: Omit<ShareDownloadRow, "seq">): Promise<void> {
+    return this.write((db) => void db.insert(shareDownloads).values(row).run());
+  }
+
+  async downloads(shareId: string, limit: number, after: { at: number; seq: number } | undefined): Promise<ShareDownloadRow[]> {
+    const where = and(eq(shareDownloads.shareId, shareId), after === undefined ? undefined : sql`(${shareDownloads.at}, ${shareDownloads.seq}) < (${after.at}, ${after.seq})`);
+    return this.db.select().from(shareDownloads).where(where).orderBy(desc(shareDownloads.at), desc(shareDownloads.seq)).limit(limit).all();
+  }
+
+  pruneDownloads(before: number, limit: number): Promise<number> {
+    const old = this.db.select({ seq: shareDownloads.seq }).from(shareDownloads).where(lt(shareDownloads.at, before)).limit(limit);
+    return this.write((db) => db.delete(shareDownloads).where(inArray(shareDownloads.seq, old)).returning({ seq: shareDownloads.seq }).all().length);
   }
 
   markDeleted(id: string, ownerId: string, now: number): Promise<boolean> {

@@ -105,6 +105,48 @@ describe("every share of the caller's, and changing one (CONTRACT §15)", () => 
     expect((await call("PATCH", `/v1/shares/${s.id}`, {})).json).toMatchObject({ max_downloads: 3, download_count: 3 });
   });
 
+  test("GET /v1/shares/{id}/downloads: each counted download once its answer ended, newest first, with what, bytes, completion and the network; only the owner's", async () => {
+    const big = await client(server, carol).upload(new Uint8Array(64 * 1024 * 1024).fill(1), "?name=big.bin");
+    const s = (await call("POST", `/v1/files/${big.id}/shares`, {})).json;
+    type Log = { downloads: { time: string; item: string; bytes: number; completed: boolean; client_address: string }[]; next_page_token: string };
+    const log = async () => (await call("GET", `/v1/shares/${s.id}/downloads`)).json as unknown as Log;
+    expect(await log()).toEqual({ downloads: [], next_page_token: "" });
+
+    // A whole download, then one the client gives up on after its first bytes, then a HEAD and a later range (not counted).
+    expect((await (await fetch(s.url)).arrayBuffer()).byteLength).toBe(64 * 1024 * 1024);
+    const controller = new AbortController();
+    const partial = await fetch(s.url, { signal: controller.signal });
+    const reader = partial.body!.getReader();
+    await reader.read();
+    controller.abort();
+    await reader.read().catch(() => {});
+    expect((await fetch(s.url, { method: "HEAD" })).status).toBe(200);
+    expect((await fetch(s.url, { headers: { range: "bytes=10-19" } })).status).toBe(206);
+
+    const entries = (await waitFor(async () => ((await log()).downloads.length === 2 ? (await log()).downloads : undefined), "two downloads logged"))!;
+    // localhost is 127.0.0.1 or ::1, as the resolver says: its /24 or its /48.
+    const network = expect.stringMatching(/^(127\.0\.0\.0\/24|::\/48)$/);
+    expect(entries[1]).toEqual({ time: expect.stringMatching(/Z$/), item: "big.bin", bytes: 64 * 1024 * 1024, completed: true, client_address: network });
+    expect(entries[0]).toMatchObject({ item: "big.bin", completed: false, client_address: network });
+    expect(entries[0]!.bytes).toBeLessThan(64 * 1024 * 1024);
+    expect((await call("GET", "/v1/shares")).json.shares.find((x) => x.id === s.id)!.download_count).toBe(2);
+
+    // Paged like every list; another user's share is not found.
+    const first = (await call("GET", `/v1/shares/${s.id}/downloads?page_size=1`)).json as unknown as Log;
+    expect(first.downloads).toEqual([entries[0]!]);
+    const second = (await call("GET", `/v1/shares/${s.id}/downloads?page_token=${first.next_page_token}`)).json as unknown as Log;
+    expect(second).toEqual({ downloads: [entries[1]!], next_page_token: "" });
+    expect((await call("GET", `/v1/shares/${s.id}/downloads`, undefined, await server.mintKey("frank@example.com"))).status).toBe(404);
+
+    // A folder's ZIP is logged under the folder's name.
+    const folder = (await call("POST", "/v1/folders", { name: "Logged" })).json as unknown as { id: string };
+    await client(server, carol).upload("in the zip", `?name=a.txt&folder_id=${folder.id}`);
+    const fs = (await call("POST", `/v1/folders/${folder.id}/shares`, {})).json;
+    const zip = await (await fetch(`${fs.url}?download=zip`)).arrayBuffer();
+    const zipLog = await waitFor(async () => ((await call("GET", `/v1/shares/${fs.id}/downloads`)).json as unknown as Log).downloads[0], "the ZIP logged");
+    expect(zipLog).toMatchObject({ item: "Logged.zip", bytes: zip.byteLength, completed: true });
+  }, 60_000);
+
   test("PATCH refuses bad changes (400, nothing changed), another's or a deleted share (404), a read-only key (403)", async () => {
     const s = (await call("POST", `/v1/files/${photo.id}/shares`, { max_downloads: 4 })).json;
     for (const bad of [{ max_downloads: 0 }, { max_downloads: 1.5 }, { password: "" }, { expire_time: "2001-01-01T00:00:00Z" }, { ttl: "3w" }, { items: [] }, { ttl: "1h", expire_time: "2031-01-01T00:00:00Z" }]) {
