@@ -24,7 +24,7 @@ import { ANYONE, AUTH, detail, errors, html, htmlErrors, LOCATION, ok, queryPara
 import { bodyString, checked, closedBody, expiryFields, jsonBody, pagingQuery, strictQuery } from "./inputs.ts";
 import { json } from "./respond.ts";
 import { readBounded } from "./json-body.ts";
-import { errorPage, loginLinkPage } from "../serving/pages.ts";
+import { errorPage, loginLinkPage, recipientSignInPage } from "../serving/pages.ts";
 import { authRequest, requestContext } from "./request-context.ts";
 
 export interface AuthRoutesDeps {
@@ -139,6 +139,8 @@ export function authRoutes(deps: AuthRoutesDeps) {
         const title = deps.signIn === undefined ? "Sign-in is not configured" : "Sign-in is unavailable";
         return signInPage(title, requestContext, {}, async () => {
           const next = safeNext(parseQuery(new URL(request.url).search, ["next"]).get("next") ?? null);
+          // Sent here by a file's link (CONTRACT §3): a recipient, not the operator (CONTRACT §15).
+          if (deps.signIn === undefined && next !== "/") return recipientSignInPage();
           const { url, flow } = await provider().start(next);
           const value = Buffer.from(JSON.stringify(flow)).toString("base64url");
           return new Response(null, { status: 302, headers: { location: url, "set-cookie": cookie(flowCookieName(), value, FLOW_MAX_AGE_SECONDS), "cache-control": "no-store" } });
@@ -153,7 +155,7 @@ export function authRoutes(deps: AuthRoutesDeps) {
           tags: ["auth"],
           security: ANYONE,
           parameters: [queryParam("next", { type: "string" }, "Same-origin path to return to")],
-          responses: { "302": { description: "To the provider", headers: LOCATION }, ...htmlErrors(400, 404, 429, ...SERVER) },
+          responses: { "302": { description: "To the provider", headers: LOCATION }, ...htmlErrors(400, 401, 404, 429, ...SERVER) },
         }),
       },
     )

@@ -38,6 +38,21 @@ function messagePageBody(title: string, message: string): string {
 `;
 }
 
+/**
+ * What a signed-out recipient of a private or internal file's link sees when this cubby has no
+ * identity provider (CONTRACT §15): that the file needs a sign-in, and how a person gets one —
+ * never the server's configuration. 401, as the file's own answer would be.
+ */
+export function recipientSignInPage(): Response {
+  const title = "This file needs you to sign in";
+  const body = `${pageHead(title)}
+<body><main class="narrow"><h1>${escape(title)}</h1>
+<p>Only people signed in to this cubby can open it. This cubby signs people in with sign-in links: ask whoever sent you this link for one.</p>
+<p>Or ask them for a share link: it opens the file without an account.</p></main></body></html>
+`;
+  return new Response(body, { status: 401, headers: { ...PAGE_HEADERS, "www-authenticate": 'Bearer realm="cubby"' } });
+}
+
 /** A page with a title, a message and a link back to the dashboard. */
 export function htmlPage(status: number, title: string, message: string, extraHeaders?: Record<string, string>): Response {
   return new Response(messagePageBody(title, message), { status, headers: { ...PAGE_HEADERS, ...extraHeaders } });

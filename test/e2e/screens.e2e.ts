@@ -525,6 +525,22 @@ test("the share page: preview and Download of an image, a PDF and a video; the p
   expect(await countOf(image.id, imageShare.id)).toBeGreaterThan(0);
 });
 
+test("a signed-out recipient of a private file's link learns it needs a sign-in, not the server's configuration; every screen", async ({ page }) => {
+  const minted = spawnSync(binary, ["keys", "create", "--email", "owner@example.com", "--data-dir", plain.dataDir], { encoding: "utf8" });
+  if (minted.status !== 0) throw new Error(`keys create: ${minted.stderr}`);
+  const res = await fetch(`${plain.url}/v1/files?name=secret.txt&visibility=private`, { method: "POST", headers: { authorization: `Bearer ${minted.stdout.trim()}` }, body: "secret" });
+  const file = (await res.json()) as { url: string };
+  const { errors, foreign } = watchPage(page, plain);
+  await everyScreen(page, "recipient-sign-in", async () => {
+    await page.goto(file.url);
+    await expect(page.getByRole("heading", { name: "This file needs you to sign in" })).toBeVisible();
+    await expect(page.locator("main")).not.toContainText("IDP_");
+    await expect(page.getByRole("link", { name: "Back to cubby" })).toHaveCount(0);
+  });
+  expect(errors.filter((e) => !/status of 401 .* at (\S+) on \1$/.test(e))).toEqual([]);
+  expect(foreign).toEqual([]);
+});
+
 test("a limited share stays exact with the page open in 10 tabs and 20 script downloads at once; its preview costs nothing until opened", async ({ context }) => {
   const minted = spawnSync(binary, ["keys", "create", "--email", "limits@example.com", "--data-dir", plain.dataDir], { encoding: "utf8" });
   const key = minted.stdout.trim();

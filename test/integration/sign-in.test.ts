@@ -362,13 +362,20 @@ describe("without a provider", () => {
     for (const p of ["/", "/app.js", "/app.css", "/auth/session", `/${file.id}`, "/auth/idp/callback?code=x&state=y"]) {
       statuses[p] = (await fetch(`${plain.url}${p}`, { headers: browser, redirect: "manual" })).status;
     }
-    // The internal link sends the browser to sign-in, which explains that there is none.
+    // The internal link sends the browser to sign-in, which tells the recipient the file needs
+    // a sign-in and how a person gets one, never the server's configuration (CONTRACT §15).
     const landed = await fetch(`${plain.url}/${file.id}`, { headers: browser });
     const page = await landed.text();
-    expect({ statuses, landed: landed.status, says: page.includes("Sign-in is not configured") && page.includes("IDP_CLIENT_ID") }).toEqual({
+    expect({
+      statuses,
+      landed: landed.status,
+      says: page.includes("This file needs you to sign in") && page.includes("sign-in link"),
+      configuration: /IDP_|cubby login-link|Sign-in is not configured|href="\/"/.test(page),
+    }).toEqual({
       statuses: { "/": 200, "/app.js": 200, "/app.css": 200, "/auth/session": 200, [`/${file.id}`]: 302, "/auth/idp/callback?code=x&state=y": 404 },
-      landed: 404,
+      landed: 401,
       says: true,
+      configuration: false,
     });
   });
 
