@@ -10,10 +10,10 @@ export const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.cha
 const escape = escapeHtml;
 
 /** The start of every page, up to `</head>`: charset, viewport, `{title} · cubby`, icon, stylesheet. */
-export function pageHead(title: string): string {
+export function pageHead(title: string, extraHead = ""): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escape(title)} · cubby</title><link rel="icon" href="/assets/icon.svg" type="image/svg+xml"><link rel="stylesheet" href="/app.css"></head>`;
+<title>${escape(title)} · cubby</title><link rel="icon" href="/assets/icon.svg" type="image/svg+xml"><link rel="stylesheet" href="/app.css">${extraHead}</head>`;
 }
 
 /** The headers of a page: HTML, never cached, no script (CSP), no sniffing. */

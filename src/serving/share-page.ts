@@ -17,6 +17,12 @@
  * not downloads, §8).
  *
  * No script: the page's CSP allows only cubby's own stylesheet and media from the share itself.
+ *
+ * Link previews (CONTRACT §15): the page carries Open Graph tags (title, size, type), with
+ * `og:image` only for an image shared without password or download limit (fetching it is a
+ * download like any other, which then costs nothing). Chat and mail preview fetchers, which
+ * often do not ask for HTML, are known by their User-Agent ({@link isLinkPreviewer}) and get the
+ * page too, so pasting a link into a chat never uses a download.
  */
 import type { FileRecord } from "../domain/file.ts";
 import type { ShareListing } from "../service/folders.ts";
@@ -33,7 +39,40 @@ export interface SharePageView {
   sharer: string | undefined;
   /** Unix microseconds, for "expires in". */
   nowMicros: number;
+  /** The public origin (HOSTNAME), for the Open Graph URLs, which must be absolute. */
+  baseUrl: string;
 }
+
+/**
+ * Whether a request comes from a chat's or a mail client's link preview (Slack, Teams and
+ * Outlook's MicrosoftPreview, Skype, Discord, WhatsApp and Signal's WhatsApp-named fetcher,
+ * Telegram, iMessage's Applebot, Facebook, X, LinkedIn, Mastodon, Matrix's Synapse, …) or a
+ * search crawler, by the User-Agent each documents: they get the share page, never the content,
+ * so a preview counts no download (CONTRACT §15). A fetcher that hides what it is fetches as any
+ * client does.
+ */
+export function isLinkPreviewer(userAgent: string | null): boolean {
+  return userAgent !== null && LINK_PREVIEWERS.test(userAgent);
+}
+
+const LINK_PREVIEWERS =
+  /Slackbot|Slack-ImgProxy|SkypeUriPreview|MicrosoftPreview|Discordbot|WhatsApp|TelegramBot|facebookexternalhit|Facebot|Twitterbot|LinkedInBot|Mastodon|Pleroma|Akkoma|Bluesky|redditbot|Embedly|Iframely|vkShare|Pinterest|Applebot|Mattermost|Rocket\.Chat|Zulip|Synapse|Viber|Snapchat|Googlebot|bingbot|DuckDuckBot|Yahoo! Slurp|Google-PageRenderer/i;
+
+/** The Open Graph tags of a share page (https://ogp.me): what a pasted link shows. */
+function openGraph(tags: { title: string; description: string; url: string; image?: string | undefined }): string {
+  const meta = (property: string, content: string) => `<meta property="${property}" content="${escapeHtml(content)}">`;
+  return [
+    meta("og:type", "website"),
+    meta("og:site_name", "cubby"),
+    meta("og:title", tags.title),
+    meta("og:description", tags.description),
+    meta("og:url", tags.url),
+    ...(tags.image === undefined ? [] : [meta("og:image", tags.image)]),
+  ].join("");
+}
+
+/** Media types a link preview may show as `og:image` (the common raster formats every previewer reads). */
+const PREVIEW_IMAGES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
 
 /** Text files larger than this are not previewed (the frame would load all of them): 1 MiB. */
 const MAX_TEXT_PREVIEW_BYTES = 1024 * 1024;
@@ -56,7 +95,15 @@ export function sharePage(view: SharePageView, method: string): ContentReply {
     `<div><dt>Expires</dt><dd>${share.expiresAt === null ? "Never" : escapeHtml(formatWhen(share.expiresAt, view.nowMicros))}</dd></div>`,
     `<div><dt>Downloads left</dt><dd>${share.maxDownloads === null ? "No limit" : `${Math.max(0, share.maxDownloads - share.downloadCount)} of ${share.maxDownloads}`}</dd></div>`,
   ].join("");
-  const body = `${pageHead(name)}
+  // og:image only where fetching it needs no password and uses up nothing (CONTRACT §15).
+  const free = share.passwordHash === null && share.maxDownloads === null;
+  const og = openGraph({
+    title: name,
+    description: `${formatSize(file.size)} · ${essenceOf(file.contentType)}`,
+    url: `${view.baseUrl}${self}`,
+    image: free && PREVIEW_IMAGES.has(essenceOf(file.contentType)) ? `${view.baseUrl}${self}?download=0` : undefined,
+  });
+  const body = `${pageHead(name, og)}
 <body><main class="narrow share-page">
 <p class="muted">A file shared with you</p>
 <h1 class="file-name">${escapeHtml(name)}</h1>
@@ -75,6 +122,8 @@ export interface FolderSharePageView {
   listing: ShareListing;
   sharer: string | undefined;
   nowMicros: number;
+  /** The public origin (HOSTNAME), for the Open Graph URLs. */
+  baseUrl: string;
 }
 
 /**
@@ -118,7 +167,8 @@ export function folderSharePage(view: FolderSharePageView, method: string): Cont
   });
   const empty = folderRows.length === 0 && fileRows.length === 0 ? '<p class="muted">This folder is empty.</p>' : "";
   const more = listing.next === undefined ? "" : `<p><a class="button" rel="next" href="${here}${here === self ? "?" : "&amp;"}after=${encodeURIComponent(listing.next)}">More</a></p>`;
-  const body = `${pageHead(shown.name)}
+  const og = openGraph({ title: shown.name, description: "A shared folder", url: `${view.baseUrl}${here}` });
+  const body = `${pageHead(shown.name, og)}
 <body><main class="narrow share-page">
 <p class="muted">A folder shared with you</p>
 <h1 class="file-name">${escapeHtml(shown.name)}</h1>

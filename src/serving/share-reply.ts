@@ -19,7 +19,7 @@ import type { FileContent, FileService } from "../service/files.ts";
 import type { ShareService } from "../service/shares.ts";
 import { contentReply, wantsHtml, type ContentReply, type ContentRequest, type Sent } from "./content-reply.ts";
 import { sharePasswordPage } from "./pages.ts";
-import { folderSharePage, sharePage } from "./share-page.ts";
+import { folderSharePage, isLinkPreviewer, sharePage } from "./share-page.ts";
 import { parseQuery } from "../domain/params.ts";
 
 export interface ShareContentDeps {
@@ -69,7 +69,7 @@ export async function shareReply(deps: ShareContentDeps, request: ContentRequest
   const share = opened.share;
   if (share.passwordHash !== null && !(await unlocked(deps, request, share))) return { reply: passwordWanted(request) };
   if (opened.folder !== undefined) return folderShareReply(deps, request, share, opened.folder);
-  if (isPageRequest(request)) return { reply: sharePage({ share, file: opened.file, sharer: await deps.shares.sharerName(share), nowMicros: deps.clockMicros() }, request.method) };
+  if (isPageRequest(request)) return { reply: sharePage({ share, file: opened.file, sharer: await deps.shares.sharerName(share), nowMicros: deps.clockMicros(), baseUrl: deps.baseUrl() }, request.method) };
   return fileShareReply(deps, request, share, opened.file);
 }
 
@@ -100,9 +100,9 @@ async function folderShareReply(deps: ShareContentDeps, request: ContentRequest,
     return fileShareReply(deps, request, share, file);
   }
   const download = query.get("download");
-  if (download === undefined && wantsHtml(request)) {
+  if (download === undefined && (wantsHtml(request) || isLinkPreviewer(request.headers.get("user-agent")))) {
     const listing = await deps.folders.shareListing(folder, query.get("folder"), query.get("after"));
-    return { reply: folderSharePage({ share, listing, sharer: await deps.shares.sharerName(share), nowMicros: deps.clockMicros() }, request.method) };
+    return { reply: folderSharePage({ share, listing, sharer: await deps.shares.sharerName(share), nowMicros: deps.clockMicros(), baseUrl: deps.baseUrl() }, request.method) };
   }
   if (download !== undefined && download !== "zip") throw new AppError("invalid_argument", "download: zip for the whole folder (or file={id} with 0 or 1 for one file)");
   const headers: Record<string, string> = {
@@ -139,12 +139,14 @@ function logged(deps: ShareContentDeps, request: ContentRequest, share: ShareRow
 }
 
 /**
- * Whether a share request is a person's browser navigation, answered with the share page
- * (CONTRACT §11): `text/html` in `Accept` and no `download` parameter (`?download=0` is the
- * page's own inline preview, `?download=1` its Download button).
+ * Whether a share request is a person's browser navigation or a link preview, answered with the
+ * share page (CONTRACT §11, §15): `text/html` in `Accept` or a previewer's User-Agent, and no
+ * `download` parameter (`?download=0` is the page's own inline preview, `?download=1` its
+ * Download button).
  */
 function isPageRequest(request: ContentRequest): boolean {
-  return wantsHtml(request) && (request.search === "" || !parseQuery(request.search, ["download"]).has("download"));
+  const asked = wantsHtml(request) || isLinkPreviewer(request.headers.get("user-agent"));
+  return asked && (request.search === "" || !parseQuery(request.search, ["download"]).has("download"));
 }
 
 /** The unlock cookie, or a right Basic password (a wrong one counts towards the rate limit). */

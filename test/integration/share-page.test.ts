@@ -64,6 +64,47 @@ test("a browser gets the share page: name, size, type, sharer, expiry, downloads
   });
   expect(await downloadCount(file, s)).toBe(0);
 });
+test("a chat's link preview (no cookies, a previewer's User-Agent, any Accept) gets the page with Open Graph tags and counts nothing; og:image only without password or limit (CONTRACT §15)", async () => {
+  const photo = await upload(new Uint8Array(3000).fill(9), "?name=beach%20%22day%22.png&visibility=private");
+  const free = await share(photo, {});
+  const limited = await share(photo, { max_downloads: 2 });
+  const folder = await client(server, owner).fetch("/v1/folders", { method: "POST", body: JSON.stringify({ name: "Album" }), headers: { "content-type": "application/json" } });
+  const folderId = ((await folder.json()) as { id: string }).id;
+  const folderShare = (await (await client(server, owner).fetch(`/v1/folders/${folderId}/shares`, { method: "POST", body: "{}", headers: { "content-type": "application/json" } })).json()) as ShareJson;
+  const agents = [
+    "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)",
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/114.0.0.0 Safari/537.36 Edge/114.0.1823.43 MicrosoftPreview/2.0 +https://aka.ms/MicrosoftPreview",
+    "Mozilla/5.0 (compatible; Discordbot/2.0; +https://discordapp.com)",
+    "WhatsApp/2.23.20.0",
+    "TelegramBot (like TwitterBot)",
+    "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)",
+  ];
+  for (const ua of agents) {
+    for (const method of ["GET", "HEAD"]) {
+      const res = await fetch(free.url, { method, headers: { "user-agent": ua, accept: "*/*" } });
+      expect({ ua, method, status: res.status, type: res.headers.get("content-type") }).toEqual({ ua, method, status: 200, type: "text/html; charset=utf-8" });
+      if (method === "GET") {
+        const html = await res.text();
+        expect(html).toContain('<meta property="og:title" content="beach &#34;day&#34;.png">');
+        expect(html).toContain('<meta property="og:description" content="2.9 KiB · image/png">');
+        expect(html).toContain(`<meta property="og:url" content="${free.url}">`);
+        expect(html).toContain(`<meta property="og:image" content="${free.url}?download=0">`);
+      }
+    }
+  }
+  expect(await downloadCount(photo, free)).toBe(0);
+  const limitedPage = await (await fetch(limited.url, { headers: { "user-agent": agents[0]! } })).text();
+  expect(limitedPage).toContain('<meta property="og:title"');
+  expect(limitedPage).not.toContain("og:image");
+  expect(await downloadCount(photo, limited)).toBe(0);
+  const folderPage = await fetch(folderShare.url, { headers: { "user-agent": agents[2]! } });
+  expect({ status: folderPage.status, type: folderPage.headers.get("content-type") }).toEqual({ status: 200, type: "text/html; charset=utf-8" });
+  expect(await folderPage.text()).toContain('<meta property="og:title" content="Album">');
+  // A script asking for the file still gets it, counted.
+  expect((await fetch(limited.url, { headers: { "user-agent": "curl/8.5.0" } })).headers.get("content-type")).toBe("image/png");
+  expect(await downloadCount(photo, limited)).toBe(1);
+});
+
 test("the page names the sharer by their display name, with their e-mail only when they chose to show it (CONTRACT §15)", async () => {
   const file = await client(server, owner).upload("named", "?name=named.txt");
   const s = await share(file, {});
