@@ -18,6 +18,7 @@ import m14 from "./0014_share_list.sql" with { type: "text" };
 import m15 from "./0015_user_profile.sql" with { type: "text" };
 import m16 from "./0016_file_orders.sql" with { type: "text" };
 import m17 from "./0017_share_downloads.sql" with { type: "text" };
+import m18 from "./0018_concat_group.sql" with { type: "text" };
 
 /** The migrations in order: tag, journal timestamp (ms), and SQL text. */
 export const migrations: { tag: string; when: number; breakpoints: boolean; sql: string }[] = [
@@ -39,4 +40,5 @@ export const migrations: { tag: string; when: number; breakpoints: boolean; sql:
   { tag: "0015_user_profile", when: 1795879118358, breakpoints: true, sql: m15 },
   { tag: "0016_file_orders", when: 1795879769213, breakpoints: true, sql: m16 },
   { tag: "0017_share_downloads", when: 1795880110157, breakpoints: true, sql: m17 },
+  { tag: "0018_concat_group", when: 1795880604640, breakpoints: true, sql: m18 },
 ];

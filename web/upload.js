@@ -4,8 +4,9 @@
 // settings (tus-options.js: 8 MiB requests so that proxies capping request bodies pass them, a
 // large file as several partial uploads side by side); an interrupted upload resumes from the
 // server's offsets (tus-js-client remembers the upload URLs per file in localStorage). Each upload shows
-// its speed and time left; the link's limits above (rendered by the server) count down.
-import { createSpeedometer, progressText } from "/assets/progress.js";
+// its speed and time left; the link's limits above (rendered by the server) count down as files
+// go, and a file the link cannot take is refused before a byte is sent (CONTRACT §15).
+import { createSpeedometer, formatSize, progressText } from "/assets/progress.js";
 import { tusOptions } from "/assets/tus-options.js";
 
 const token = location.pathname.split("/")[2] ?? "";
@@ -31,13 +32,38 @@ for (const time of document.querySelectorAll(".limits time")) {
   time.textContent = new Date(time.dateTime).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
 }
 
-/** One file fewer left on the link, once one has arrived. */
-function countDown() {
-  const left = document.getElementById("files-left");
-  if (!left) return;
-  const n = Math.max(0, Number(left.dataset.left) - 1);
-  left.dataset.left = String(n);
-  left.textContent = String(n);
+/** What the link still takes, as the page shows it: files left (null: no limit) and the largest file, in bytes. */
+function limits() {
+  const files = document.getElementById("files-left");
+  const largest = document.getElementById("largest");
+  return { files: files ? Number(files.dataset.left) : null, bytes: largest ? Number(largest.dataset.bytes) : Infinity };
+}
+
+/**
+ * Takes a file's place and bytes from what the page shows the link still takes, once it is on
+ * its way (given back if it fails), so the next file is checked against what is left.
+ */
+function hold(file, sign) {
+  const files = document.getElementById("files-left");
+  if (files) {
+    const n = Math.max(0, Number(files.dataset.left) - sign);
+    files.dataset.left = String(n);
+    files.textContent = String(n);
+  }
+  const largest = document.getElementById("largest");
+  if (largest) {
+    const n = Math.max(0, Number(largest.dataset.bytes) - sign * file.size);
+    largest.dataset.bytes = String(n);
+    largest.textContent = formatSize(n);
+  }
+}
+
+/** Why the link cannot take `file` now, in words; undefined when it can (CONTRACT §15: refused before a byte is sent). */
+function refusal(file) {
+  const left = limits();
+  if (left.files === 0) return "This link takes no more files.";
+  if (file.size > left.bytes) return `This file is ${formatSize(file.size)}; this link takes files of at most ${formatSize(left.bytes)} now.`;
+  return undefined;
 }
 
 function start(file) {
@@ -55,7 +81,19 @@ function start(file) {
   item.append(name, bar, status);
   item.dataset.state = "uploading";
   list.append(item);
+  const refused = refusal(file);
+  if (refused !== undefined) {
+    bar.remove();
+    status.textContent = `not sent: ${refused}`;
+    item.dataset.state = "refused";
+    return;
+  }
+  hold(file, 1);
   const speed = createSpeedometer();
+  // The parts of a large file say which file they are part of and its size, so the server
+  // refuses a file the link cannot take at its first part (Upload-Metadata group and total).
+  // getRandomValues, not randomUUID: a LAN address over plain HTTP is not a secure context.
+  const group = Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
 
   const upload = new window.tus.Upload(file, {
     endpoint: "/v1/uploads",
@@ -64,6 +102,7 @@ function start(file) {
     retryDelays: [0, 1000, 3000, 5000, 10000],
     headers: { Authorization: `Bearer ${token}` },
     metadata: { filename: file.name, filetype: file.type },
+    metadataForPartialUploads: { filename: file.name, group, total: String(file.size) },
     removeFingerprintOnSuccess: true,
     onProgress(sent, total) {
       bar.max = Math.max(total, 1);
@@ -74,11 +113,11 @@ function start(file) {
       bar.value = bar.max;
       status.textContent = "uploaded";
       item.dataset.state = "done";
-      countDown();
     },
     onError(err) {
       status.textContent = `failed: ${messageOf(err)}`;
       item.dataset.state = "failed";
+      hold(file, -1);
     },
   });
   upload

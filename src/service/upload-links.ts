@@ -17,6 +17,7 @@ import type { Clock } from "../domain/time.ts";
 import { newUploadLinkId, newUploadLinkToken, UPLOAD_LINK_TOKEN, type UploadLinkRow } from "../domain/upload-link.ts";
 import { AppError } from "../errors.ts";
 import type { MetadataStore, MetadataTables } from "../storage/ports.ts";
+import type { ConcatGroup } from "../storage/upload-ports.ts";
 import { pageOf, type Content, type FileService } from "./files.ts";
 import { QuotaExceededError } from "./quota.ts";
 
@@ -162,9 +163,17 @@ export class UploadLinkService {
    * @throws payload_too_large (413) naming the limit the reservations fill; gone when the link
    *   was deleted or expired meanwhile
    */
-  async reserve(tx: MetadataTables, link: UploadLinkRow, bytes: number): Promise<void> {
+  async reserve(tx: MetadataTables, link: UploadLinkRow, bytes: number, group?: ConcatGroup): Promise<void> {
     const now = this.deps.clock.nowMicros();
-    if (!(await tx.uploadLinks.reserve(link.id, bytes, now))) throw await this.refusal(tx, link, bytes, now);
+    if (await tx.uploadLinks.reserve(link.id, bytes, now, group)) return;
+    if (group !== undefined && (await tx.uploadLinks.reserve(link.id, bytes, now))) {
+      // The part fits, the whole file does not: say so in the file's terms.
+      const current = (await tx.uploadLinks.get(link.id)) ?? link;
+      const others = await tx.uploads.reservedByLink(link.id, link.ownerId, now, group.id);
+      const left = Math.max(0, (current.maxBytes ?? 0) - current.bytesUploaded - others.bytes);
+      throw new AppError("payload_too_large", `this upload link takes at most ${left} more bytes now; this file is ${group.total}`);
+    }
+    throw await this.refusal(tx, link, bytes, now);
   }
 
   /**

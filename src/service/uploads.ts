@@ -23,7 +23,7 @@ import { newUploadId, type UploadLinkRow } from "../domain/upload-link.ts";
 import { AppError } from "../errors.ts";
 import type { BlobStore, MetadataStore } from "../storage/ports.ts";
 import type { UploadLock, UploadLocks } from "../storage/upload-locks.ts";
-import type { UploadRow } from "../storage/upload-ports.ts";
+import type { ConcatGroup, UploadRow } from "../storage/upload-ports.ts";
 import { DEFAULT_VISIBILITY, type Content, type FileService } from "./files.ts";
 import type { Quotas } from "./quota.ts";
 import type { UploadLinkService } from "./upload-links.ts";
@@ -94,6 +94,25 @@ interface FileFields {
 }
 
 const notFound = () => new AppError("not_found", "upload not found");
+/** How long a guest's partial upload waits to be concatenated (CONTRACT §15): an hour. */
+export const GUEST_PART_MICROS = 3600 * 1_000_000;
+
+/**
+ * The concatenation a guest's partial upload belongs to, from its Upload-Metadata: `group` (1-64
+ * of `A-Z a-z 0-9 _ -`, chosen by the client for one file) and `total` (the whole file's bytes,
+ * at least this part's). Both or neither; undefined when neither is given (the part is then
+ * checked by itself).
+ * @throws AppError invalid_argument naming the bad field
+ */
+function concatGroupOf(metadata: Record<string, string>, length: number): ConcatGroup | undefined {
+  const { group, total } = metadata;
+  if (group === undefined && total === undefined) return undefined;
+  if (group === undefined || !/^[A-Za-z0-9_-]{1,64}$/.test(group)) throw new AppError("invalid_argument", "Upload-Metadata group: 1 to 64 of A-Z a-z 0-9 _ -, with total");
+  if (total === undefined || !/^\d{1,16}$/.test(total) || !Number.isSafeInteger(Number(total)) || Number(total) < length) {
+    throw new AppError("invalid_argument", "Upload-Metadata total: the whole file's bytes (at least this part's Upload-Length), with group");
+  }
+  return { id: group, total: Number(total) };
+}
 /** Expired rows handled per sweep query. */
 const SWEEP_BATCH = 100;
 
@@ -116,12 +135,16 @@ export class UploadService {
   async create(uploader: Uploader, input: NewUpload): Promise<UploadState> {
     const { ownerId, link } = this.check(uploader);
     if (link !== undefined) await this.deps.links.checkOwnerEnabled(link);
+    const partial = input.partial === true;
+    // A guest's part of a concatenation may say which file it is part of and that file's size
+    // (Upload-Metadata `group` and `total`): the whole is then refused at its first part.
+    const group = partial && link !== undefined ? concatGroupOf(input.metadata, input.length) : undefined;
     const limit = link === undefined ? this.deps.maxUploadBytes : this.deps.links.remainingBytes(link);
-    if (input.length > limit) {
-      throw new AppError("payload_too_large", link === undefined ? `Upload-Length is over the limit of ${limit} bytes` : `this upload link takes at most ${limit} more bytes`);
+    if (Math.max(input.length, group?.total ?? 0) > limit) {
+      if (link === undefined) throw new AppError("payload_too_large", `Upload-Length is over the limit of ${limit} bytes`);
+      throw new AppError("payload_too_large", `this upload link takes at most ${limit} more bytes; this ${group === undefined ? "upload" : "file"} is ${group?.total ?? input.length}`);
     }
     const now = this.deps.clock.nowMicros();
-    const partial = input.partial === true;
     if (!partial) fieldsOf(input.metadata, link, now);
     const row: UploadRow = {
       id: newUploadId(),
@@ -132,16 +155,19 @@ export class UploadService {
       metadata: JSON.stringify(input.metadata),
       fileId: null,
       concat: partial ? formatUploadConcat({ kind: "partial" }) : null,
+      concatGroup: group?.id ?? null,
       crc32c: 0,
       createdAt: now,
-      expiresAt: now + this.deps.expiryMicros,
+      // A guest's parts not concatenated within the hour end and give their reservation back
+      // (CONTRACT §15), so an abandoned upload cannot hold a link for a day.
+      expiresAt: now + (partial && link !== undefined ? Math.min(this.deps.expiryMicros, GUEST_PART_MICROS) : this.deps.expiryMicros),
     };
     // The whole Upload-Length is reserved against the owner's quota now, atomically (quota.ts),
     // and, through a guest link, a file and the Upload-Length against the link's limits
     // (CONTRACT §10), after the owner's lock, which every writer through the link takes first.
     await this.deps.store.transaction(async (tx) => {
       await (await this.deps.quotas.lock(tx, ownerId)).charge(input.length);
-      if (link !== undefined) await this.deps.links.reserve(tx, link, input.length);
+      if (link !== undefined) await this.deps.links.reserve(tx, link, input.length, group);
       await tx.uploads.insert(row);
     });
     if (input.length === 0) return partial ? stateOf(row) : this.locked(row.id, () => this.finish(row, link));
@@ -249,6 +275,7 @@ export class UploadService {
         metadata: JSON.stringify(metadata),
         fileId: null,
         concat,
+        concatGroup: null,
         crc32c: null,
         createdAt: now,
         expiresAt: now + this.deps.expiryMicros,

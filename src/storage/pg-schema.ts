@@ -274,6 +274,8 @@ export const uploads = pgTable(
      * of finished partials, in order.
      */
     concat: text("concat"),
+    /** A guest's partial upload's concatenation (Upload-Metadata `group`); null otherwise (upload-ports.ts UploadRow). */
+    concatGroup: text("concat_group"),
     /**
      * CRC32C of the bytes before the offset, carried chunk by chunk so the finished upload is
      * not read back to checksum it (signed 32-bit as stored; null when unknown: rows made

@@ -4,7 +4,7 @@
  * writer's row lock re-checks its WHERE against the row that writer committed, so two PATCHes at
  * one offset, or two uploads past a link's last free slot, never both win.
  */
-import { and, asc, desc, eq, gt, isNull, lte, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, isNull, lte, ne, or, sql } from "drizzle-orm";
 import type { PgDb } from "./pg-metadata.ts";
 import { inIdOrder, newestFirstAfter, PAGE_ROWS } from "./paging.ts";
 import { uploadLinks, uploads } from "./pg-schema.ts";
@@ -12,7 +12,7 @@ import type { PageCursor } from "../domain/params.ts";
 import { filesHeld, linkAccepts, linkEnded, reservingUploadsOfLink } from "./upload-conditions.ts";
 import { reservingUploadsOf, sumOf } from "./user-conditions.ts";
 import type { UploadLinkRow } from "../domain/upload-link.ts";
-import type { UploadLinkTable, UploadRow, UploadTable } from "./upload-ports.ts";
+import type { ConcatGroup, UploadLinkTable, UploadRow, UploadTable } from "./upload-ports.ts";
 
 /** The {@link UploadTable} on PostgreSQL; `changed` moves the store's cache version after a write. */
 export class PgUploads implements UploadTable {
@@ -95,8 +95,9 @@ export class PgUploads implements UploadTable {
     return rows.map((r) => r.upload);
   }
 
-  async reservedByLink(linkId: string, ownerId: string, now: number): Promise<{ files: number; bytes: number }> {
-    return (await this.db.select({ files: filesHeld(uploads), bytes: sumOf(uploads.length) }).from(uploads).where(reservingUploadsOfLink(uploads, linkId, ownerId, now)))[0]!;
+  async reservedByLink(linkId: string, ownerId: string, now: number, exceptGroup?: string): Promise<{ files: number; bytes: number }> {
+    const others = exceptGroup === undefined ? undefined : or(isNull(uploads.concatGroup), ne(uploads.concatGroup, exceptGroup));
+    return (await this.db.select({ files: filesHeld(uploads), bytes: sumOf(uploads.length) }).from(uploads).where(and(reservingUploadsOfLink(uploads, linkId, ownerId, now), others)))[0]!;
   }
 }
 
@@ -142,10 +143,10 @@ export class PgUploadLinks implements UploadLinkTable {
     return done.length > 0;
   }
 
-  async reserve(id: string, bytes: number, now: number): Promise<boolean> {
+  async reserve(id: string, bytes: number, now: number, group?: ConcatGroup): Promise<boolean> {
     // FOR NO KEY UPDATE: the link's row stays locked to the end of the creation's transaction,
     // a second guard beside the owner's row (see upload-conditions.ts).
-    const rows = await this.db.select({ id: uploadLinks.id }).from(uploadLinks).where(linkAccepts(uploadLinks, uploads, id, bytes, now)).for("no key update");
+    const rows = await this.db.select({ id: uploadLinks.id }).from(uploadLinks).where(linkAccepts(uploadLinks, uploads, id, bytes, now, group)).for("no key update");
     return rows.length > 0;
   }
 

@@ -2,7 +2,7 @@
  * The uploads and upload_links tables on SQLite (see upload-ports.ts), for sqlite-metadata.ts.
  * Conditional updates are single statements, so they are atomic whoever else writes.
  */
-import { and, asc, desc, eq, gt, isNull, lte, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gt, isNull, lte, ne, or, sql } from "drizzle-orm";
 import type { Db } from "./db.ts";
 import { inIdOrder, newestFirstAfter, PAGE_ROWS } from "./paging.ts";
 import { uploadLinks, uploads } from "./schema.ts";
@@ -10,7 +10,7 @@ import type { PageCursor } from "../domain/params.ts";
 import { filesHeld, linkAccepts, linkEnded, reservingUploadsOfLink } from "./upload-conditions.ts";
 import { reservingUploadsOf, sumOf } from "./user-conditions.ts";
 import type { UploadLinkRow } from "../domain/upload-link.ts";
-import type { UploadLinkTable, UploadRow, UploadTable } from "./upload-ports.ts";
+import type { ConcatGroup, UploadLinkTable, UploadRow, UploadTable } from "./upload-ports.ts";
 
 /** Runs a write on the write connection (queued outside a transaction, at once inside). */
 type WriteRunner = <T>(write: (db: Db) => T) => Promise<T>;
@@ -99,8 +99,9 @@ export class SqliteUploads implements UploadTable {
       .map((r) => r.upload);
   }
 
-  async reservedByLink(linkId: string, ownerId: string, now: number): Promise<{ files: number; bytes: number }> {
-    return this.db.select({ files: filesHeld(uploads), bytes: sumOf(uploads.length) }).from(uploads).where(reservingUploadsOfLink(uploads, linkId, ownerId, now)).get()!;
+  async reservedByLink(linkId: string, ownerId: string, now: number, exceptGroup?: string): Promise<{ files: number; bytes: number }> {
+    const others = exceptGroup === undefined ? undefined : or(isNull(uploads.concatGroup), ne(uploads.concatGroup, exceptGroup));
+    return this.db.select({ files: filesHeld(uploads), bytes: sumOf(uploads.length) }).from(uploads).where(and(reservingUploadsOfLink(uploads, linkId, ownerId, now), others)).get()!;
   }
 }
 
@@ -145,7 +146,7 @@ export class SqliteUploadLinks implements UploadLinkTable {
     );
   }
 
-  reserve(id: string, bytes: number, now: number): Promise<boolean> {
+  reserve(id: string, bytes: number, now: number, group?: ConcatGroup): Promise<boolean> {
     // On the write connection (in the creation's BEGIN IMMEDIATE transaction), after every
     // earlier write; an UPDATE that changes nothing, so that it is one with consume.
     return this.write(
@@ -153,7 +154,7 @@ export class SqliteUploadLinks implements UploadLinkTable {
         db
           .update(uploadLinks)
           .set({ filesUploaded: sql`${uploadLinks.filesUploaded}` })
-          .where(linkAccepts(uploadLinks, uploads, id, bytes, now))
+          .where(linkAccepts(uploadLinks, uploads, id, bytes, now, group))
           .returning({ id: uploadLinks.id })
           .all().length > 0,
     );

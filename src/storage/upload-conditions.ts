@@ -3,6 +3,7 @@
  * work on either's columns), as paging.ts does for files.
  */
 import { and, eq, gt, isNotNull, isNull, lte, or, sql, type Column, type SQL, type Table } from "drizzle-orm";
+import type { ConcatGroup } from "./upload-ports.ts";
 
 /** The columns of the uploads table the reservation conditions read. */
 export interface UploadColumns {
@@ -13,6 +14,8 @@ export interface UploadColumns {
   length: Column;
   /** Upload-Concat: null, `partial` or `final;…`. */
   concat: Column;
+  /** A guest's partial upload's concatenation, or null. */
+  concatGroup: Column;
 }
 
 /** The columns of the upload_links table the conditions read. */
@@ -55,7 +58,7 @@ export function filesHeld(u: Pick<UploadColumns, "concat">) {
  * reservation or commit of theirs can be in flight, and the statement's snapshot sees all the
  * committed ones.
  */
-export function linkAccepts(t: LinkColumns, u: UploadColumns & Table, id: string, bytes: number, now: number) {
+export function linkAccepts(t: LinkColumns, u: UploadColumns & Table, id: string, bytes: number, now: number, group?: ConcatGroup) {
   const reserving = reservingUploadsOfLink(u, t.id, t.ownerId, now);
   return and(
     eq(t.id, id),
@@ -63,8 +66,17 @@ export function linkAccepts(t: LinkColumns, u: UploadColumns & Table, id: string
     or(isNull(t.expiresAt), sql`${t.expiresAt} > ${now}`),
     or(isNull(t.maxFiles), sql`${t.filesUploaded} + (select count(*) from ${u} where ${reserving} and ${u.concat} is null) < ${t.maxFiles}`),
     or(isNull(t.maxBytes), sql`${t.bytesUploaded} + (select coalesce(sum(${u.length}), 0) from ${u} where ${reserving}) + ${bytes} <= ${t.maxBytes}`),
+    // A part of a concatenation: the whole file's declared total fits beside every other
+    // reservation, its own parts' aside (CONTRACT §15: refused at its first part, not its sixth).
+    group === undefined
+      ? undefined
+      : or(
+          isNull(t.maxBytes),
+          sql`${t.bytesUploaded} + (select coalesce(sum(${u.length}), 0) from ${u} where ${reserving} and (${u.concatGroup} is null or ${u.concatGroup} <> ${group.id})) + ${group.total} <= ${t.maxBytes}`,
+        ),
   );
 }
+
 
 /** The condition under which a link has ended at `now`: deleted, or expired (CONTRACT §10: its unfinished uploads end with it). */
 export function linkEnded(t: Pick<LinkColumns, "deletedAt" | "expiresAt">, now: number) {

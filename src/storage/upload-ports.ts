@@ -34,6 +34,12 @@ export interface UploadRow {
   /** Upload-Concat (tus concatenation): null, `partial`, or `final;<upload paths>`. */
   concat: string | null;
   /**
+   * For a partial upload through a guest link, the concatenation it belongs to, as its
+   * Upload-Metadata `group` named it (service/uploads.ts): the declared total of the whole file
+   * is checked against what the link has left, its siblings' reservations aside. Null otherwise.
+   */
+  concatGroup: string | null;
+  /**
    * CRC32C of the bytes before the offset, carried on by each chunk so the finished upload is
    * not read back to checksum it; signed 32-bit as stored (`>>> 0` for the unsigned value);
    * null when unknown (a row made before it was kept, or a chunk the store wrote only part of).
@@ -42,6 +48,12 @@ export interface UploadRow {
   createdAt: number;
   /** Unfinished, it is swept after this (Upload-Expires). */
   expiresAt: number;
+}
+
+/** A guest's concatenation: its Upload-Metadata `group` and declared `total` bytes (service/uploads.ts). */
+export interface ConcatGroup {
+  id: string;
+  total: number;
 }
 
 /** The uploads table. */
@@ -85,9 +97,9 @@ export interface UploadTable {
   /**
    * What link `linkId`'s unfinished, unexpired uploads hold of its limits at `now` (CONTRACT §10).
    * @returns how many of them hold a file (partial uploads hold none) and the sum of their
-   *   Upload-Lengths (bytes)
+   *   Upload-Lengths (bytes); with `exceptGroup`, leaving out the parts of that concatenation
    */
-  reservedByLink(linkId: string, ownerId: string, now: number): Promise<{ files: number; bytes: number }>;
+  reservedByLink(linkId: string, ownerId: string, now: number, exceptGroup?: string): Promise<{ files: number; bytes: number }>;
 }
 
 /** The upload_links table. */
@@ -111,9 +123,11 @@ export interface UploadLinkTable {
    * received and its unfinished uploads' reservations, and it is neither deleted nor expired;
    * on PostgreSQL the link's row stays locked for the rest of the transaction. Run it in the
    * transaction that inserts the upload, after the owner's row is locked (service/quota.ts), so
-   * concurrent creations can never pass a limit together (storage/upload-conditions.ts).
+   * concurrent creations can never pass a limit together (storage/upload-conditions.ts). With
+   * `group` (a part of a guest's concatenation), its declared total must fit too, beside every
+   * reservation but its own parts'.
    */
-  reserve(id: string, bytes: number, now: number): Promise<boolean>;
+  reserve(id: string, bytes: number, now: number, group?: ConcatGroup): Promise<boolean>;
   /** Every row, deleted ones too, in ID order (export). */
   all(): AsyncIterable<UploadLinkRow>;
 }

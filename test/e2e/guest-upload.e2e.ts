@@ -53,6 +53,38 @@ test("a guest uploads a file through the link's page, with progress, into the ow
   expect(foreign).toEqual([]);
 });
 
+test("a file larger than the link takes is refused before a byte is sent, saying why; the link's allowance stays whole and the next file goes (CONTRACT §15)", async ({ page }) => {
+  const MiB = 1024 * 1024;
+  const made = await fetch(`${stack.url}/v1/upload-links`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ name: "Photos", max_bytes: 50 * MiB }),
+  });
+  const link = (await made.json()) as { url: string; id: string };
+  const sent: string[] = [];
+  page.on("request", (r) => r.url().includes("/v1/uploads") && sent.push(`${r.method()} ${r.url()}`));
+  await page.goto(link.url);
+  await expect(page.locator("#largest")).toHaveText("50 MiB");
+
+  // Over 50 MB Playwright takes a path, not a buffer.
+  const big = path.join(stack.dataDir, "..", "too-big.mov");
+  fs.writeFileSync(big, Buffer.alloc(60 * MiB, 1));
+  await page.locator("#file-input").setInputFiles(big);
+  const refused = page.locator("#uploads li").first();
+  await expect(refused).toHaveAttribute("data-state", "refused");
+  await expect(refused).toContainText("not sent: This file is 60 MiB; this link takes files of at most 50 MiB now.");
+  expect(sent).toEqual([]);
+  await page.screenshot({ path: path.join(SCREENSHOTS, "guest-upload-refused.png"), fullPage: true });
+
+  // The whole allowance is still there: a 40 MiB file goes (in parts side by side), and the page's limit counts down.
+  await page.locator("#file-input").setInputFiles({ name: "fits.mov", mimeType: "video/quicktime", buffer: Buffer.alloc(40 * MiB, 2) });
+  const fits = page.locator("#uploads li").nth(1);
+  await expect(fits).toHaveAttribute("data-state", "done", { timeout: 60_000 });
+  await expect(page.locator("#largest")).toHaveText("10 MiB");
+  const links = (await (await fetch(`${stack.url}/v1/upload-links`, { headers: { authorization: `Bearer ${key}` } })).json()) as { upload_links: { id: string; bytes_uploaded: number }[] };
+  expect(links.upload_links.find((l) => l.id === link.id)!.bytes_uploaded).toBe(40 * MiB);
+});
+
 test("a deleted link's page says so with 410", async ({ page }) => {
   const made = await fetch(`${stack.url}/v1/upload-links`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: "{}" });
   const link = (await made.json()) as { url: string; id: string };

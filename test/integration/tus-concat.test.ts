@@ -219,6 +219,35 @@ test("through a guest link: partials hold bytes but no file; the final counts on
   expect((await tusFetch(`${server.url}/v1/uploads`, "POST", link.token, { "upload-length": "1", "upload-concat": "partial" })).status).toBe(410);
 });
 
+test("through a guest link, a concatenation that says its file's size (Upload-Metadata group, total) is refused at its first part when the file does not fit; the parts of one that fits pass; guests' parts live an hour (CONTRACT §15)", async () => {
+  const owner = await newUser();
+  const res = await client(server, owner).fetch("/v1/upload-links", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ max_bytes: 1000 }) });
+  const token = ((await res.json()) as UploadLinkJson).url.split("/u/")[1]!;
+  const part = (length: number, group: string, total: number) =>
+    tusFetch(`${server.url}/v1/uploads`, "POST", token, { "upload-length": String(length), "upload-concat": "partial", "upload-metadata": `filename ${b64("f.bin")},group ${b64(group)},total ${b64(String(total))}` });
+
+  // A 1 200-byte file on a 1 000-byte link: its first part is refused, saying why; nothing is held.
+  const tooBig = await part(100, "big", 1200);
+  expect({ status: tooBig.status, message: ((await tooBig.json()) as ErrorJson).message }).toEqual({ status: 413, message: "this upload link takes at most 1000 more bytes; this file is 1200" });
+  // An 800-byte file in two parts: both pass (the second is not counted against its sibling).
+  const first = await part(400, "fits", 800);
+  const startedAt = Date.now();
+  expect(first.status).toBe(201);
+  expect((await part(400, "fits", 800)).status).toBe(201);
+  // A guest's part lives an hour, not the uploads' 24 hours.
+  const expires = Date.parse(first.headers.get("upload-expires")!);
+  expect(expires - startedAt).toBeLessThanOrEqual(3600_000 + 2000);
+  expect(expires - startedAt).toBeGreaterThan(3600_000 - 60_000);
+  // Another file of 300 bytes does not fit beside the 800 held: refused at its first part.
+  const third = await part(100, "third", 300);
+  expect({ status: third.status, message: ((await third.json()) as ErrorJson).message }).toEqual({ status: 413, message: "this upload link takes at most 200 more bytes now; this file is 300" });
+  // Bad metadata: a total below the part, or one without the other.
+  for (const metadata of [`group ${b64("g")},total ${b64("5")}`, `group ${b64("g")}`, `total ${b64("50")}`, `group ${b64("bad group!")},total ${b64("50")}`]) {
+    const bad = await tusFetch(`${server.url}/v1/uploads`, "POST", token, { "upload-length": "10", "upload-concat": "partial", "upload-metadata": metadata });
+    expect({ metadata, status: bad.status }).toEqual({ metadata, status: 400 });
+  }
+});
+
 test("finals naming the same partials at once: one file; the others refused, or answered with that file", async () => {
   const key = await newUser();
   const a = await partialOf(key, new Uint8Array(3 * MiB).fill(1));

@@ -99,12 +99,12 @@ test("the guest page states what the link still takes: files left, the largest f
   const limits = /<ul class="limits"[^>]*>(.*?)<\/ul>/.exec(html)?.[1];
   expect(limits).toBe(
     `<li>Files left: <strong id="files-left" data-left="2">2</strong> of 3</li>` +
-      `<li>Largest file: <strong>600 B</strong> (of 1000 B in all)</li>` +
+      `<li>Largest file: <strong id="largest" data-bytes="600">600 B</strong> (of 1000 B in all)</li>` +
       `<li>Open until <time datetime="${limited.expire_time}">${limited.expire_time.slice(0, 16).replace("T", " ")} UTC</time></li>`,
   );
   const open = await makeLink();
   const plain = /<ul class="limits"[^>]*>(.*?)<\/ul>/.exec(await (await fetch(open.url)).text())?.[1];
-  expect(plain).toBe("<li>Largest file: <strong>10 GiB</strong></li><li>No expiry date</li>");
+  expect(plain).toBe(`<li>Largest file: <strong id="largest" data-bytes="${10 * 1024 ** 3}">10 GiB</strong></li><li>No expiry date</li>`);
 });
 
 test("max_files and max_bytes are never exceeded by 20 concurrent uploads", async () => {
