@@ -1206,26 +1206,45 @@ async function createLink(e) {
 /** Upload link names by ID, for saying which link an unfinished upload comes through. */
 let linkNames = new Map();
 
-function unfinishedCard(u) {
+/**
+ * The unfinished uploads of a page, one list per file: the parts of a file sent side by side
+ * (same name, same link: the guest page and the dashboard name every part) go together.
+ */
+function uploadsByFile(uploads) {
+  const files = new Map();
+  for (const u of uploads) {
+    const key = u.name === "" ? u.id : `${u.upload_link_id ?? ""}\u0000${u.name}`;
+    files.set(key, [...(files.get(key) ?? []), u]);
+  }
+  return [...files.values()];
+}
+
+/** One file's unfinished upload (its parts together): name, progress, where from, and End. */
+function unfinishedCard(parts) {
+  const [u] = parts;
   const label = u.name || u.id;
-  const percent = u.length === 0 ? 100 : Math.floor((u.offset / u.length) * 100);
+  const offset = parts.reduce((sum, p) => sum + p.offset, 0);
+  const length = parts.reduce((sum, p) => sum + p.length, 0);
+  const percent = length === 0 ? 100 : Math.floor((offset / length) * 100);
   const from = u.upload_link_id === null ? "Your upload" : `Through upload link ${linkNames.get(u.upload_link_id) ?? u.upload_link_id}`;
-  const progress = el("progress", { max: Math.max(u.length, 1), value: u.offset });
+  const progress = el("progress", { max: Math.max(length, 1), value: offset });
   progress.setAttribute("aria-label", `${label}: ${percent}% received`);
   const end = button(
     "End upload",
     `End upload ${label}`,
     async (e) => {
-      if (!confirm(`End the upload "${label}"? The ${formatSize(u.offset)} received so far are removed.`)) return;
-      if ((await attemptAt(e.currentTarget, () => api(`/v1/uploads/${u.id}`, { method: "DELETE" }))) !== undefined) await attempt(() => Promise.all([loadUnfinished(), loadUsage()]));
+      if (!confirm(`End the upload "${label}"? The ${formatSize(offset)} received so far are removed.`)) return;
+      const ended = await attemptAt(e.currentTarget, () => Promise.all(parts.map((p) => api(`/v1/uploads/${p.id}`, { method: "DELETE" }))));
+      if (ended !== undefined) await attempt(() => Promise.all([loadUnfinished(), loadUsage()]));
     },
     "danger",
   );
+  const inParts = parts.length > 1 ? ` in ${parts.length} parts` : "";
   const card = el(
     "li",
     {},
     el("strong", { textContent: label }),
-    el("div", { className: "inline" }, progress, el("span", { textContent: `${formatSize(u.offset)} of ${formatSize(u.length)} (${percent}%)` })),
+    el("div", { className: "inline" }, progress, el("span", { textContent: `${formatSize(offset)} of ${formatSize(length)} (${percent}%)${inParts}` })),
     el("div", { className: "muted", textContent: `${from} · expires ${formatTime(u.expire_time)}` }),
     el("div", { className: "inline share-facts" }, end),
   );
@@ -1235,7 +1254,7 @@ function unfinishedCard(u) {
 
 async function loadUnfinished() {
   const page = await api("/v1/uploads?page_size=100");
-  const cards = page.uploads.map(unfinishedCard);
+  const cards = uploadsByFile(page.uploads).map(unfinishedCard);
   if (page.next_page_token) cards.push(el("li", { className: "muted", textContent: "… and more: the newest 100 are shown." }));
   $("unfinished").replaceChildren(...cards);
   $("unfinished-empty").hidden = page.uploads.length > 0;

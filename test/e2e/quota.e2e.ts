@@ -84,6 +84,18 @@ test("unfinished uploads: a guest's shows with its progress and link, holds the 
   await expect(page.locator("#usage")).toHaveText("Used 0 B of 2.0 KiB");
   expect((await guest("HEAD", uploadUrl, {})).status).toBe(404);
 
+  // A file sent in parts side by side (each part named, as the guest page names them) shows as one, and ends as one.
+  const part = (length: number) => guest("POST", `${stack.url}/v1/uploads`, { "upload-length": String(length), "upload-concat": "partial", "upload-metadata": `filename ${Buffer.from("video.mp4").toString("base64")},group ${Buffer.from("v1").toString("base64")},total ${Buffer.from("600").toString("base64")}` });
+  expect((await part(300)).status).toBe(201);
+  expect((await part(300)).status).toBe(201);
+  await page.getByRole("button", { name: "Refresh" }).click();
+  const parts = page.locator("#unfinished li").filter({ hasText: "video.mp4" });
+  await expect(parts).toHaveCount(1);
+  await expect(parts).toContainText("0 B of 600 B (0%) in 2 parts");
+  page.once("dialog", (d) => d.accept());
+  await page.getByRole("button", { name: "End upload video.mp4" }).click();
+  await expect(page.locator("#unfinished-empty")).toBeVisible();
+
   // Its place is free again; revoking the link ends the new upload too.
   expect((await tusCreate()).status).toBe(201);
   await page.getByRole("button", { name: "Refresh" }).click();
