@@ -49,7 +49,7 @@ export function inFolder(files: { ownerId: Column; folderId: Column }, ownerId: 
 
 /**
  * The condition for `ownerId`'s live files (no expiry, or one after `now`) at the top whose name
- * is one of `names` (WebDAV's name clashes at the top), through files_top_name_idx.
+ * is one of `names` (WebDAV's name clashes at the top), through files_top_name_idx (PostgreSQL) or files_top_order_name_idx (SQLite).
  */
 export function liveTopFilesNamed(files: { ownerId: Column; folderId: Column; name: Column; expiresAt: Column }, ownerId: string, names: string[], now: number): SQL | undefined {
   return and(eq(files.ownerId, ownerId), isNull(files.folderId), inArray(files.name, names), or(isNull(files.expiresAt), gt(files.expiresAt, now)));

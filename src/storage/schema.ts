@@ -93,17 +93,17 @@ export const files = sqliteTable(
   (t) => [
     index("files_expires_idx").on(t.expiresAt),
     index("files_owner_created_idx").on(t.ownerId, sql`${t.createdAt} DESC`, sql`${t.id} DESC`),
-    // A folder's files newest first, a page at a time, and by name (a path's step); the same
-    // two for the files at the top (folder_id NULL), per owner. files_folder_created_idx also
-    // serves the foreign key's ON DELETE SET NULL when folders go.
+    // A folder's files newest first, a page at a time; the same for the files at the top
+    // (folder_id NULL), per owner. files_folder_created_idx also serves the foreign key's ON
+    // DELETE SET NULL when folders go. By name (a path's step), the name-order indexes below.
     index("files_folder_created_idx").on(t.folderId, sql`${t.createdAt} DESC`, sql`${t.id} DESC`),
-    index("files_folder_name_idx").on(t.folderId, t.name),
     index("files_top_created_idx").on(t.ownerId, sql`${t.createdAt} DESC`, sql`${t.id} DESC`).where(sql`${t.folderId} IS NULL`),
-    index("files_top_name_idx").on(t.ownerId, t.name).where(sql`${t.folderId} IS NULL`),
     index("files_upload_link_created_idx").on(t.uploadLinkId, sql`${t.createdAt} DESC`, sql`${t.id} DESC`),
     uniqueIndex("files_blob_unique").on(t.blob),
     // The other orders of an owner's, a folder's and the top's files (order_by, CONTRACT §15):
-    // a range of one of these each, the ID last so equal values page without gaps.
+    // a range of one of these each, the ID last so equal values page without gaps. The folder's
+    // and the top's by name also find a name in a folder (a path's step; SQLite's BINARY is
+    // the order's collation too, so one index serves both; PostgreSQL needs two, pg-schema.ts).
     index("files_owner_order_name_idx").on(t.ownerId, t.name, t.id),
     index("files_owner_order_size_idx").on(t.ownerId, t.size, t.id),
     index("files_folder_order_name_idx").on(t.folderId, t.name, t.id),

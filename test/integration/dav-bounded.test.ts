@@ -323,7 +323,7 @@ describe.if(BACKEND === "sqlite-disk")("query plans", () => {
     );
     expect(await plan("SELECT * FROM dav_locks WHERE owner_id = ? AND path IN (?, ?, ?) AND expires_at > ?", "u", "/", "/a", "/a/b", 0)).toContain("USING INDEX dav_locks_owner_path_idx (owner_id=? AND path=?)");
     expect(await plan("SELECT * FROM dav_locks WHERE owner_id = ? AND path > ? AND path < ? AND expires_at > ?", "u", "/a/", "/a0", 0)).toContain("USING INDEX dav_locks_owner_path_idx (owner_id=? AND path>? AND path<?)");
-    expect(await plan("SELECT name, count(*) FROM files WHERE owner_id = ? AND folder_id IS NULL AND name IN (?, ?) GROUP BY name", "u", "a", "b")).toContain("files_top_name_idx");
+    expect(await plan("SELECT name, count(*) FROM files WHERE owner_id = ? AND folder_id IS NULL AND name IN (?, ?) GROUP BY name", "u", "a", "b")).toContain("files_top_order_name_idx");
     expect(await plan("SELECT coalesce(sum(bytes), 0) FROM dav_properties WHERE owner_id = ?", "u")).toContain("USING COVERING INDEX dav_properties_owner_bytes_idx");
     expect(await plan("DELETE FROM dav_properties WHERE file_id = ?", "f")).toContain("dav_properties_file_idx");
   });

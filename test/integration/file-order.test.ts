@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { FileJson } from "../../src/domain/file.ts";
 import { BACKEND, runSql } from "../support/backend.ts";
 import { client, startServer, type RunningServer } from "../support/server.ts";
+import { expectIndexRanges } from "../support/plans.ts";
 import { expectNoStall, whileProbing } from "../support/stall-probe.ts";
 
 let server: RunningServer;
@@ -129,16 +130,6 @@ describe("10 000 files", () => {
       [`SELECT * FROM files WHERE owner_id = '${owner}' AND folder_id IS NULL AND (${name}, id) > ('n5', 'x') ORDER BY ${name} ASC, id ASC LIMIT 51`, "files_top_order_name_idx"],
       [`SELECT * FROM files WHERE owner_id = '${owner}' AND folder_id IS NULL AND (size, id) > (50, 'x') ORDER BY size ASC, id ASC LIMIT 51`, "files_top_order_size_idx"],
     ];
-    for (const [query, index] of cases) {
-      if (BACKEND === "sqlite-disk") {
-        const detail = (await runSql<{ detail: string }>(server.dataDir, `EXPLAIN QUERY PLAN ${query}`)).map((r) => r.detail).join(" | ");
-        expect({ query, detail }).toEqual({ query, detail: expect.stringContaining(`USING INDEX ${index}`) });
-        expect({ query, detail }).toEqual({ query, detail: expect.not.stringContaining("TEMP B-TREE") });
-      } else {
-        const detail = (await runSql<{ "QUERY PLAN": string }>(server.dataDir, `EXPLAIN ${query}`)).map((r) => r["QUERY PLAN"].trim()).join(" | ");
-        expect({ query, detail }).toEqual({ query, detail: expect.stringMatching(new RegExp(`Index Scan( Backward)? using ${index}`)) });
-        expect({ query, detail }).toEqual({ query, detail: expect.not.stringMatching(/Seq Scan|Sort/) });
-      }
-    }
+    await expectIndexRanges(server.dataDir, cases);
   });
 });

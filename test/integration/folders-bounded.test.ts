@@ -15,6 +15,7 @@ import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
 import { occupiedQuery } from "../../src/storage/folder-conditions.ts";
 import { BACKEND, runSql } from "../support/backend.ts";
 import { client, startServer, type RunningServer } from "../support/server.ts";
+import { planOf } from "../support/plans.ts";
 import { expectNoStall, whileProbing } from "../support/stall-probe.ts";
 
 let server: RunningServer;
@@ -150,15 +151,6 @@ test("a recursive delete of 10 000 entries (3 000 sub-folders, 7 000 files) besi
   expect(files.map((r) => [r.prefix, Number(r.n)])).toEqual([["o", 10_000]]);
 }, 120_000);
 
-/**
- * A query's plan on the run's backend, as one line: SQLite's `EXPLAIN QUERY PLAN` details, or
- * PostgreSQL's `EXPLAIN` lines.
- */
-async function planOf(query: string, params: (string | number)[] = []): Promise<string> {
-  if (BACKEND === "sqlite-disk") return (await runSql<{ detail: string }>(server.dataDir, `EXPLAIN QUERY PLAN ${query}`, ...params)).map((r) => r.detail).join(" | ");
-  return (await runSql<{ "QUERY PLAN": string }>(server.dataDir, `EXPLAIN ${query}`, ...params)).map((r) => r["QUERY PLAN"].trim()).join(" | ");
-}
-
 // Run last: the tables hold the big cases above (23 000 folders, 10 000 files), with the
 // statistics PostgreSQL gathered for them, as a server's would be after such use.
 test("the walks' queries go through their indexes, with the big cases' statistics (SQLite's EXPLAIN QUERY PLAN, PostgreSQL's EXPLAIN)", async () => {
@@ -166,12 +158,13 @@ test("the walks' queries go through their indexes, with the big cases' statistic
     ["SELECT * FROM folders WHERE parent_id = 'x' AND name > 'a' ORDER BY name LIMIT 500", "folders_parent_name_unique"],
     ["SELECT * FROM files WHERE folder_id = 'x' AND (created_at < 5 OR (created_at = 5 AND id < 'y')) ORDER BY created_at DESC, id DESC LIMIT 500", "files_folder_created_idx"],
     ["SELECT * FROM files WHERE owner_id = 'u' AND folder_id IS NULL ORDER BY created_at DESC, id DESC LIMIT 500", "files_top_created_idx"],
-    ["SELECT * FROM files WHERE folder_id = 'x' AND name = 'n'", "files_folder_name_idx"],
-    ["SELECT * FROM files WHERE owner_id = 'u' AND folder_id IS NULL AND name = 'n'", "files_top_name_idx"],
+    // (SQLite: the name-order indexes; PostgreSQL's, collated "C", are beside files_*_name_idx.)
+    ["SELECT * FROM files WHERE folder_id = 'x' AND name = 'n'", "files_folder_order_name_idx"],
+    ["SELECT * FROM files WHERE owner_id = 'u' AND folder_id IS NULL AND name = 'n'", "files_top_order_name_idx"],
     ["SELECT * FROM folders WHERE owner_id = 'u' AND parent_id IS NULL ORDER BY created_at DESC, id DESC LIMIT 50", "folders_owner_parent_created_idx"],
   ];
   for (const [query, index] of cases) {
-    const detail = await planOf(query);
+    const detail = await planOf(server.dataDir, query);
     if (BACKEND === "sqlite-disk") {
       expect({ query, detail }).toEqual({ query, detail: expect.stringContaining(`USING INDEX ${index}`) });
       expect(detail).not.toContain("TEMP B-TREE");
@@ -187,7 +180,7 @@ test("the walks' queries go through their indexes, with the big cases' statistic
   // PostgreSQL an EXISTS did that, issue 37: the 20 000-folder ZIP took over 60 s).
   const ids = Array.from({ length: 500 }, (_, i) => idOf("w", 1000 + i));
   const rendered = new SQLiteSyncDialect().sqlToQuery(occupiedQuery(ids));
-  const detail = await planOf(rendered.sql, rendered.params as string[]);
+  const detail = await planOf(server.dataDir, rendered.sql, rendered.params as string[]);
   if (BACKEND === "sqlite-disk") {
     expect(detail).toMatch(/USING (COVERING )?INDEX files_folder_created_idx/);
     expect(detail).toMatch(/USING (COVERING )?INDEX folders_parent_name_unique/);
