@@ -39,8 +39,6 @@ export interface UserSummary extends UserHoldings {
   displayName: string;
   /** An administrator: promoted (`cubby users promote`) or listed in ADMIN_EMAILS. */
   admin: boolean;
-  /** Promoted with `cubby users promote` (ADMIN_EMAILS aside). */
-  promoted: boolean;
 }
 
 /** What `PATCH /v1/admin/users/{id}` may change (CONTRACT §15); undefined leaves a field as it is. */
@@ -219,7 +217,6 @@ export class UserAdmin {
       createdAt: account.createdAt,
       displayName: displayNameOf(account),
       admin: this.isAdmin(account),
-      promoted: account.admin,
     };
   }
 }

@@ -74,7 +74,6 @@ export interface ContentDecision {
   onSent?: ((sent: Sent) => void) | undefined;
 }
 
-
 /**
  * Answers GET or HEAD of a content URL on `ex` (its context opened by the dispatch): before
  * returning when {@link decideContent} decides now and the bytes are in memory, else once the
