@@ -50,8 +50,9 @@ function hold(file, sign) {
     files.dataset.left = String(n);
     files.textContent = String(n);
   }
+  // Without a limit in all (data-shared), each file may be as large as the largest: nothing to count down.
   const largest = document.getElementById("largest");
-  if (largest) {
+  if (largest && largest.dataset.shared === "true") {
     const n = Math.max(0, Number(largest.dataset.bytes) - sign * file.size);
     largest.dataset.bytes = String(n);
     largest.textContent = formatSize(n);

@@ -115,8 +115,10 @@ function linkLimits(link: UploadLinkRow, largestFileBytes: number): string {
     const left = Math.max(0, link.maxFiles - link.filesUploaded);
     items.push(`<li>Files left: <strong id="files-left" data-left="${left}">${left}</strong> of ${link.maxFiles}</li>`);
   }
-  // data-bytes: what upload.js checks each file against before sending a byte, and counts down.
-  items.push(`<li>Largest file: <strong id="largest" data-bytes="${largestFileBytes}">${formatSize(largestFileBytes)}</strong>${link.maxBytes === null ? "" : ` (of ${formatSize(link.maxBytes)} in all)`}</li>`);
+  // data-bytes: what upload.js checks each file against before sending a byte; data-shared:
+  // the files share it (the link's max_bytes), so it counts down as they go.
+  const shared = link.maxBytes === null ? "" : ' data-shared="true"';
+  items.push(`<li>Largest file: <strong id="largest" data-bytes="${largestFileBytes}"${shared}>${formatSize(largestFileBytes)}</strong>${link.maxBytes === null ? "" : ` (of ${formatSize(link.maxBytes)} in all)`}</li>`);
   if (link.expiresAt !== null) {
     const at = formatTimestamp(link.expiresAt);
     items.push(`<li>Open until <time datetime="${at}">${at.slice(0, 16).replace("T", " ")} UTC</time></li>`);

@@ -38,11 +38,15 @@ test("a guest uploads a file through the link's page, with progress, into the ow
 
   await page.goto(link.url);
   await expect(page.getByRole("heading", { name: "Upload files: Tax documents" })).toBeVisible();
+  const largest = await page.locator("#largest").textContent();
   const content = Buffer.alloc(12 * 1024 * 1024 + 123, 7);
   await page.locator("#file-input").setInputFiles({ name: "return-2026.pdf", mimeType: "application/pdf", buffer: content });
   const item = page.locator("#uploads li").first();
   await expect(item).toHaveAttribute("data-state", "done", { timeout: 30_000 });
   await expect(item.locator("span").last()).toHaveText("uploaded");
+  // No limit in all: each file may still be as large as before; only the files left count down.
+  await expect(page.locator("#largest")).toHaveText(largest!);
+  await expect(page.locator("#files-left")).toHaveText("2");
   const bar = item.locator("progress");
   expect(await bar.evaluate((p) => [(p as unknown as { value: number }).value, (p as unknown as { max: number }).max])).toEqual([content.byteLength, content.byteLength]);
   await page.screenshot({ path: path.join(SCREENSHOTS, "guest-upload.png"), fullPage: true });

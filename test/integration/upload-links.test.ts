@@ -99,7 +99,7 @@ test("the guest page states what the link still takes: files left, the largest f
   const limits = /<ul class="limits"[^>]*>(.*?)<\/ul>/.exec(html)?.[1];
   expect(limits).toBe(
     `<li>Files left: <strong id="files-left" data-left="2">2</strong> of 3</li>` +
-      `<li>Largest file: <strong id="largest" data-bytes="600">600 B</strong> (of 1000 B in all)</li>` +
+      `<li>Largest file: <strong id="largest" data-bytes="600" data-shared="true">600 B</strong> (of 1000 B in all)</li>` +
       `<li>Open until <time datetime="${limited.expire_time}">${limited.expire_time.slice(0, 16).replace("T", " ")} UTC</time></li>`,
   );
   const open = await makeLink();
