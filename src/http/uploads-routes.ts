@@ -8,7 +8,7 @@
 import { Elysia } from "elysia";
 import type { Authenticator } from "../auth/principal.ts";
 import { formatExpiry } from "../domain/expiry.ts";
-import { DEFAULT_PAGE_SIZE, encodePageToken } from "../domain/params.ts";
+import { DEFAULT_PAGE_SIZE, nextPageToken } from "../domain/params.ts";
 import { AppError } from "../errors.ts";
 import { formatTimestamp } from "../domain/time.ts";
 import type { UnfinishedUpload, UploadService } from "../service/uploads.ts";
@@ -69,7 +69,7 @@ export function uploadsRoutes(deps: { uploads: UploadService; auth: Authenticato
         const page = await deps.uploads.list(principal, query.page_size ?? DEFAULT_PAGE_SIZE, query.page_token);
         const body: UnfinishedUploadPageJson = {
           uploads: page.uploads.map((u) => toUnfinishedUploadJson(deps.baseUrl(), u)),
-          next_page_token: page.next === undefined ? "" : encodePageToken(page.next),
+          next_page_token: nextPageToken(page),
         };
         return json(body, 200, { "cache-control": "no-store" });
       },

@@ -180,9 +180,8 @@ export class ShareService {
     const share = isIdShaped(shareId) ? await this.deps.store.shares.byId(shareId) : undefined;
     if (share === undefined || share.ownerId !== principal.userId) throw new AppError("not_found", "share not found");
     const rows = await this.deps.store.shares.downloads(share.id, pageSize + 1, after === undefined ? undefined : { at: after.createdAt, seq: Number(after.id) });
-    const items = rows.slice(0, pageSize);
-    const last = items[items.length - 1];
-    return { items, next: rows.length > pageSize && last !== undefined ? { createdAt: last.at, id: String(last.seq) } : undefined };
+    // The log's place (at, seq) as a page cursor, so it pages as every listing does.
+    return pageFrom(rows.map((r) => ({ ...r, createdAt: r.at, id: String(r.seq) })), pageSize);
   }
 
   /** Removes access log rows older than {@link SHARE_LOG_DAYS} days, a thousand at a time. @returns how many */
