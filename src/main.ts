@@ -26,14 +26,17 @@ import { exportArchive } from "./service/archive-export.ts";
 import { importArchive } from "./service/archive-import.ts";
 import { describeCounts } from "./service/archive-format.ts";
 import { USERS_USAGE, usersCommand } from "./users-command.ts";
+import { keyIdOfS3AccessKey } from "./service/keys.ts";
 
 const USAGE = `usage:
   cubby [serve] [--port N] [--data-dir DIR]
   (commands below that use existing data refuse a DATA_DIR with none; --init starts new data there)
   cubby keys create --email E [--name N] [--scope files.read] [--scope files.write]
-                    [--ttl 30d | --expire-time T] [--data-dir DIR]
+                    [--scopes files.read,files.write] [--ttl 30d | --expire-time T]
+                    [--s3] [--data-dir DIR]
+                    (--s3: an S3 access key; prints AWS_ACCESS_KEY_ID=… and AWS_SECRET_ACCESS_KEY=…)
   cubby keys list --email E [--data-dir DIR]
-  cubby keys revoke ID [--data-dir DIR]
+  cubby keys revoke ID|ACCESS_KEY_ID [--data-dir DIR]
   cubby login-link --email E [--ttl 15m] [--data-dir DIR]
 ${USERS_USAGE}
   cubby fsck [--repair] [--data-dir DIR]
@@ -103,6 +106,8 @@ async function main(argv: string[]): Promise<number> {
       email: { type: "string" },
       name: { type: "string" },
       scope: { type: "string", multiple: true },
+      scopes: { type: "string" },
+      s3: { type: "boolean" },
       ttl: { type: "string" },
       "expire-time": { type: "string" },
       repair: { type: "boolean" },
@@ -302,7 +307,15 @@ async function loginLinkCommand(values: { email?: string | undefined; ttl?: stri
 async function keysCommand(
   sub: string | undefined,
   rest: string[],
-  values: { email?: string | undefined; name?: string | undefined; scope?: string[] | undefined; ttl?: string | undefined; "expire-time"?: string | undefined },
+  values: {
+    email?: string | undefined;
+    name?: string | undefined;
+    scope?: string[] | undefined;
+    scopes?: string | undefined;
+    s3?: boolean | undefined;
+    ttl?: string | undefined;
+    "expire-time"?: string | undefined;
+  },
   flags: ConfigFlags,
 ): Promise<number> {
   const config = loadConfig(process.env, flags);
@@ -316,8 +329,17 @@ async function keysCommand(
       if (rest.length > 0) throw new UsageError(`keys create takes no arguments (got "${rest[0]}")`);
       await using services = await openData(config);
       // Checked before the user is created: bad input changes nothing.
-      const options = services.keys.options({ scopes: values.scope, ttl: values.ttl, expire_time: values["expire-time"] });
+      // --scope repeated, or --scopes as one list (commas or spaces), or both.
+      const listed = values.scopes?.split(/[\s,]+/).filter((s) => s !== "");
+      const scopes = values.scope === undefined && listed === undefined ? undefined : [...(values.scope ?? []), ...(listed ?? [])];
+      const options = services.keys.options({ scopes, ttl: values.ttl, expire_time: values["expire-time"] });
       const user = await services.users.findOrCreateByEmail(email);
+      if (values.s3 === true) {
+        // Two lines an env file or `eval` takes (CONTRACT §16); the secret is shown this once.
+        const s3 = await services.keys.createS3(user.id, values.name ?? "", options);
+        process.stdout.write(`AWS_ACCESS_KEY_ID=${s3.s3AccessKeyId}\nAWS_SECRET_ACCESS_KEY=${s3.secretAccessKey}\n`);
+        return 0;
+      }
       const minted = await services.keys.create(user.id, values.name ?? "", options);
       // Only the key on stdout, so `KEY=$(cubby keys create --email …)` works.
       process.stdout.write(`${minted.key}\n`);
@@ -334,7 +356,7 @@ async function keysCommand(
         const page = await services.keys.list(user.id, MAX_PAGE_SIZE, after);
         for (const k of page.items) {
           const lastUsed = k.lastUsedAt === null ? "never" : formatTimestamp(k.lastUsedAt);
-          console.log([k.id, k.name || "-", k.scopes.join(","), formatTimestamp(k.createdAt), lastUsed, k.expiresAt === null ? "never" : formatTimestamp(k.expiresAt)].join("\t"));
+          console.log([k.s3AccessKeyId === null ? k.id : `${k.id} (S3 ${k.s3AccessKeyId})`, k.name || "-", k.scopes.join(","), formatTimestamp(k.createdAt), lastUsed, k.expiresAt === null ? "never" : formatTimestamp(k.expiresAt)].join("\t"));
         }
         if ((after = page.next) === undefined) break;
       }
@@ -344,7 +366,8 @@ async function keysCommand(
       const [id, extra] = rest;
       if (id === undefined || extra !== undefined) throw new UsageError("keys revoke takes exactly one key ID");
       await using services = await openData(config);
-      await services.keys.revoke(id);
+      // An S3 access key by its key ID or its access key ID.
+      await services.keys.revoke(keyIdOfS3AccessKey(id) ?? id);
       console.error(`revoked ${id}`);
       return 0;
     }

@@ -1341,7 +1341,7 @@ function keyRow(key) {
   const row = el(
     "tr",
     {},
-    el("td", { className: "name full" }, el("span", { className: "list-name", textContent: label })),
+    el("td", { className: "name full" }, el("span", { className: "list-name", textContent: key.access_key_id ? `${label} · S3 ${key.access_key_id}` : label })),
     el("td", { textContent: key.scopes.join(" ") }),
     el("td", { textContent: formatTime(key.created_at) }),
     el("td", { textContent: formatTime(key.last_used_at) }),
@@ -1363,9 +1363,13 @@ async function createKey(e) {
   if ($("key-read").checked) scopes.push("files.read");
   if ($("key-write").checked) scopes.push("files.write");
   const fields = { name: $("key-name"), ttl: $("key-expiry"), expire_time: $("key-expiry") };
-  const minted = await submitForm($("key-form"), fields, () => send("POST", "/auth/keys", { name: $("key-name").value, scopes, ...expiryBody($("key-expiry").value) }));
+  // An S3 access key (CONTRACT §16) is shown as the two lines an env file takes.
+  const s3 = $("key-kind").value === "s3";
+  const minted = await submitForm($("key-form"), fields, () => send("POST", "/auth/keys", { name: $("key-name").value, scopes, ...expiryBody($("key-expiry").value), ...(s3 ? { s3: true } : {}) }));
   if (!minted) return;
-  $("new-key-value").value = minted.key;
+  $("new-key-value").value = s3 ? `AWS_ACCESS_KEY_ID=${minted.access_key_id}\nAWS_SECRET_ACCESS_KEY=${minted.secret_access_key}` : minted.key;
+  $("new-key-value").rows = s3 ? 2 : 1;
+  $("new-key-value").setAttribute("aria-label", s3 ? "New S3 access key" : "New API key");
   $("new-key").dataset.id = minted.id;
   $("new-key").hidden = false;
   $("key-form").reset();

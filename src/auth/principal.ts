@@ -151,6 +151,34 @@ export class Authenticator {
   }
 
   /**
+   * The principal of an S3 request signed with `accessKeyId` (CONTRACT §16), under the same
+   * failure limit as a bearer key: charged before the check, refunded when it passes. `check`
+   * is given the key's secret and answers whether the request's signature holds.
+   * @returns the principal; "unknown" when no live S3 access key has that ID; "mismatch" when
+   *   the signature does not hold; "limited" (with the seconds to wait) for a limited address
+   */
+  async s3(
+    request: RequestLike,
+    accessKeyId: string,
+    check: (secretAccessKey: string) => Promise<boolean>,
+  ): Promise<{ principal: Principal } | { refused: "unknown" | "mismatch" } | { refused: "limited"; retryAfterSeconds: number }> {
+    let refused: "unknown" | "mismatch" = "unknown";
+    const c = await this.verify(request.clientAddress, `s3:${accessKeyId}`, async () => {
+      const credential = await this.keys.s3Credential(accessKeyId);
+      if (credential === null) return undefined;
+      if (!(await check(credential.secretAccessKey))) {
+        refused = "mismatch";
+        return undefined;
+      }
+      return { kind: "valid", principal: credential.principal };
+    });
+    if (c.kind === "rate_limited") return { refused: "limited", retryAfterSeconds: c.retryAfterSeconds };
+    if (c.kind !== "valid") return { refused };
+    if (request.context !== undefined) request.context.userId = c.principal.userId;
+    return { principal: c.principal };
+  }
+
+  /**
    * A dashboard session, for `/auth/*` endpoints: bearer keys cannot manage keys.
    * @throws AppError unauthenticated or permission_denied as {@link require}
    */

@@ -11,9 +11,6 @@ import { lockPathOf } from "./paths.ts";
 import { etagOf, type DavRequest } from "./request.ts";
 import { folderIdOf, memberPages, propertyKey, type Collection, type Resource } from "./resources.ts";
 
-/** Bytes of a blob held at once while COPY streams it into a new one. */
-const COPY_PLAN = { chunkBytes: 256 * 1024, buffers: 2 };
-
 /**
  * The request body as content, refused when it ends short of its Content-Length (a client that
  * went mid-upload must not leave a truncated file).
@@ -157,7 +154,7 @@ export async function copyOrMove(req: DavRequest, move: boolean): Promise<void> 
       await moveProperties(req, propertyKey(resource), propertyKey(existing));
       await dropLocks(req, req.segments);
     } else {
-      await req.deps.files.replaceContent(req.principal, existing.file.id, { contentType: resource.file.contentType, content: resource.file.size === 0 ? null : blobCopy(req, resource.file) });
+      await req.deps.files.replaceContent(req.principal, existing.file.id, { contentType: resource.file.contentType, content: resource.file.size === 0 ? null : req.deps.files.copyOf(resource.file) });
       await replaceProperties(req, propertyKey(resource), propertyKey(existing));
     }
     req.ex.respond(204, { "content-length": "0" });
@@ -214,7 +211,7 @@ async function copyFile(req: DavRequest, file: FileRecord, parentId: string | nu
     name,
     visibility: undefined,
     contentType: file.contentType,
-    content: file.size === 0 ? null : blobCopy(req, file),
+    content: file.size === 0 ? null : req.deps.files.copyOf(file),
     folderId: parentId ?? undefined,
   });
   await copyProperties(req, propertyKey({ kind: "file", file, folderId: null }), `file:${copy.id}`);
@@ -231,15 +228,6 @@ async function copyFolder(req: DavRequest, source: Collection & { kind: "folder"
       if (m.resource.kind === "folder") await copyFolder(req, m.resource, created.id, m.resource.folder.name, true);
       else await copyFile(req, m.resource.file, created.id, m.resource.file.name);
     }
-  }
-}
-
-/** A file's bytes streamed from its blob, each chunk copied before its buffer is released (the writer may still hold it). */
-async function* blobCopy(req: DavRequest, file: FileRecord): AsyncIterable<Uint8Array> {
-  for await (const chunk of req.deps.files.contentOf(file).read({ start: 0, length: file.size }, COPY_PLAN)) {
-    const copy = chunk.bytes.slice();
-    chunk.release();
-    yield copy;
   }
 }
 

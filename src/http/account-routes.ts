@@ -12,7 +12,7 @@ import { AppError } from "../errors.ts";
 import type { QuotaSetting, UserAdmin, UserSummary } from "../service/user-admin.ts";
 import type { Profile, UserService } from "../service/users.ts";
 import { AUTH, detail, errors, ok, type Responses } from "./describe.ts";
-import { bodyString, checked, closedBody, jsonBody, pagingQuery, queryParsed, strictQuery } from "./inputs.ts";
+import { booleanOf, bodyString, checked, closedBody, jsonBody, pagingQuery, queryParsed, strictQuery } from "./inputs.ts";
 import { authRequest, requestContext } from "./request-context.ts";
 import { json } from "./respond.ts";
 
@@ -100,14 +100,6 @@ const userChangesBody = jsonBody(
   ),
   { maxBytes: MAX_BODY_BYTES, what: "the user's changes" },
 );
-
-/** A parser of a boolean field. */
-function booleanOf(name: string) {
-  return (raw: unknown): boolean => {
-    if (typeof raw !== "boolean") throw new AppError("invalid_argument", `${name}: true or false`);
-    return raw;
-  };
-}
 
 /** `quota_bytes` of a user's changes: bytes, "default", or null / "none". @throws AppError invalid_argument */
 function parseQuotaField(raw: unknown): QuotaSetting {

@@ -21,7 +21,7 @@ import type { SessionService } from "../service/sessions.ts";
 import type { UserService } from "../service/users.ts";
 import { parseScopes, SCOPES } from "../domain/principal.ts";
 import { ANYONE, AUTH, detail, errors, html, htmlErrors, LOCATION, ok, queryParam, SERVER, SESSION, type Responses } from "./describe.ts";
-import { bodyString, checked, closedBody, expiryFields, jsonBody, pagingQuery, strictQuery } from "./inputs.ts";
+import { booleanOf, bodyString, checked, closedBody, expiryFields, jsonBody, pagingQuery, strictQuery } from "./inputs.ts";
 import { json } from "./respond.ts";
 import { readBounded } from "./json-body.ts";
 import { errorPage, loginLinkPage, recipientSignInPage } from "../serving/pages.ts";
@@ -68,6 +68,7 @@ const newKeyBody = jsonBody(
         }),
       ),
       ...expiryFields,
+      s3: t.Optional(checked({ type: "boolean", description: "An S3 access key (CONTRACT §16) instead of an API key" }, booleanOf("s3"))),
     },
     "Every field optional; default scopes: all",
   ),
@@ -285,6 +286,10 @@ function sessionRoutes(deps: AuthRoutesDeps, cookie: (name: string, value: strin
     .post(
       "/keys",
       async ({ session, body }) => {
+        if (body.s3 === true) {
+          const minted = await deps.keys.createS3(session.principal.userId, body.name ?? "", deps.keys.options(body));
+          return json({ ...keyJson(minted), secret_access_key: minted.secretAccessKey });
+        }
         const minted = await deps.keys.create(session.principal.userId, body.name ?? "", deps.keys.options(body));
         return json({ ...keyJson(minted), key: minted.key });
       },
@@ -399,9 +404,10 @@ function readFlow(cookieHeader: string | null, name: string): FlowState | undefi
   return undefined;
 }
 
-/** A key as /auth/keys answers: never its secret; `expire_time` "" for never (CONTRACT §8). */
+/** A key as /auth/keys answers: never its secret; `expire_time` "" for never (CONTRACT §8); an S3 access key's `access_key_id` (§16). */
 function keyJson(k: ApiKeyInfo) {
   return {
+    ...(k.s3AccessKeyId === null ? {} : { access_key_id: k.s3AccessKeyId }),
     id: k.id,
     name: k.name,
     scopes: k.scopes,

@@ -63,6 +63,14 @@ export function parsed<T>(json: Record<string, unknown>, parse: Parser<T>) {
     .Encode((value) => value as unknown);
 }
 
+/** A parser of a boolean body field. @throws AppError invalid_argument naming the field */
+export function booleanOf(name: string) {
+  return (raw: unknown): boolean => {
+    if (typeof raw !== "boolean") throw new AppError("invalid_argument", `${name}: true or false`);
+    return raw;
+  };
+}
+
 /**
  * A JSON body field that must be a string (`${name}: must be a string` otherwise), then
  * `check`ed (see {@link checked}: it returns the string it was given).

@@ -175,6 +175,7 @@ const apiKeyProperties = {
   expire_time: expiry,
   created_at: timestamp,
   last_used_at: { anyOf: [timestamp, { type: "null" }] },
+  access_key_id: { type: "string", pattern: "^CUBBY[0-9A-Z]{16}$", description: "An S3 access key's access key ID (CONTRACT §16); absent for an API key" },
 };
 
 /** The resources: `components.schemas`. */
@@ -223,10 +224,19 @@ export const schemas: Record<string, Schema> = {
     deliveries: { type: "array", items: ref("WebhookDelivery"), description: "Newest first" },
     next_page_token: nextPage,
   }),
-  ApiKey: closedObject(apiKeyProperties, "An API key as listed: never the secret."),
-  NewApiKey: closedObject(
-    { ...apiKeyProperties, key: { type: "string", pattern: "^cubby_", description: "The secret, shown this once" } },
-    "A key just minted, with its secret.",
+  ApiKey: withOptional(closedObject(apiKeyProperties, "An API key or S3 access key as listed: never the secret."), "access_key_id"),
+  NewApiKey: withOptional(
+    closedObject(
+      {
+        ...apiKeyProperties,
+        key: { type: "string", pattern: "^cubby_", description: "An API key's secret, shown this once" },
+        secret_access_key: { type: "string", pattern: "^[0-9A-Za-z]{40}$", description: "An S3 access key's secret access key, shown this once" },
+      },
+      "A key just minted, with its secret: `key` for an API key, `access_key_id` and `secret_access_key` for an S3 access key.",
+    ),
+    "access_key_id",
+    "key",
+    "secret_access_key",
   ),
   Profile: closedObject(
     {

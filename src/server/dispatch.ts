@@ -13,6 +13,7 @@ import { errorAnswer, failed, type Exchange } from "../serving/exchange.ts";
 import { contentTarget, serveContent, serveShare, shareTarget, type ContentOptions } from "../serving/content.ts";
 import { serveMetrics, type Metrics } from "../serving/metrics.ts";
 import { serveDav, type DavServeDeps } from "../dav/handler.ts";
+import { isS3Request, serveS3, type S3Deps } from "../s3/handler.ts";
 import { isDavPath } from "../dav/paths.ts";
 import { serveWithFetch, type FetchHandler } from "./node-bridge.ts";
 import { authorityProblem, originFormOf } from "./request-target.ts";
@@ -26,6 +27,7 @@ export type Route =
   | { kind: "share"; pathname: string; token: string; search: string }
   | { kind: "metrics"; pathname: string }
   | { kind: "dav"; pathname: string; search: string }
+  | { kind: "s3"; pathname: string; search: string }
   | { kind: "app"; pathname: string };
 
 /**
@@ -63,6 +65,8 @@ export function templateOf(route: Route): string | undefined {
       return "/s/:token";
     case "dav":
       return "/dav/*";
+    case "s3":
+      return "s3";
     case "app":
       return undefined;
   }
@@ -77,6 +81,8 @@ export interface DispatchOptions {
   accessLog: AccessLog;
   /** What WebDAV at `/dav/` is served with (CONTRACT §12); undefined: `/dav` goes to the app (404). */
   dav?: DavServeDeps;
+  /** What the S3 endpoint is served with (CONTRACT §16); undefined: signed requests go where their paths do. */
+  s3?: S3Deps;
   /** The metrics and METRICS_TOKEN; undefined: `/metrics` is not served. */
   metrics?: { metrics: Metrics; token: string | undefined };
 }
@@ -99,6 +105,12 @@ export function createDispatch(opts: DispatchOptions): (exchange: Exchange, rout
       refuse(ex, opts.accessLog, problem ?? "");
       return;
     }
+    // An AWS-signed request is S3's whatever its path (CONTRACT §16): the same
+    // port, and content URLs, /v1 and /dav keep their meaning for every other request.
+    if (opts.s3 !== undefined && route.kind !== "rpc") {
+      const q = target.indexOf("?");
+      if (isS3Request(ex.headers.get("authorization"), q === -1 ? "" : target.slice(q + 1))) route = { kind: "s3", pathname: route.pathname, search: q === -1 ? "" : target.slice(q) };
+    }
     ex.pathname = route.pathname;
     const context = opts.accessLog.begin(ex.method, route.pathname, ex.peer, ex.headers.get("x-forwarded-for"), ex.headers.get("x-request-id"));
     context.route = templateOf(route);
@@ -114,6 +126,13 @@ export function createDispatch(opts: DispatchOptions): (exchange: Exchange, rout
         serveShare(opts.content, ex, route.token);
       } else void serveMetrics(opts.metrics!.metrics, opts.metrics!.token, ex).catch((err) => failed(ex, err, context));
       tapped?.();
+      return;
+    }
+    if (route.kind === "s3") {
+      ex.search = route.search;
+      // The body reader is made now: the transport stays paused until the operation reads it.
+      if (ex.method !== "GET" && ex.method !== "HEAD") ex.body();
+      void serveS3(opts.s3!, ex);
       return;
     }
     if (route.kind === "dav" && opts.dav !== undefined) {

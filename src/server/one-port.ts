@@ -27,6 +27,7 @@ import type { LogFormat } from "../log.ts";
 import type { FileUnaryMethods } from "../rpc/file-service.ts";
 import type { ContentDeps } from "../serving/content-reply.ts";
 import type { DavServeDeps } from "../dav/handler.ts";
+import type { S3Deps } from "../s3/handler.ts";
 import type { ShareContentDeps } from "../serving/share-reply.ts";
 import { AccessLog } from "../serving/access-log.ts";
 import { requestLineOf } from "./http1-head.ts";
@@ -58,6 +59,8 @@ export interface OnePortOptions {
   content: ContentDeps & ShareContentDeps;
   /** What WebDAV at `/dav/` is served with; undefined: not served. */
   dav?: DavServeDeps;
+  /** What the S3 endpoint is served with (CONTRACT §16); undefined: not served. */
+  s3?: S3Deps;
   /** Whether content decided now is answered now (serving/content.ts); true unless a test says otherwise. */
   answerAtOnce?: boolean;
   /** Writes one access-log line. */
@@ -130,6 +133,7 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
     ),
     content: { deps: opts.content, atOnce: opts.answerAtOnce !== false },
     dav: opts.dav,
+    s3: opts.s3,
     app: opts.app,
     accessLog,
     metrics: opts.metrics,

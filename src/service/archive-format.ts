@@ -16,18 +16,19 @@ import { checkFolderName, type FolderRow } from "../domain/folder.ts";
 import { NO_QUOTA, type ApiKeyRow, type SessionRow, type UserAccount } from "../storage/ports.ts";
 
 /** The version this cubby writes. */
-export const ARCHIVE_VERSION = 6;
+export const ARCHIVE_VERSION = 7;
 /** The first line of every archive, without its "\n"; the number is the format's version. */
 export const ARCHIVE_MAGIC = `cubby-archive ${ARCHIVE_VERSION}`;
 /**
  * The versions this cubby reads: 1 (before key scopes and expiries), 2 (before users' state,
  * share links and guest upload links), 3 (before folders), 4 (before WebDAV dead properties),
- * 5 (before a share's last download time and users' display names and admin flags) and 6.
+ * 5 (before a share's last download time and users' display names and admin flags), 6 (before
+ * S3 access keys) and 7.
  * What an older version lacks reads as the default (no folders: every file at the top; no dead
  * properties; never downloaded; the e-mail's local part as the name; not an admin).
  */
-export type ArchiveVersion = 1 | 2 | 3 | 4 | 5 | 6;
-const READABLE: readonly ArchiveVersion[] = [1, 2, 3, 4, 5, 6];
+export type ArchiveVersion = 1 | 2 | 3 | 4 | 5 | 6 | 7;
+const READABLE: readonly ArchiveVersion[] = [1, 2, 3, 4, 5, 6, 7];
 const MAGIC_PREFIX = "cubby-archive ";
 
 /**
@@ -140,6 +141,7 @@ function toJson(record: ArchiveRecord): Record<string, unknown> {
         last_used_at: k.lastUsedAt,
         scopes: k.scopes,
         expires_at: k.expiresAt,
+        s3_secret: k.s3Secret,
       };
     }
     case "session": {
@@ -295,6 +297,7 @@ export function decodeRecord(line: string, offset: number, version: ArchiveVersi
         lastUsedAt: f.optionalCount("last_used_at"),
         scopes: f.since(2, "scopes", formatScopes(ALL_SCOPES), (n) => f.scopes(n)),
         expiresAt: f.since(2, "expires_at", null, (n) => f.optionalCount(n)),
+        s3Secret: f.since(7, "s3_secret", null, (n) => f.optionalText(n)),
       };
       f.done("key");
       return { type: "key", row };

@@ -212,6 +212,19 @@ export class FileService {
     return this.findForRead(id);
   }
 
+  /**
+   * A file's bytes from its blob as a new upload's content (a copy: WebDAV COPY, S3 CopyObject),
+   * 256 KiB at a time, two chunks at most in memory; each chunk is copied before its buffer is
+   * released (the writer may still hold it).
+   */
+  async *copyOf(file: FileRecord): AsyncIterable<Uint8Array> {
+    for await (const chunk of this.contentOf(file).read({ start: 0, length: file.size }, { chunkBytes: 256 * 1024, buffers: 2 })) {
+      const copy = chunk.bytes.slice();
+      chunk.release();
+      yield copy;
+    }
+  }
+
   /** The content handle of a file (whoever holds it was let in already). */
   contentOf(file: FileRecord): FileContent {
     const blobs = this.deps.blobs;
@@ -331,8 +344,28 @@ export class FileService {
    */
   async putNamed(principal: Principal, folderId: string | null, name: string, input: ReplaceContentInput): Promise<{ file: FileRecord; created: boolean }> {
     requireScope(principal, "files.write");
+    const staged = await this.stageContent(principal.userId, input.content, this.deps.maxUploadBytes, input.expectedChecksum);
+    return this.commitNamed(principal, folderId, name, input.contentType, staged, { signal: input.signal });
+  }
+
+  /**
+   * {@link putNamed} of content staged already (an S3 multipart upload's parts joined, CONTRACT
+   * §16): the same transaction, with `alsoInTx` run in it before the quota is charged (so parts
+   * that reserved the bytes give their reservation back first). The staged blob is discarded on
+   * failure.
+   * @throws as {@link putNamed}
+   */
+  async commitNamed(
+    principal: Principal,
+    folderId: string | null,
+    name: string,
+    contentType: string,
+    staged: StagedBlob,
+    opts: { signal?: AbortSignal | undefined; alsoInTx?: (tx: MetadataTables, file: FileRecord) => Promise<void> } = {},
+  ): Promise<{ file: FileRecord; created: boolean }> {
+    requireScope(principal, "files.write");
     const ownerId = principal.userId;
-    const staged = await this.stageContent(ownerId, input.content, this.deps.maxUploadBytes, input.expectedChecksum);
+    const input = { contentType, signal: opts.signal };
     const now = this.deps.clock.nowMicros();
     const fresh: FileRecord = {
       id: newFileId(),
@@ -360,15 +393,17 @@ export class FileService {
       const named = (await tx.folders.filesNamed(ownerId, folderId, name)).filter((f) => !isExpired(f, this.deps.clock));
       if (name !== "" && named.length === 1) {
         const file = named[0]!;
-        await quota.charge(staged.size - file.size);
         oldBlob = file.blob;
         const updated: FileRecord = { ...file, contentType: input.contentType, size: staged.size, checksum: staged.checksum, blob: staged.name, updatedAt: this.nextUpdate(file) };
+        await opts.alsoInTx?.(tx, updated);
+        await quota.charge(staged.size - file.size);
         await tx.files.update(updated);
         await this.deps.webhooks.fileChanged(tx, "file.updated", updated);
         result = { file: updated, created: false };
         return;
       }
       result = { file: fresh, created: true };
+      await opts.alsoInTx?.(tx, fresh);
       await quota.charge(fresh.size);
       await tx.files.insert(fresh);
       if (folderId !== null) await placeInFolder(tx, ownerId, folderId, fresh, this.deps.clock.nowMicros());

@@ -125,6 +125,17 @@ export class FolderService {
   }
 
   /**
+   * The caller's folders in `parentId` (null: at the top) in the byte order of `name + "/"`,
+   * after `afterKey` (S3 listings, CONTRACT §16; no counts), `limit` at a time.
+   * @throws permission_denied without files.read; not_found (parent)
+   */
+  async childrenByKey(principal: Principal, parentId: string | null, limit: number, afterKey: string | undefined): Promise<FolderRow[]> {
+    requireScope(principal, "files.read");
+    if (parentId !== null) await this.ownedIn(this.deps.store, principal, parentId);
+    return this.deps.store.folders.childrenByKey(principal.userId, parentId, limit, afterKey);
+  }
+
+  /**
    * Renames a folder or moves it (to another of the caller's folders, or to the top with null).
    * @throws permission_denied; invalid_argument (name; a move into itself or below it);
    *   not_found (folder or new parent); already_exists (the new parent holds the name)

@@ -14,6 +14,8 @@ import { ReadCache } from "./read-cache.ts";
 import type { AccountStatus } from "./account-status.ts";
 import { logError } from "../log.ts";
 import { settle, type Later, type NowOrLater } from "../domain/later.ts";
+import { customAlphabet } from "nanoid";
+import { createHash } from "node:crypto";
 
 /** A key as listed: never its secret. Times are Unix microseconds. */
 export interface ApiKeyInfo {
@@ -25,6 +27,8 @@ export interface ApiKeyInfo {
   scopes: Scope[];
   /** After this the key is refused (401); null: never. */
   expiresAt: number | null;
+  /** An S3 access key's access key ID (CONTRACT §16); null for an API key. */
+  s3AccessKeyId: string | null;
 }
 
 /** What a new key may do and for how long; absent: every scope, no expiry. */
@@ -38,6 +42,40 @@ export interface KeyOptions {
 export interface MintedApiKey extends ApiKeyInfo {
   key: string;
 }
+
+/** A freshly minted S3 access key: the only time its secret is shown (CONTRACT §16). */
+export interface MintedS3Key extends ApiKeyInfo {
+  s3AccessKeyId: string;
+  secretAccessKey: string;
+}
+
+/** What an S3 request's signature is checked with: the key's secret and who it stands for. */
+export interface S3Credential {
+  secretAccessKey: string;
+  principal: Principal;
+}
+
+/**
+ * An S3 access key ID is this prefix and the key's ID in capitals (`CUBBY` + 16 of [0-9A-Z]:
+ * 21 characters, the shape clients expect of AWS's 20), so it names its row without a lookup
+ * table of its own.
+ */
+export const S3_ACCESS_KEY_PREFIX = "CUBBY";
+
+/** The access key ID of key `id`. */
+export function s3AccessKeyIdOf(id: string): string {
+  return S3_ACCESS_KEY_PREFIX + id.toUpperCase();
+}
+
+/** The key ID an access key ID names, or undefined when it is not one of cubby's. */
+export function keyIdOfS3AccessKey(accessKeyId: string): string | undefined {
+  if (!accessKeyId.startsWith(S3_ACCESS_KEY_PREFIX)) return undefined;
+  const id = accessKeyId.slice(S3_ACCESS_KEY_PREFIX.length);
+  return /^[0-9A-Z]{16}$/.test(id) ? id.toLowerCase() : undefined;
+}
+
+/** Secret access keys: 40 characters of [0-9A-Za-z] (238 bits), AWS's length. */
+const newS3Secret = customAlphabet("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", 40);
 
 /**
  * `last_used_at` is written at most this often per key, so that authenticated reads do not
@@ -56,9 +94,12 @@ export class KeyService {
    * revoked anywhere (dashboard, RPC, `cubby keys revoke`) is refused from the next request on.
    */
   private readonly lookups: ReadCache<ApiKeyRow | undefined>;
+  /** S3 access keys' rows by key ID, valid as {@link lookups}. */
+  private readonly s3Lookups: ReadCache<ApiKeyRow | undefined>;
 
   constructor(private readonly deps: { store: MetadataStore; clock: Clock; /** Refuses disabled users' keys (CONTRACT §9). */ accounts: AccountStatus }) {
     this.lookups = new ReadCache(deps.store, CACHED_KEYS);
+    this.s3Lookups = new ReadCache(deps.store, CACHED_KEYS);
   }
 
   /**
@@ -67,6 +108,41 @@ export class KeyService {
    *   expiry that is not in the future
    */
   async create(userId: string, name: string, opts: KeyOptions = {}): Promise<MintedApiKey> {
+    const key = generateApiKey();
+    const row = this.newRow(userId, name, opts, hashApiKey(key), null);
+    await this.deps.store.keys.insert(row);
+    return { ...info(row), key };
+  }
+
+  /**
+   * Mints an S3 access key for `userId` (CONTRACT §16): a row of this table whose secret is
+   * kept (docs/s3.md), so that a request's Signature Version 4 can be recomputed. Its
+   * `secret_hash` is the SHA-256 of `s3:` and the secret, which no bearer token hashes to.
+   * @throws as {@link create}
+   */
+  async createS3(userId: string, name: string, opts: KeyOptions = {}): Promise<MintedS3Key> {
+    const secretAccessKey = newS3Secret();
+    const row = this.newRow(userId, name, opts, createHash("sha256").update(`s3:${secretAccessKey}`).digest(), secretAccessKey);
+    await this.deps.store.keys.insert(row);
+    return { ...info(row), s3AccessKeyId: s3AccessKeyIdOf(row.id), secretAccessKey };
+  }
+
+  /**
+   * What an S3 request signed with `accessKeyId` is checked with, or null when that is not a
+   * live S3 access key of an enabled user (the same rules as a bearer key: expiry, disabled
+   * users, last use recorded). The row is read through the same kind of read cache.
+   */
+  async s3Credential(accessKeyId: string): Promise<S3Credential | null> {
+    const id = keyIdOfS3AccessKey(accessKeyId);
+    if (id === undefined) return null;
+    const row = await this.s3Lookups.get(id, () => this.deps.store.keys.byId(id));
+    if (row === undefined || row.s3Secret === null) return null;
+    const principal = await settle(this.decide(row));
+    return principal === null ? null : { secretAccessKey: row.s3Secret, principal };
+  }
+
+  /** A new key's row. @throws invalid_argument (see {@link create}) */
+  private newRow(userId: string, name: string, opts: KeyOptions, secretHash: Uint8Array, s3Secret: string | null): ApiKeyRow {
     const trimmed = name.trim();
     if ([...trimmed].length > MAX_KEY_NAME || /[\x00-\x1F\x7F]/.test(trimmed)) {
       throw new AppError("invalid_argument", `name: at most ${MAX_KEY_NAME} characters, no control characters`);
@@ -74,19 +150,17 @@ export class KeyService {
     const now = this.deps.clock.nowMicros();
     const expiresAt = opts.expiresAt ?? null;
     if (expiresAt !== null && expiresAt <= now) throw new AppError("invalid_argument", "expire_time must be in the future");
-    const key = generateApiKey();
-    const row: ApiKeyRow = {
+    return {
       id: newKeyId(),
       userId,
       name: trimmed,
-      secretHash: hashApiKey(key),
+      secretHash,
       createdAt: now,
       lastUsedAt: null,
       scopes: formatScopes(opts.scopes ?? ALL_SCOPES),
       expiresAt,
+      s3Secret,
     };
-    await this.deps.store.keys.insert(row);
-    return { ...info(row), key };
   }
 
   /**
@@ -186,7 +260,7 @@ function lastUseDue(row: ApiKeyRow, now: number): boolean {
 
 /** A row as listed. */
 function info(row: ApiKeyRow): ApiKeyInfo {
-  return { id: row.id, name: row.name, createdAt: row.createdAt, lastUsedAt: row.lastUsedAt, scopes: [...scopesOf(row.scopes)], expiresAt: row.expiresAt };
+  return { id: row.id, name: row.name, createdAt: row.createdAt, lastUsedAt: row.lastUsedAt, scopes: [...scopesOf(row.scopes)], expiresAt: row.expiresAt, s3AccessKeyId: row.s3Secret === null ? null : s3AccessKeyIdOf(row.id) };
 }
 
 /** Parsed scope sets by their stored form (there are three). */

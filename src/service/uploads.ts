@@ -57,6 +57,8 @@ export interface NewUpload {
   checksum?: UploadChecksum | undefined;
   /** A partial upload (tus concatenation): never a file by itself; its Upload-Metadata is kept but unused. */
   partial?: boolean;
+  /** An owner's partial's group (an S3 multipart upload, s3/multipart.ts); a guest's comes from its Upload-Metadata. */
+  group?: string | undefined;
 }
 
 export interface UploadServiceDeps {
@@ -155,7 +157,7 @@ export class UploadService {
       metadata: JSON.stringify(input.metadata),
       fileId: null,
       concat: partial ? formatUploadConcat({ kind: "partial" }) : null,
-      concatGroup: group?.id ?? null,
+      concatGroup: group?.id ?? (partial && link === undefined ? (input.group ?? null) : null),
       crc32c: 0,
       createdAt: now,
       // A guest's parts not concatenated within the hour end and give their reservation back

@@ -1,5 +1,5 @@
 /** Folders and file membership (CONTRACT §12) on PostgreSQL: the {@link FolderTable} part of the PostgreSQL metadata store. */
-import { and, asc, desc, eq, gt, isNull } from "drizzle-orm";
+import { and, asc, desc, eq, gt, isNull, sql } from "drizzle-orm";
 import type { PgDb } from "./pg-metadata.ts";
 import type { FileRecord } from "../domain/file.ts";
 import type { FolderRow } from "../domain/folder.ts";
@@ -39,6 +39,15 @@ export class PgFolders implements FolderTable {
   subfoldersByName(parentId: string, limit: number, afterName: string | undefined): Promise<FolderRow[]> {
     const where = afterName === undefined ? eq(folders.parentId, parentId) : and(eq(folders.parentId, parentId), gt(folders.name, afterName));
     return this.db.select().from(folders).where(where).orderBy(asc(folders.name)).limit(limit);
+  }
+
+  childrenByKey(ownerId: string, parentId: string | null, limit: number, afterKey: string | undefined): Promise<FolderRow[]> {
+    const key = sql`((${folders.name} || '/') COLLATE "C")`;
+    const where = and(
+      parentId === null ? and(eq(folders.ownerId, ownerId), isNull(folders.parentId)) : eq(folders.parentId, parentId),
+      afterKey === undefined ? undefined : sql`${key} > ${afterKey}`,
+    );
+    return this.db.select().from(folders).where(where).orderBy(key).limit(limit);
   }
 
   async occupied(ids: string[]): Promise<{ withFiles: Set<string>; withFolders: Set<string> }> {

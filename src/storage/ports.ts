@@ -89,6 +89,8 @@ export interface ApiKeyRow {
   scopes: string;
   /** After this the key counts as unknown; null: never. */
   expiresAt: number | null;
+  /** An S3 access key's secret (CONTRACT §16: the server must recompute HMACs); null for an API key. */
+  s3Secret: string | null;
 }
 
 /** A dashboard session row: SHA-256 of the token's secret part. */
@@ -194,6 +196,12 @@ export interface FolderTable {
    * name `afterName` (a shared folder's walk and page), through folders_parent_name_unique.
    */
   subfoldersByName(parentId: string, limit: number, afterName: string | undefined): Promise<FolderRow[]>;
+  /**
+   * Up to `limit` of an owner's folders in `parentId` (null: at the top) in the byte order of
+   * `name + "/"` (an S3 key prefix, CONTRACT §16), those whose `name + "/"` is after `afterKey`
+   * when given, through folders_parent_key_idx / folders_top_key_idx.
+   */
+  childrenByKey(ownerId: string, parentId: string | null, limit: number, afterKey: string | undefined): Promise<FolderRow[]>;
   /**
    * Which of the folders `ids` hold any file (live or not) and which any sub-folder: one query
    * for a page of folders, so a walk reads only the folders that hold something.

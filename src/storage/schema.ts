@@ -53,6 +53,11 @@ export const apiKeys = sqliteTable(
     scopes: text("scopes").notNull().default("files.read files.write"),
     /** After this the key is refused as unknown (401); null: never. */
     expiresAt: integer("expires_at"),
+    /**
+     * An S3 access key's secret access key (CONTRACT §16), kept so that Signature Version 4's
+     * HMACs can be checked; null for an API key. docs/s3.md says how it is kept.
+     */
+    s3Secret: text("s3_secret"),
   },
   (t) => [uniqueIndex("api_keys_secret_hash_unique").on(t.secretHash), index("api_keys_user_created_idx").on(t.userId, sql`${t.createdAt} DESC`, sql`${t.id} DESC`)],
 );
@@ -260,7 +265,7 @@ export const uploads = sqliteTable(
      * of finished partials, in order.
      */
     concat: text("concat"),
-    /** A guest's partial upload's concatenation (Upload-Metadata `group`); null otherwise (upload-ports.ts UploadRow). */
+    /** A guest's partial upload's concatenation (Upload-Metadata `group`), or an S3 multipart upload's (s3/multipart.ts); null otherwise (upload-ports.ts UploadRow). */
     concatGroup: text("concat_group"),
     /**
      * CRC32C of the bytes before the offset, carried chunk by chunk so the finished upload is
@@ -271,7 +276,7 @@ export const uploads = sqliteTable(
     createdAt: integer("created_at").notNull(),
     expiresAt: integer("expires_at").notNull(),
   },
-  (t) => [index("uploads_expires_idx").on(t.expiresAt), index("uploads_owner_idx").on(t.ownerId)],
+  (t) => [index("uploads_expires_idx").on(t.expiresAt), index("uploads_owner_idx").on(t.ownerId), index("uploads_owner_group_idx").on(t.ownerId, t.concatGroup)],
 );
 
 /**
@@ -402,6 +407,10 @@ export const folders = sqliteTable(
     uniqueIndex("folders_parent_name_unique").on(t.parentId, t.name).where(sql`${t.parentId} IS NOT NULL`),
     uniqueIndex("folders_top_name_unique").on(t.ownerId, t.name).where(sql`${t.parentId} IS NULL`),
     index("folders_owner_parent_created_idx").on(t.ownerId, t.parentId, sql`${t.createdAt} DESC`, sql`${t.id} DESC`),
+    // A folder's members as S3 keys (CONTRACT §16: `name/` sorts among its sibling files' names
+    // in byte order), so ListObjects pages through an index (FolderTable.childrenByKey).
+    index("folders_parent_key_idx").on(t.parentId, sql`(${t.name} || '/')`).where(sql`${t.parentId} IS NOT NULL`),
+    index("folders_top_key_idx").on(t.ownerId, sql`(${t.name} || '/')`).where(sql`${t.parentId} IS NULL`),
   ],
 );
 

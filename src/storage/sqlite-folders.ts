@@ -1,5 +1,5 @@
 /** Folders and file membership (CONTRACT §12) on SQLite: the {@link FolderTable} part of the SQLite metadata store. */
-import { and, asc, desc, eq, gt, isNull } from "drizzle-orm";
+import { and, asc, desc, eq, gt, isNull, sql } from "drizzle-orm";
 import type { Db, WriteRunner } from "./db.ts";
 import type { FileRecord } from "../domain/file.ts";
 import type { FolderRow } from "../domain/folder.ts";
@@ -42,6 +42,15 @@ export class SqliteFolders implements FolderTable {
   async subfoldersByName(parentId: string, limit: number, afterName: string | undefined): Promise<FolderRow[]> {
     const where = afterName === undefined ? eq(folders.parentId, parentId) : and(eq(folders.parentId, parentId), gt(folders.name, afterName));
     return this.db.select().from(folders).where(where).orderBy(asc(folders.name)).limit(limit).all();
+  }
+
+  childrenByKey(ownerId: string, parentId: string | null, limit: number, afterKey: string | undefined): Promise<FolderRow[]> {
+    const key = sql`(${folders.name} || '/')`;
+    const where = and(
+      parentId === null ? and(eq(folders.ownerId, ownerId), isNull(folders.parentId)) : eq(folders.parentId, parentId),
+      afterKey === undefined ? undefined : sql`${key} > ${afterKey}`,
+    );
+    return Promise.resolve(this.db.select().from(folders).where(where).orderBy(key).limit(limit).all());
   }
 
   async occupied(ids: string[]): Promise<{ withFiles: Set<string>; withFolders: Set<string> }> {

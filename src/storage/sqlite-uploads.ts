@@ -84,6 +84,15 @@ export class SqliteUploads implements UploadTable {
     return this.db.select().from(uploads).where(and(eq(uploads.ownerId, ownerId), eq(uploads.fileId, fileId), eq(uploads.concat, concat))).get();
   }
 
+  async inGroup(ownerId: string, group: string, limit: number): Promise<UploadRow[]> {
+    return this.db
+      .select()
+      .from(uploads)
+      .where(and(eq(uploads.ownerId, ownerId), eq(uploads.concatGroup, group), isNull(uploads.uploadLinkId), isNull(uploads.fileId)))
+      .orderBy(asc(uploads.createdAt), asc(uploads.id))
+      .limit(limit).all();
+  }
+
   async unfinishedOfLink(linkId: string): Promise<UploadRow[]> {
     return this.db.select().from(uploads).where(and(eq(uploads.uploadLinkId, linkId), isNull(uploads.fileId))).all();
   }

@@ -92,6 +92,12 @@ export interface UploadTable {
   finalOf(ownerId: string, fileId: string, concat: string): Promise<UploadRow | undefined>;
   /** Every unfinished upload made through link `linkId`, expired or not. */
   unfinishedOfLink(linkId: string): Promise<UploadRow[]>;
+  /**
+   * Up to `limit` of `ownerId`'s own uploads (no guest link) not yet complete whose concat_group
+   * is `group`, oldest first, through uploads_owner_group_idx (an S3 multipart upload's parts
+   * and manifests, s3/multipart.ts).
+   */
+  inGroup(ownerId: string, group: string, limit: number): Promise<UploadRow[]>;
   /** Up to `limit` unfinished uploads whose guest link is deleted, or expired at `now` (the sweep ends them). */
   unfinishedOfEndedLinks(now: number, limit: number): Promise<UploadRow[]>;
   /**

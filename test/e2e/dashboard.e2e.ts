@@ -2,6 +2,7 @@
 // sign in, keys, uploads with progress, visibility, slug, open, delete, sign out; uploaded
 // active content cannot run script in cubby's origin; PNG and PDF display inline.
 // Any console error on a dashboard page fails the test. Screenshots: test-results/screenshots/.
+import { AwsClient } from "aws4fetch";
 import { expect, test, type Page } from "@playwright/test";
 import fs from "node:fs";
 import path from "node:path";
@@ -105,6 +106,22 @@ test("sign in, mint a key and use it, revoke it, manage files, sign out", async 
   await expect(page.locator("#keys-empty")).toBeVisible();
   await expect(keyBox).toBeHidden();
   expect((await withKey()).status).toBe(401);
+
+  // An S3 access key (CONTRACT §16): the two lines an env file takes, and a signed ListBuckets works.
+  await page.locator("#key-name").fill("e2e s3");
+  await page.locator("#key-kind").selectOption("s3");
+  await page.getByRole("button", { name: "Create key" }).click();
+  const s3Box = page.getByLabel("New S3 access key");
+  await expect(s3Box).toHaveValue(/^AWS_ACCESS_KEY_ID=CUBBY[0-9A-Z]{16}\nAWS_SECRET_ACCESS_KEY=[0-9A-Za-z]{40}$/);
+  const [, accessKeyId, secretAccessKey] = /^AWS_ACCESS_KEY_ID=(\S+)\nAWS_SECRET_ACCESS_KEY=(\S+)$/.exec(await s3Box.inputValue())!;
+  await expect(page.locator("#keys tbody tr")).toContainText(`S3 ${accessKeyId}`);
+  const s3 = new AwsClient({ accessKeyId: accessKeyId!, secretAccessKey: secretAccessKey!, service: "s3", region: "us-east-1" });
+  const buckets = await s3.fetch(`${stack.url}/`);
+  expect(buckets.status).toBe(200);
+  expect(await buckets.text()).toContain("<ListAllMyBucketsResult");
+  page.once("dialog", (d) => d.accept());
+  await page.getByRole("button", { name: "Revoke key e2e s3" }).click();
+  await expect(page.locator("#keys-empty")).toBeVisible();
 
   // Upload through the file picker with a visible progress bar (upload throttled to see it move).
   const cdp = await context.newCDPSession(page);

@@ -413,11 +413,11 @@ async function roundTrip(makeSource: () => Promise<Deployment>, makeDest: () => 
   await importAndCompare(await exportedSource(source, dir.path), dest);
 }
 
-/** `archive` as a later cubby might write it: its version 6 (the rest as it was). */
+/** `archive` as a later cubby might write it: its version 8 (the rest as it was). */
 function newerVersion(archive: Buffer): Buffer {
-  const magic = "cubby-archive 6\n";
+  const magic = "cubby-archive 7\n";
   expect(archive.subarray(0, magic.length).toString()).toBe(magic);
-  return Buffer.concat([Buffer.from("cubby-archive 7\n"), archive.subarray(magic.length)]);
+  return Buffer.concat([Buffer.from("cubby-archive 8\n"), archive.subarray(magic.length)]);
 }
 
 /** `archive` with a record of a type this cubby does not know just before its trailer, after every file's content. */
@@ -550,15 +550,15 @@ describe.skipIf(postgresPass)("refusals", () => {
   });
 
   test("not an archive, or another version", async () => {
-    await expectRefused(Buffer.from("hello\n"), /^cubby: not a cubby archive \(it does not start with "cubby-archive 6"\)\n$/);
-    await expectRefused(Buffer.from("cubby-archive 7\n"), /^cubby: archive format "cubby-archive 7" is not one this cubby reads/);
+    await expectRefused(Buffer.from("hello\n"), /^cubby: not a cubby archive \(it does not start with "cubby-archive 7"\)\n$/);
+    await expectRefused(Buffer.from("cubby-archive 8\n"), /^cubby: archive format "cubby-archive 8" is not one this cubby reads/);
     await expectRefused(new Uint8Array(0), /^cubby: not a cubby archive \(it is empty\)\n$/);
   });
 
   test("a newer version's archive is refused before anything is read, and changes nothing", async () => {
     await expectRefused(
       newerVersion(archive),
-      /^cubby: archive format "cubby-archive 7" is not one this cubby reads \(written by a newer cubby\?\); it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3", "cubby-archive 4", "cubby-archive 5", "cubby-archive 6"; nothing was changed\n$/,
+      /^cubby: archive format "cubby-archive 8" is not one this cubby reads \(written by a newer cubby\?\); it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3", "cubby-archive 4", "cubby-archive 5", "cubby-archive 6", "cubby-archive 7"; nothing was changed\n$/,
     );
   });
 

@@ -16,8 +16,8 @@ const records: ArchiveRecord[] = [
   { type: "user", row: { id: "u1", email: "a@example.com", issuer: null, subject: null, createdAt: 1, ...fresh } },
   { type: "user", row: { id: "u2", email: "b@example.com", issuer: "https://accounts.google.com", subject: "1234", createdAt: 2 ** 53 - 1, quotaBytes: 10 ** 9, disabledAt: 11, lastSeenAt: 12, displayName: "Bé ✓", showEmailOnShares: true, admin: true } },
   { type: "user", row: { id: "u3", email: "c@example.com", issuer: null, subject: null, createdAt: 1, quotaBytes: NO_QUOTA, disabledAt: null, lastSeenAt: null, displayName: null, showEmailOnShares: false, admin: false } },
-  { type: "key", row: { id: "k1", userId: "u1", name: "", secretHash: hash, createdAt: 3, lastUsedAt: null, scopes: "files.read files.write", expiresAt: null } },
-  { type: "key", row: { id: "k2", userId: "u1", name: "laptop ✓", secretHash: hash.map((b) => b ^ 1), createdAt: 3, lastUsedAt: 4, scopes: "files.read", expiresAt: 9 } },
+  { type: "key", row: { id: "k1", userId: "u1", name: "", secretHash: hash, createdAt: 3, lastUsedAt: null, scopes: "files.read files.write", expiresAt: null, s3Secret: null } },
+  { type: "key", row: { id: "k2", userId: "u1", name: "laptop ✓", secretHash: hash.map((b) => b ^ 1), createdAt: 3, lastUsedAt: 4, scopes: "files.read", expiresAt: 9, s3Secret: "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY" } },
   { type: "session", row: { id: "s1", userId: "u2", secretHash: hash, createdAt: 5, expiresAt: 6 } },
   {
     type: "file",
@@ -132,12 +132,13 @@ test.each([
   ["cubby-archive 4", 4],
   ["cubby-archive 5", 5],
   ["cubby-archive 6", 6],
+  ["cubby-archive 7", 7],
   [
-    "cubby-archive 7",
-    'archive format "cubby-archive 7" is not one this cubby reads (written by a newer cubby?); it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3", "cubby-archive 4", "cubby-archive 5", "cubby-archive 6"; nothing was changed',
+    "cubby-archive 8",
+    'archive format "cubby-archive 8" is not one this cubby reads (written by a newer cubby?); it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3", "cubby-archive 4", "cubby-archive 5", "cubby-archive 6", "cubby-archive 7"; nothing was changed',
   ],
-  ["cubby-archive 2b", 'archive format "cubby-archive 2b" is not one this cubby reads; it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3", "cubby-archive 4", "cubby-archive 5", "cubby-archive 6"; nothing was changed'],
-  ["PK\u0003\u0004", 'not a cubby archive (it does not start with "cubby-archive 6")'],
+  ["cubby-archive 2b", 'archive format "cubby-archive 2b" is not one this cubby reads; it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3", "cubby-archive 4", "cubby-archive 5", "cubby-archive 6", "cubby-archive 7"; nothing was changed'],
+  ["PK\u0003\u0004", 'not a cubby archive (it does not start with "cubby-archive 7")'],
 ])("magic line %p", (line, outcome) => {
   if (typeof outcome === "number") expect(checkMagic(line)).toBe(outcome as 1 | 2 | 3 | 4);
   else expect(() => checkMagic(line)).toThrow(outcome);

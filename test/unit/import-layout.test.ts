@@ -69,6 +69,12 @@ describe("src/'s imports follow the layout (docs/design.md)", () => {
     expect({ into, out }).toEqual({ into: [], out: [] });
   });
 
+  test("s3/ (the S3 endpoint) is a transport too: only server/ imports it, and it imports no other transport", () => {
+    const into = edges.filter(({ from, to }) => nodeOf(to) === "s3/" && nodeOf(from) !== "s3/" && nodeOf(from) !== "server/");
+    const out = edges.filter(({ from, to }) => nodeOf(from) === "s3/" && ["http/", "rpc/", "mcp/", "server/", "process/", "dav/"].includes(nodeOf(to)));
+    expect({ into, out }).toEqual({ into: [], out: [] });
+  });
+
   test("serving/ (what answers content, share links and pages on the exchange) imports nothing of http/ (the REST routes)", () => {
     expect(edges.filter(({ from, to }) => nodeOf(from) === "serving/" && nodeOf(to) === "http/")).toEqual([]);
   });

@@ -82,6 +82,7 @@ for (const [backend, open] of Object.entries(backends)) {
         lastUsedAt: i % 3 ? null : i + 1,
         scopes: i % 2 ? "files.read" : "files.read files.write",
         expiresAt: i % 4 ? null : i + 100,
+        s3Secret: i % 5 ? null : `secret ${i}`,
       }));
       const sessions: SessionRow[] = ids.map((id, i) => ({ id, userId: id, secretHash: new Uint8Array(32).fill(i % 256), createdAt: i, expiresAt: i + 10 }));
       await t.store.transaction(async (tx) => {

@@ -1,0 +1,122 @@
+/**
+ * ListObjectsV2 and ListObjects over the tree (CONTRACT §16, §14): a bucket's keys in S3's order
+ * (bytes of UTF-8), from a prefix, after a key, with or without the `/` delimiter, read a page
+ * at a time through indexes. A folder's members are two keyset streams, its files by name
+ * (files' name-order index) and its sub-folders by `name + "/"` (folders_parent_key_idx),
+ * merged; without a delimiter the walk enters each sub-folder where it sorts (depth first), so
+ * resuming after any key reads only the folders on that key's path and what follows.
+ */
+import type { FileRecord } from "../domain/file.ts";
+import type { FolderRow } from "../domain/folder.ts";
+import type { Principal } from "../domain/principal.ts";
+import type { FolderService } from "../service/folders.ts";
+import { Slicer } from "../slices.ts";
+
+/** One listed entry: an object (a file) or, with the delimiter, a common prefix (a folder). */
+export type ListEntry = { key: string; file: FileRecord } | { key: string; file: undefined };
+
+/** Rows read per query of either stream. */
+const ROWS = 200;
+
+/** Byte order of UTF-8 (S3's order), which JavaScript's UTF-16 comparison is not past U+FFFF. */
+export function compareKeys(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a), Buffer.from(b));
+}
+
+/**
+ * The entries of the bucket folder `bucketId` whose keys start with `prefix` and sort after
+ * `after` (undefined: from the first), in key order. With `delimited` (delimiter `/`), a
+ * sub-folder is one common prefix `…/name/` instead of its contents.
+ * @throws what FolderService throws (files.read; a folder that went)
+ */
+export async function* listEntries(folders: FolderService, principal: Principal, bucketId: string, prefix: string, after: string | undefined, delimited: boolean): AsyncIterable<ListEntry> {
+  // The prefix's whole segments name folders below the bucket; its last, partial one filters.
+  const cut = prefix.lastIndexOf("/") + 1;
+  const dir = prefix.slice(0, cut);
+  const partial = prefix.slice(cut);
+  let folderId = bucketId;
+  for (const segment of dir.split("/").slice(0, -1)) {
+    if (segment === "") return;
+    const entries = await folders.entriesNamed(principal, folderId, segment);
+    const sub = entries.find((e) => e.kind === "folder");
+    if (sub?.kind !== "folder") return;
+    folderId = sub.folder.id;
+  }
+  // Where to start in that folder, relative to it: after `after` when it is at or past the prefix.
+  let from: string | undefined;
+  if (after !== undefined && after.startsWith(dir) && compareKeys(after, prefix) >= 0) from = after.slice(cut);
+  else if (after !== undefined && compareKeys(after, prefix) > 0) return; // after every key with the prefix
+  yield* walk(folders, principal, folderId, dir, from, partial, delimited, new Slicer());
+}
+
+/**
+ * The entries of one folder whose keys (relative to it) sort after `from` and start with
+ * `partial`, in key order; `base` is the folder's own key prefix.
+ */
+async function* walk(folders: FolderService, principal: Principal, folderId: string, base: string, from: string | undefined, partial: string, delimited: boolean, slicer: Slicer): AsyncIterable<ListEntry> {
+  // `from` inside a sub-folder (`name/rest`): that folder is resumed first, then what sorts after it.
+  const slash = from === undefined ? -1 : from.indexOf("/");
+  let resume: { name: string; rest: string } | undefined;
+  let bound = from;
+  if (from !== undefined && slash !== -1) {
+    resume = { name: from.slice(0, slash), rest: from.slice(slash + 1) };
+    bound = from.slice(0, slash + 1);
+  }
+  // Nothing sorts before the partial segment: start there when it is later than `from`.
+  const startFiles = (x: string | undefined) => (x === undefined || compareKeys(x, partial) < 0 ? { name: partial, inclusive: true } : { name: x, inclusive: false });
+  const fileStart = startFiles(bound);
+  const folderStart = bound === undefined || compareKeys(bound, partial) < 0 ? partial : bound;
+  if (resume !== undefined && !delimited && resume.name.startsWith(partial)) {
+    const entries = await folders.entriesNamed(principal, folderId, resume.name);
+    const sub = entries.find((e) => e.kind === "folder");
+    if (sub?.kind === "folder") yield* walk(folders, principal, sub.folder.id, `${base}${resume.name}/`, resume.rest === "" ? undefined : resume.rest, "", false, slicer);
+  }
+  const files = fileStream(folders, principal, folderId, fileStart, slicer);
+  const subs = folderStream(folders, principal, folderId, folderStart, slicer);
+  let f = await files.next();
+  let d = await subs.next();
+  for (;;) {
+    const fileName = f.done ? undefined : f.value.name;
+    const folderKey = d.done ? undefined : `${d.value.name}/`;
+    const fileIn = fileName !== undefined && fileName.startsWith(partial);
+    const folderIn = folderKey !== undefined && folderKey.startsWith(partial);
+    if (!fileIn && !folderIn) return;
+    if (fileIn && (!folderIn || compareKeys(fileName!, folderKey!) < 0)) {
+      yield { key: base + fileName!, file: (f as IteratorYieldResult<FileRecord>).value };
+      f = await files.next();
+    } else {
+      const folder = (d as IteratorYieldResult<FolderRow>).value;
+      if (delimited) yield { key: base + folderKey!, file: undefined };
+      else yield* walk(folders, principal, folder.id, base + folderKey!, undefined, "", false, slicer);
+      d = await subs.next();
+    }
+  }
+}
+
+/**
+ * A folder's live, named files in name order, from `start` (its name itself included or not), a
+ * page at a time. Names are unique in a folder, so an excluded start is skipped by name.
+ */
+async function* fileStream(folders: FolderService, principal: Principal, folderId: string, start: { name: string; inclusive: boolean }, slicer: Slicer): AsyncGenerator<FileRecord> {
+  // The name-order cursor is (name, id) > (name, id): the empty ID includes the name itself.
+  let cursor = { name: start.name, id: "" };
+  for (;;) {
+    const page = await folders.listFiles(principal, folderId, ROWS, cursor, { field: "name", descending: false });
+    for (const file of page.files) if (file.name !== "" && (start.inclusive || file.name !== start.name)) yield file;
+    if (page.next === undefined) return;
+    cursor = page.next;
+    await slicer.breathe();
+  }
+}
+
+/** A folder's sub-folders in the order of `name + "/"`, after `afterKey`, a page at a time. */
+async function* folderStream(folders: FolderService, principal: Principal, folderId: string, afterKey: string, slicer: Slicer): AsyncGenerator<FolderRow> {
+  let after: string | undefined = afterKey === "" ? undefined : afterKey;
+  for (;;) {
+    const rows = await folders.childrenByKey(principal, folderId, ROWS, after);
+    yield* rows;
+    if (rows.length < ROWS) return;
+    after = `${rows[rows.length - 1]!.name}/`;
+    await slicer.breathe();
+  }
+}
