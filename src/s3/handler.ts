@@ -294,16 +294,20 @@ function listingParams(r: S3Request): { prefix: string; delimiter: string; maxKe
   return { prefix, delimiter, maxKeys, url: encoding === "url" };
 }
 
-/** A page of a listing: up to `maxKeys` entries after `after`, and whether more follow. */
-async function pageOf(r: S3Request, prefix: string, delimited: boolean, after: string | undefined, maxKeys: number): Promise<{ entries: ListEntry[]; truncated: boolean }> {
+/**
+ * A page of a listing: up to `maxKeys` entries after `after`, whether more follow, and where the
+ * next page starts (the last key, or where a walk paused: listing.ts MAX_FOLDER_VISITS).
+ */
+async function pageOf(r: S3Request, prefix: string, delimited: boolean, after: string | undefined, maxKeys: number): Promise<{ entries: ListEntry[]; truncated: boolean; next: string | undefined }> {
   const folder = await bucketFolder(r);
   const entries: ListEntry[] = [];
-  if (maxKeys === 0) return { entries, truncated: false };
+  if (maxKeys === 0) return { entries, truncated: false, next: undefined };
   for await (const e of listEntries(r.deps.folders, r.principal, folder.id, prefix, after, delimited)) {
-    if (entries.length === maxKeys) return { entries, truncated: true };
+    if (e.pause) return { entries, truncated: true, next: e.key };
+    if (entries.length === maxKeys) return { entries, truncated: true, next: entries[entries.length - 1]!.key };
     entries.push(e);
   }
-  return { entries, truncated: false };
+  return { entries, truncated: false, next: undefined };
 }
 
 /** The XML of a page's entries (Contents, then CommonPrefixes, as S3 orders them). */
@@ -333,9 +337,8 @@ async function listObjectsV2(r: S3Request): Promise<void> {
     if (token === "" || Buffer.from(decoded).toString("base64url") !== token) throw new S3Error(400, "InvalidArgument", "the continuation token is not one this listing gave");
     after = decoded;
   }
-  const { entries, truncated } = await pageOf(r, prefix, delimiter === "/", after, maxKeys);
+  const { entries, truncated, next } = await pageOf(r, prefix, delimiter === "/", after, maxKeys);
   const enc = encoder(url);
-  const last = entries[entries.length - 1];
   const body =
     `${XML_HEAD}<ListBucketResult xmlns="${NS}"><Name>${escapeXml(r.bucket!)}</Name><Prefix>${enc(prefix)}</Prefix>` +
     (startAfter === "" ? "" : `<StartAfter>${enc(startAfter)}</StartAfter>`) +
@@ -344,7 +347,7 @@ async function listObjectsV2(r: S3Request): Promise<void> {
     (delimiter === "" ? "" : `<Delimiter>${enc(delimiter)}</Delimiter>`) +
     (url ? "<EncodingType>url</EncodingType>" : "") +
     `<IsTruncated>${truncated}</IsTruncated>` +
-    (truncated && last !== undefined ? `<NextContinuationToken>${Buffer.from(last.key).toString("base64url")}</NextContinuationToken>` : "") +
+    (next === undefined ? "" : `<NextContinuationToken>${Buffer.from(next).toString("base64url")}</NextContinuationToken>`) +
     entriesXml(entries, enc) +
     "</ListBucketResult>";
   r.ex.respond(200, { "content-type": "application/xml" }, body);
@@ -354,16 +357,15 @@ async function listObjectsV2(r: S3Request): Promise<void> {
 async function listObjectsV1(r: S3Request): Promise<void> {
   const { prefix, delimiter, maxKeys, url } = listingParams(r);
   const marker = r.query.get("marker") ?? "";
-  const { entries, truncated } = await pageOf(r, prefix, delimiter === "/", marker === "" ? undefined : marker, maxKeys);
+  const { entries, truncated, next } = await pageOf(r, prefix, delimiter === "/", marker === "" ? undefined : marker, maxKeys);
   const enc = encoder(url);
-  const last = entries[entries.length - 1];
   const body =
     `${XML_HEAD}<ListBucketResult xmlns="${NS}"><Name>${escapeXml(r.bucket!)}</Name><Prefix>${enc(prefix)}</Prefix><Marker>${enc(marker)}</Marker>` +
     `<MaxKeys>${maxKeys}</MaxKeys>` +
     (delimiter === "" ? "" : `<Delimiter>${enc(delimiter)}</Delimiter>`) +
     (url ? "<EncodingType>url</EncodingType>" : "") +
     `<IsTruncated>${truncated}</IsTruncated>` +
-    (truncated && last !== undefined ? `<NextMarker>${enc(last.key)}</NextMarker>` : "") +
+    (next === undefined ? "" : `<NextMarker>${enc(next)}</NextMarker>`) +
     entriesXml(entries, enc) +
     "</ListBucketResult>";
   r.ex.respond(200, { "content-type": "application/xml" }, body);

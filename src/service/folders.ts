@@ -66,6 +66,14 @@ export interface ShareListing {
 /** What a folder holds under one name: a sub-folder or a file. */
 export type FolderEntry = { kind: "folder"; folder: FolderRow } | { kind: "file"; file: FileRecord };
 
+/** Reads of a tree whose root's ownership was checked (FolderService.treeReader). */
+export interface TreeReader {
+  /** A folder's live files, `limit` at a time after `after`, in `order`. */
+  files(folderId: string, limit: number, after: FileCursor | undefined, order: FileOrder): Promise<FilePage>;
+  /** A folder's sub-folders in the byte order of `name + "/"`, after `afterKey`. */
+  foldersByKey(folderId: string, limit: number, afterKey: string | undefined): Promise<FolderRow[]>;
+}
+
 /** Rows read per query when a folder is walked (a share's ZIP, a recursive delete). */
 const WALK_PAGE = 500;
 
@@ -122,6 +130,27 @@ export class FolderService {
     const page = more ? rows.slice(0, pageSize) : rows;
     const last = page[page.length - 1];
     return { folders: await this.withCounts(page), next: more && last ? { createdAt: last.createdAt, id: last.id } : undefined };
+  }
+
+  /**
+   * A reader of the tree below the caller's folder `rootId` for a walk that stays inside it (S3
+   * listings): the folder's ownership and the scope are checked once, here; the reader's calls
+   * then read the store directly, one query each (a folder inside an owned folder is owned).
+   * Expired files are left out as {@link listFiles} does.
+   * @throws permission_denied without files.read; not_found
+   */
+  async treeReader(principal: Principal, rootId: string): Promise<TreeReader> {
+    await this.row(principal, rootId);
+    const { store, clock } = this.deps;
+    const owner = principal.userId;
+    return {
+      files: async (folderId, limit, after, order) => {
+        const page = pageOf(await store.folders.listFiles(owner, folderId, limit + 1, after, order), limit);
+        const now = clock.nowMicros();
+        return { files: page.files.filter((f) => f.expiresAt === null || f.expiresAt > now), next: page.next };
+      },
+      foldersByKey: (folderId, limit, afterKey) => store.folders.childrenByKey(owner, folderId, limit, afterKey),
+    };
   }
 
   /**
