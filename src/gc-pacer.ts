@@ -52,8 +52,8 @@ export function markReleasable(chunk: Uint8Array): void {
 }
 
 /**
- * Frees a chunk the body reader marked ({@link markReleasable}) at once, once its bytes have been
- * copied: its ArrayBuffer is detached (`ArrayBuffer.prototype.transfer(0)`, ES2024), which
+ * Frees a chunk the body reader marked ({@link markReleasable}), when it is that whole buffer,
+ * at once, once its bytes have been copied: its ArrayBuffer is detached (`ArrayBuffer.prototype.transfer(0)`, ES2024), which
  * releases the memory behind it without waiting for a collection. Any other chunk is counted on
  * `pacer` as garbage instead. After this a marked chunk reads as empty: call it only where the
  * chunk is never read again.
@@ -65,7 +65,9 @@ export function markReleasable(chunk: Uint8Array): void {
  */
 export function releaseChunk(chunk: Uint8Array, pacer: GcPacer = gcPacer): void {
   const buffer = chunk.buffer;
-  if (releasable.has(buffer) && buffer instanceof ArrayBuffer && !buffer.detached) {
+  // Only the whole buffer: a part of one (an aws-chunked body's data, s3/chunked.ts) shares it
+  // with bytes its decoder has yet to read.
+  if (releasable.has(buffer) && buffer instanceof ArrayBuffer && !buffer.detached && chunk.byteOffset === 0 && chunk.byteLength === buffer.byteLength) {
     releasable.delete(buffer);
     buffer.transfer(0);
   } else pacer.add(chunk.byteLength);

@@ -106,7 +106,7 @@ async function signed(
   method: string,
   target: string,
   body: Buffer,
-  opts: { secret?: string; id?: string; date?: Date; payloadHash?: string } = {},
+  opts: { secret?: string; id?: string; date?: Date; payloadHash?: string; chunks?: Buffer[]; badChunk?: number } = {},
 ): Promise<{ status: number; text: string }> {
   const base = new URL(server.url);
   const q = target.indexOf("?");
@@ -114,8 +114,13 @@ async function signed(
   const params = new URLSearchParams(q === -1 ? "" : target.slice(q + 1));
   const amzDate = (opts.date ?? new Date()).toISOString().replace(/[-:]/g, "").replace(/\.\d{3}/, "");
   const day = amzDate.slice(0, 8);
-  const payloadHash = opts.payloadHash ?? createHash("sha256").update(body).digest("hex");
+  const sha256 = (b: Buffer | string) => createHash("sha256").update(b).digest("hex");
+  const payloadHash = opts.chunks !== undefined ? "STREAMING-AWS4-HMAC-SHA256-PAYLOAD" : (opts.payloadHash ?? sha256(body));
   const headers: Record<string, string> = { host: base.host, "x-amz-content-sha256": payloadHash, "x-amz-date": amzDate };
+  if (opts.chunks !== undefined) {
+    headers["content-encoding"] = "aws-chunked";
+    headers["x-amz-decoded-content-length"] = String(opts.chunks.reduce((n, c) => n + c.length, 0));
+  }
   const names = Object.keys(headers).sort();
   const enc = (x: string) => encodeURIComponent(x).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
   const query = [...params].map(([k, v]) => `${enc(k)}=${enc(v)}`).sort().join("&");
@@ -126,6 +131,19 @@ async function signed(
   for (const part of ["us-east-1", "s3", "aws4_request"]) k = createHmac("sha256", k).update(part).digest();
   const signature = createHmac("sha256", k).update(toSign).digest("hex");
   headers.authorization = `AWS4-HMAC-SHA256 Credential=${opts.id ?? id}/${scope}, SignedHeaders=${names.join(";")}, Signature=${signature}`;
+  if (opts.chunks !== undefined) {
+    // aws-chunked (AWS, "Signature Calculations for the Authorization Header: Transferring Payload
+    // in Multiple Chunks"): each chunk signed over the previous signature, then an empty one.
+    let previous = signature;
+    const parts: Buffer[] = [];
+    for (const [i, data] of [...opts.chunks, Buffer.alloc(0)].entries()) {
+      const chunkToSign = ["AWS4-HMAC-SHA256-PAYLOAD", amzDate, scope, previous, sha256(""), sha256(data)].join("\n");
+      previous = createHmac("sha256", k).update(chunkToSign).digest("hex");
+      const sent = i === opts.badChunk ? previous.replace(/^./, (c) => (c === "0" ? "1" : "0")) : previous;
+      parts.push(Buffer.from(`${data.length.toString(16)};chunk-signature=${sent}\r\n`), data, Buffer.from("\r\n"));
+    }
+    body = Buffer.concat(parts);
+  }
   headers["content-length"] = String(body.length);
   return new Promise((resolve, reject) => {
     const req = http.request({ host: base.hostname, port: base.port, method, path: target, headers }, (res) => {
@@ -405,6 +423,20 @@ describe("hostile requests change nothing", () => {
     }
     const listed = await signed("GET", "/hostile?list-type=2", Buffer.alloc(0));
     expect(listed.text).toContain("<KeyCount>0</KeyCount>");
+  });
+
+  test("an aws-chunked body is stored when every chunk signature holds, and not at all when one does not", async () => {
+    const chunks = [bytesOf(65536, 1), bytesOf(65536, 2), bytesOf(1000, 3)];
+    expect((await signed("PUT", "/chunked", Buffer.alloc(0))).status).toBe(200);
+    const put = await signed("PUT", "/chunked/good.bin", Buffer.alloc(0), { chunks });
+    expect(put).toEqual({ status: 200, text: "" });
+    const got = await fetch(`${server.url}/dav/chunked/good.bin`, { headers: { authorization: `Basic ${Buffer.from(`x:${apiKey}`).toString("base64")}` } });
+    expect(Buffer.from(await got.arrayBuffer()).equals(Buffer.concat(chunks))).toBe(true);
+    for (const bad of [0, 2, 3]) {
+      const res = await signed("PUT", `/chunked/bad-${bad}.bin`, Buffer.alloc(0), { chunks, badChunk: bad });
+      expect({ bad, status: res.status, code: /<Code>([^<]*)<\/Code>/.exec(res.text)?.[1] }).toEqual({ bad, status: 403, code: "SignatureDoesNotMatch" });
+      expect((await signed("HEAD", `/chunked/bad-${bad}.bin`, Buffer.alloc(0))).status).toBe(404);
+    }
   });
 
   test("a revoked key is refused from the next request on", async () => {

@@ -23,3 +23,13 @@ test("a marked chunk is freed once copied; a caller's array, a view, or a chunk 
   releaseChunk(read, pacer);
   expect(counted()).toBe(640);
 });
+
+test("a part of a marked chunk is only counted: the rest of its buffer is still the reader's (an aws-chunked body's next chunk)", () => {
+  const pacer = new GcPacer(Number.MAX_SAFE_INTEGER);
+  const read = new Uint8Array(1024).fill(9);
+  markReleasable(read);
+  releaseChunk(read.subarray(0, 100), pacer);
+  expect({ length: read.byteLength, last: read[1023], counted: (pacer as unknown as { pending: number }).pending }).toEqual({ length: 1024, last: 9, counted: 100 });
+  releaseChunk(read, pacer);
+  expect(read.buffer.detached).toBe(true);
+});
