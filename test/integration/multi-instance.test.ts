@@ -2,8 +2,10 @@
 // Three `cubby serve` processes on one PostgreSQL and one S3 store behind a real nginx (round
 // robin) behave as one server (CONTRACT §7, issue 13): what one instance commits, every other
 // serves on the next request; a key revoked through the CLI is refused everywhere; an instance
-// killed mid-upload leaves nothing visible and the others keep serving.
+// killed mid-upload leaves nothing visible and the others keep serving; an S3 multipart upload's
+// parts may go to different instances.
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { AwsClient } from "aws4fetch";
 import { startNginx, type RunningNginx } from "../support/nginx.ts";
 import { startPostgres } from "../support/postgres.ts";
 import { startS3 } from "../support/s3.ts";
@@ -64,6 +66,27 @@ test("a key revoked through the CLI is refused by every instance on its next req
   const id = listed.stdout.split("\n")[1]!.split("\t")[0]!;
   expect((await runCli(["keys", "revoke", id, "--data-dir", instances[0]!.dataDir], { env })).code).toBe(0);
   for (const s of instances) expect((await client(s, key).fetch("/v1/files")).status).toBe(401);
+});
+
+test("S3 (CONTRACT §16): a multipart upload's parts sent to three instances, completed through a fourth door, read from each; a revoked key refused by all", async () => {
+  const [id, secret] = (await instances[0]!.mintKey("s3multi@example.com", "--s3")).split("\n").map((l) => l.slice(l.indexOf("=") + 1)) as [string, string];
+  const s3 = new AwsClient({ accessKeyId: id, secretAccessKey: secret, service: "s3", region: "us-east-1" });
+  expect((await s3.fetch(`${instances[1]!.url}/multi`, { method: "PUT" })).status).toBe(200);
+  const made = await s3.fetch(`${instances[2]!.url}/multi/big/joined.bin?uploads`, { method: "POST" });
+  const uploadId = /<UploadId>([^<]*)</.exec(await made.text())![1]!;
+  const parts = [0, 1, 2].map((i) => Buffer.alloc(i === 2 ? 1000 : 5 * 1024 * 1024, 65 + i));
+  const etags = await Promise.all(
+    parts.map(async (body, i) => {
+      const res = await s3.fetch(`${instances[i]!.url}/multi/big/joined.bin?partNumber=${i + 1}&uploadId=${uploadId}`, { method: "PUT", body });
+      expect(res.status).toBe(200);
+      return res.headers.get("etag")!;
+    }),
+  );
+  const complete = `<CompleteMultipartUpload>${etags.map((e, i) => `<Part><PartNumber>${i + 1}</PartNumber><ETag>${e}</ETag></Part>`).join("")}</CompleteMultipartUpload>`;
+  expect((await s3.fetch(`${balancer}/multi/big/joined.bin?uploadId=${uploadId}`, { method: "POST", body: complete })).status).toBe(200);
+  for (const s of instances) expect(Buffer.from(await (await s3.fetch(`${s.url}/multi/big/joined.bin`)).arrayBuffer()).equals(Buffer.concat(parts))).toBe(true);
+  expect((await runCli(["keys", "revoke", id, "--data-dir", instances[0]!.dataDir], { env })).code).toBe(0);
+  for (const s of instances) expect((await s3.fetch(`${s.url}/multi?list-type=2`)).status).toBe(403);
 });
 
 test("a login link opened through every instance and used at once through all three signs in exactly once", async () => {

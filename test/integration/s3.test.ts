@@ -1,5 +1,6 @@
-// test-lists: workers postgres-s3
-// The S3 endpoint (CONTRACT §16) with real clients on the run's backend and WORKERS: an access
+// test-lists: postgres-s3
+// The S3 endpoint (CONTRACT §16) with real clients on the run's backend and WORKERS (SQLite + disk
+// with one process, PostgreSQL + S3 with two; nothing here is about two processes): an access
 // key from `cubby keys create --s3`; the AWS CLI (`s3` and `s3api`: buckets, cp both ways,
 // sync, ls, rm, multipart, copy, delete-objects, presign); boto3 (presigned GET and PUT,
 // multipart with checksums, paged and delimited listings); rclone's s3 backend (sync both ways,
@@ -13,6 +14,9 @@ import path from "node:path";
 import { run, which } from "../support/dav.ts";
 import { runCli, startServer, tempDir, type RunningServer } from "../support/server.ts";
 import { testNeeding } from "../support/tools.ts";
+import { waitFor } from "../support/wait.ts";
+import { startReceiver } from "../support/webhook-receiver.ts";
+import { AwsClient } from "aws4fetch";
 
 /** The AWS CLI: Debian's (v2) when installed, else whichever is on PATH. */
 const AWS = fs.existsSync("/usr/bin/aws") ? "/usr/bin/aws" : which("aws");
@@ -449,3 +453,38 @@ describe("hostile requests change nothing", () => {
     expect(res.text).toContain("<Code>InvalidAccessKeyId</Code>");
   });
 });
+
+describe("limits and events as on REST", () => {
+  test("MAX_UPLOAD_BYTES (EntityTooLarge), the quota (QuotaExceeded, multipart parts reserved), webhooks' file.created and file.deleted", async () => {
+    await using receiver = startReceiver();
+    await using limited = await startServer({ checkResponses: false, env: { MAX_UPLOAD_BYTES: "300000", QUOTA_BYTES: "500000", WEBHOOK_ALLOWED_HOSTS: "127.0.0.1" } });
+    const key = await limited.mintKey("limits@example.com");
+    const hook = await fetch(`${limited.url}/v1/webhooks`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ url: receiver.url() }) });
+    receiver.secret = ((await hook.json()) as { secret: string }).secret;
+    const [keyId, keySecret] = (await limited.mintKey("limits@example.com", "--s3")).split("\n").map((l) => l.slice(l.indexOf("=") + 1)) as [string, string];
+    const s3 = new AwsClient({ accessKeyId: keyId, secretAccessKey: keySecret, service: "s3", region: "us-east-1" });
+    const code = async (res: Response) => ({ status: res.status, code: /<Code>([^<]*)<\/Code>/.exec(await res.text())?.[1] });
+    expect((await s3.fetch(`${limited.url}/lim`, { method: "PUT" })).status).toBe(200);
+
+    expect(await code(await s3.fetch(`${limited.url}/lim/too-big.bin`, { method: "PUT", body: bytesOf(300_001, 1) }))).toEqual({ status: 400, code: "EntityTooLarge" });
+    const ok = await s3.fetch(`${limited.url}/lim/ok.bin`, { method: "PUT", body: bytesOf(250_000, 2) });
+    expect(ok.status).toBe(200);
+    // 250 000 of 500 000 used: a second 260 000 does not fit.
+    expect(await code(await s3.fetch(`${limited.url}/lim/over.bin`, { method: "PUT", body: bytesOf(260_000, 3) }))).toEqual({ status: 403, code: "QuotaExceeded" });
+    const created = await s3.fetch(`${limited.url}/lim/mp.bin?uploads`, { method: "POST" });
+    const uploadId = /<UploadId>([^<]*)</.exec(await created.text())![1]!;
+    expect((await s3.fetch(`${limited.url}/lim/mp.bin?partNumber=1&uploadId=${uploadId}`, { method: "PUT", body: bytesOf(200_000, 4) })).status).toBe(200);
+    // The first part holds 200 000 of what is left: a second part of 100 000 is refused.
+    expect(await code(await s3.fetch(`${limited.url}/lim/mp.bin?partNumber=2&uploadId=${uploadId}`, { method: "PUT", body: bytesOf(100_000, 5) }))).toEqual({ status: 403, code: "QuotaExceeded" });
+    expect((await s3.fetch(`${limited.url}/lim/mp.bin?uploadId=${uploadId}`, { method: "DELETE" })).status).toBe(204);
+    // Aborted: its reservation is back.
+    expect((await s3.fetch(`${limited.url}/lim/after-abort.bin`, { method: "PUT", body: bytesOf(200_000, 6) })).status).toBe(200);
+    expect((await s3.fetch(`${limited.url}/lim/ok.bin`, { method: "DELETE" })).status).toBe(204);
+
+    const files = (await (await fetch(`${limited.url}/v1/files`, { headers: { authorization: `Bearer ${key}` } })).json()) as { files: { name: string }[] };
+    expect(files.files.map((f) => f.name).sort()).toEqual(["after-abort.bin"]);
+    await waitFor(() => receiver.accepted().filter((r) => r.verified).length >= 3, "three webhook deliveries", 15_000);
+    expect(receiver.accepted().map((r) => `${r.type} ${r.data.file?.name}`).sort()).toEqual(["file.created after-abort.bin", "file.created ok.bin", "file.deleted ok.bin"]);
+  }, 60_000);
+});
+
