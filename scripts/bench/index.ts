@@ -13,7 +13,8 @@
  * Installs nothing: a missing tool is named with the command that installs it, and the rows
  * that need it are reported as skipped. Workload 18 (S3 against `aws s3 cp`) needs Debian's
  * `apt-get install awscli`, found at /usr/bin/aws before any other `aws` on PATH; workload 19
- * (WebDAV PROPFIND against `rclone serve webdav`) Debian's `apt-get install rclone`.
+ * (WebDAV PROPFIND against `rclone serve webdav`) Debian's `apt-get install rclone`; workload 20
+ * (cubby's own S3 endpoint) the AWS CLI again, and restic for its backup row.
  */
 import { S3Client, type Subprocess } from "bun";
 import fs from "node:fs";
@@ -22,7 +23,7 @@ import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { chartSvg, markdownTable, type Row } from "./report.ts";
-import { awsCli, awsCp, awsStartup, s3DirectUpload, s3DownloadSpeed, s3GetRate, startStores, storesInstalled } from "./stores.ts";
+import { awsCli, awsCp, awsS3At, awsStartup, s3DirectUpload, s3DownloadSpeed, s3GetRate, startStores, storesInstalled, type S3Target } from "./stores.ts";
 import * as tus from "tus-js-client";
 // @ts-ignore: a browser module in plain JavaScript (web/ is not type-checked).
 import { tusOptions as shippedTusOptions } from "../../web/tus-options.js";
@@ -65,6 +66,7 @@ const TOOLS: Record<string, string> = {
   node: "install Node.js (https://nodejs.org)",
   aws: "apt-get install awscli",
   rclone: "apt-get install rclone",
+  restic: "apt-get install restic",
 };
 const which = (tool: string) =>
   tool === "aws" ? (awsCli() ?? null) : (Bun.which(tool) ?? (tool === "nginx" && fs.existsSync("/usr/sbin/nginx") ? "/usr/sbin/nginx" : null));
@@ -890,6 +892,99 @@ if (want(19) && has("wrk", "rclone")) {
   }
   killGroup(rclone);
 } else if (ONLY === undefined) skip("WebDAV PROPFIND Depth 1", ["wrk", "rclone"]);
+
+// 20. cubby's own S3 endpoint (CONTRACT §16, issue 42), on SQLite + disk: `aws s3 cp` of the
+// LARGE file up (8 MiB parts, 10 at once: a multipart upload) and down against `curl -T` and
+// `curl -o` of the same file on the REST path, in the same run, both written to / read from a
+// file; the CLI's start-up (an `aws s3 ls`) is measured apart and named in the row. Then
+// `restic backup` of RESTIC_FILES small files into a repository on the endpoint (files/s), and
+// the serving process's peak RSS over idle while `aws s3 cp` uploads the LARGE file.
+const RESTIC_FILES = SMOKE ? 500 : 10_000;
+if (want(20) && has("aws", "curl")) {
+  step(`cubby's S3 endpoint: ${size(LARGE)} aws s3 cp up and down vs curl on REST`);
+  const [accessKeyId, secretAccessKey] = (await run([cubby, "keys", "create", "--s3", "--email", "s3-bench@example.com", "--data-dir", dataDir])).out
+    .trim()
+    .split("\n")
+    .map((l) => l.slice(l.indexOf("=") + 1)) as [string, string];
+  const target: S3Target = { endpoint: base, accessKeyId, secretAccessKey, region: "us-east-1" };
+  const s3Key = (await run([cubby, "keys", "create", "--email", "s3-bench@example.com", "--data-dir", dataDir])).out.trim();
+  const s3Dir = path.join(work, "s3-endpoint");
+  fs.mkdirSync(s3Dir);
+  await awsS3At(target, s3Dir, ["mb", "s3://bench"]);
+  const src = path.join(www, "large.bin");
+  const startups: number[] = [];
+  const [curlUp, awsUp] = await pair(
+    async () => {
+      const { out } = await run(["curl", "-sS", "--fail", "-X", "POST", "-T", src, "-H", `authorization: Bearer ${s3Key}`, "-w", "\n%{speed_upload}", `${base}/v1/files`]);
+      const [json, speed] = out.split("\n");
+      await fetch(`${base}/v1/files/${(JSON.parse(json!) as { id: string }).id}`, { method: "DELETE", headers: { authorization: `Bearer ${s3Key}` } });
+      return Number(speed) / 1e6;
+    },
+    async () => {
+      const seconds = await awsS3At(target, s3Dir, ["cp", "--only-show-errors", src, "s3://bench/up.bin"]);
+      await awsS3At(target, s3Dir, ["rm", "--only-show-errors", "s3://bench/up.bin"]);
+      startups.push(await awsS3At(target, s3Dir, ["ls", "s3://bench/nothing-here/"]));
+      return LARGE / seconds / 1e6;
+    },
+  );
+  const version = (await run([awsCli()!, "--version"])).out.split(" ")[0];
+  const startup = () => `; its start-up (aws s3 ls) ${median(startups).toFixed(1)} s included`;
+  rows.push({ workload: `S3 endpoint upload (${size(LARGE)})`, how: `aws s3 cp (${version}), 8 MiB parts, 10 at once${startup()}`, value: awsUp, unit: "MB/s", anchor: "curl -T, POST /v1/files", anchorValue: curlUp, target: 0.9 });
+  await awsS3At(target, s3Dir, ["cp", "--only-show-errors", src, "s3://bench/down.bin"]);
+  const ids = (await (await fetch(`${base}/v1/files?page_size=1000`, { headers: { authorization: `Bearer ${s3Key}` } })).json()) as { files: { id: string; name: string }[] };
+  const downId = ids.files.find((f) => f.name === "down.bin")!.id;
+  const out = path.join(s3Dir, "down.bin");
+  const [awsDown, curlDown] = await pair(
+    async () => {
+      const seconds = await awsS3At(target, s3Dir, ["cp", "--only-show-errors", "s3://bench/down.bin", out]);
+      if (fs.statSync(out).size !== LARGE) throw new Error("aws s3 cp downloaded a short file");
+      fs.rmSync(out);
+      startups.push(await awsS3At(target, s3Dir, ["ls", "s3://bench/nothing-here/"]));
+      return LARGE / seconds / 1e6;
+    },
+    async () => {
+      const { out: speed } = await run(["curl", "-sS", "--fail", "-o", out, "-H", `authorization: Bearer ${s3Key}`, "-w", "%{speed_download}", `${base}/${downId}`]);
+      fs.rmSync(out);
+      return Number(speed) / 1e6;
+    },
+  );
+  rows.push({ workload: `S3 endpoint download (${size(LARGE)})`, how: `aws s3 cp (${version}) to a file${startup()}`, value: awsDown, unit: "MB/s", anchor: "curl -o a file, the content URL", anchorValue: curlDown, target: 0.9 });
+
+  if (has("restic")) {
+    step(`cubby's S3 endpoint: restic backup of ${RESTIC_FILES} small files`);
+    const tree = path.join(s3Dir, "tree");
+    for (let i = 0; i < RESTIC_FILES; i++) {
+      const dir = path.join(tree, `d${Math.floor(i / 100)}`);
+      if (i % 100 === 0) fs.mkdirSync(dir, { recursive: true });
+      fs.writeFileSync(path.join(dir, `f${i}.txt`), `small file ${i}\n`.repeat(1 + (i % 50)));
+    }
+    const resticEnv = { AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey, RESTIC_PASSWORD: "bench", RESTIC_REPOSITORY: `s3:${base}/bench/restic`, RESTIC_CACHE_DIR: path.join(s3Dir, "restic-cache"), HOME: s3Dir };
+    await run(["restic", "init"], { env: resticEnv });
+    const started = performance.now();
+    await run(["restic", "backup", "--quiet", tree], { env: resticEnv });
+    const seconds = (performance.now() - started) / 1000;
+    const resticVersion = (await run(["restic", "version"], { env: resticEnv })).out.split(" ").slice(0, 2).join(" ");
+    rows.push({ workload: `restic backup of ${RESTIC_FILES} small files to the S3 endpoint`, how: `${resticVersion}, one run, its start-up included`, value: RESTIC_FILES / seconds, unit: "files/s", anchor: "" });
+  } else if (ONLY === undefined) skip("restic backup to the S3 endpoint", ["restic"]);
+
+  step(`cubby's S3 endpoint: peak RSS of a ${size(LARGE)} aws s3 cp upload`);
+  const dir = path.join(work, "s3-memory");
+  const mem = await spawnReady([cubby, "serve", "--port", "0", "--data-dir", dir], /listening on port (\d+)/, cubbyEnv);
+  const [memId, memSecret] = (await run([cubby, "keys", "create", "--s3", "--email", "s3mem@example.com", "--data-dir", dir])).out
+    .trim()
+    .split("\n")
+    .map((l) => l.slice(l.indexOf("=") + 1)) as [string, string];
+  const memTarget: S3Target = { endpoint: `http://127.0.0.1:${mem.match[1]}`, accessKeyId: memId, secretAccessKey: memSecret, region: "us-east-1" };
+  await awsS3At(memTarget, s3Dir, ["mb", "s3://mem"]);
+  const status = () => fs.readFileSync(`/proc/${mem.proc.pid}/status`, "utf8");
+  const idle = Number(/VmRSS:\s+(\d+) kB/.exec(status())![1]) * 1024;
+  fs.writeFileSync(`/proc/${mem.proc.pid}/clear_refs`, "5");
+  await awsS3At(memTarget, s3Dir, ["cp", "--only-show-errors", src, "s3://mem/large.bin"]);
+  const peak = (Number(/VmHWM:\s+(\d+) kB/.exec(status())![1]) * 1024 - idle) / 2 ** 20;
+  killGroup(mem.proc);
+  children.delete(mem.proc);
+  rows.push({ workload: `peak RSS over idle, ${size(LARGE)} S3 multipart upload (aws s3 cp)`, how: "VmHWM after reset (clear_refs) minus idle VmRSS", value: peak, unit: "MiB", anchor: "", target: 64, lowerIsBetter: true });
+} else if (ONLY === undefined) skip("cubby's S3 endpoint vs curl", ["aws", "curl"]);
 
 // --- report ---
 const node = has("node") ? (await run(["node", "--version"])).out.trim() : "no Node.js";

@@ -123,22 +123,36 @@ export function awsStartup(stores: BenchStores, dir: string): Promise<number> {
   return awsS3(stores, dir, ["ls", `s3://${stores.s3.bucket}/nothing-here/`]);
 }
 
+/** `aws s3 ARGS` against the store (see {@link awsS3At}). */
+async function awsS3(stores: BenchStores, dir: string, args: string[]): Promise<number> {
+  return awsS3At(stores.s3, dir, args);
+}
+
+/** An S3 endpoint the AWS CLI is pointed at: the store's, or cubby's own (CONTRACT §16). */
+export interface S3Target {
+  endpoint: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  region: string;
+}
+
 /**
- * Runs `aws s3 ARGS` against the store, configured by environment only: the credentials, the region, path-style
- * addressing (a config file in `dir`), and no checksum trailers (CLIs from 2.23 on send CRCs in
- * aws-chunked bodies by default, which Swift's s3api does not read; older ones ignore it).
+ * Runs `aws s3 ARGS` (or `aws s3api …` when ARGS start with "s3api") against `target`,
+ * configured by environment only: the credentials, the region, path-style addressing (a config
+ * file in `dir`), and no checksum trailers (CLIs from 2.23 on send CRCs in aws-chunked bodies by
+ * default, which Swift's s3api does not read; older ones ignore it).
  * @returns seconds from the CLI's start to its exit (its start-up included)
  * @throws on a non-zero exit
  */
-async function awsS3(stores: BenchStores, dir: string, args: string[]): Promise<number> {
+export async function awsS3At(target: S3Target, dir: string, args: string[]): Promise<number> {
   const config = path.join(dir, "aws-config");
   if (!fs.existsSync(config)) fs.writeFileSync(config, "[default]\ns3 =\n  addressing_style = path\n");
   const env = {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
     HOME: dir,
-    AWS_ACCESS_KEY_ID: stores.s3.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: stores.s3.secretAccessKey,
-    AWS_DEFAULT_REGION: stores.s3.region,
+    AWS_ACCESS_KEY_ID: target.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: target.secretAccessKey,
+    AWS_DEFAULT_REGION: target.region,
     AWS_CONFIG_FILE: config,
     AWS_SHARED_CREDENTIALS_FILE: path.join(dir, "aws-credentials-none"),
     AWS_EC2_METADATA_DISABLED: "true",
@@ -146,9 +160,10 @@ async function awsS3(stores: BenchStores, dir: string, args: string[]): Promise<
     AWS_RESPONSE_CHECKSUM_VALIDATION: "when_required",
   };
   const started = performance.now();
-  const proc = Bun.spawn([awsCli()!, "--endpoint-url", stores.s3.endpoint, "s3", ...args], { env, stdout: "pipe", stderr: "pipe" });
+  const command = args[0] === "s3api" ? args : ["s3", ...args];
+  const proc = Bun.spawn([awsCli()!, "--endpoint-url", target.endpoint, ...command], { env, stdout: "pipe", stderr: "pipe" });
   const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   // `aws s3 ls` of an empty prefix exits 1: it found nothing, which is what was asked.
-  if (code !== 0 && !(args[0] === "ls" && code === 1 && err === "")) throw new Error(`aws s3 ${args.join(" ")} failed (${code}): ${err}${out}`);
+  if (code !== 0 && !(args[0] === "ls" && code === 1 && err === "")) throw new Error(`aws ${command.join(" ")} failed (${code}): ${err}${out}`);
   return (performance.now() - started) / 1000;
 }
