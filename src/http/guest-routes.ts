@@ -19,6 +19,7 @@ import { formatTimestamp } from "../domain/time.ts";
 import { contextOf, requestContext } from "./request-context.ts";
 import { json } from "./respond.ts";
 import { DASHBOARD_HEADERS, ICON_PATH } from "./static.ts";
+import { RECIPIENT_WAY_BACK, sentence } from "../serving/pages.ts";
 
 export interface GuestRoutesDeps {
   links: UploadLinkService;
@@ -43,8 +44,16 @@ export function guestRoutes(deps: GuestRoutesDeps) {
         } catch (err) {
           const error = report(err, contextOf(request));
           const status = httpStatusOf(error.code);
-          const title = error.code === "gone" ? "This link no longer takes uploads" : error.code === "not_found" ? "No such upload link" : "Try again later";
-          return page(status, title, `<p>${escapeHtml(error.message)}</p>`, false);
+          // Sentences for the guest, who followed someone's link (CONTRACT §15), and their way back.
+          const [title, why] =
+            error.code === "gone"
+              ? ["This link no longer takes uploads", sentence(error.message)]
+              : error.code === "not_found"
+                ? ["This upload link does not work", "It may be mistyped, or its owner deleted it."]
+                : error.code === "resource_exhausted"
+                  ? ["Try again in a minute", "Too many requests came from your address. Wait a minute, then reload this page."]
+                  : ["Try again later", "Something went wrong on the server. Reload this page in a while."];
+          return page(status, title, `<p role="alert">${escapeHtml(why)}</p><p>${escapeHtml(RECIPIENT_WAY_BACK)}</p>`, false);
         }
       },
       {

@@ -28,7 +28,7 @@ import { payloadOf } from "./chunked.ts";
 import { S3Error, s3ErrorXml, xmlText as escapeXml } from "./errors.ts";
 import { childrenNamed, childText, xmlRoot } from "./xml.ts";
 import { compareKeys, listEntries, type ListEntry } from "./listing.ts";
-import { abortMultipart, completeMultipart, createMultipart, MAX_PARTS, multipartOf, multipartsIn, partsOf, uploadPart, type MultipartDeps } from "./multipart.ts";
+import { abortMultipart, completeMultipart, createMultipart, MAX_PARTS, multipartOf, multipartsIn, partEtagOf, partsOf, uploadIdOf, uploadPart, type MultipartDeps } from "./multipart.ts";
 import { checkKey, segmentsOf, targetOf } from "./object-key.ts";
 import { isSigV4, parseSigV4, verifySigV4, type SigV4Claim, type SignedRequestParts } from "./sigv4.ts";
 
@@ -256,7 +256,7 @@ async function headBucket(r: S3Request): Promise<void> {
   r.ex.respond(200, { "x-amz-bucket-region": r.claim.region, "content-length": "0" });
 }
 
-/** DeleteBucket: only an empty one (no files, folders or multipart uploads in it). */
+/** DeleteBucket: only an empty one (no files or folders in it; its unfinished multipart uploads end with their 24 hours). */
 async function deleteBucket(r: S3Request): Promise<void> {
   const folder = await bucketFolder(r);
   const files = await r.deps.folders.listFiles(r.principal, folder.id, 1, undefined);
@@ -316,7 +316,7 @@ function entriesXml(entries: readonly ListEntry[], enc: (s: string) => string): 
   let prefixes = "";
   for (const e of entries) {
     if (e.file === undefined) prefixes += `<CommonPrefixes><Prefix>${enc(e.key)}</Prefix></CommonPrefixes>`;
-    else contents += `<Contents><Key>${enc(e.key)}</Key><LastModified>${iso(e.file.updatedAt)}</LastModified><ETag>&quot;${e.file.blob}&quot;</ETag><Size>${e.file.size}</Size><StorageClass>STANDARD</StorageClass></Contents>`;
+    else contents += `<Contents><Key>${enc(e.key)}</Key><LastModified>${iso(e.file.updatedAt)}</LastModified><ETag>${escapeXml(objectEtag(e.file))}</ETag><Size>${e.file.size}</Size><StorageClass>STANDARD</StorageClass></Contents>`;
   }
   return contents + prefixes;
 }
@@ -392,7 +392,25 @@ async function objectAt(r: S3Request, bucket: string, key: string): Promise<File
 
 const noSuchKey = () => new S3Error(404, "NoSuchKey", "the specified key does not exist");
 
-/** GetObject and HeadObject: the content path's answer (ranges, conditionals, ETag). */
+/**
+ * An object's ETag: the content URL's (`"{blob}"`, new with new content) with `-1`, the form of a
+ * multipart upload's ETag, so that clients which compare an ETag without a `-` to the MD5 of
+ * what they sent (s3cmd; rclone where it is 32 hex digits) do not take it for one.
+ */
+export function objectEtag(file: FileRecord): string {
+  return `"${file.blob}-1"`;
+}
+
+/** An entity tag list (If-Match, If-None-Match, If-Range) with S3's ETags as the content URL's. */
+function contentEtags(list: string): string {
+  return list.replace(/"([^"]*)-1"/g, '"$1"');
+}
+
+/**
+ * GetObject and HeadObject: the content path's answer (ranges, If-None-Match, If-Modified-Since,
+ * If-Range) under S3's ETag, after S3's If-Match and If-Unmodified-Since (RFC 9110 §13.1.1,
+ * §13.1.4: 412 PreconditionFailed).
+ */
 async function getObject(r: S3Request): Promise<void> {
   const file = await objectAt(r, r.bucket!, r.key!);
   if (file === undefined) {
@@ -400,8 +418,24 @@ async function getObject(r: S3Request): Promise<void> {
     await bucketFolder(r);
     throw noSuchKey();
   }
-  const reply = contentReply(file, r.ex, undefined, r.deps.baseUrl());
-  await answerContent(r.ex, { reply, content: r.deps.files.contentOf(file) });
+  const etag = objectEtag(file);
+  const match = r.ex.headers.get("if-match");
+  if (match !== null && match.trim() !== "*" && !match.split(",").some((t) => t.trim() === etag)) throw new S3Error(412, "PreconditionFailed", "If-Match does not hold");
+  const unmodified = match === null ? r.ex.headers.get("if-unmodified-since") : null;
+  if (unmodified !== null && !Number.isNaN(Date.parse(unmodified)) && Math.floor(file.updatedAt / 1_000_000) * 1000 > Date.parse(unmodified)) {
+    throw new S3Error(412, "PreconditionFailed", "the object was modified after If-Unmodified-Since");
+  }
+  const headers = r.ex.headers;
+  const request = {
+    method: r.ex.method,
+    context: r.ex.context,
+    pathname: r.ex.pathname,
+    search: "",
+    clientAddress: r.ex.clientAddress,
+    headers: { get: (name: string) => (name === "if-none-match" || name === "if-range" ? (headers.get(name) === null ? null : contentEtags(headers.get(name)!)) : headers.get(name)) },
+  };
+  const reply = contentReply(file, request, undefined, r.deps.baseUrl());
+  await answerContent(r.ex, { reply: { ...reply, headers: reply.headers.etag === undefined ? reply.headers : { ...reply.headers, etag } }, content: r.deps.files.contentOf(file) });
 }
 
 /**
@@ -465,7 +499,7 @@ async function putObject(r: S3Request): Promise<void> {
     return;
   }
   const { file } = await r.deps.files.putNamed(r.principal, folderId, name, { contentType: contentTypeOf(r, name), content: payload(r) });
-  r.ex.respond(200, { etag: `"${file.blob}"`, "content-length": "0" });
+  r.ex.respond(200, { etag: objectEtag(file), "content-length": "0" });
 }
 
 /** CopyObject: the source's bytes streamed into the target key (a file of its own). */
@@ -482,14 +516,14 @@ async function copyObject(r: S3Request): Promise<void> {
   const file = await objectAt(r, source.slice(0, slash), checkKey(source.slice(slash + 1)));
   if (file === undefined) throw noSuchKey();
   const match = r.ex.headers.get("x-amz-copy-source-if-match");
-  if (match !== null && match.replace(/"/g, "") !== file.blob) throw new S3Error(412, "PreconditionFailed", "x-amz-copy-source-if-match does not hold");
+  if (match !== null && match.replace(/"/g, "") !== objectEtag(file).replace(/"/g, "")) throw new S3Error(412, "PreconditionFailed", "x-amz-copy-source-if-match does not hold");
   await drain(r);
   const { folderId, name } = await placeOf(r, r.key!);
   if (name === undefined) throw new S3Error(400, "InvalidArgument", "a copy's target key names a file, not a folder");
   const directive = r.ex.headers.get("x-amz-metadata-directive");
   const contentType = directive === "REPLACE" ? contentTypeOf(r, name, file.contentType) : file.contentType;
   const { file: copy } = await r.deps.files.putNamed(r.principal, folderId, name, { contentType, content: file.size === 0 ? null : r.deps.files.copyOf(file) });
-  r.ex.respond(200, { "content-type": "application/xml" }, `${XML_HEAD}<CopyObjectResult xmlns="${NS}"><LastModified>${iso(copy.updatedAt)}</LastModified><ETag>&quot;${copy.blob}&quot;</ETag></CopyObjectResult>`);
+  r.ex.respond(200, { "content-type": "application/xml" }, `${XML_HEAD}<CopyObjectResult xmlns="${NS}"><LastModified>${iso(copy.updatedAt)}</LastModified><ETag>${escapeXml(objectEtag(copy))}</ETag></CopyObjectResult>`);
 }
 
 /** DeleteObject: 204 whether or not the key was there (S3's answer). */
@@ -576,7 +610,7 @@ async function completeUpload(r: S3Request): Promise<void> {
   r.ex.respond(
     200,
     { "content-type": "application/xml" },
-    `${XML_HEAD}<CompleteMultipartUploadResult xmlns="${NS}"><Location>${escapeXml(location)}</Location><Bucket>${escapeXml(r.bucket!)}</Bucket><Key>${escapeXml(r.key!)}</Key><ETag>&quot;${file.blob}&quot;</ETag></CompleteMultipartUploadResult>`,
+    `${XML_HEAD}<CompleteMultipartUploadResult xmlns="${NS}"><Location>${escapeXml(location)}</Location><Bucket>${escapeXml(r.bucket!)}</Bucket><Key>${escapeXml(r.key!)}</Key><ETag>${escapeXml(objectEtag(file))}</ETag></CompleteMultipartUploadResult>`,
   );
 }
 
@@ -596,9 +630,9 @@ async function listParts(r: S3Request): Promise<void> {
   const page = after.slice(0, max);
   const truncated = after.length > page.length;
   const body =
-    `${XML_HEAD}<ListPartsResult xmlns="${NS}"><Bucket>${escapeXml(r.bucket!)}</Bucket><Key>${escapeXml(r.key!)}</Key><UploadId>${upload.id}</UploadId>` +
+    `${XML_HEAD}<ListPartsResult xmlns="${NS}"><Bucket>${escapeXml(r.bucket!)}</Bucket><Key>${escapeXml(r.key!)}</Key><UploadId>${uploadIdOf(upload)}</UploadId>` +
     `<PartNumberMarker>${marker}</PartNumberMarker>${truncated ? `<NextPartNumberMarker>${page[page.length - 1]!.number}</NextPartNumberMarker>` : ""}<MaxParts>${max}</MaxParts><IsTruncated>${truncated}</IsTruncated><StorageClass>STANDARD</StorageClass>` +
-    page.map((p) => `<Part><PartNumber>${p.number}</PartNumber><LastModified>${iso(p.createdAt)}</LastModified><ETag>&quot;${p.id}&quot;</ETag><Size>${p.size}</Size></Part>`).join("") +
+    page.map((p) => `<Part><PartNumber>${p.number}</PartNumber><LastModified>${iso(p.createdAt)}</LastModified><ETag>&quot;${partEtagOf(p.id)}&quot;</ETag><Size>${p.size}</Size></Part>`).join("") +
     "</ListPartsResult>";
   r.ex.respond(200, { "content-type": "application/xml" }, body);
 }
@@ -610,7 +644,7 @@ async function listMultipartUploads(r: S3Request): Promise<void> {
   const uploads = (await multipartsIn(r.deps, r.principal, folder.id, MAX_KEYS)).filter((u) => u.key.startsWith(prefix)).sort((a, b) => compareKeys(a.key, b.key));
   const body =
     `${XML_HEAD}<ListMultipartUploadsResult xmlns="${NS}"><Bucket>${escapeXml(r.bucket!)}</Bucket><KeyMarker></KeyMarker><UploadIdMarker></UploadIdMarker><Prefix>${escapeXml(prefix)}</Prefix><MaxUploads>${MAX_KEYS}</MaxUploads><IsTruncated>false</IsTruncated>` +
-    uploads.map((u) => `<Upload><Key>${escapeXml(u.key)}</Key><UploadId>${u.id}</UploadId><StorageClass>STANDARD</StorageClass><Initiated>${iso(u.createdAt)}</Initiated></Upload>`).join("") +
+    uploads.map((u) => `<Upload><Key>${escapeXml(u.key)}</Key><UploadId>${uploadIdOf(u)}</UploadId><StorageClass>STANDARD</StorageClass><Initiated>${iso(u.createdAt)}</Initiated></Upload>`).join("") +
     "</ListMultipartUploadsResult>";
   r.ex.respond(200, { "content-type": "application/xml" }, body);
 }

@@ -21,6 +21,25 @@ import { S3Error } from "./errors.ts";
 /** S3's limits (AWS, "Amazon S3 multipart upload limits"): part numbers 1–10 000. */
 export const MAX_PARTS = 10_000;
 
+/**
+ * A part's ETag, unquoted: its row's ID and `-1` (as objects' ETags: s3cmd compares an ETag
+ * without a `-` to the part's MD5).
+ */
+export function partEtagOf(rowId: string): string {
+  return `${rowId}-1`;
+}
+
+/** The row ID of a part's ETag as a client sends it back (quoted or not), or undefined. */
+function rowIdOfPartEtag(etag: string): string | undefined {
+  const bare = etag.replace(/^"|"$/g, "");
+  return bare.endsWith("-1") ? bare.slice(0, -2) : undefined;
+}
+
+/** The upload ID S3 clients are given for `upload`. */
+export function uploadIdOf(upload: MultipartUpload): string {
+  return UPLOAD_ID_PREFIX + upload.id;
+}
+
 /** What the multipart operations use. */
 export interface MultipartDeps {
   store: MetadataStore;
@@ -32,6 +51,7 @@ export interface MultipartDeps {
 
 /** A multipart upload as its manifest row records it. */
 export interface MultipartUpload {
+  /** The manifest row's ID (the upload ID without its prefix: {@link uploadIdOf}). */
   id: string;
   bucketId: string;
   key: string;
@@ -43,12 +63,18 @@ export interface MultipartUpload {
 /** A part as ListParts and Complete see it. */
 export interface Part {
   number: number;
-  /** The part's upload row's ID, which is its ETag (quoted on the wire). */
+  /** The part's upload row's ID, of which its ETag is made ({@link partEtagOf}). */
   id: string;
   size: number;
   /** Unix microseconds. */
   createdAt: number;
 }
+
+/**
+ * An upload ID is this and the manifest row's ID: row IDs may begin with `-`, which the AWS CLI
+ * takes for an option (`--upload-id -abc…` fails to parse).
+ */
+const UPLOAD_ID_PREFIX = "mp";
 
 const manifestGroup = (bucketId: string) => `s3b:${bucketId}`;
 const partGroup = (uploadId: string) => `s3u:${uploadId}`;
@@ -58,9 +84,10 @@ const noSuchUpload = () => new S3Error(404, "NoSuchUpload", "no such multipart u
 export async function createMultipart(deps: MultipartDeps, principal: Principal, bucketId: string, key: string, contentType: string): Promise<string> {
   const state = await deps.uploads.create(
     { principal },
-    { length: 0, metadata: { s3: "multipart", bucket: bucketId, key, type: contentType }, content: null, partial: true, group: manifestGroup(bucketId) },
+    // `filename`: GET /v1/uploads and the dashboard show the manifest and its parts as one upload of the key.
+    { length: 0, metadata: { s3: "multipart", bucket: bucketId, key, type: contentType, filename: key }, content: null, partial: true, group: manifestGroup(bucketId) },
   );
-  return state.id;
+  return UPLOAD_ID_PREFIX + state.id;
 }
 
 /**
@@ -68,7 +95,8 @@ export async function createMultipart(deps: MultipartDeps, principal: Principal,
  * @throws S3Error NoSuchUpload
  */
 export async function multipartOf(deps: MultipartDeps, principal: Principal, bucketId: string, key: string, uploadId: string): Promise<MultipartUpload> {
-  const row = /^[A-Za-z0-9_-]{1,64}$/.test(uploadId) ? await deps.store.uploads.get(uploadId) : undefined;
+  const rowId = uploadId.startsWith(UPLOAD_ID_PREFIX) ? uploadId.slice(UPLOAD_ID_PREFIX.length) : "";
+  const row = /^[A-Za-z0-9_-]{1,64}$/.test(rowId) ? await deps.store.uploads.get(rowId) : undefined;
   const upload = row === undefined ? undefined : manifestOf(row, principal);
   if (upload === undefined || upload.bucketId !== bucketId || upload.key !== key) throw noSuchUpload();
   return upload;
@@ -85,13 +113,16 @@ function manifestOf(row: UploadRow, principal: Principal): MultipartUpload | und
 /**
  * Stores part `number` of `upload` from `content` (`length` bytes, declared before they are
  * read: the quota and MAX_UPLOAD_BYTES are checked first).
- * @returns the part's ETag, unquoted
+ * @returns the part's ETag, unquoted ({@link partEtagOf})
  * @throws what UploadService.create throws (quota, limits); the body's own errors
  */
 export async function uploadPart(deps: MultipartDeps, principal: Principal, upload: MultipartUpload, number: number, length: number, content: AsyncIterable<Uint8Array>): Promise<string> {
-  const state = await deps.uploads.create({ principal }, { length, metadata: { part: String(number) }, content: length === 0 ? null : content, partial: true, group: partGroup(upload.id) });
+  const state = await deps.uploads.create(
+    { principal },
+    { length, metadata: { part: String(number), filename: upload.key }, content: length === 0 ? null : content, partial: true, group: partGroup(upload.id) },
+  );
   if (state.offset !== length) throw new S3Error(400, "IncompleteBody", "the part's body ended before its length");
-  return state.id;
+  return partEtagOf(state.id);
 }
 
 /** The upload's finished parts by number (the latest of a number uploaded twice), in order. */
@@ -128,7 +159,8 @@ export async function completeMultipart(
   for (const { number, etag } of listed) {
     if (number <= previous) throw new S3Error(400, "InvalidPartOrder", "the parts must be listed in ascending order of part number");
     previous = number;
-    const row = byId.get(etag.replace(/^"|"$/g, ""));
+    const rowId = rowIdOfPartEtag(etag);
+    const row = rowId === undefined ? undefined : byId.get(rowId);
     const rowNumber = row === undefined ? undefined : Number((JSON.parse(row.metadata) as Record<string, string>).part);
     if (row === undefined || rowNumber !== number || row.offset !== row.length) throw new S3Error(400, "InvalidPart", `part ${number} was not uploaded with ETag ${etag}`);
     chosen.push(row);

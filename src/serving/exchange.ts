@@ -146,7 +146,9 @@ export interface ErrorAnswer {
 export function errorAnswer(error: AppError, accept?: string | null): ErrorAnswer {
   if (accept !== undefined) {
     // A page for a browser navigation, JSON for a program (CONTRACT §11), varying by Accept.
-    const negotiated = negotiatedError(error, accept);
+    // The exchange's routes are content URLs, share links, /dav and /metrics: a person who meets
+    // an error page here followed someone's link (CONTRACT §15).
+    const negotiated = negotiatedError(error, accept, "GET", undefined, "recipient");
     return { status: negotiated.status, headers: negotiated.headers, body: negotiated.body ?? "" };
   }
   const body = JSON.stringify(toRpcStatus(error));

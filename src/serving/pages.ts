@@ -32,11 +32,23 @@ const FORM_PAGE_HEADERS = {
   "content-security-policy": "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'",
 };
 
-function messagePageBody(title: string, message: string): string {
+function messagePageBody(title: string, message: string, audience: Audience = "owner"): string {
+  const after = audience === "owner" ? '<p><a class="button" href="/">Back to cubby</a></p>' : `<p>${RECIPIENT_WAY_BACK}</p>`;
   return `${pageHead(title)}
-<body><main class="narrow"><h1>${escape(title)}</h1><p role="alert">${escape(message)}</p><p><a class="button" href="/">Back to cubby</a></p></main></body></html>
+<body><main class="narrow"><h1>${escape(title)}</h1><p role="alert">${escape(message)}</p>${after}</main></body></html>
 `;
 }
+
+/**
+ * Who an error page is for (CONTRACT §15): the owner (the dashboard's, sign-in's and the API's
+ * pages: a way back to the dashboard) or a recipient or guest, who followed someone's link and
+ * has no dashboard here (content URLs, share links, guest upload links): the way back is the
+ * person who sent the link.
+ */
+export type Audience = "owner" | "recipient";
+
+/** A recipient's way back from an error page. */
+export const RECIPIENT_WAY_BACK = "If you expected something here, ask whoever sent you the link for a new one.";
 
 /**
  * What a signed-out recipient of a private or internal file's link sees when this cubby has no
@@ -70,7 +82,7 @@ function errorTitle(status: number): string {
 }
 
 /** "this share link has expired" → "This share link has expired." */
-function sentence(message: string): string {
+export function sentence(message: string): string {
   const s = message.charAt(0).toUpperCase() + message.slice(1);
   return /[.!?]$/.test(s) ? s : `${s}.`;
 }
@@ -82,12 +94,19 @@ function sentence(message: string): string {
  * error was reported (context/report.ts) by the caller.
  * @param accept the request's Accept header, or null
  * @param explanation the page's sentence, when the error's message is meant for programs
+ * @param audience whom the page's way back is for ({@link Audience})
  * @returns status, headers (with content-length) and the body, for any writer
  */
-export function negotiatedError(error: AppError, accept: string | null, method = "GET", explanation?: string): { status: number; headers: Record<string, string>; body: string | undefined } {
+export function negotiatedError(
+  error: AppError,
+  accept: string | null,
+  method = "GET",
+  explanation?: string,
+  audience: Audience = "owner",
+): { status: number; headers: Record<string, string>; body: string | undefined } {
   const status = httpStatusOf(error.code);
   const html = accept !== null && accept.includes("text/html");
-  const body = html ? messagePageBody(errorTitle(status), explanation ?? sentence(error.message)) : JSON.stringify(toRpcStatus(error));
+  const body = html ? messagePageBody(errorTitle(status), explanation ?? sentence(error.message), audience) : JSON.stringify(toRpcStatus(error));
   const headers: Record<string, string> = {
     ...(html ? PAGE_HEADERS : { "content-type": "application/json" }),
     vary: "Accept",

@@ -513,6 +513,9 @@ test("the share page: preview and Download of an image, a PDF and a video; the p
     expect(response?.status()).toBe(410);
     await expect(page.getByRole("heading", { name: "This link no longer works" })).toBeVisible();
     await expect(page.getByText("This share link has reached its download limit.")).toBeVisible();
+    // A recipient has no dashboard here: the way back is whoever sent the link.
+    await expect(page.getByText("ask whoever sent you the link for a new one")).toBeVisible();
+    await expect(page.getByRole("link", { name: "Back to cubby" })).toHaveCount(0);
   });
   await everyScreen(page, "error-404", async () => {
     const response = await page.goto(`${plain.url}/no/such/page`);

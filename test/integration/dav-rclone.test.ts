@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import { davFetch, run, which } from "../support/dav.ts";
+import { treeOf, writeTree } from "../support/trees.ts";
 import { startServer, tempDir, type RunningServer } from "../support/server.ts";
 import { testNeeding } from "../support/tools.ts";
 
@@ -20,31 +21,8 @@ beforeAll(async () => {
 });
 afterAll(() => server[Symbol.asyncDispose]());
 
-/** Every file under `dir`: relative path → bytes. */
-function treeOf(dir: string): Map<string, Buffer> {
-  const out = new Map<string, Buffer>();
-  for (const e of fs.readdirSync(dir, { recursive: true, withFileTypes: true })) {
-    if (e.isFile()) out.set(path.relative(dir, path.join(e.parentPath, e.name)), fs.readFileSync(path.join(e.parentPath, e.name)));
-  }
-  return out;
-}
-
-/** A deterministic tree: 4 × 5 × 10 = 200 files, sizes from 0 to ~3 MiB. */
-function writeTree(dir: string): void {
-  let n = 0;
-  for (let a = 0; a < 4; a++) {
-    for (let b = 0; b < 5; b++) {
-      fs.mkdirSync(path.join(dir, `level1-${a}`, `level2 ${b}`), { recursive: true });
-      for (let c = 0; c < 10; c++) {
-        const size = n === 7 ? 3 * 1024 * 1024 + 17 : n % 13 === 0 ? 0 : (n * 7919) % 20_000;
-        const bytes = Buffer.alloc(size);
-        for (let i = 0; i < size; i++) bytes[i] = (i * 31 + n) & 0xff;
-        fs.writeFileSync(path.join(dir, `level1-${a}`, `level2 ${b}`, `file ${c} é.bin`), bytes);
-        n++;
-      }
-    }
-  }
-}
+/** The tree: 4 × 5 × 10 = 200 files, sizes from 0 to ~3 MiB. */
+const TREE = { top: 4, middle: 5, files: 10, sizeOf: (n: number) => (n === 7 ? 3 * 1024 * 1024 + 17 : n % 13 === 0 ? 0 : (n * 7919) % 20_000) };
 
 describe("rclone (webdav backend)", () => {
   rcloneTest(
@@ -54,7 +32,7 @@ describe("rclone (webdav backend)", () => {
       const up = path.join(tmp.path, "up");
       const down = path.join(tmp.path, "down");
       fs.mkdirSync(down);
-      writeTree(up);
+      writeTree(up, TREE);
       const obscured = (await run("rclone", ["obscure", key])).stdout.trim();
       const env = { RCLONE_CONFIG: path.join(tmp.path, "no-such-rclone.conf"), HOME: tmp.path };
       const flags = ["--webdav-url", `${server.url}/dav/`, "--webdav-vendor", "other", "--webdav-user", "anyone", "--webdav-pass", obscured, "--retries", "1"];

@@ -14,6 +14,7 @@ import path from "node:path";
 import { run, which } from "../support/dav.ts";
 import { runCli, startServer, tempDir, type RunningServer } from "../support/server.ts";
 import { testNeeding } from "../support/tools.ts";
+import { bytesOf, treeOf, writeTree } from "../support/trees.ts";
 import { waitFor } from "../support/wait.ts";
 import { startReceiver } from "../support/webhook-receiver.ts";
 import { AwsClient } from "aws4fetch";
@@ -71,36 +72,8 @@ async function rest(target: string): Promise<Response> {
   return fetch(`${server.url}${target}`, { headers: { authorization: `Bearer ${apiKey}` } });
 }
 
-/** Deterministic bytes. */
-function bytesOf(size: number, seed: number): Buffer {
-  const b = Buffer.alloc(size);
-  for (let i = 0; i < size; i++) b[i] = (i * 131 + seed * 7) & 0xff;
-  return b;
-}
-
-/** Every file under `dir`: relative path → bytes. */
-function treeOf(dir: string): Map<string, Buffer> {
-  const out = new Map<string, Buffer>();
-  for (const e of fs.readdirSync(dir, { recursive: true, withFileTypes: true })) {
-    if (e.isFile()) out.set(path.relative(dir, path.join(e.parentPath, e.name)), fs.readFileSync(path.join(e.parentPath, e.name)));
-  }
-  return out;
-}
-
 /** A tree of 60 files in three levels, sizes 0 to ~7 MiB (one over the multipart threshold). */
-function writeTree(dir: string): void {
-  let n = 0;
-  for (let a = 0; a < 3; a++) {
-    for (let b = 0; b < 4; b++) {
-      fs.mkdirSync(path.join(dir, `dir-${a}`, `sub ${b}`), { recursive: true });
-      for (let c = 0; c < 5; c++) {
-        const size = n === 5 ? 7 * 1024 * 1024 + 3 : n % 11 === 0 ? 0 : (n * 7919) % 30_000;
-        fs.writeFileSync(path.join(dir, `dir-${a}`, `sub ${b}`, `file ${c} é.bin`), bytesOf(size, n));
-        n++;
-      }
-    }
-  }
-}
+const TREE = { top: 3, middle: 4, files: 5, sizeOf: (n: number) => (n === 5 ? 7 * 1024 * 1024 + 3 : n % 11 === 0 ? 0 : (n * 7919) % 30_000) };
 
 /**
  * A header-signed request by hand, following AWS's documented steps (the hostile cases need
@@ -196,7 +169,7 @@ describe("the AWS CLI", () => {
 
       const up = path.join(home, "up");
       const down = path.join(home, "down");
-      writeTree(up);
+      writeTree(up, TREE);
       await aws(home, "s3", "sync", up, "s3://photos/tree");
       await aws(home, "s3", "sync", "s3://photos/tree", down);
       const local = treeOf(up);
@@ -219,6 +192,8 @@ describe("the AWS CLI", () => {
       const home = tmp.path;
       await aws(home, "s3api", "create-bucket", "--bucket", "api");
       const created = JSON.parse(await aws(home, "s3api", "create-multipart-upload", "--bucket", "api", "--key", "big/one.bin")) as { UploadId: string };
+      // Never a leading '-', which the CLI would take for an option.
+      expect(created.UploadId).toMatch(/^mp[A-Za-z0-9_-]+$/);
       const part1 = bytesOf(5 * 1024 * 1024, 1);
       const part2 = bytesOf(1234, 2);
       fs.writeFileSync(path.join(home, "p1"), part1);
@@ -232,6 +207,13 @@ describe("the AWS CLI", () => {
       ]);
       const uploads = JSON.parse(await aws(home, "s3api", "list-multipart-uploads", "--bucket", "api")) as { Uploads: { Key: string; UploadId: string }[] };
       expect(uploads.Uploads.map((u) => u.Key)).toEqual(["big/one.bin"]);
+      // Meanwhile GET /v1/uploads (and the dashboard) shows the upload and its parts under the key.
+      const unfinished = (await (await rest("/v1/uploads")).json()) as { uploads: { name: string; length: number }[] };
+      expect(unfinished.uploads.map((u) => [u.name, u.length]).sort()).toEqual([
+        ["big/one.bin", 0],
+        ["big/one.bin", part2.length],
+        ["big/one.bin", part1.length],
+      ]);
       const layout = { Parts: [{ PartNumber: 1, ETag: e1.ETag }, { PartNumber: 2, ETag: e2.ETag }] };
       await aws(home, "s3api", "complete-multipart-upload", "--bucket", "api", "--key", "big/one.bin", "--upload-id", created.UploadId, "--multipart-upload", JSON.stringify(layout));
       await aws(home, "s3", "cp", "s3://api/big/one.bin", path.join(home, "joined"));
@@ -306,6 +288,15 @@ body = s3.get_object(Bucket=bucket, Key="mp/all.bin")["Body"].read()
 assert body == part + b"tail"
 r = s3.get_object(Bucket=bucket, Key="mp/all.bin", Range="bytes=5242878-5242881")
 assert r["Body"].read() == b"pptail"[:4] and r["ContentRange"] == "bytes 5242878-5242881/5242884", r["ContentRange"]
+h = s3.head_object(Bucket=bucket, Key="mp/all.bin")
+etag = h["ETag"]
+assert etag.endswith('-1"'), etag
+assert s3.get_object(Bucket=bucket, Key="mp/all.bin", IfMatch=etag)["ContentLength"] == len(part) + 4
+for kw, status in [({"IfMatch": '"other-1"'}, 412), ({"IfNoneMatch": etag}, 304), ({"IfUnmodifiedSince": "2001-01-01T00:00:00Z"}, 412)]:
+    try:
+        s3.get_object(Bucket=bucket, Key="mp/all.bin", **kw); assert False, kw
+    except botocore.exceptions.ClientError as e:
+        assert e.response["ResponseMetadata"]["HTTPStatusCode"] == status, (kw, e.response)
 try:
     s3.get_object(Bucket=bucket, Key="no/such.txt"); assert False
 except botocore.exceptions.ClientError as e:
@@ -338,7 +329,7 @@ describe("rclone (s3 backend)", () => {
       using tmp = tempDir("cubby-rclone-s3-");
       const up = path.join(tmp.path, "up");
       const down = path.join(tmp.path, "down");
-      writeTree(up);
+      writeTree(up, TREE);
       // AWS_CA_BUNDLE (set on some machines) makes rclone's AWS SDK refuse its own HTTP transport.
       const env = { RCLONE_CONFIG: path.join(tmp.path, "none.conf"), HOME: tmp.path, AWS_CA_BUNDLE: "" };
       const flags = ["--s3-provider", "Other", "--s3-endpoint", server.url, "--s3-access-key-id", id, "--s3-secret-access-key", secret, "--s3-region", "us-east-1", "--s3-force-path-style", "--retries", "1"];
@@ -364,7 +355,7 @@ describe("restic (s3 repository)", () => {
     async () => {
       using tmp = tempDir("cubby-restic-");
       const data = path.join(tmp.path, "data");
-      writeTree(data);
+      writeTree(data, TREE);
       const env = { ...clientEnv(tmp.path), RESTIC_PASSWORD: "correct horse", RESTIC_REPOSITORY: `s3:${server.url}/restic/repo`, RESTIC_CACHE_DIR: path.join(tmp.path, "cache") };
       const restic = async (...args: string[]) => {
         const r = await run("restic", args, { env, timeoutMs: 180_000 });
@@ -396,7 +387,9 @@ describe("s3cmd", () => {
       };
       await s3cmd("mb", "s3://s3cmd");
       fs.writeFileSync(path.join(tmp.path, "a.txt"), "from s3cmd\n");
-      await s3cmd("put", path.join(tmp.path, "a.txt"), "s3://s3cmd/x/a.txt");
+      // s3cmd compares an ETag without a '-' with the file's MD5: eight PUTs (each a new blob
+      // name) would have met one with no '-' with a chance of 1 - (1/3)^8 before ETags had "-1".
+      for (let i = 0; i < 8; i++) await s3cmd("put", path.join(tmp.path, "a.txt"), "s3://s3cmd/x/a.txt");
       expect(await s3cmd("ls", "-r", "s3://s3cmd")).toContain("s3://s3cmd/x/a.txt");
       await s3cmd("get", "s3://s3cmd/x/a.txt", path.join(tmp.path, "b.txt"));
       expect(fs.readFileSync(path.join(tmp.path, "b.txt"), "utf8")).toBe("from s3cmd\n");

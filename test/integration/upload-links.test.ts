@@ -149,7 +149,13 @@ test("links are refused to a files.read key (403) and bad bodies (400); unknown 
     const res = await client(server, key).fetch("/v1/upload-links", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
     expect([JSON.stringify(body), res.status, ((await res.json()) as { code: number }).code]).toEqual([JSON.stringify(body), 400, 3]);
   }
-  expect((await fetch(`${server.url}/u/${"A".repeat(32)}`)).status).toBe(404);
+  const unknown = await fetch(`${server.url}/u/${"A".repeat(32)}`);
+  expect(unknown.status).toBe(404);
+  // A page for the guest (CONTRACT §15): a sentence a person understands and their way back, no raw message.
+  const text = await unknown.text();
+  expect(text).toContain("<h1>This upload link does not work</h1>");
+  expect(text).toContain("ask whoever sent you the link for a new one");
+  expect(text).not.toContain("upload link not found");
   expect((await guestPost("A".repeat(32), "x")).status).toBe(404);
   // Unauthenticated REST is 401.
   expect((await fetch(`${server.url}/v1/upload-links`)).status).toBe(401);
