@@ -451,7 +451,7 @@ describe.skipIf(BACKEND === "sqlite-disk" && pgUrl === undefined && s3 === undef
     for (const [what, variant, message] of [
       ["a flipped byte", damaged, /damaged archive/],
       ["truncated", bytes.subarray(0, bytes.length - 100), /\(truncated\?\)/],
-      ["a newer version", newerVersion(bytes), /archive format "cubby-archive 7" is not one this cubby reads \(written by a newer cubby\?\)/],
+      ["a newer version", newerVersion(bytes), /archive format "cubby-archive 8" is not one this cubby reads \(written by a newer cubby\?\)/],
       ["an unknown record", withUnknownRecord(bytes), /unknown record type "webhook" \(written by a newer cubby\?\)/],
     ] as const) {
       const file = path.join(dir.path, "refused.cubby");
