@@ -22,14 +22,14 @@ import { answerContent } from "../serving/content.ts";
 import type { Exchange } from "../serving/exchange.ts";
 import { answerText } from "../serving/text-answer.ts";
 import type { FileService } from "../service/files.ts";
-import type { FolderEntry, FolderService } from "../service/folders.ts";
+import type { FolderService } from "../service/folders.ts";
 import { QuotaExceededError } from "../service/quota.ts";
 import { payloadOf } from "./chunked.ts";
 import { S3Error, s3ErrorXml, xmlText as escapeXml } from "./errors.ts";
 import { childrenNamed, childText, xmlRoot } from "./xml.ts";
-import { compareKeys, listEntries, type ListEntry } from "./listing.ts";
+import { compareKeys, folderNamed, listEntries, type ListEntry } from "./listing.ts";
 import { abortMultipart, completeMultipart, createMultipart, MAX_PARTS, multipartOf, multipartsIn, partEtagOf, partsOf, uploadIdOf, uploadPart, type MultipartDeps } from "./multipart.ts";
-import { checkKey, segmentsOf, targetOf } from "./object-key.ts";
+import { checkBucketName, checkKey, segmentsOf, targetOf } from "./object-key.ts";
 import { isSigV4, parseSigV4, verifySigV4, type SigV4Claim, type SignedRequestParts } from "./sigv4.ts";
 
 /** What the S3 endpoint is served with. */
@@ -147,7 +147,8 @@ export async function serveS3(deps: S3Deps, ex: Exchange): Promise<void> {
       }
     });
     if ("refused" in checked) {
-      if (checked.refused === "limited") throw new S3Error(503, "SlowDown", "too many failed authentications from this address; wait and retry", undefined);
+      // resource_exhausted: answered SlowDown with its Retry-After (fromAppError).
+      if (checked.refused === "limited") throw new AppError("resource_exhausted", "too many failed authentications from this address; wait and retry", { retryAfterSeconds: checked.retryAfterSeconds });
       if (checked.refused === "unknown") throw new S3Error(403, "InvalidAccessKeyId", "the access key ID is not a live S3 access key of this cubby (revoked, expired or never minted: cubby keys create --s3)");
       throw new S3Error(403, "SignatureDoesNotMatch", "the request signature we calculated does not match the signature you provided; check your secret access key and signing method");
     }
@@ -228,12 +229,11 @@ async function listBuckets(r: S3Request): Promise<void> {
   await answerText(r.ex, 200, { "content-type": "application/xml" }, parts());
 }
 
-/** The caller's bucket folder `name`. @throws S3Error NoSuchBucket */
-async function bucketFolder(r: S3Request): Promise<FolderRow> {
-  const entries = await r.deps.folders.entriesNamed(r.principal, null, r.bucket!);
-  const folder = entries.find((e) => e.kind === "folder");
-  if (folder?.kind !== "folder") throw new S3Error(404, "NoSuchBucket", `the bucket does not exist: make it with CreateBucket, or a top-level folder named "${r.bucket}"`);
-  return folder.folder;
+/** The caller's bucket folder `name` (default: the request's bucket). @throws S3Error NoSuchBucket */
+async function bucketFolder(r: S3Request, name = r.bucket!): Promise<FolderRow> {
+  const folder = await folderNamed(r.deps.folders, r.principal, null, name);
+  if (folder === undefined) throw new S3Error(404, "NoSuchBucket", `the bucket does not exist: make it with CreateBucket, or a top-level folder named "${name}"`);
+  return folder;
 }
 
 /** CreateBucket: a new top-level folder (its body, a location constraint, is read and ignored). */
@@ -373,17 +373,16 @@ async function listObjectsV1(r: S3Request): Promise<void> {
 
 // ---- objects ----
 
-/** The file at the request's key, or undefined. */
-async function objectAt(r: S3Request, bucket: string, key: string): Promise<FileRecord | undefined> {
+/** The file at `key` in bucket folder `bucketId`, or undefined (a key ending in `/` names none). */
+async function objectAt(r: S3Request, bucketId: string, key: string): Promise<FileRecord | undefined> {
   if (key.endsWith("/")) return undefined;
-  const segments = [bucket, ...segmentsOf(key)];
+  const segments = segmentsOf(key);
   const name = segments.pop()!;
-  let folderId: string | null = null;
+  let folderId = bucketId;
   for (const segment of segments) {
-    const entries: FolderEntry[] = await r.deps.folders.entriesNamed(r.principal, folderId, segment);
-    const folder = entries.find((e) => e.kind === "folder");
-    if (folder?.kind !== "folder") return undefined;
-    folderId = folder.folder.id;
+    const folder = await folderNamed(r.deps.folders, r.principal, folderId, segment);
+    if (folder === undefined) return undefined;
+    folderId = folder.id;
   }
   // Inside a folder a name is one file's at most.
   const file = (await r.deps.folders.entriesNamed(r.principal, folderId, name)).find((e) => e.kind === "file");
@@ -412,12 +411,8 @@ function contentEtags(list: string): string {
  * §13.1.4: 412 PreconditionFailed).
  */
 async function getObject(r: S3Request): Promise<void> {
-  const file = await objectAt(r, r.bucket!, r.key!);
-  if (file === undefined) {
-    // Before the key: a missing bucket says so.
-    await bucketFolder(r);
-    throw noSuchKey();
-  }
+  const file = await objectAt(r, (await bucketFolder(r)).id, r.key!);
+  if (file === undefined) throw noSuchKey();
   const etag = objectEtag(file);
   const match = r.ex.headers.get("if-match");
   if (match !== null && match.trim() !== "*" && !match.split(",").some((t) => t.trim() === etag)) throw new S3Error(412, "PreconditionFailed", "If-Match does not hold");
@@ -459,9 +454,9 @@ async function placeOf(r: S3Request, key: string): Promise<{ folderId: string; n
     } catch (err) {
       // Another request made it first: use theirs.
       if (!(err instanceof AppError && err.code === "already_exists")) throw err;
-      const again = (await r.deps.folders.entriesNamed(r.principal, folderId, segment)).find((e) => e.kind === "folder");
-      if (again?.kind !== "folder") throw err;
-      folderId = again.folder.id;
+      const again = await folderNamed(r.deps.folders, r.principal, folderId, segment);
+      if (again === undefined) throw err;
+      folderId = again.id;
     }
   }
   return { folderId, name };
@@ -513,7 +508,7 @@ async function copyObject(r: S3Request): Promise<void> {
   }
   const slash = source.indexOf("/");
   if (slash <= 0) throw new S3Error(400, "InvalidArgument", "x-amz-copy-source: bucket/key");
-  const file = await objectAt(r, source.slice(0, slash), checkKey(source.slice(slash + 1)));
+  const file = await objectAt(r, (await bucketFolder(r, checkBucketName(source.slice(0, slash)))).id, checkKey(source.slice(slash + 1)));
   if (file === undefined) throw noSuchKey();
   const match = r.ex.headers.get("x-amz-copy-source-if-match");
   if (match !== null && match.replace(/"/g, "") !== objectEtag(file).replace(/"/g, "")) throw new S3Error(412, "PreconditionFailed", "x-amz-copy-source-if-match does not hold");
@@ -528,8 +523,7 @@ async function copyObject(r: S3Request): Promise<void> {
 
 /** DeleteObject: 204 whether or not the key was there (S3's answer). */
 async function deleteObject(r: S3Request): Promise<void> {
-  await bucketFolder(r);
-  const file = await objectAt(r, r.bucket!, r.key!);
+  const file = await objectAt(r, (await bucketFolder(r)).id, r.key!);
   if (file !== undefined) await deleteQuietly(r, file);
   r.ex.respond(204, {});
 }
@@ -545,7 +539,7 @@ async function deleteQuietly(r: S3Request, file: FileRecord): Promise<void> {
 
 /** DeleteObjects: up to 1 000 keys of one XML body; each answered Deleted or an Error. */
 async function deleteObjects(r: S3Request): Promise<void> {
-  await bucketFolder(r);
+  const bucket = await bucketFolder(r);
   const root = await xmlRoot(payload(r), "Delete");
   const quiet = childText(root, "Quiet").trim() === "true";
   const keys = childrenNamed(root, "Object").map((o) => childText(o, "Key"));
@@ -554,7 +548,7 @@ async function deleteObjects(r: S3Request): Promise<void> {
   for (const key of keys) {
     try {
       checkKey(key);
-      const file = await objectAt(r, r.bucket!, key);
+      const file = await objectAt(r, bucket.id, key);
       if (file !== undefined) await deleteQuietly(r, file);
       if (!quiet) out += `<Deleted><Key>${escapeXml(key)}</Key></Deleted>`;
     } catch (err) {

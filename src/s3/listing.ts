@@ -61,17 +61,25 @@ export async function* listEntries(folders: FolderService, principal: Principal,
   const tree = await folders.treeReader(principal, bucketId);
   let folderId = bucketId;
   for (const segment of dir.split("/").slice(0, -1)) {
-    if (segment === "") return;
-    const entries = await folders.entriesNamed(principal, folderId, segment);
-    const sub = entries.find((e) => e.kind === "folder");
-    if (sub?.kind !== "folder") return;
-    folderId = sub.folder.id;
+    const sub = segment === "" ? undefined : await folderNamed(folders, principal, folderId, segment);
+    if (sub === undefined) return;
+    folderId = sub.id;
   }
   // Where to start in that folder, relative to it: after `after` when it is at or past the prefix.
   let from: string | undefined;
   if (after !== undefined && after.startsWith(dir) && compareKeys(after, prefix) >= 0) from = after.slice(cut);
   else if (after !== undefined && compareKeys(after, prefix) > 0) return; // after every key with the prefix
   yield* walk(folders, principal, folderId, dir, from, partial, delimited, { tree, slicer: new Slicer(), visits: 0 });
+}
+
+/**
+ * The caller's folder `name` in `parentId` (null: at the top), or undefined when there is none
+ * (a file of that name is not one).
+ * @throws what FolderService.entriesNamed throws (files.read; the parent went)
+ */
+export async function folderNamed(folders: FolderService, principal: Principal, parentId: string | null, name: string): Promise<FolderRow | undefined> {
+  const entry = (await folders.entriesNamed(principal, parentId, name)).find((e) => e.kind === "folder");
+  return entry?.kind === "folder" ? entry.folder : undefined;
 }
 
 /** What one listing's walk carries down: its slicer and the folders it has entered. */
@@ -100,9 +108,8 @@ async function* walk(folders: FolderService, principal: Principal, folderId: str
   const fileStart = startFiles(bound);
   const folderStart = bound === undefined || compareKeys(bound, partial) < 0 ? partial : bound;
   if (resume !== undefined && !delimited && resume.name.startsWith(partial)) {
-    const entries = await folders.entriesNamed(principal, folderId, resume.name);
-    const sub = entries.find((e) => e.kind === "folder");
-    if (sub?.kind === "folder") yield* walk(folders, principal, sub.folder.id, `${base}${resume.name}/`, resume.rest === "" ? undefined : resume.rest, "", false, state);
+    const sub = await folderNamed(folders, principal, folderId, resume.name);
+    if (sub !== undefined) yield* walk(folders, principal, sub.id, `${base}${resume.name}/`, resume.rest === "" ? undefined : resume.rest, "", false, state);
   }
   const files = fileStream(state.tree, folderId, fileStart, slicer);
   const subs = folderStream(state.tree, folderId, folderStart, slicer);

@@ -10,6 +10,7 @@
  */
 import type { FileRecord } from "../domain/file.ts";
 import type { Principal } from "../domain/principal.ts";
+import type { Clock } from "../domain/time.ts";
 import { AppError } from "../errors.ts";
 import { logError } from "../log.ts";
 import type { FileService } from "../service/files.ts";
@@ -47,6 +48,8 @@ export interface MultipartDeps {
   files: FileService;
   uploads: UploadService;
   maxUploadBytes: number;
+  /** The services' clock: a manifest past its expiry is no upload. */
+  clock: Clock;
 }
 
 /** A multipart upload as its manifest row records it. */
@@ -97,14 +100,14 @@ export async function createMultipart(deps: MultipartDeps, principal: Principal,
 export async function multipartOf(deps: MultipartDeps, principal: Principal, bucketId: string, key: string, uploadId: string): Promise<MultipartUpload> {
   const rowId = uploadId.startsWith(UPLOAD_ID_PREFIX) ? uploadId.slice(UPLOAD_ID_PREFIX.length) : "";
   const row = /^[A-Za-z0-9_-]{1,64}$/.test(rowId) ? await deps.store.uploads.get(rowId) : undefined;
-  const upload = row === undefined ? undefined : manifestOf(row, principal);
+  const upload = row === undefined ? undefined : manifestOf(row, principal, deps.clock.nowMicros());
   if (upload === undefined || upload.bucketId !== bucketId || upload.key !== key) throw noSuchUpload();
   return upload;
 }
 
 /** The manifest a row is, when it is a live one of the caller's. */
-function manifestOf(row: UploadRow, principal: Principal): MultipartUpload | undefined {
-  if (row.ownerId !== principal.userId || row.uploadLinkId !== null || row.fileId !== null || row.expiresAt <= Date.now() * 1000) return undefined;
+function manifestOf(row: UploadRow, principal: Principal, now: number): MultipartUpload | undefined {
+  if (row.ownerId !== principal.userId || row.uploadLinkId !== null || row.fileId !== null || row.expiresAt <= now) return undefined;
   const m = JSON.parse(row.metadata) as Record<string, string>;
   if (m.s3 !== "multipart" || row.concatGroup !== manifestGroup(m.bucket ?? "")) return undefined;
   return { id: row.id, bucketId: m.bucket!, key: m.key!, contentType: m.type!, createdAt: row.createdAt };
@@ -192,7 +195,8 @@ export async function abortMultipart(deps: MultipartDeps, principal: Principal, 
 /** The caller's live multipart uploads in bucket folder `bucketId`, oldest first (at most `limit`). */
 export async function multipartsIn(deps: MultipartDeps, principal: Principal, bucketId: string, limit: number): Promise<MultipartUpload[]> {
   const rows = await deps.store.uploads.inGroup(principal.userId, manifestGroup(bucketId), limit);
-  return rows.map((r) => manifestOf(r, principal)).filter((u): u is MultipartUpload => u !== undefined);
+  const now = deps.clock.nowMicros();
+  return rows.map((r) => manifestOf(r, principal, now)).filter((u): u is MultipartUpload => u !== undefined);
 }
 
 /** Terminates an upload row, a missing one (another request's, or swept) being no failure. */

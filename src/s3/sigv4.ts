@@ -68,12 +68,18 @@ export interface SigV4Claim {
   payloadHash: string;
 }
 
+/** The algorithm of SigV4's Authorization header and X-Amz-Algorithm. */
 export const SIGV4_ALGORITHM = "AWS4-HMAC-SHA256";
 /** S3's allowed clock skew for a header-signed request, and how far in the future a presigned URL may be dated. */
 export const MAX_SKEW_MS = 15 * 60 * 1000;
 /** X-Amz-Expires' largest value: seven days ("Authenticating Requests: Using Query Parameters"). */
 export const MAX_EXPIRES_SECONDS = 604800;
 
+/**
+ * The x-amz-content-sha256 values that are not a hash: no payload signature, aws-chunked with
+ * chunk signatures (and a signed trailer), aws-chunked unsigned with a trailer ("Signature
+ * Calculations for the Authorization Header: Transferring Payload in Multiple Chunks").
+ */
 export const UNSIGNED_PAYLOAD = "UNSIGNED-PAYLOAD";
 export const STREAMING_SIGNED = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD";
 export const STREAMING_SIGNED_TRAILER = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER";

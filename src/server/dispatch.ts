@@ -108,8 +108,8 @@ export function createDispatch(opts: DispatchOptions): (exchange: Exchange, rout
     // An AWS-signed request is S3's whatever its path (CONTRACT §16): the same
     // port, and content URLs, /v1 and /dav keep their meaning for every other request.
     if (opts.s3 !== undefined && route.kind !== "rpc") {
-      const q = target.indexOf("?");
-      if (isS3Request(ex.headers.get("authorization"), q === -1 ? "" : target.slice(q + 1))) route = { kind: "s3", pathname: route.pathname, search: q === -1 ? "" : target.slice(q) };
+      const search = target.slice(route.pathname.length);
+      if (isS3Request(ex.headers.get("authorization"), search.slice(1))) route = { kind: "s3", pathname: route.pathname, search };
     }
     ex.pathname = route.pathname;
     const context = opts.accessLog.begin(ex.method, route.pathname, ex.peer, ex.headers.get("x-forwarded-for"), ex.headers.get("x-request-id"));

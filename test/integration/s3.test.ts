@@ -448,9 +448,9 @@ describe("hostile requests change nothing", () => {
 });
 
 describe("limits and events as on REST", () => {
-  test("MAX_UPLOAD_BYTES (EntityTooLarge), the quota (QuotaExceeded, multipart parts reserved), webhooks' file.created and file.deleted", async () => {
+  test("MAX_UPLOAD_BYTES (EntityTooLarge), the quota (QuotaExceeded, multipart parts reserved), the failed-authentication limit (SlowDown), webhooks' file.created and file.deleted", async () => {
     await using receiver = startReceiver();
-    await using limited = await startServer({ checkResponses: false, env: { MAX_UPLOAD_BYTES: "300000", QUOTA_BYTES: "500000", WEBHOOK_ALLOWED_HOSTS: "127.0.0.1" } });
+    await using limited = await startServer({ checkResponses: false, env: { MAX_UPLOAD_BYTES: "300000", QUOTA_BYTES: "500000", WEBHOOK_ALLOWED_HOSTS: "127.0.0.1", RATE_LIMIT_AUTH_FAILURES: "3" } });
     const key = await limited.mintKey("limits@example.com");
     const hook = await fetch(`${limited.url}/v1/webhooks`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ url: receiver.url() }) });
     receiver.secret = ((await hook.json()) as { secret: string }).secret;
@@ -476,6 +476,12 @@ describe("limits and events as on REST", () => {
 
     const files = (await (await fetch(`${limited.url}/v1/files`, { headers: { authorization: `Bearer ${key}` } })).json()) as { files: { name: string }[] };
     expect(files.files.map((f) => f.name).sort()).toEqual(["after-abort.bin"]);
+    // Bad signatures count against the failed-authentication limit, across the workers: past
+    // it the address is refused, the right key too, with S3's SlowDown and a Retry-After.
+    const wrong = new AwsClient({ accessKeyId: keyId, secretAccessKey: "W".repeat(40), service: "s3", region: "us-east-1" });
+    for (let i = 0; i < 3; i++) expect(await code(await wrong.fetch(`${limited.url}/lim?list-type=2`))).toEqual({ status: 403, code: "SignatureDoesNotMatch" });
+    const slowed = await s3.fetch(`${limited.url}/lim?list-type=2`);
+    expect({ retryAfter: slowed.headers.get("retry-after") !== null, ...(await code(slowed)) }).toEqual({ retryAfter: true, status: 503, code: "SlowDown" });
     await waitFor(() => receiver.accepted().filter((r) => r.verified).length >= 3, "three webhook deliveries", 15_000);
     expect(receiver.accepted().map((r) => `${r.type} ${r.data.file?.name}`).sort()).toEqual(["file.created after-abort.bin", "file.created ok.bin", "file.deleted ok.bin"]);
   }, 60_000);
