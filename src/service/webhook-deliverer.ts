@@ -59,6 +59,13 @@ export const WEBHOOK_IN_FLIGHT = 2;
  */
 export const MAX_IN_FLIGHT = 64;
 if (MAX_IN_FLIGHT <= MAX_WEBHOOKS_PER_USER * WEBHOOK_IN_FLIGHT) throw new Error("MAX_IN_FLIGHT must leave room beyond one user's webhooks");
+/**
+ * How long after an attempt ends the next claim waits for others to end too, ms: attempts that
+ * fail at once (a port that refuses) end 64 at a time, and a claim each would read the lanes
+ * (storage/webhook-claims.ts) 64 times where once claims for all of them. Far inside the 5 s
+ * CONTRACT §14 gives a healthy receiver's event.
+ */
+const REFILL_DELAY_MS = 10;
 /** Attempts started in one turn of the event loop at most. */
 const START_GROUP = 8;
 /** Outcomes recorded in one transaction at most ({@link WebhookDeliverer.record}). */
@@ -91,6 +98,8 @@ export class WebhookDeliverer {
   private recording = false;
   /** A wake came while a round was running: run another. */
   private again = false;
+  /** A round is due {@link REFILL_DELAY_MS} after an attempt ended ({@link wakeSoon}). */
+  private refill: ReturnType<typeof setTimeout> | undefined;
   private stopped = false;
   /** Aborts the attempts in flight when the server stops. */
   private readonly stopping = new AbortController();
@@ -112,6 +121,7 @@ export class WebhookDeliverer {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    clearTimeout(this.refill);
     clearInterval(this.pruneTimer);
     this.stopping.abort();
     await this.running;
@@ -140,9 +150,22 @@ export class WebhookDeliverer {
   }
 
   /**
+   * Runs a round {@link REFILL_DELAY_MS} from now, with any other attempts that end meanwhile:
+   * one claim refills the room they all left.
+   */
+  private wakeSoon(): void {
+    if (this.stopped || this.refill !== undefined) return;
+    this.refill = setTimeout(() => {
+      this.refill = undefined;
+      this.wake();
+    }, REFILL_DELAY_MS);
+  }
+
+  /**
    * Claims what is due, as far as there is room in flight, and starts each attempt without
    * waiting for it: a receiver that takes its 10 s holds one place, not the others' deliveries.
-   * Each attempt that ends wakes the deliverer again (a file's next event may be due now).
+   * Each attempt that ends wakes the deliverer again (a file's next event may be due now), with
+   * the others that end within {@link REFILL_DELAY_MS}.
    */
   private async round(): Promise<void> {
     try {
@@ -162,7 +185,7 @@ export class WebhookDeliverer {
             .catch((err) => logError(`webhook ${delivery.webhookId}: recording an attempt failed: ${err}`))
             .finally(() => {
               this.inFlight.delete(attempt);
-              this.wake();
+              this.wakeSoon();
             });
           this.inFlight.add(attempt);
         }

@@ -146,6 +146,14 @@ export class SqliteWebhooks implements WebhookTable {
    * synchronous wait for each other's locks held a process for hundreds of ms. On SQLITE_BUSY
    * the lock is asked again after an asynchronous pause (1 ms doubling to 50 ms, jittered); after
    * {@link BUSY_TIMEOUT_MS} of that, the write waits as every other write does.
+   *
+   * And without an fsync of its own (`PRAGMA synchronous = NORMAL` for its commit; the
+   * database's other commits stay FULL): a commit's fsync holds the event loop (8–40 ms each on
+   * this project's CI disk, a claim or an outcome batch each), and these rows need no more than
+   * at-least-once delivery asks. A power cut may lose the last claims (their deliveries are
+   * claimed again: the lease was never seen) or outcomes (the attempt is made again, a duplicate
+   * the receiver drops by `webhook-id`); the next FULL commit's fsync makes them durable, and
+   * SQLite's WAL stays consistent either way (https://www.sqlite.org/pragma.html#pragma_synchronous).
    */
   private async writeWithoutWaiting<T>(work: (writer: Db) => T): Promise<T> {
     const started = performance.now();
@@ -153,12 +161,14 @@ export class SqliteWebhooks implements WebhookTable {
       const patient = performance.now() - started >= BUSY_TIMEOUT_MS;
       const outcome = await this.write((writer) => {
         if (!patient) writer.$client.exec("PRAGMA busy_timeout = 0");
+        writer.$client.exec("PRAGMA synchronous = NORMAL");
         try {
           return { done: true as const, value: writer.transaction(() => work(writer), { behavior: "immediate" }) };
         } catch (err) {
           if (!patient && (err as { code?: string }).code === "SQLITE_BUSY") return { done: false as const };
           throw err;
         } finally {
+          writer.$client.exec("PRAGMA synchronous = FULL");
           if (!patient) writer.$client.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
         }
       });

@@ -14,7 +14,7 @@ import { BACKEND, runSql } from "../support/backend.ts";
 import { RawHttp, type RawResponse } from "../support/raw-http.ts";
 import { runCli, startServer, type RunningServer } from "../support/server.ts";
 import { startSignInServer } from "../support/sign-in-server.ts";
-import { STALL_LIMIT_MS, whileProbing } from "../support/stall-probe.ts";
+import { describeStall, STALL_LIMIT_MS, whileProbing } from "../support/stall-probe.ts";
 import { waitFor } from "../support/wait.ts";
 
 let server: RunningServer;
@@ -250,7 +250,7 @@ test("the sweep deletes 20 000 links past their 7 days without holding a serving
   // Waited for in the server's output: a query from this process would hold the probe's loop.
   const { stall } = await whileProbing(swept.url, () => swept.waitForOutput(`removed ${n} login link(s) expired over 7 days ago`, 30_000));
   expect(await runSql(swept.dataDir, "SELECT email FROM login_links WHERE email = 'bulk@example.com' LIMIT 1")).toEqual([]);
-  console.log(`sweep of ${n} expired login links: worst /healthz wait ${stall.worstMs.toFixed(1)} ms over ${stall.answers} answers`);
+  console.log(`sweep of ${n} expired login links: ${describeStall(stall)}`);
   expect(stall.worstMs).toBeLessThanOrEqual(STALL_LIMIT_MS);
 }, 60_000);
 
