@@ -47,6 +47,7 @@ export async function serve(config: Config): Promise<void> {
 
 /** WORKERS = 1: sweeps and serves in this process. */
 async function serveAlone(config: Config, services: Services): Promise<void> {
+  await services.store.housekeepInBackground();
   const timers = await startMaintenance(services, config);
   const server = await (await serving()).startServing(config, services, { reusePort: false, graceMs: SHUTDOWN_GRACE_MS });
   // Recorded before the listening line: whoever waited for that line finds the record complete.
@@ -82,6 +83,7 @@ async function supervise(config: Config, services: Services): Promise<void> {
 
 /** A serving process under a supervisor: serves until told to stop or its supervisor is gone. */
 async function serveAsWorker(config: Config, services: Services): Promise<void> {
+  await services.store.housekeepInBackground();
   let metrics: Metrics | undefined;
   const link = new SupervisorLink(async () => (metrics === undefined ? [] : metrics.snapshot()));
   const server = await (await serving()).startServing(config, services, { reusePort: true, graceMs: SHUTDOWN_GRACE_MS, aggregate: () => link.scrapeAll(), onMetrics: (m) => (metrics = m) });

@@ -97,12 +97,27 @@ export class BufferPool implements Disposable {
   }
 }
 
+/** Removals started at once when their time comes, at most; the next batch waits for these to end. */
+const REMOVAL_BATCH = 64;
+
 /**
  * Removals run `graceMs` after they are asked for ({@link REMOVAL_GRACE_MS} unless a test
  * shortens it: CUBBY_TEST_REMOVAL_GRACE_MS, config.ts), at most once per name.
+ *
+ * One queue and one timer, not a timer per name: a recursive delete of 7 000 files asks for
+ * 7 000 removals in one turn of the event loop, and 7 000 timers were tens of ms to set, then
+ * fired together 30 s later as 7 000 unlinks started in one turn (CONTRACT §14). The grace is the
+ * same for every name, so the queue is in order of when each is due; due removals run
+ * {@link REMOVAL_BATCH} at a time, each batch after the last has ended.
  */
 export class DelayedRemovals {
-  private readonly pending = new Map<string, ReturnType<typeof setTimeout>>();
+  /** Names in the order asked for, with when each is due (performance.now() ms); [head] is next. */
+  private queue: { name: string; due: number }[] = [];
+  private head = 0;
+  /** Names asked for whose removal has not started. */
+  private readonly pending = new Set<string>();
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private draining = false;
 
   /**
    * @param remove removes one blob now
@@ -116,20 +131,56 @@ export class DelayedRemovals {
   /** Removes `name` after the grace period; a failure is logged (the sweep removes it later). */
   schedule(name: string): void {
     if (this.pending.has(name)) return;
-    const timer = setTimeout(() => {
-      this.pending.delete(name);
-      this.remove(name).catch((err) => logError(`blob ${name}: removal failed (the sweep will remove it): ${err}`));
-    }, this.graceMs);
-    timer.unref();
-    this.pending.set(name, timer);
+    this.pending.add(name);
+    this.queue.push({ name, due: performance.now() + this.graceMs });
+    this.arm();
   }
 
-  /** Stops the timers. @returns the names whose removal had not run yet */
+  /** Stops the removals that have not started. @returns their names */
   cancel(): string[] {
-    const names = [...this.pending.keys()];
-    for (const timer of this.pending.values()) clearTimeout(timer);
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const names = [...this.pending];
     this.pending.clear();
+    this.queue = [];
+    this.head = 0;
     return names;
+  }
+
+  /** Sets the timer for the next due removal, unless one is set or a drain is running. */
+  private arm(): void {
+    if (this.timer !== undefined || this.draining) return;
+    const next = this.queue[this.head];
+    if (next === undefined) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.drain();
+    }, Math.max(0, next.due - performance.now()));
+    this.timer.unref();
+  }
+
+  /** Runs the removals that are due, a batch at a time. */
+  private async drain(): Promise<void> {
+    this.draining = true;
+    try {
+      for (;;) {
+        const now = performance.now();
+        const batch: string[] = [];
+        while (batch.length < REMOVAL_BATCH && this.head < this.queue.length && this.queue[this.head]!.due <= now) {
+          const { name } = this.queue[this.head++]!;
+          if (this.pending.delete(name)) batch.push(name);
+        }
+        if (this.head > 1024 && this.head * 2 > this.queue.length) {
+          this.queue = this.queue.slice(this.head);
+          this.head = 0;
+        }
+        if (batch.length === 0) break;
+        await Promise.all(batch.map((name) => this.remove(name).catch((err) => logError(`blob ${name}: removal failed (the sweep will remove it): ${err}`))));
+      }
+    } finally {
+      this.draining = false;
+      this.arm();
+    }
   }
 }
 

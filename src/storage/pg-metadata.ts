@@ -239,6 +239,9 @@ export class PgMetadataStore implements MetadataStore {
    * arrives; while the notifications are not known to arrive, on every call. The read caches
    * trust {@link sharedVersion} instead (a notification can arrive after the next request).
    */
+  /** Nothing to move: PostgreSQL's checkpoints and vacuum are the database's own work. */
+  async housekeepInBackground(): Promise<void> {}
+
   version(): number {
     return Date.now() - this.lastHeard <= this.timing.deafAfterMs ? this.current : ++this.current;
   }

@@ -466,6 +466,12 @@ export interface RateLimitTable {
  */
 export interface MetadataStore extends MetadataTables, AsyncDisposable {
   /**
+   * Called once by a serving process: moves the database's own housekeeping off its event loop
+   * where it would run there (SQLite: WAL checkpoints on a thread, storage/wal-checkpointer.ts;
+   * PostgreSQL: nothing, the database does it). Undone when the store closes.
+   */
+  housekeepInBackground(): Promise<void>;
+  /**
    * Runs `work` in one write transaction; its tables see the transaction's own changes. Commits
    * when `work` resolves, rolls back when it throws (and rethrows).
    */
