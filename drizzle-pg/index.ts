@@ -20,6 +20,7 @@ import m16 from "./0016_file_orders.sql" with { type: "text" };
 import m17 from "./0017_share_downloads.sql" with { type: "text" };
 import m18 from "./0018_concat_group.sql" with { type: "text" };
 import m19 from "./0019_s3_endpoint.sql" with { type: "text" };
+import m20 from "./0020_share_items.sql" with { type: "text" };
 
 /** The migrations in order: tag, journal timestamp (ms), and SQL text. */
 export const migrations: { tag: string; when: number; breakpoints: boolean; sql: string }[] = [
@@ -43,4 +44,5 @@ export const migrations: { tag: string; when: number; breakpoints: boolean; sql:
   { tag: "0017_share_downloads", when: 1795880110157, breakpoints: true, sql: m17 },
   { tag: "0018_concat_group", when: 1795880604640, breakpoints: true, sql: m18 },
   { tag: "0019_s3_endpoint", when: 1795890405074, breakpoints: true, sql: m19 },
+  { tag: "0020_share_items", when: 1795901769139, breakpoints: true, sql: m20 },
 ];

@@ -316,6 +316,7 @@ function fileRow(file) {
   const nameCell = el(
     "div",
     { className: "name-cell", draggable: true },
+    selectBox("file", file.id, label),
     thumbnail(file),
     // On a phone the size goes beside the type (app.css), leaving the choices a line of their own.
     el("div", {}, open, el("div", { className: "muted" }, file.content_type, el("span", { className: "size-inline", textContent: ` · ${formatSize(file.size)}` }))),
@@ -560,7 +561,7 @@ function folderRow(folder) {
   const row = el(
     "tr",
     {},
-    el("td", { className: "name full" }, open),
+    el("td", { className: "name full" }, el("div", { className: "name-cell" }, selectBox("folder", folder.id, folder.name), open)),
     el("td", { className: "holds", textContent: folderHolds(folder) }),
     el("td", { className: "actions" }, el("div", { className: "inline" }, rename, share, del)),
   );
@@ -970,7 +971,9 @@ function uploadAll(files) {
  * What the share dialog is about: `what` ("file" or "folder"), its `name` for people, the
  * endpoint that lists and creates its links (`GET`/`POST {endpoint}`; revoking is
  * `DELETE /v1/shares/{id}` for both), and the dialog's words for it.
- * @typedef {{ what: "file" | "folder", name: string, endpoint: string, about: string }} Sharing
+ * A selection of several files and folders (CONTRACT §15 `POST /v1/shares` with `items`) has
+ * its `items` and lists only the links made in this dialog (`made`).
+ * @typedef {{ what: "file" | "folder" | "selection", name: string, endpoint: string, about: string, items?: object[], made?: object[] }} Sharing
  */
 
 /** @returns {Sharing} the share dialog's subject for a File object */
@@ -994,15 +997,61 @@ function folderSharing(folder) {
   };
 }
 
+// --- a selection of files and folders, shared by one link (CONTRACT §15) ---
+
+/** What is selected, across folders: `file:{id}` or `folder:{id}` → the item and its name. */
+const selected = new Map();
+
+/** A row's checkbox (in a label as tall as a tap target) that adds its file or folder to the selection, or takes it out. */
+function selectBox(kind, id, label) {
+  const key = `${kind}:${id}`;
+  const box = el("input", { type: "checkbox", checked: selected.has(key), className: "select-box" });
+  box.setAttribute("aria-label", `Select ${kind === "folder" ? "folder " : ""}${label}`);
+  box.addEventListener("change", () => {
+    if (box.checked) selected.set(key, { item: kind === "file" ? { file_id: id } : { folder_id: id }, name: label });
+    else selected.delete(key);
+    renderSelection();
+  });
+  return el("label", { className: "select-target" }, box);
+}
+
+/** Shows "Share N selected" and "Clear selection" while anything is selected. */
+function renderSelection() {
+  const n = selected.size;
+  $("share-selected").hidden = $("clear-selected").hidden = n === 0;
+  $("share-selected").textContent = `Share ${n} selected`;
+}
+
+function clearSelection() {
+  selected.clear();
+  for (const box of document.querySelectorAll(".select-box")) box.checked = false;
+  renderSelection();
+  $("files-search").focus();
+}
+
+/** @returns {Sharing} the share dialog's subject for what is selected: one link for all of it */
+function selectionSharing() {
+  const names = [...selected.values()].map((s) => s.name);
+  return {
+    what: "selection",
+    name: names.length <= 3 ? names.join(", ") : `${names.slice(0, 3).join(", ")} and ${names.length - 3} more`,
+    endpoint: "/v1/shares",
+    items: [...selected.values()].map((s) => s.item),
+    made: [],
+    about:
+      "One link for everything selected: anyone with it sees these files and folders (and what the folders hold, as it is when the link is opened), and can download each one or all as one ZIP, until the link expires, runs out of downloads (each file or ZIP downloaded uses one) or is revoked.",
+  };
+}
+
 /** The subject of the open share dialog; an answer for an earlier one is dropped. */
 let sharing;
 
 /** Opens the share dialog of a file or a folder: its links (working ones first), and a form for a new one. */
 async function openShares(subject) {
   sharing = subject;
-  $("share-title").textContent = `Share links of ${subject.what === "folder" ? "folder " : ""}${subject.name}`;
+  $("share-title").textContent = subject.what === "selection" ? `Share ${subject.items.length} selected: ${subject.name}` : `Share links of ${subject.what === "folder" ? "folder " : ""}${subject.name}`;
   $("share-about").textContent = subject.about;
-  $("shares-empty").textContent = `No share links for this ${subject.what}.`;
+  $("shares-empty").textContent = subject.what === "selection" ? "No link made for this selection yet." : `No share links for this ${subject.what}.`;
   $("shares").replaceChildren();
   $("shares-empty").hidden = true;
   const stale = $("share-form").nextElementSibling;
@@ -1015,6 +1064,12 @@ async function openShares(subject) {
 
 async function loadShares() {
   const subject = sharing;
+  if (subject.made !== undefined) {
+    // A selection's dialog shows the links made in it, newest first.
+    $("shares").replaceChildren(...subject.made.map(shareCard));
+    $("shares-empty").hidden = subject.made.length > 0;
+    return;
+  }
   // Working links first (within each page): the ones a person may want to pass on.
   const dead = (share) => (shareState(share) === "" ? 0 : 1);
   const arrange = (shares) => shares.map((share, i) => [share, i]).sort(([a, i], [b, j]) => dead(a) - dead(b) || i - j).map(([share]) => share);
@@ -1055,6 +1110,7 @@ function shareCard(share) {
     async (e) => {
       if (!confirm("Revoke this share link? It stops working at once.")) return;
       if ((await attemptAt(e.currentTarget, () => api(`/v1/shares/${share.id}`, { method: "DELETE" }))) === undefined) return;
+      if (sharing.made !== undefined) sharing.made = sharing.made.filter((s) => s.id !== share.id);
       await attemptAt($("shares"), loadShares);
       // The card is gone: focus goes to the next link's first control, or to the form.
       ($("shares").querySelector("button") ?? $("share-expiry")).focus();
@@ -1092,9 +1148,11 @@ async function createShare(e) {
   const body = expiryBody($("share-expiry").value);
   if ($("share-max").value) body.max_downloads = Number($("share-max").value);
   if ($("share-password").value) body.password = $("share-password").value;
+  if (sharing.items !== undefined) body.items = sharing.items;
   const fields = { ttl: $("share-expiry"), expire_time: $("share-expiry"), max_downloads: $("share-max"), password: $("share-password") };
   const made = await submitForm($("share-form"), fields, () => send("POST", sharing.endpoint, body));
   if (!made) return;
+  sharing.made?.unshift(made);
   $("share-form").reset();
   await attemptAt($("shares"), loadShares);
   // The new link's Copy button: what a person does next, and a screen reader hears that it exists.
@@ -1408,6 +1466,8 @@ function wire() {
   });
   $("files-more").addEventListener("click", () => attempt(() => loadFiles(true)));
   $("new-folder").addEventListener("click", newFolder);
+  $("share-selected").addEventListener("click", () => openShares(selectionSharing()));
+  $("clear-selected").addEventListener("click", clearSelection);
   $("folder-form").addEventListener("submit", submitFolderDialog);
   $("folder-cancel").addEventListener("click", () => $("folder-dialog").close());
   $("move-form").addEventListener("submit", submitMove);

@@ -29,6 +29,11 @@ export interface ShareRow {
   passwordHash: string | null;
   createdAt: number;
   deletedAt: number | null;
+  /**
+   * What a share of several items holds (CONTRACT §15 `POST /v1/shares`), in the order given;
+   * null for a file's or a folder's share. Such a share has `fileId` "" and `folderId` null.
+   */
+  items: ShareItemJson[] | null;
 }
 
 /** The Share object of CONTRACT §8, field for field; never the token's hash or the password. */
@@ -67,6 +72,12 @@ export function toShareJson(baseUrl: string, s: ShareRow): ShareJson {
   };
 }
 
+/**
+ * Items one share holds at most (CONTRACT §15): its page lists them all at once (a page of a
+ * folder's share holds SHARE_PAGE_ENTRIES of service/folders.ts, the same 100), and opening the link looks each up.
+ */
+export const MAX_SHARE_ITEMS = 100;
+
 /** One item a share holds (CONTRACT §15): a file or a folder. */
 export type ShareItemJson = { file_id: string } | { folder_id: string };
 
@@ -88,7 +99,7 @@ export function toShareDetailJson(baseUrl: string, s: ShareRow): ShareDetailJson
   return {
     ...toShareJson(baseUrl, s),
     last_download_time: s.lastDownloadAt === null ? "" : formatTimestamp(s.lastDownloadAt),
-    items: s.folderId !== null ? [{ folder_id: s.folderId }] : [{ file_id: s.fileId }],
+    items: s.items ?? (s.folderId !== null ? [{ folder_id: s.folderId }] : [{ file_id: s.fileId }]),
   };
 }
 

@@ -192,11 +192,11 @@ export const schemas: Record<string, Schema> = {
       last_download_time: { ...expiry, description: 'When a download was last counted (RFC 3339), or "" for never' },
       items: {
         type: "array",
-        description: "What the share holds: a file or a folder",
+        description: "What the share holds: a file, a folder, or several of either (POST /v1/shares), in order",
         items: { oneOf: [closedObject({ file_id: { type: "string" } }), closedObject({ folder_id: { type: "string" } })] },
       },
     },
-    "A Share with what it holds and its last download (CONTRACT §15, GET /v1/shares).",
+    "A Share with what it holds and its last download (CONTRACT §15, GET /v1/shares); a share of several items has file_id and folder_id \"\".",
   ),
   ShareDownload: closedObject(
     {

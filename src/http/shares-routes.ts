@@ -1,12 +1,13 @@
 /**
  * REST routes for share links (CONTRACT §8): `POST` and `GET /v1/files/{id}/shares` and
- * `/v1/folders/{id}/shares` (CONTRACT §12), `DELETE /v1/shares/{id}`, and the POST of a share's password form at `/s/{token}`. The share
+ * `/v1/folders/{id}/shares` (CONTRACT §12), `POST` (several items) and `GET /v1/shares`,
+ * `PATCH` and `DELETE /v1/shares/{id}` (CONTRACT §15), and the POST of a share's password form at `/s/{token}`. The share
  * URL's GET and HEAD are served on the content path (serving/content.ts, serving/share-reply.ts).
  */
 import { serialize as serializeCookie } from "cookie";
 import { Elysia, t } from "elysia";
 import { AppError } from "../errors.ts";
-import { toShareDetailJson, toShareDownloadJson, toShareJson, type ShareRow } from "../domain/share.ts";
+import { MAX_SHARE_ITEMS, toShareDetailJson, toShareDownloadJson, toShareJson, type ShareItemJson, type ShareRow } from "../domain/share.ts";
 import type { Authenticator } from "../auth/principal.ts";
 import type { FileService } from "../service/files.ts";
 import { checkMaxDownloads, checkSharePassword, MAX_DOWNLOADS, MAX_PASSWORD_CHARS, type ShareChanges, type ShareInput, type ShareService } from "../service/shares.ts";
@@ -42,6 +43,35 @@ const maxDownloadsField = checked({ type: ["integer", "null"], minimum: 1, maxim
   return raw;
 });
 
+/**
+ * `items` of `POST /v1/shares` and `PATCH /v1/shares/{id}` (CONTRACT §15): 1 … MAX_SHARE_ITEMS
+ * objects, each `{"file_id"}` or `{"folder_id"}` and nothing else.
+ */
+const itemsField = checked(
+  {
+    type: "array",
+    minItems: 1,
+    maxItems: MAX_SHARE_ITEMS,
+    items: {
+      oneOf: [
+        { type: "object", properties: { file_id: { type: "string" } }, required: ["file_id"], additionalProperties: false },
+        { type: "object", properties: { folder_id: { type: "string" } }, required: ["folder_id"], additionalProperties: false },
+      ],
+    },
+    description: `The files and folders the link shares, 1 to ${MAX_SHARE_ITEMS}, each once, in the order its page lists them`,
+  },
+  (raw): ShareItemJson[] => {
+    const shape = `items: a list of 1 to ${MAX_SHARE_ITEMS} objects, each {"file_id": "…"} or {"folder_id": "…"}`;
+    if (!Array.isArray(raw) || raw.length === 0 || raw.length > MAX_SHARE_ITEMS) throw new AppError("invalid_argument", shape);
+    return raw.map((item: unknown) => {
+      const keys = item !== null && typeof item === "object" && !Array.isArray(item) ? Object.keys(item) : [];
+      const value = keys.length === 1 ? (item as Record<string, unknown>)[keys[0]!] : undefined;
+      if (typeof value !== "string" || (keys[0] !== "file_id" && keys[0] !== "folder_id")) throw new AppError("invalid_argument", shape);
+      return keys[0] === "file_id" ? { file_id: value } : { folder_id: value };
+    });
+  },
+);
+
 const newShareBody = jsonBody(
   closedBody(
     {
@@ -59,11 +89,31 @@ const newShareBody = jsonBody(
   { maxBytes: MAX_BODY_BYTES, emptyIsObject: true, what: "the share's settings" },
 );
 
+/** `POST /v1/shares`'s body (CONTRACT §15): the items, and a share's settings as for one file. */
+const newItemsShareBody = jsonBody(
+  closedBody(
+    {
+      items: itemsField,
+      ...expiryFields,
+      max_downloads: t.Optional(maxDownloadsField),
+      password: t.Optional(
+        bodyString("password", { minLength: 1, maxLength: MAX_PASSWORD_CHARS, description: "Asked for as the password of HTTP Basic authentication; its length counted in UTF-16 code units" }, (raw) => {
+          checkSharePassword(raw);
+          return raw;
+        }),
+      ),
+    },
+    "`items` required; the rest optional",
+  ),
+  { maxBytes: MAX_BODY_BYTES, what: "the share's items and settings" },
+);
+
 /** `PATCH /v1/shares/{id}`'s body (CONTRACT §15): what is given changes, what is not stays. */
 const shareChangesBody = jsonBody(
   closedBody(
     {
       ...expiryFields,
+      items: t.Optional(itemsField),
       max_downloads: t.Optional(maxDownloadsField),
       password: t.Optional(
         checked({ type: ["string", "null"], minLength: 1, maxLength: MAX_PASSWORD_CHARS, description: "A new password; null removes it. Either way, what the old one unlocked is locked again" }, (raw) => {
@@ -73,7 +123,7 @@ const shareChangesBody = jsonBody(
         }),
       ),
     },
-    'Every field optional; `expire_time` "" means never',
+    'Every field optional; `expire_time` "" means never; `items` makes it a share of those items',
   ),
   { maxBytes: MAX_BODY_BYTES, what: "the share's changes" },
 );
@@ -183,6 +233,21 @@ function sharesOfFiles(deps: SharesRoutesDeps) {
         ...strictQuery(pagingQuery),
         detail: detail({ operationId: "listFolderShares", summary: "A folder's share links", tags: ["shares"], responses: { ...ok("ShareList"), ...errors(400, 404, ...AUTH) } }),
       })
+      .post(
+        "/v1/shares",
+        async ({ principal, body }) => {
+          return json(toShareDetailJson(deps.baseUrl(), await shares.createForItems(principal, body.items, inputOf(body))));
+        },
+        {
+          ...newItemsShareBody,
+          detail: detail({
+            operationId: "createItemsShare",
+            summary: "Share several files and folders by one link: a page listing them, each downloadable, and all as one ZIP (CONTRACT §15)",
+            tags: ["shares"],
+            responses: { ...ok("ShareDetail"), ...errors(400, 404, 415, ...AUTH) },
+          }),
+        },
+      )
       .get(
         "/v1/shares",
         async ({ principal, query }) => {
@@ -223,6 +288,7 @@ function sharesOfFiles(deps: SharesRoutesDeps) {
             expiresAt: deps.files.expiryFrom({ expire_time: body.expire_time, ttl: body.ttl }, { allowClear: true }),
             maxDownloads: body.max_downloads,
             password: body.password,
+            items: body.items,
           };
           return json(toShareDetailJson(deps.baseUrl(), await shares.update(principal, params.id, changes)));
         },
@@ -231,7 +297,7 @@ function sharesOfFiles(deps: SharesRoutesDeps) {
           ...shareChangesBody,
           detail: detail({
             operationId: "updateShare",
-            summary: "Change a share link's expiry, download limit or password (CONTRACT §15)",
+            summary: "Change a share link's expiry, download limit, password or items (CONTRACT §15)",
             tags: ["shares"],
             responses: { ...ok("ShareDetail"), ...errors(400, 404, 415, ...AUTH) },
           }),

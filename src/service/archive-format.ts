@@ -11,24 +11,24 @@ import { VISIBILITIES, type FileRecord, type Visibility } from "../domain/file.t
 import { FILE_ID_PATTERN, SHARE_TOKEN_PATTERN } from "../domain/ids.ts";
 import { ALL_SCOPES, formatScopes, parseScopes, SCOPES } from "../domain/principal.ts";
 import { UPLOAD_LINK_TOKEN, type UploadLinkRow } from "../domain/upload-link.ts";
-import type { ShareRow } from "../domain/share.ts";
+import { MAX_SHARE_ITEMS, type ShareItemJson, type ShareRow } from "../domain/share.ts";
 import { checkFolderName, type FolderRow } from "../domain/folder.ts";
 import { NO_QUOTA, type ApiKeyRow, type SessionRow, type UserAccount } from "../storage/ports.ts";
 
 /** The version this cubby writes. */
-export const ARCHIVE_VERSION = 7;
+export const ARCHIVE_VERSION = 8;
 /** The first line of every archive, without its "\n"; the number is the format's version. */
 export const ARCHIVE_MAGIC = `cubby-archive ${ARCHIVE_VERSION}`;
 /**
  * The versions this cubby reads: 1 (before key scopes and expiries), 2 (before users' state,
  * share links and guest upload links), 3 (before folders), 4 (before WebDAV dead properties),
  * 5 (before a share's last download time and users' display names and admin flags), 6 (before
- * S3 access keys) and 7.
+ * S3 access keys), 7 (before shares of several items) and 8.
  * What an older version lacks reads as the default (no folders: every file at the top; no dead
  * properties; never downloaded; the e-mail's local part as the name; not an admin).
  */
-export type ArchiveVersion = 1 | 2 | 3 | 4 | 5 | 6 | 7;
-const READABLE: readonly ArchiveVersion[] = [1, 2, 3, 4, 5, 6, 7];
+export type ArchiveVersion = 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8;
+const READABLE: readonly ArchiveVersion[] = [1, 2, 3, 4, 5, 6, 7, 8];
 const MAGIC_PREFIX = "cubby-archive ";
 
 /**
@@ -212,6 +212,7 @@ function toJson(record: ArchiveRecord): Record<string, unknown> {
         password_hash: s.passwordHash,
         created_at: s.createdAt,
         deleted_at: s.deletedAt,
+        items: s.items,
       };
     }
     case "dav_property": {
@@ -364,10 +365,13 @@ export function decodeRecord(line: string, offset: number, version: ArchiveVersi
     }
     case "share": {
       f.introducedIn(3);
-      // A folder's share (CONTRACT §12, version 4) has file_id "" and names its folder.
+      // A folder's share (CONTRACT §12, version 4) has file_id "" and names its folder; a share
+      // of several items (CONTRACT §15, version 8) has file_id "", no folder, and its items.
       const folderId = f.since(4, "folder_id", null, (n) => f.optionalId(n));
-      const fileId = folderId === null ? f.id("file_id") : f.string("file_id");
-      if (folderId === null ? !FILE_ID_PATTERN.test(fileId) : fileId !== "") {
+      const items = f.since(8, "items", null, (n) => f.shareItems(n));
+      const fileId = folderId === null && items === null ? f.id("file_id") : f.string("file_id");
+      if (items !== null && (fileId !== "" || folderId !== null)) throw damaged(offset, "a share of several items has file_id \"\" and folder_id null");
+      if (items === null && (folderId === null ? !FILE_ID_PATTERN.test(fileId) : fileId !== "")) {
         throw damaged(offset, folderId === null ? `"${fileId}" is not a file ID` : `a folder's share has file_id "", not "${fileId}"`);
       }
       const row: ShareRow = {
@@ -383,6 +387,7 @@ export function decodeRecord(line: string, offset: number, version: ArchiveVersi
         passwordHash: f.optionalText("password_hash"),
         createdAt: f.count("created_at"),
         deletedAt: f.optionalCount("deleted_at"),
+        items,
       };
       f.done("share");
       return { type: "share", row };
@@ -503,6 +508,27 @@ class Fields {
   optionalId(name: string): string | null {
     this.seen(name);
     return this.o[name] === null ? null : this.id(name);
+  }
+
+  /**
+   * A share's items: null, or 1 … MAX_SHARE_ITEMS objects each of exactly `file_id` or
+   * `folder_id`, an ID of either shape, none twice.
+   */
+  shareItems(name: string): ShareItemJson[] | null {
+    this.seen(name);
+    const v = this.o[name];
+    if (v === null) return null;
+    const what = `null, or a list of 1 to ${MAX_SHARE_ITEMS} {"file_id"} or {"folder_id"} objects, none twice`;
+    if (!Array.isArray(v) || v.length === 0 || v.length > MAX_SHARE_ITEMS) throw this.bad(name, what);
+    const seen = new Set<string>();
+    return v.map((item: unknown) => {
+      const keys = item !== null && typeof item === "object" ? Object.keys(item) : [];
+      const key = keys.length === 1 ? keys[0]! : "";
+      const id = (item as Record<string, unknown>)?.[key];
+      if ((key !== "file_id" && key !== "folder_id") || typeof id !== "string" || !FILE_ID_PATTERN.test(id) || seen.has(`${key}:${id}`)) throw this.bad(name, what);
+      seen.add(`${key}:${id}`);
+      return key === "file_id" ? { file_id: id } : { folder_id: id };
+    });
   }
 
   /** A URL secret of the shape `pattern` (a token of another shape would never be looked up). */

@@ -240,6 +240,23 @@ class Importer {
     this.knownUser(row.ownerId, `share link ${row.id}`, offset);
     if (this.shareIds.has(row.id)) throw damaged(offset, `share link ID ${row.id} appears twice`);
     if (this.shareTokens.has(row.token)) throw damaged(offset, `the token of share link ${row.id} appears twice`);
+    if (row.items !== null) {
+      // A share of several items: each item the archive holds is its owner's; one it does not
+      // hold (deleted before the export) must not be another's row of that ID here.
+      for (const item of row.items) {
+        const [kind, id, owners] = "file_id" in item ? (["file", item.file_id, this.fileOwners] as const) : (["folder", item.folder_id, this.folderOwners] as const);
+        const owner = owners.get(id);
+        if (owner !== undefined && owner !== row.ownerId) throw damaged(offset, `share link ${row.id} shares ${kind} ${id}, which its owner does not own`);
+        const here = owner === undefined ? await (kind === "file" ? this.deps.store.files.get(id) : this.deps.store.folders.get(id)) : undefined;
+        if (here !== undefined) throw exists(`${kind} ${id}, which archived share link ${row.id} refers to`);
+      }
+      if ((await this.deps.store.shares.byId(row.id)) !== undefined) throw exists(`share link ${row.id}`);
+      if ((await this.deps.store.shares.byToken(row.token)) !== undefined) throw exists(`the share link of archived share ${row.id} (same token)`);
+      this.shareIds.add(row.id);
+      this.shareTokens.add(row.token);
+      this.shares.push(row);
+      return;
+    }
     if (row.folderId !== null) {
       const folderOwner = this.folderOwners.get(row.folderId);
       if (folderOwner !== undefined && folderOwner !== row.ownerId) throw damaged(offset, `share link ${row.id} shares folder ${row.folderId}, which its owner does not own`);

@@ -460,6 +460,35 @@ export class FolderService {
     return undefined;
   }
 
+  /**
+   * Which of `roots` (the folders of a share of several items, CONTRACT §15) holds folder
+   * `folderId`, itself or below it; undefined when none does (or for no folder). Walks up from
+   * it, one lookup by primary key a level, breathing between them.
+   */
+  async rootHolding(roots: readonly FolderRow[], folderId: string | undefined): Promise<FolderRow | undefined> {
+    const byId = new Map(roots.map((r) => [r.id, r]));
+    const slicer = new Slicer();
+    for (let at = folderId !== undefined && isIdShaped(folderId) ? folderId : undefined; at !== undefined; ) {
+      const root = byId.get(at);
+      if (root !== undefined) return root;
+      await slicer.breathe();
+      at = (await this.deps.store.folders.get(at))?.parentId ?? undefined;
+    }
+    return undefined;
+  }
+
+  /**
+   * A live file of a share of several items (CONTRACT §15): one of its `files`, or one in or
+   * below one of its `folders` (of the same owner); undefined otherwise.
+   */
+  async fileAmong(items: { files: readonly FileRecord[]; folders: readonly FolderRow[] }, fileId: string): Promise<FileRecord | undefined> {
+    const listed = items.files.find((f) => f.id === fileId);
+    if (listed !== undefined || items.folders.length === 0 || !isIdShaped(fileId)) return listed;
+    const file = await this.deps.files.forShare(fileId);
+    if (file === undefined || file.ownerId !== items.folders[0]!.ownerId) return undefined;
+    return (await this.rootHolding(items.folders, await this.deps.store.folders.folderOf(file.id))) === undefined ? undefined : file;
+  }
+
   /** Folders with their counts, in the same order. */
   private async withCounts(rows: FolderRow[]): Promise<FolderView[]> {
     const counts = await this.deps.store.folders.counts(

@@ -9,7 +9,7 @@ import { isIdShaped, newShareId, newShareToken, SHARE_TOKEN_PATTERN } from "../d
 import { pageFrom, type Page, type PageCursor } from "../domain/params.ts";
 import { requireScope, type Principal } from "../domain/principal.ts";
 import type { Clock } from "../domain/time.ts";
-import { logAddress, type ShareDownloadRow, type ShareRow } from "../domain/share.ts";
+import { logAddress, MAX_SHARE_ITEMS, type ShareDownloadRow, type ShareItemJson, type ShareRow } from "../domain/share.ts";
 import { logError } from "../log.ts";
 import type { MetadataStore } from "../storage/ports.ts";
 import type { FileService } from "./files.ts";
@@ -39,6 +39,11 @@ export interface ShareChanges {
   maxDownloads?: number | null | undefined;
   /** 1 … {@link MAX_PASSWORD_CHARS} characters, or null for none. */
   password?: string | null | undefined;
+  /**
+   * What the share holds from now on (1 … {@link MAX_SHARE_ITEMS} of the caller's files and
+   * folders): a file's or a folder's share becomes a share of these items.
+   */
+  items?: ShareItemJson[] | undefined;
 }
 
 export const MAX_DOWNLOADS = 1_000_000_000;
@@ -46,8 +51,17 @@ export const MAX_DOWNLOADS = 1_000_000_000;
 export const SHARE_LOG_DAYS = 90;
 export const MAX_PASSWORD_CHARS = 1024;
 
+/** What a share of several items still holds when opened: its live files and folders, in the order given. */
+export interface OpenItems {
+  files: FileRecord[];
+  folders: FolderRow[];
+}
+
 /** A live share and its file (a file's share) or folder (a folder's, CONTRACT §12), as a share URL opens them. */
-export type OpenShare = { share: ShareRow; file: FileRecord; folder?: undefined } | { share: ShareRow; folder: FolderRow; file?: undefined };
+export type OpenShare =
+  | { share: ShareRow; file: FileRecord; folder?: undefined; items?: undefined }
+  | { share: ShareRow; folder: FolderRow; file?: undefined; items?: undefined }
+  | { share: ShareRow; items: OpenItems; file?: undefined; folder?: undefined };
 
 /** Share links: create, list and delete (the file's owner), and open by token (anyone who has it). */
 export class ShareService {
@@ -87,6 +101,43 @@ export class ShareService {
   }
 
   /**
+   * Shares several of the caller's files and folders by one link (CONTRACT §15
+   * `POST /v1/shares`): its page lists them (folders browsable), each downloadable, and all of
+   * them as one ZIP. Records no event of its own (`folder.shared` is a folder's share's);
+   * each counted download records `share.downloaded`.
+   * @throws permission_denied without files.read or files.write; invalid_argument (no items,
+   *   more than {@link MAX_SHARE_ITEMS}, an item named twice, and as {@link create}); not_found
+   *   (an item that is not the caller's)
+   */
+  async createForItems(principal: Principal, items: readonly ShareItemJson[], input: ShareInput): Promise<ShareRow> {
+    requireScope(principal, "files.read");
+    requireScope(principal, "files.write");
+    const checked = await this.ownedItems(principal, items);
+    const share = await this.newShare(principal, input, { fileId: "", folderId: null, items: checked });
+    await this.deps.store.shares.insert(share);
+    return share;
+  }
+
+  /**
+   * `items` checked: 1 … {@link MAX_SHARE_ITEMS}, none twice, each one of the caller's files
+   * (readable to them) or folders. @throws invalid_argument; not_found
+   */
+  private async ownedItems(principal: Principal, items: readonly ShareItemJson[]): Promise<ShareItemJson[]> {
+    if (items.length === 0) throw new AppError("invalid_argument", "items: at least one file or folder");
+    if (items.length > MAX_SHARE_ITEMS) throw new AppError("invalid_argument", `items: at most ${MAX_SHARE_ITEMS} files and folders in one share`);
+    const seen = new Set<string>();
+    const out: ShareItemJson[] = [];
+    for (const item of items) {
+      const key = "file_id" in item ? `file:${item.file_id}` : `folder:${item.folder_id}`;
+      if (seen.has(key)) throw new AppError("invalid_argument", `items: ${key.replace(":", " ")} is named twice`);
+      seen.add(key);
+      if ("file_id" in item) out.push({ file_id: (await this.deps.files.owned(principal, item.file_id, "files.read")).id });
+      else out.push({ folder_id: (await this.deps.folders.row(principal, item.folder_id)).id });
+    }
+    return out;
+  }
+
+  /**
    * The live shares of a folder the caller owns, newest first, `pageSize` at a time after `after`
    * (keyset, CONTRACT §14). @throws not_found
    */
@@ -96,7 +147,7 @@ export class ShareService {
   }
 
   /** A new share row of the caller's for a file or a folder, its input checked and its password hashed. */
-  private async newShare(principal: Principal, input: ShareInput, target: Pick<ShareRow, "fileId" | "folderId">): Promise<ShareRow> {
+  private async newShare(principal: Principal, input: ShareInput, target: Pick<ShareRow, "fileId" | "folderId"> & { items?: ShareItemJson[] }): Promise<ShareRow> {
     const now = this.deps.clock.nowMicros();
     const { expiresAt = null, maxDownloads = null, password } = input;
     if (expiresAt !== null && expiresAt <= now) throw new AppError("invalid_argument", "expire_time must be in the future");
@@ -114,6 +165,7 @@ export class ShareService {
       passwordHash: password === undefined ? null : await Bun.password.hash(password, { algorithm: "argon2id" }),
       createdAt: now,
       deletedAt: null,
+      items: target.items ?? null,
     };
   }
 
@@ -140,14 +192,15 @@ export class ShareService {
    * Changes one of the caller's live shares (CONTRACT §15 `PATCH /v1/shares/{id}`): each field
    * given replaces the share's; what is not given stays. A new password (or none) also ends what
    * the old one unlocked (the unlock cookie is bound to the password's hash). A limit at or below
-   * the downloads already counted leaves the link used up (410).
+   * the downloads already counted leaves the link used up (410). New `items` make it a share of
+   * those items, whatever it shared before.
    * @returns the share as it is now
-   * @throws permission_denied without files.write; invalid_argument as {@link create}; not_found
-   *   when the caller has no such live share
+   * @throws permission_denied without files.write; invalid_argument as {@link create} and
+   *   {@link createForItems}; not_found when the caller has no such live share, or an item is not theirs
    */
   async update(principal: Principal, shareId: string, changes: ShareChanges): Promise<ShareRow> {
     requireScope(principal, "files.write");
-    const { expiresAt, maxDownloads, password } = changes;
+    const { expiresAt, maxDownloads, password, items } = changes;
     if (expiresAt != null && expiresAt <= this.deps.clock.nowMicros()) throw new AppError("invalid_argument", "expire_time must be in the future");
     if (maxDownloads != null) checkMaxDownloads(maxDownloads);
     if (password != null) checkSharePassword(password);
@@ -155,6 +208,7 @@ export class ShareService {
     if (expiresAt !== undefined) set.expiresAt = expiresAt;
     if (maxDownloads !== undefined) set.maxDownloads = maxDownloads;
     if (password !== undefined) set.passwordHash = password === null ? null : await Bun.password.hash(password, { algorithm: "argon2id" });
+    if (items !== undefined) Object.assign(set, { items: await this.ownedItems(principal, items), fileId: "", folderId: null });
     const updated = isIdShaped(shareId) ? await this.deps.store.shares.update(shareId, principal.userId, set) : undefined;
     if (updated === undefined) throw new AppError("not_found", "share not found");
     return updated;
@@ -214,6 +268,11 @@ export class ShareService {
     if (share.deletedAt !== null) throw gone("this share link was deleted");
     if (share.expiresAt !== null && share.expiresAt <= this.deps.clock.nowMicros()) throw gone("this share link has expired");
     if (share.maxDownloads !== null && share.downloadCount >= share.maxDownloads) throw gone("this share link has reached its download limit");
+    if (share.items !== null) {
+      const items = await this.openItems(share);
+      if (items.files.length + items.folders.length === 0) throw gone("everything this link shared was deleted");
+      return { share, items };
+    }
     if (share.folderId !== null) {
       const folder = await this.deps.folders.forShare(share.folderId);
       if (folder === undefined) throw gone("the shared folder was deleted");
@@ -222,6 +281,25 @@ export class ShareService {
     const file = await this.deps.files.forShare(share.fileId);
     if (file === undefined) throw gone("the shared file was deleted");
     return { share, file };
+  }
+
+  /**
+   * The items of a share of several that still serve, in the order given: files deleted or past
+   * their expiry, folders deleted, and anything that changed hands (never: kept for safety) left
+   * out. At most {@link MAX_SHARE_ITEMS} lookups by primary key.
+   */
+  private async openItems(share: ShareRow): Promise<OpenItems> {
+    const out: OpenItems = { files: [], folders: [] };
+    for (const item of share.items ?? []) {
+      if ("file_id" in item) {
+        const file = await this.deps.files.forShare(item.file_id);
+        if (file !== undefined && file.ownerId === share.ownerId) out.files.push(file);
+      } else {
+        const folder = await this.deps.folders.forShare(item.folder_id);
+        if (folder !== undefined && folder.ownerId === share.ownerId) out.folders.push(folder);
+      }
+    }
+    return out;
   }
 
   /**
@@ -242,15 +320,16 @@ export class ShareService {
   }
 
   /**
-   * Counts a download (a GET from byte 0) of a file, or of a shared folder's ZIP (CONTRACT §12:
-   * the limit counts both alike), through `share`, never past the limit, and records
+   * Counts a download (a GET from byte 0) of a file, of a shared folder's ZIP or of a share of
+   * several items' ZIP (CONTRACT §12, §15: the limit counts them alike), through `share`, never past the limit, and records
    * `share.downloaded` in the same transaction (CONTRACT §13).
    * @throws gone when the limit was reached meanwhile, or the share was deleted
    */
-  async countDownload(share: ShareRow, what: FileRecord | FolderRow): Promise<void> {
+  async countDownload(share: ShareRow, what: FileRecord | FolderRow | OpenItems): Promise<void> {
     const counted = await this.deps.store.transaction(async (tx) => {
       if (!(await tx.shares.countDownload(share.id, this.deps.clock.nowMicros()))) return false;
-      if ("blob" in what) await this.deps.webhooks.shareDownloaded(tx, what, share.id);
+      if ("files" in what) await this.deps.webhooks.itemsDownloaded(tx, share, what);
+      else if ("blob" in what) await this.deps.webhooks.shareDownloaded(tx, what, share.id);
       else await this.deps.webhooks.folderDownloaded(tx, what, share.id);
       return true;
     });

@@ -6,6 +6,7 @@
  * (webhook-deliverer.ts) sends it later, at least once.
  */
 import type { FolderRow } from "../domain/folder.ts";
+import type { ShareRow } from "../domain/share.ts";
 import { nanoid } from "nanoid";
 import { AppError } from "../errors.ts";
 import { toFileJson, type FileRecord } from "../domain/file.ts";
@@ -150,6 +151,16 @@ export class WebhookService {
    */
   folderDownloaded(tx: MetadataTables, folder: FolderRow, shareId: string): Promise<void> {
     return this.record(tx, folder.ownerId, "share.downloaded", folder.id, { share_id: shareId, folder: folderRef(folder) });
+  }
+
+  /**
+   * Records `share.downloaded` for a download of the ZIP of a share of several items (CONTRACT
+   * §15) through `share`, in `tx`: `data` is `{"share_id","items":[{"file_id"}|{"folder_id"}]}`,
+   * the items the ZIP held; the subject is the share's ID.
+   */
+  itemsDownloaded(tx: MetadataTables, share: ShareRow, items: { files: readonly FileRecord[]; folders: readonly FolderRow[] }): Promise<void> {
+    const held = [...items.files.map((f) => ({ file_id: f.id })), ...items.folders.map((f) => ({ folder_id: f.id }))];
+    return this.record(tx, share.ownerId, "share.downloaded", share.id, { share_id: share.id, items: held });
   }
 
   /**

@@ -25,6 +25,7 @@
  * page too, so pasting a link into a chat never uses a download.
  */
 import type { FileRecord } from "../domain/file.ts";
+import type { FolderRow } from "../domain/folder.ts";
 import type { ShareListing } from "../service/folders.ts";
 import { essenceOf } from "../domain/params.ts";
 import type { ShareRow } from "../domain/share.ts";
@@ -124,6 +125,21 @@ export interface FolderSharePageView {
   nowMicros: number;
   /** The public origin (HOSTNAME), for the Open Graph URLs. */
   baseUrl: string;
+  /**
+   * A share of several items (CONTRACT §15): the trail's first entry is {@link itemsRoot}, whose
+   * listing is the items themselves; "Download all" is everything shared.
+   */
+  items?: boolean;
+}
+
+/**
+ * The root of a share of several items' page, as the first entry of its trail: named for what
+ * it holds ("3 files and 1 folder"), linking to the share's URL itself.
+ */
+export function itemsRoot(share: ShareRow, items: { files: readonly unknown[]; folders: readonly unknown[] }): FolderRow {
+  const count = (n: number, one: string) => `${n} ${one}${n === 1 ? "" : "s"}`;
+  const parts = [items.files.length > 0 ? count(items.files.length, "file") : "", items.folders.length > 0 ? count(items.folders.length, "folder") : ""].filter((p) => p !== "");
+  return { id: "", ownerId: share.ownerId, parentId: null, name: parts.join(" and "), createdAt: share.createdAt, updatedAt: share.createdAt };
 }
 
 /**
@@ -167,13 +183,16 @@ export function folderSharePage(view: FolderSharePageView, method: string): Cont
   });
   const empty = folderRows.length === 0 && fileRows.length === 0 ? '<p class="muted">This folder is empty.</p>' : "";
   const more = listing.next === undefined ? "" : `<p><a class="button" rel="next" href="${here}${here === self ? "?" : "&amp;"}after=${encodeURIComponent(listing.next)}">More</a></p>`;
-  const og = openGraph({ title: shown.name, description: "A shared folder", url: `${view.baseUrl}${here}` });
+  const items = view.items === true;
+  const og = openGraph({ title: shown.name, description: items && shown === root ? "Shared files" : "A shared folder", url: `${view.baseUrl}${here}` });
+  const intro = items ? (shown === root ? "Shared with you" : "A folder shared with you, among other things") : "A folder shared with you";
+  const all = items ? "everything shared" : escapeHtml(root.name);
   const body = `${pageHead(shown.name, og)}
 <body><main class="narrow share-page">
-<p class="muted">A folder shared with you</p>
+<p class="muted">${intro}</p>
 <h1 class="file-name">${escapeHtml(shown.name)}</h1>
 ${trail}<dl class="facts">${facts}</dl>
-<p><a class="button primary download" href="${self}?download=zip" download>Download all <span class="muted-on-accent">(ZIP of ${escapeHtml(root.name)})</span></a>${costs}</p>
+<p><a class="button primary download" href="${self}?download=zip" download>Download all <span class="muted-on-accent">(ZIP of ${all})</span></a>${costs}</p>
 ${empty}<ul class="shared-files">
 ${[...folderRows, ...fileRows].join("\n")}
 </ul>

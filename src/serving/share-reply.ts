@@ -16,10 +16,10 @@ import { AppError, toRpcStatus } from "../errors.ts";
 import type { Authenticator } from "../auth/principal.ts";
 import type { ShareRow } from "../domain/share.ts";
 import type { FileContent, FileService } from "../service/files.ts";
-import type { ShareService } from "../service/shares.ts";
+import type { OpenItems, ShareService } from "../service/shares.ts";
 import { contentReply, wantsHtml, type ContentReply, type ContentRequest, type Sent } from "./content-reply.ts";
 import { sharePasswordPage } from "./pages.ts";
-import { folderSharePage, isLinkPreviewer, sharePage } from "./share-page.ts";
+import { folderSharePage, isLinkPreviewer, itemsRoot, sharePage } from "./share-page.ts";
 import { parseQuery } from "../domain/params.ts";
 
 export interface ShareContentDeps {
@@ -68,6 +68,7 @@ export async function shareReply(deps: ShareContentDeps, request: ContentRequest
   const opened = await deps.shares.open(token);
   const share = opened.share;
   if (share.passwordHash !== null && !(await unlocked(deps, request, share))) return { reply: passwordWanted(request) };
+  if (opened.items !== undefined) return itemsShareReply(deps, request, share, opened.items);
   if (opened.folder !== undefined) return folderShareReply(deps, request, share, opened.folder);
   if (isPageRequest(request)) return { reply: sharePage({ share, file: opened.file, sharer: await deps.shares.sharerName(share), nowMicros: deps.clockMicros(), baseUrl: deps.baseUrl() }, request.method) };
   return fileShareReply(deps, request, share, opened.file);
@@ -77,8 +78,8 @@ export async function shareReply(deps: ShareContentDeps, request: ContentRequest
 export interface ShareAnswer {
   reply: ContentReply;
   content?: FileContent;
-  /** The shared folder whose files the body is, as one ZIP (serving/content.ts writes it). */
-  zipOf?: FolderRow;
+  /** The shared folder, or the items of a share of several, whose files the body is as one ZIP (serving/content.ts writes it). */
+  zipOf?: FolderRow | OpenItems;
   /** For a counted download: records it in the share's access log once the answer ended (CONTRACT §15). */
   onSent?: (sent: Sent) => void;
 }
@@ -115,6 +116,50 @@ async function folderShareReply(deps: ShareContentDeps, request: ContentRequest,
   if (request.method !== "GET") return { reply: { status: 200, headers }, zipOf: folder };
   await deps.shares.countDownload(share, folder);
   return { reply: { status: 200, headers }, zipOf: folder, onSent: logged(deps, request, share, `${folder.name}.zip`) };
+}
+
+/** The name of the ZIP of a share of several items (CONTRACT §15 "Download all"). */
+export const ITEMS_ZIP_NAME = "shared-files.zip";
+
+/**
+ * A share of several items' URL (CONTRACT §15), as a folder's: `?file={id}` one of its files or
+ * a file in or below one of its folders; `?folder={id}` (a browser's page) one of its folders or
+ * one below them; `?download=zip` (and any request that is not a page navigation) everything
+ * as one ZIP, {@link ITEMS_ZIP_NAME}, counted once when a GET starts it; the page lists the
+ * items and counts nothing.
+ * @throws AppError not_found (no such file or folder in the share), invalid_argument (`download`
+ *   other than `zip`, `0`, `1`), gone (the limit was reached meanwhile)
+ */
+async function itemsShareReply(deps: ShareContentDeps, request: ContentRequest, share: ShareRow, items: OpenItems): Promise<ShareAnswer> {
+  const query = parseQuery(request.search, ["download", "file", "folder", "after"]);
+  const fileId = query.get("file");
+  if (fileId !== undefined) {
+    const file = await deps.folders.fileAmong(items, fileId);
+    if (file === undefined) throw new AppError("not_found", "no such file in this share");
+    return fileShareReply(deps, request, share, file);
+  }
+  const download = query.get("download");
+  if (download === undefined && (wantsHtml(request) || isLinkPreviewer(request.headers.get("user-agent")))) {
+    const at = query.get("folder");
+    const view = { share, sharer: await deps.shares.sharerName(share), nowMicros: deps.clockMicros(), baseUrl: deps.baseUrl() };
+    const root = itemsRoot(share, items);
+    if (at === undefined) return { reply: folderSharePage({ ...view, listing: { trail: [root], folders: items.folders, files: items.files, next: undefined }, items: true }, request.method) };
+    const holder = await deps.folders.rootHolding(items.folders, at);
+    if (holder === undefined) throw new AppError("not_found", "no such folder in this share");
+    const listing = await deps.folders.shareListing(holder, at, query.get("after"));
+    return { reply: folderSharePage({ ...view, listing: { ...listing, trail: [root, ...listing.trail] }, items: true }, request.method) };
+  }
+  if (download !== undefined && download !== "zip") throw new AppError("invalid_argument", "download: zip for everything shared (or file={id} with 0 or 1 for one file)");
+  const headers: Record<string, string> = {
+    "content-type": "application/zip",
+    "content-disposition": contentDisposition("attachment", ITEMS_ZIP_NAME),
+    "cache-control": "no-cache, private",
+    "referrer-policy": "no-referrer",
+    "x-content-type-options": "nosniff",
+  };
+  if (request.method !== "GET") return { reply: { status: 200, headers }, zipOf: items };
+  await deps.shares.countDownload(share, items);
+  return { reply: { status: 200, headers }, zipOf: items, onSent: logged(deps, request, share, ITEMS_ZIP_NAME) };
 }
 
 /**

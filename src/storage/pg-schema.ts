@@ -5,12 +5,21 @@
  * microseconds (below 2^53 until the year 2255, so they stay exact as JavaScript numbers).
  */
 import { getTableColumns, sql } from "drizzle-orm";
+import type { ShareItemJson } from "../domain/share.ts";
 import { type AnyPgColumn, bigint, bigserial, boolean, customType, index, integer, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
 
 /** BYTEA as a Node Buffer. */
 const bytea = customType<{ data: Buffer; driverData: Buffer }>({
   dataType: () => "bytea",
 });
+
+/** JSON kept as text (postgres-js would otherwise be handed a JSON string for a jsonb column and store it as a JSON string). */
+const jsonText = <T>() =>
+  customType<{ data: T; driverData: string }>({
+    dataType: () => "text",
+    toDriver: (value) => JSON.stringify(value),
+    fromDriver: (value) => JSON.parse(value) as T,
+  });
 
 /** Microseconds since the Unix epoch. */
 const micros = (name: string) => bigint(name, { mode: "number" });
@@ -184,6 +193,8 @@ export const shares = pgTable(
     passwordHash: text("password_hash"),
     createdAt: micros("created_at").notNull(),
     deletedAt: micros("deleted_at"),
+    /** A share of several items (CONTRACT §15), as JSON text; null for a file's or a folder's share (schema.ts). */
+    items: jsonText<ShareItemJson[]>()("items"),
   },
   // The listings of a file's, a folder's and an owner's live shares, newest first, are ranges of
   // these (CONTRACT §14: keyset-paged through an index).

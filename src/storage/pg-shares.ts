@@ -38,7 +38,7 @@ export class PgShares implements ShareTable {
     return this.db.select().from(shares).where(where).orderBy(desc(shares.createdAt), desc(shares.id)).limit(limit);
   }
 
-  async update(id: string, ownerId: string, changes: Partial<Pick<ShareRow, "expiresAt" | "maxDownloads" | "passwordHash">>): Promise<ShareRow | undefined> {
+  async update(id: string, ownerId: string, changes: Partial<Pick<ShareRow, "expiresAt" | "maxDownloads" | "passwordHash" | "items" | "fileId" | "folderId">>): Promise<ShareRow | undefined> {
     const where = and(eq(shares.id, id), eq(shares.ownerId, ownerId), isNull(shares.deletedAt));
     if (Object.keys(changes).length === 0) return (await this.db.select().from(shares).where(where))[0];
     return (await this.db.update(shares).set(changes).where(where).returning())[0];

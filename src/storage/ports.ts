@@ -115,10 +115,11 @@ export interface ShareTable {
   listByOwner(ownerId: string, limit: number, after: PageCursor | undefined): Promise<ShareRow[]>;
   /**
    * Changes a live share of `ownerId`'s: each field given (expiry and limit null for none;
-   * `passwordHash` null removes the password).
+   * `passwordHash` null removes the password; `items` with `fileId` "" and `folderId` null make
+   * it a share of several items).
    * @returns the share as it is now; undefined when `ownerId` has no such live share
    */
-  update(id: string, ownerId: string, changes: Partial<Pick<ShareRow, "expiresAt" | "maxDownloads" | "passwordHash">>): Promise<ShareRow | undefined>;
+  update(id: string, ownerId: string, changes: Partial<Pick<ShareRow, "expiresAt" | "maxDownloads" | "passwordHash" | "items" | "fileId" | "folderId">>): Promise<ShareRow | undefined>;
   /** Appends a counted download to its share's access log (CONTRACT §15). */
   recordDownload(row: Omit<ShareDownloadRow, "seq">): Promise<void>;
   /** Up to `limit` of a share's log, newest first, after `after` (its `at` and `seq`; keyset). */

@@ -3,6 +3,7 @@
  * migrations under drizzle/. Times are INTEGER Unix microseconds.
  */
 import { getTableColumns, sql } from "drizzle-orm";
+import type { ShareItemJson } from "../domain/share.ts";
 import { type AnySQLiteColumn, blob, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 export const users = sqliteTable(
@@ -170,6 +171,12 @@ export const shares = sqliteTable(
     passwordHash: text("password_hash"),
     createdAt: integer("created_at").notNull(),
     deletedAt: integer("deleted_at"),
+    /**
+     * A share of several items (CONTRACT §15): its files and folders as JSON, at most
+     * MAX_SHARE_ITEMS (service/shares.ts); null for a file's or a folder's share. Like fileId
+     * and folderId, no foreign key: a deleted item leaves the share, which serves the others.
+     */
+    items: text("items", { mode: "json" }).$type<ShareItemJson[]>(),
   },
   // The listings of a file's, a folder's and an owner's live shares, newest first, are ranges of
   // these (CONTRACT §14: keyset-paged through an index).

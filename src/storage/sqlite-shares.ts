@@ -41,7 +41,7 @@ export class SqliteShares implements ShareTable {
     return this.db.select().from(shares).where(where).orderBy(desc(shares.createdAt), desc(shares.id)).limit(limit).all();
   }
 
-  update(id: string, ownerId: string, changes: Partial<Pick<ShareRow, "expiresAt" | "maxDownloads" | "passwordHash">>): Promise<ShareRow | undefined> {
+  update(id: string, ownerId: string, changes: Partial<Pick<ShareRow, "expiresAt" | "maxDownloads" | "passwordHash" | "items" | "fileId" | "folderId">>): Promise<ShareRow | undefined> {
     const where = and(eq(shares.id, id), eq(shares.ownerId, ownerId), isNull(shares.deletedAt));
     return this.write((db) => (Object.keys(changes).length === 0 ? db.select().from(shares).where(where).get() : db.update(shares).set(changes).where(where).returning().get()));
   }

@@ -4,7 +4,10 @@
 // browser without a session opens it and gets the folder's page listing its files and its
 // sub-folder's, and "Download all" gives one ZIP that Python's zipfile reads; the owner sees the
 // download counted; revoked, the link answers 410 with a page saying so. Each step is checked
-// through the REST API too. Screenshots: test-results/screenshots/folder-share-*.png.
+// through the REST API too. And a selection of a file and a folder shared by one link (CONTRACT
+// §15): its page, axe-clean at 390 and 1280 px in both schemes, and its ZIP. Screenshots:
+// test-results/screenshots/folder-share-*.png.
+import AxeBuilder from "@axe-core/playwright";
 import { expect, test, type Page } from "@playwright/test";
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
@@ -190,5 +193,74 @@ test("a file's share dialog still shares the file, and a refused limit shows bes
   expect(fileShares).toEqual([expect.objectContaining({ file_id: fileId, folder_id: "", max_downloads: 3 })]);
   expect((await apiInPage<{ shares: Share[] }>(page, "GET", `/v1/folders/${folder.id}/shares`)).shares).toEqual([expect.objectContaining({ max_downloads: null })]);
   expect(watch.errors.filter((e) => !/status of 400 /.test(e))).toEqual([]);
+  expect(watch.foreign).toEqual([]);
+});
+
+test("share a selection (CONTRACT §15): a file at the top and a folder ticked, one link for both; its page lists them, axe-clean at 390 and 1280 px in light and dark; Download all is one ZIP", async ({ page, browser }) => {
+  const watch = watchPage(page, stack);
+  await signIn(page, stack, "carol");
+  const album = await apiInPage<{ id: string }>(page, "POST", "/v1/folders", { name: "Album" });
+  await uploadInto(page, album.id, "cover.txt", "a cover\n");
+  const readme = await apiInPage<{ id: string }>(page, "POST", "/v1/files?name=readme.txt", undefined);
+  await page.reload();
+
+  // Nothing selected: no Share selected button. Tick the file and the folder.
+  await expect(page.getByRole("button", { name: /^Share \d+ selected$/ })).toBeHidden();
+  await page.getByLabel("Select readme.txt").check();
+  await page.getByLabel("Select folder Album").check();
+  const shareSelected = page.getByRole("button", { name: "Share 2 selected" });
+  await shareSelected.click();
+  const dialog = page.getByRole("dialog", { name: "Share 2 selected: readme.txt, Album" });
+  await expect(dialog).toContainText("One link for everything selected");
+  await expect(dialog.getByText("No link made for this selection yet.")).toBeVisible();
+  await dialog.getByRole("button", { name: "Create share link" }).click();
+  const card = dialog.locator("#shares li");
+  await expect(card).toHaveCount(1);
+  const url = await card.getByLabel("Share link", { exact: true }).inputValue();
+  const { shares } = await apiInPage<{ shares: (Share & { items: unknown[] })[] }>(page, "GET", "/v1/shares");
+  expect(shares.find((s) => s.url === url)?.items).toEqual([{ file_id: readme.id }, { folder_id: album.id }]);
+  await shot(page, "selection-dialog");
+  await dialog.getByRole("button", { name: "Close" }).click();
+  await expect(shareSelected).toBeFocused();
+  await page.getByRole("button", { name: "Clear selection" }).click();
+  await expect(shareSelected).toBeHidden();
+  await expect(page.getByLabel("Select readme.txt")).not.toBeChecked();
+
+  const guestContext = await browser.newContext();
+  try {
+    const guest = await guestContext.newPage();
+    const guestWatch = watchPage(guest, stack);
+    for (const size of [{ width: 390, height: 844 }, { width: 1280, height: 800 }]) {
+      for (const scheme of ["light", "dark"] as const) {
+        await guest.setViewportSize(size);
+        await guest.emulateMedia({ colorScheme: scheme });
+        expect((await guest.goto(url))?.status()).toBe(200);
+        await expect(guest.getByRole("heading", { level: 1 })).toHaveText("1 file and 1 folder");
+        await expect(guest.locator(".shared-folder-name")).toHaveText(["Album/"]);
+        await expect(guest.locator(".shared-file-name")).toHaveText(["readme.txt"]);
+        const axe = await new AxeBuilder({ page: guest }).analyze();
+        expect(axe.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => v.id)).toEqual([]);
+        const wide = await guest.evaluate(() => [(globalThis as any).document.documentElement.scrollWidth, (globalThis as any).document.documentElement.clientWidth]);
+        expect(wide[0]).toBeLessThanOrEqual(wide[1]);
+        await shot(guest, `selection-page-${size.width}-${scheme}`);
+      }
+    }
+    await guest.getByRole("link", { name: "Album/" }).click();
+    await expect(guest.locator(".shared-file-name")).toHaveText(["cover.txt"]);
+    await expect(guest.getByRole("navigation", { name: "Folders" }).getByRole("link", { name: "1 file and 1 folder" })).toBeVisible();
+    const [download] = await Promise.all([guest.waitForEvent("download"), guest.getByRole("link", { name: /Download all/ }).click()]);
+    expect(download.suggestedFilename()).toBe("shared-files.zip");
+    const saved = path.join(scratch, "shared-files.zip");
+    await download.saveAs(saved);
+    expect(zipEntries(saved)).toEqual([
+      { name: "Album/cover.txt", size: "a cover\n".length },
+      { name: "readme.txt", size: 0 },
+    ]);
+    expect(guestWatch.errors).toEqual([]);
+    expect(guestWatch.foreign).toEqual([]);
+  } finally {
+    await guestContext.close();
+  }
+  expect(watch.errors).toEqual([]);
   expect(watch.foreign).toEqual([]);
 });

@@ -161,6 +161,8 @@ interface SourceState {
   expiring: { id: string; expiry: unknown };
   /** bob's folders (Scans, Scans/2026) as REST showed them, and the files in each. */
   folders: { key: string; top: unknown; byId: Map<string, { folder: unknown; subFolders: unknown; files: unknown }> };
+  /** bob's share of his folder Scans and a file, and every share of his as GET /v1/shares listed them. */
+  itemsShare: { token: string; listing: unknown };
 }
 
 const QUOTA = 1000;
@@ -189,7 +191,7 @@ const BIG = 8 * 1024 * 1024 + 3;
 /** Bytes of the files beside the four above: dave's, the one through bob's link, the doomed one is gone. */
 const EXTRA = 6 + 10;
 const BYTES = 1 + 65536 + BIG + EXTRA;
-const COUNTS = `4 user(s), 5 API key(s), 1 session(s), 2 guest upload link(s), 6 file(s) of ${BYTES} bytes, 3 share link(s), 2 folder(s), 4 WebDAV dead properties`;
+const COUNTS = `4 user(s), 5 API key(s), 1 session(s), 2 guest upload link(s), 6 file(s) of ${BYTES} bytes, 4 share link(s), 2 folder(s), 4 WebDAV dead properties`;
 
 /**
  * Through `server` and the CLI: dave disabled (with a key and a file), alice's quota, carol with
@@ -250,6 +252,8 @@ async function addState(d: Deployment, server: { url: string }, files: FileJson[
     });
   }
   const top = await ok(await client(server, bob).fetch("/v1/folders"));
+  // A share of several items (archive format 8): a folder and a file of bob's.
+  const itemsShare = await ok(await client(server, bob).fetch("/v1/shares", { method: "POST", headers: json, body: JSON.stringify({ items: [{ folder_id: scans.id }, { file_id: files[2]!.id }] }) }));
   // WebDAV dead properties (archive format 5): of bob's top, his two folders and the file in Scans/2026.
   const inYear = (await ok(await client(server, bob).fetch(`/v1/files/${files[3]!.id}`))) as { id: string; name: string };
   const propertyUpdate = (value: string) =>
@@ -273,6 +277,7 @@ async function addState(d: Deployment, server: { url: string }, files: FileJson[
     deletedLinkToken: tokenOf(gone.url as string),
     expiring: { id: expiring.id, expiry: await ok(await client(server, bob).fetch(`/v1/files/${expiring.id}/expiry`)) },
     folders: { key: bob, top, byId },
+    itemsShare: { token: tokenOf(itemsShare.url as string), listing: await ok(await client(server, bob).fetch("/v1/shares")) },
   };
 }
 
@@ -403,6 +408,12 @@ async function expectStateKept(server: { url: string }, state: SourceState) {
     expect(await body(await folders.fetch(`/v1/folders?parent_id=${id}`))).toEqual({ status: 200, body: seen.subFolders });
     expect(await body(await folders.fetch(`/v1/folders/${id}/files`))).toEqual({ status: 200, body: seen.files });
   }
+
+  // The share of several items: listed with its items as at the source; its page lists them.
+  expect(await body(await folders.fetch("/v1/shares"))).toEqual({ status: 200, body: state.itemsShare.listing });
+  const page = await fetch(`${server.url}/s/${state.itemsShare.token}`, { headers: { accept: "text/html" } });
+  expect(page.status).toBe(200);
+  expect(await page.text()).toContain("1 file and 1 folder");
 }
 
 /** Exports a filled `source` and imports it into `dest`. */
@@ -415,9 +426,9 @@ async function roundTrip(makeSource: () => Promise<Deployment>, makeDest: () => 
 
 /** `archive` as a later cubby might write it: its version 8 (the rest as it was). */
 function newerVersion(archive: Buffer): Buffer {
-  const magic = "cubby-archive 7\n";
+  const magic = "cubby-archive 8\n";
   expect(archive.subarray(0, magic.length).toString()).toBe(magic);
-  return Buffer.concat([Buffer.from("cubby-archive 8\n"), archive.subarray(magic.length)]);
+  return Buffer.concat([Buffer.from("cubby-archive 9\n"), archive.subarray(magic.length)]);
 }
 
 /** `archive` with a record of a type this cubby does not know just before its trailer, after every file's content. */
@@ -451,7 +462,7 @@ describe.skipIf(BACKEND === "sqlite-disk" && pgUrl === undefined && s3 === undef
     for (const [what, variant, message] of [
       ["a flipped byte", damaged, /damaged archive/],
       ["truncated", bytes.subarray(0, bytes.length - 100), /\(truncated\?\)/],
-      ["a newer version", newerVersion(bytes), /archive format "cubby-archive 8" is not one this cubby reads \(written by a newer cubby\?\)/],
+      ["a newer version", newerVersion(bytes), /archive format "cubby-archive 9" is not one this cubby reads \(written by a newer cubby\?\)/],
       ["an unknown record", withUnknownRecord(bytes), /unknown record type "webhook" \(written by a newer cubby\?\)/],
     ] as const) {
       const file = path.join(dir.path, "refused.cubby");
@@ -550,15 +561,15 @@ describe.skipIf(postgresPass)("refusals", () => {
   });
 
   test("not an archive, or another version", async () => {
-    await expectRefused(Buffer.from("hello\n"), /^cubby: not a cubby archive \(it does not start with "cubby-archive 7"\)\n$/);
-    await expectRefused(Buffer.from("cubby-archive 8\n"), /^cubby: archive format "cubby-archive 8" is not one this cubby reads/);
+    await expectRefused(Buffer.from("hello\n"), /^cubby: not a cubby archive \(it does not start with "cubby-archive 8"\)\n$/);
+    await expectRefused(Buffer.from("cubby-archive 9\n"), /^cubby: archive format "cubby-archive 9" is not one this cubby reads/);
     await expectRefused(new Uint8Array(0), /^cubby: not a cubby archive \(it is empty\)\n$/);
   });
 
   test("a newer version's archive is refused before anything is read, and changes nothing", async () => {
     await expectRefused(
       newerVersion(archive),
-      /^cubby: archive format "cubby-archive 8" is not one this cubby reads \(written by a newer cubby\?\); it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3", "cubby-archive 4", "cubby-archive 5", "cubby-archive 6", "cubby-archive 7"; nothing was changed\n$/,
+      /^cubby: archive format "cubby-archive 9" is not one this cubby reads \(written by a newer cubby\?\); it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3", "cubby-archive 4", "cubby-archive 5", "cubby-archive 6", "cubby-archive 7", "cubby-archive 8"; nothing was changed\n$/,
     );
   });
 

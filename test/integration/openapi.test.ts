@@ -267,7 +267,7 @@ describe("the routes' declared inputs are the document's, and validation refuses
     // The JSON bodies are closed: an unknown field is refused, and the document says so.
     const bodies = declaring().filter(({ op }) => op.requestBody?.content["application/json"] !== undefined);
     expect(bodies.map(({ method, template: t }) => `${method} ${t}`).sort()).toEqual(
-      ["PATCH /v1/files/{id}", "PATCH /v1/files/{id}/expiry", "POST /v1/files/{id}/shares", "POST /v1/upload-links", "POST /auth/keys", "POST /v1/webhooks", "POST /v1/folders", "PATCH /v1/folders/{id}", "POST /v1/folders/{id}/shares", "PATCH /v1/shares/{id}", "PATCH /v1/me", "PATCH /v1/admin/users/{id}"].sort(),
+      ["PATCH /v1/files/{id}", "PATCH /v1/files/{id}/expiry", "POST /v1/files/{id}/shares", "POST /v1/upload-links", "POST /auth/keys", "POST /v1/webhooks", "POST /v1/folders", "PATCH /v1/folders/{id}", "POST /v1/folders/{id}/shares", "POST /v1/shares", "PATCH /v1/shares/{id}", "PATCH /v1/me", "PATCH /v1/admin/users/{id}"].sort(),
     );
     for (const { op } of bodies) expect(op.requestBody!.content["application/json"]!.schema.additionalProperties).toBe(false);
   });
@@ -295,7 +295,7 @@ describe("the routes' declared inputs are the document's, and validation refuses
 
   test("every declared JSON body field refuses a value of the wrong type, and an undeclared field is refused: 400, code 3, the field named", async () => {
     // Valid values of a body's required fields, so that the one field made wrong is what fails.
-    const required: Record<string, Record<string, unknown>> = { "POST /v1/webhooks": { url: "https://example.com/hook" }, "POST /v1/folders": { name: "x" } };
+    const required: Record<string, Record<string, unknown>> = { "POST /v1/webhooks": { url: "https://example.com/hook" }, "POST /v1/folders": { name: "x" }, "POST /v1/shares": { items: [{ file_id: "abcdefghijklmnopqrstu" }] } };
     let fields = 0;
     for (const { method, template: t, op, path: p } of declaring()) {
       const schema = op.requestBody?.content["application/json"]?.schema;

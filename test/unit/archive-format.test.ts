@@ -39,15 +39,19 @@ const records: ArchiveRecord[] = [
   },
   {
     type: "share",
-    row: { id: "sh1", fileId: "abcdefghijklmnopqrstu", folderId: null, ownerId: "u1", token: shareToken, expiresAt: 20, maxDownloads: 3, downloadCount: 1, lastDownloadAt: 8, passwordHash: "$argon2id$v=19$m=65536,t=2,p=1$c2FsdA$aGFzaA", createdAt: 6, deletedAt: null },
+    row: { id: "sh1", fileId: "abcdefghijklmnopqrstu", folderId: null, ownerId: "u1", token: shareToken, expiresAt: 20, maxDownloads: 3, downloadCount: 1, lastDownloadAt: 8, passwordHash: "$argon2id$v=19$m=65536,t=2,p=1$c2FsdA$aGFzaA", createdAt: 6, deletedAt: null, items: null },
   },
   {
     type: "share",
-    row: { id: "sh2", fileId: "abcdefghijklmnopqrstu", folderId: null, ownerId: "u1", token: shareToken.toLowerCase(), expiresAt: null, maxDownloads: null, downloadCount: 0, lastDownloadAt: null, passwordHash: null, createdAt: 6, deletedAt: 7 },
+    row: { id: "sh2", fileId: "abcdefghijklmnopqrstu", folderId: null, ownerId: "u1", token: shareToken.toLowerCase(), expiresAt: null, maxDownloads: null, downloadCount: 0, lastDownloadAt: null, passwordHash: null, createdAt: 6, deletedAt: 7, items: null },
   },
   {
     type: "share",
-    row: { id: "sh3", fileId: "", folderId: "fold1fold1fold1fold1f", ownerId: "u1", token: shareToken.replace("S", "F"), expiresAt: null, maxDownloads: 2, downloadCount: 0, lastDownloadAt: null, passwordHash: null, createdAt: 6, deletedAt: null },
+    row: { id: "sh3", fileId: "", folderId: "fold1fold1fold1fold1f", ownerId: "u1", token: shareToken.replace("S", "F"), expiresAt: null, maxDownloads: 2, downloadCount: 0, lastDownloadAt: null, passwordHash: null, createdAt: 6, deletedAt: null, items: null },
+  },
+  {
+    type: "share",
+    row: { id: "sh4", fileId: "", folderId: null, ownerId: "u1", token: shareToken.replace("S", "I"), expiresAt: null, maxDownloads: null, downloadCount: 0, lastDownloadAt: null, passwordHash: null, createdAt: 6, deletedAt: null, items: [{ file_id: "abcdefghijklmnopqrstu" }, { folder_id: "fold1fold1fold1fold1f" }] },
   },
   { type: "dav_property", row: { ownerId: "u1", resource: "file:abcdefghijklmnopqrstu", namespace: "urn:x", name: "color", value: '<x:color xmlns:x="urn:x">"red" &amp; blue</x:color>' } },
   { type: "dav_property", row: { ownerId: "u1", resource: "root", namespace: "", name: "plain", value: '<plain xmlns="">1</plain>' } },
@@ -133,12 +137,13 @@ test.each([
   ["cubby-archive 5", 5],
   ["cubby-archive 6", 6],
   ["cubby-archive 7", 7],
+  ["cubby-archive 8", 8],
   [
-    "cubby-archive 8",
-    'archive format "cubby-archive 8" is not one this cubby reads (written by a newer cubby?); it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3", "cubby-archive 4", "cubby-archive 5", "cubby-archive 6", "cubby-archive 7"; nothing was changed',
+    "cubby-archive 9",
+    'archive format "cubby-archive 9" is not one this cubby reads (written by a newer cubby?); it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3", "cubby-archive 4", "cubby-archive 5", "cubby-archive 6", "cubby-archive 7", "cubby-archive 8"; nothing was changed',
   ],
-  ["cubby-archive 2b", 'archive format "cubby-archive 2b" is not one this cubby reads; it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3", "cubby-archive 4", "cubby-archive 5", "cubby-archive 6", "cubby-archive 7"; nothing was changed'],
-  ["PK\u0003\u0004", 'not a cubby archive (it does not start with "cubby-archive 7")'],
+  ["cubby-archive 2b", 'archive format "cubby-archive 2b" is not one this cubby reads; it reads "cubby-archive 1", "cubby-archive 2", "cubby-archive 3", "cubby-archive 4", "cubby-archive 5", "cubby-archive 6", "cubby-archive 7", "cubby-archive 8"; nothing was changed'],
+  ["PK\u0003\u0004", 'not a cubby archive (it does not start with "cubby-archive 8")'],
 ])("magic line %p", (line, outcome) => {
   if (typeof outcome === "number") expect(checkMagic(line)).toBe(outcome as 1 | 2 | 3 | 4);
   else expect(() => checkMagic(line)).toThrow(outcome);
@@ -164,7 +169,7 @@ test("a version 3 archive's records read with no folders (every file at the top,
   expect(decodeRecord(JSON.stringify(v3file), 0, 3)).toMatchObject({ type: "file", row: { folderId: null } });
   expect(() => decodeRecord(JSON.stringify(v3file), 0, 4)).toThrow('a file record has no "folder_id"');
   expect(() => decodeRecord(JSON.stringify(file), 0, 3)).toThrow('unknown field(s) "folder_id"');
-  const { folder_id: _s, last_download_at: _d, ...v3share } = share;
+  const { folder_id: _s, last_download_at: _d, items: _i, ...v3share } = share;
   expect(decodeRecord(JSON.stringify(v3share), 0, 3)).toMatchObject({ type: "share", row: { folderId: null, fileId: "abcdefghijklmnopqrstu" } });
   expect(() => decodeRecord(JSON.stringify(folderShare), 0, 3)).toThrow('"file_id" of a share record must be a non-empty string');
   expect(() => decodeRecord(JSON.stringify(share), 0, 3)).toThrow('unknown field(s) "folder_id"');
@@ -175,13 +180,26 @@ test("a version 3 archive's records read with no folders (every file at the top,
 });
 
 test("a version 5 archive's shares read as never downloaded and its users as named by their e-mail, not admins; version 6 fields in one are refused", () => {
-  const { last_download_at: _, ...v5share } = share;
+  const { last_download_at: _, items: _i, ...v5share } = share;
   expect(decodeRecord(JSON.stringify(v5share), 0, 5)).toMatchObject({ type: "share", row: { lastDownloadAt: null } });
   expect(() => decodeRecord(JSON.stringify(v5share), 0, 6)).toThrow('a share record has no "last_download_at"');
   expect(() => decodeRecord(JSON.stringify(share), 0, 5)).toThrow('unknown field(s) "last_download_at"');
   const { display_name: _n, show_email_on_shares: _e, admin: _a, ...v5user } = json("user");
   expect(decodeRecord(JSON.stringify(v5user), 0, 5)).toMatchObject({ type: "user", row: { displayName: null, showEmailOnShares: false, admin: false } });
   expect(() => decodeRecord(JSON.stringify(v5user), 0, 6)).toThrow('a user record has no "display_name"');
+});
+
+test("a version 7 archive's shares read as a file's or a folder's; items in one are refused; a version 8 share's items are checked", () => {
+  const { items: _, ...v7share } = share;
+  expect(decodeRecord(JSON.stringify(v7share), 0, 7)).toMatchObject({ type: "share", row: { items: null } });
+  expect(() => decodeRecord(JSON.stringify(v7share), 0, 8)).toThrow('a share record has no "items"');
+  expect(() => decodeRecord(JSON.stringify(share), 0, 7)).toThrow('unknown field(s) "items"');
+  const several = { ...share, file_id: "", folder_id: null, items: [{ file_id: "abcdefghijklmnopqrstu" }, { folder_id: "fold1fold1fold1fold1f" }] };
+  expect(decodeRecord(JSON.stringify(several), 0, 8)).toMatchObject({ type: "share", row: { fileId: "", folderId: null, items: several.items } });
+  for (const items of [[], [{ file_id: "abcdefghijklmnopqrstu" }, { file_id: "abcdefghijklmnopqrstu" }], [{ file_id: "../x" }], [{ file_id: "abcdefghijklmnopqrstu", folder_id: "fold1fold1fold1fold1f" }], [{ blob: "x" }], "x", Array.from({ length: 101 }, (_, i) => ({ file_id: `abcdefghijklmnopqrs${String(i).padStart(2, "0")}` }))]) {
+    expect(() => decodeRecord(JSON.stringify({ ...several, items }), 0, 8)).toThrow('"items" of a share record must be null, or a list of 1 to 100');
+  }
+  expect(() => decodeRecord(JSON.stringify({ ...several, file_id: "abcdefghijklmnopqrstu" }), 0, 8)).toThrow('a share of several items has file_id "" and folder_id null');
 });
 
 test("a version 4 archive reads with no dead properties; a dead property record in one is refused, as is one naming no resource", () => {
