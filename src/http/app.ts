@@ -91,6 +91,7 @@ export function createApp(deps: AppDeps) {
     .get("/assets/upload.js", () => serveStatic("/assets/upload.js")!, raw)
     .get("/assets/progress.js", () => serveStatic("/assets/progress.js")!, raw)
     .get("/assets/tus-options.js", () => serveStatic("/assets/tus-options.js")!, raw)
+    .get("/assets/share-page.js", () => serveStatic("/assets/share-page.js")!, raw)
     .get("/assets/icon.svg", () => serveStatic("/assets/icon.svg")!, raw)
     .get("/assets/tus.min.js", () => serveStatic("/assets/tus.min.js")!, raw)
     .get("/assets/qrcode.mjs", () => serveStatic("/assets/qrcode.mjs")!, raw)

@@ -94,9 +94,9 @@ const folderPageProperties = {
 
 const shareProperties = {
   id: { type: "string", minLength: 1 },
-  file_id: { type: "string", pattern: "^$|" + PATTERNS.fileId, description: "the shared file; \"\" for a folder's share" },
-  folder_id: { type: "string", description: "the shared folder (CONTRACT §12); \"\" for a file's share" },
-  url: { type: "string", format: "uri", description: "`{HOSTNAME}/s/{token}`: serves the file's content (or the folder's page) to whoever has it" },
+  file_id: { type: "string", pattern: "^$|" + PATTERNS.fileId, description: "the shared file; \"\" for a folder's share or a share of several items" },
+  folder_id: { type: "string", description: "the shared folder (CONTRACT §12); \"\" for a file's share or a share of several items" },
+  url: { type: "string", format: "uri", description: "`{HOSTNAME}/s/{token}`: serves the file's content (or the folder's or the items' page) to whoever has it" },
   expire_time: expiry,
   max_downloads: limit("null: no limit"),
   download_count: count,

@@ -119,7 +119,7 @@ const listenerPaths: Record<string, PathItem> = {
   "/s/{token}": getAndHead("getSharedContent", "A shared file's content", {
     tags: ["shares"],
     description:
-      "Anyone with the link, whatever the file's visibility. A GET from byte 0 counts as a download; past its limits the link answers 410. A browser navigation (`Accept` with `text/html`, no `download` parameter) gets the share page instead, which counts nothing (CONTRACT §11); `?download=0` is the page's inline preview, `?download=1` its Download button.",
+      "Anyone with the link, whatever the file's visibility. A GET from byte 0 counts as a download; past its limits the link answers 410. A browser navigation (`Accept` with `text/html`, no `download` parameter) gets the share page instead, which counts nothing (CONTRACT §11); `?download=0` is the page's inline preview, `?download=1` its Download button. `?status=1` answers the share's downloads as JSON, `{\"max_downloads\",\"download_count\",\"downloads_left\",\"expire_time\"}`, and counts nothing (CONTRACT §15: what the page's script asks).",
     security: [{}, { sharePassword: [] }, { shareUnlock: [] }],
     parameters: [shareToken, ...contentParams],
     responses: {

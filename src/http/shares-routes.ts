@@ -72,41 +72,22 @@ const itemsField = checked(
   },
 );
 
-const newShareBody = jsonBody(
-  closedBody(
-    {
-      ...expiryFields,
-      max_downloads: t.Optional(maxDownloadsField),
-      password: t.Optional(
-        bodyString("password", { minLength: 1, maxLength: MAX_PASSWORD_CHARS, description: "Asked for as the password of HTTP Basic authentication; its length counted in UTF-16 code units" }, (raw) => {
-          checkSharePassword(raw);
-          return raw;
-        }),
-      ),
-    },
-    "Every field optional; an empty body is `{}`",
+/** A new share's settings, every one optional (CONTRACT §8): expiry, download limit, password. */
+const shareSettings = {
+  ...expiryFields,
+  max_downloads: t.Optional(maxDownloadsField),
+  password: t.Optional(
+    bodyString("password", { minLength: 1, maxLength: MAX_PASSWORD_CHARS, description: "Asked for as the password of HTTP Basic authentication; its length counted in UTF-16 code units" }, (raw) => {
+      checkSharePassword(raw);
+      return raw;
+    }),
   ),
-  { maxBytes: MAX_BODY_BYTES, emptyIsObject: true, what: "the share's settings" },
-);
+};
+
+const newShareBody = jsonBody(closedBody(shareSettings, "Every field optional; an empty body is `{}`"), { maxBytes: MAX_BODY_BYTES, emptyIsObject: true, what: "the share's settings" });
 
 /** `POST /v1/shares`'s body (CONTRACT §15): the items, and a share's settings as for one file. */
-const newItemsShareBody = jsonBody(
-  closedBody(
-    {
-      items: itemsField,
-      ...expiryFields,
-      max_downloads: t.Optional(maxDownloadsField),
-      password: t.Optional(
-        bodyString("password", { minLength: 1, maxLength: MAX_PASSWORD_CHARS, description: "Asked for as the password of HTTP Basic authentication; its length counted in UTF-16 code units" }, (raw) => {
-          checkSharePassword(raw);
-          return raw;
-        }),
-      ),
-    },
-    "`items` required; the rest optional",
-  ),
-  { maxBytes: MAX_BODY_BYTES, what: "the share's items and settings" },
-);
+const newItemsShareBody = jsonBody(closedBody({ items: itemsField, ...shareSettings }, "`items` required; the rest optional"), { maxBytes: MAX_BODY_BYTES, what: "the share's items and settings" });
 
 /** `PATCH /v1/shares/{id}`'s body (CONTRACT §15): what is given changes, what is not stays. */
 const shareChangesBody = jsonBody(

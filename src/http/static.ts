@@ -12,6 +12,8 @@ import uploadJs from "../../web/upload.js" with { type: "file" };
 import progressJs from "../../web/progress.js" with { type: "file" };
 // @ts-ignore: as app.js.
 import tusOptionsJs from "../../web/tus-options.js" with { type: "file" };
+// @ts-ignore: as app.js.
+import sharePageJs from "../../web/share-page.js" with { type: "file" };
 // @ts-ignore: as app.js; an SVG has no module type declaration.
 import iconSvg from "../../web/icon.svg" with { type: "file" };
 // @ts-ignore: as app.js; tus-js-client's browser build, for the guest upload page.
@@ -30,6 +32,7 @@ export const staticAssets: Record<string, { file: string; type: string }> = {
   "/assets/upload.js": { file: uploadJs as unknown as string, type: "text/javascript; charset=utf-8" },
   "/assets/progress.js": { file: progressJs as unknown as string, type: "text/javascript; charset=utf-8" },
   "/assets/tus-options.js": { file: tusOptionsJs as unknown as string, type: "text/javascript; charset=utf-8" },
+  "/assets/share-page.js": { file: sharePageJs as unknown as string, type: "text/javascript; charset=utf-8" },
   "/assets/icon.svg": { file: iconSvg as unknown as string, type: "image/svg+xml" },
 };
 

@@ -16,7 +16,11 @@
  * counts once (its first request starts at byte 0), seeking does not (ranges after byte 0 are
  * not downloads, §8).
  *
- * No script: the page's CSP allows only cubby's own stylesheet and media from the share itself.
+ * One script, and only on a share with a download limit: `/assets/share-page.js` keeps "Downloads
+ * left" true without a reload (CONTRACT §15), asking the share's status (`?status=1`, which
+ * counts nothing) after a download or a preview and when the page is looked at again. The page's
+ * CSP allows cubby's own stylesheet, that script and its requests to cubby, and media from the
+ * share itself; a share without a limit has nothing to update and no script.
  *
  * Link previews (CONTRACT §15): the page carries Open Graph tags (title, size, type), with
  * `og:image` only for an image shared without password or download limit (fetching it is a
@@ -78,8 +82,19 @@ const PREVIEW_IMAGES = new Set(["image/png", "image/jpeg", "image/gif", "image/w
 /** Text files larger than this are not previewed (the frame would load all of them): 1 MiB. */
 const MAX_TEXT_PREVIEW_BYTES = 1024 * 1024;
 
-/** The page's CSP: our stylesheet, the share's own media and frames, no script, no forms elsewhere. */
-const PAGE_CSP = "default-src 'none'; style-src 'self'; img-src 'self' data:; media-src 'self'; frame-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+/** The page's CSP: our stylesheet, the share's own media and frames, no forms elsewhere; with `script`, our downloads-left script and its requests. */
+function pageCsp(script: boolean): string {
+  const scripts = script ? "; script-src 'self'; connect-src 'self'" : "";
+  return `default-src 'none'; style-src 'self'; img-src 'self' data:; media-src 'self'; frame-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'${scripts}`;
+}
+
+/** What a page of a share with a download limit adds to its head: the script that keeps "Downloads left" true. */
+const DOWNLOADS_LEFT_SCRIPT = '<script src="/assets/share-page.js" defer></script>';
+
+/** The "Downloads left" fact, marked for the script. */
+function downloadsLeft(share: ShareRow): string {
+  return `<div><dt>Downloads left</dt><dd data-downloads-left>${share.maxDownloads === null ? "No limit" : `${Math.max(0, share.maxDownloads - share.downloadCount)} of ${share.maxDownloads}`}</dd></div>`;
+}
 
 /**
  * The share page for a browser (see the module comment).
@@ -94,7 +109,7 @@ export function sharePage(view: SharePageView, method: string): ContentReply {
     `<div><dt>Type</dt><dd>${escapeHtml(file.contentType)}</dd></div>`,
     view.sharer === undefined ? "" : `<div><dt>Shared by</dt><dd>${escapeHtml(view.sharer)}</dd></div>`,
     `<div><dt>Expires</dt><dd>${share.expiresAt === null ? "Never" : escapeHtml(formatWhen(share.expiresAt, view.nowMicros))}</dd></div>`,
-    `<div><dt>Downloads left</dt><dd>${share.maxDownloads === null ? "No limit" : `${Math.max(0, share.maxDownloads - share.downloadCount)} of ${share.maxDownloads}`}</dd></div>`,
+    downloadsLeft(share),
   ].join("");
   // og:image only where fetching it needs no password and uses up nothing (CONTRACT §15).
   const free = share.passwordHash === null && share.maxDownloads === null;
@@ -104,7 +119,8 @@ export function sharePage(view: SharePageView, method: string): ContentReply {
     url: `${view.baseUrl}${self}`,
     image: free && PREVIEW_IMAGES.has(essenceOf(file.contentType)) ? `${view.baseUrl}${self}?download=0` : undefined,
   });
-  const body = `${pageHead(name, og)}
+  const limited = share.maxDownloads !== null;
+  const body = `${pageHead(name, limited ? og + DOWNLOADS_LEFT_SCRIPT : og)}
 <body><main class="narrow share-page">
 <p class="muted">A file shared with you</p>
 <h1 class="file-name">${escapeHtml(name)}</h1>
@@ -113,7 +129,7 @@ export function sharePage(view: SharePageView, method: string): ContentReply {
 ${previewOf(file, self, share.maxDownloads !== null)}
 </main></body></html>
 `;
-  return pageReply(body, method);
+  return pageReply(body, method, limited);
 }
 
 /** What a shared folder's page shows (CONTRACT §12). */
@@ -163,7 +179,7 @@ export function folderSharePage(view: FolderSharePageView, method: string): Cont
   const facts = [
     view.sharer === undefined ? "" : `<div><dt>Shared by</dt><dd>${escapeHtml(view.sharer)}</dd></div>`,
     `<div><dt>Expires</dt><dd>${share.expiresAt === null ? "Never" : escapeHtml(formatWhen(share.expiresAt, view.nowMicros))}</dd></div>`,
-    `<div><dt>Downloads left</dt><dd>${share.maxDownloads === null ? "No limit" : `${Math.max(0, share.maxDownloads - share.downloadCount)} of ${share.maxDownloads}`}</dd></div>`,
+    downloadsLeft(share),
   ].join("");
   const costs = share.maxDownloads === null ? "" : ' <span class="muted">(each download, of one file or of all, uses one)</span>';
   const trail =
@@ -187,7 +203,8 @@ export function folderSharePage(view: FolderSharePageView, method: string): Cont
   const og = openGraph({ title: shown.name, description: items && shown === root ? "Shared files" : "A shared folder", url: `${view.baseUrl}${here}` });
   const intro = items ? (shown === root ? "Shared with you" : "A folder shared with you, among other things") : "A folder shared with you";
   const all = items ? "everything shared" : escapeHtml(root.name);
-  const body = `${pageHead(shown.name, og)}
+  const limited = share.maxDownloads !== null;
+  const body = `${pageHead(shown.name, limited ? og + DOWNLOADS_LEFT_SCRIPT : og)}
 <body><main class="narrow share-page">
 <p class="muted">${intro}</p>
 <h1 class="file-name">${escapeHtml(shown.name)}</h1>
@@ -199,17 +216,17 @@ ${[...folderRows, ...fileRows].join("\n")}
 ${more}
 </main></body></html>
 `;
-  return pageReply(body, method);
+  return pageReply(body, method, limited);
 }
 
-/** A share page's reply: 200, HTML, never cached (it shows downloads left), the page's CSP; no body for HEAD. */
-function pageReply(body: string, method: string): ContentReply {
+/** A share page's reply: 200, HTML, never cached (it shows downloads left), the page's CSP (with `script`: {@link pageCsp}); no body for HEAD. */
+function pageReply(body: string, method: string, script: boolean): ContentReply {
   return {
     status: 200,
     headers: {
       "content-type": "text/html; charset=utf-8",
       "cache-control": "no-store",
-      "content-security-policy": PAGE_CSP,
+      "content-security-policy": pageCsp(script),
       "x-content-type-options": "nosniff",
       "referrer-policy": "no-referrer",
       vary: "Accept",

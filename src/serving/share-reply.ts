@@ -5,7 +5,8 @@
  * navigation gets the share page instead (share-page.ts), which counts nothing. A share with a
  * password wants it as the password of HTTP Basic authentication (RFC 7617; the user name is
  * ignored), or, from a browser, through the small form this answers with, whose POST leaves an
- * unlock cookie for this share's path only.
+ * unlock cookie for this share's path only. `?status=1` answers the share's downloads left as
+ * JSON ({@link statusReply}), for the share page's script.
  */
 import { parse as parseCookies } from "cookie";
 import { contentDisposition } from "../domain/content-disposition.ts";
@@ -21,6 +22,7 @@ import { contentReply, wantsHtml, type ContentReply, type ContentRequest, type S
 import { sharePasswordPage } from "./pages.ts";
 import { folderSharePage, isLinkPreviewer, itemsRoot, sharePage } from "./share-page.ts";
 import { parseQuery } from "../domain/params.ts";
+import { formatExpiry } from "../domain/expiry.ts";
 
 export interface ShareContentDeps {
   files: FileService;
@@ -68,6 +70,7 @@ export async function shareReply(deps: ShareContentDeps, request: ContentRequest
   const opened = await deps.shares.open(token);
   const share = opened.share;
   if (share.passwordHash !== null && !(await unlocked(deps, request, share))) return { reply: passwordWanted(request) };
+  if (request.search === "?status=1") return { reply: statusReply(share, request.method) };
   if (opened.items !== undefined) return itemsShareReply(deps, request, share, opened.items);
   if (opened.folder !== undefined) return folderShareReply(deps, request, share, opened.folder);
   if (isPageRequest(request)) return { reply: sharePage({ share, file: opened.file, sharer: await deps.shares.sharerName(share), nowMicros: deps.clockMicros(), baseUrl: deps.baseUrl() }, request.method) };
@@ -106,16 +109,21 @@ async function folderShareReply(deps: ShareContentDeps, request: ContentRequest,
     return { reply: folderSharePage({ share, listing, sharer: await deps.shares.sharerName(share), nowMicros: deps.clockMicros(), baseUrl: deps.baseUrl() }, request.method) };
   }
   if (download !== undefined && download !== "zip") throw new AppError("invalid_argument", "download: zip for the whole folder (or file={id} with 0 or 1 for one file)");
+  return zipReply(deps, request, share, folder, `${folder.name}.zip`);
+}
+
+/** The ZIP of a shared folder or of a share of several items, named `name`: counted when a GET starts it, logged when it ends. */
+async function zipReply(deps: ShareContentDeps, request: ContentRequest, share: ShareRow, source: FolderRow | OpenItems, name: string): Promise<ShareAnswer> {
   const headers: Record<string, string> = {
     "content-type": "application/zip",
-    "content-disposition": contentDisposition("attachment", `${folder.name}.zip`),
+    "content-disposition": contentDisposition("attachment", name),
     "cache-control": "no-cache, private",
     "referrer-policy": "no-referrer",
     "x-content-type-options": "nosniff",
   };
-  if (request.method !== "GET") return { reply: { status: 200, headers }, zipOf: folder };
-  await deps.shares.countDownload(share, folder);
-  return { reply: { status: 200, headers }, zipOf: folder, onSent: logged(deps, request, share, `${folder.name}.zip`) };
+  if (request.method !== "GET") return { reply: { status: 200, headers }, zipOf: source };
+  await deps.shares.countDownload(share, source);
+  return { reply: { status: 200, headers }, zipOf: source, onSent: logged(deps, request, share, name) };
 }
 
 /** The name of the ZIP of a share of several items (CONTRACT §15 "Download all"). */
@@ -150,16 +158,7 @@ async function itemsShareReply(deps: ShareContentDeps, request: ContentRequest, 
     return { reply: folderSharePage({ ...view, listing: { ...listing, trail: [root, ...listing.trail] }, items: true }, request.method) };
   }
   if (download !== undefined && download !== "zip") throw new AppError("invalid_argument", "download: zip for everything shared (or file={id} with 0 or 1 for one file)");
-  const headers: Record<string, string> = {
-    "content-type": "application/zip",
-    "content-disposition": contentDisposition("attachment", ITEMS_ZIP_NAME),
-    "cache-control": "no-cache, private",
-    "referrer-policy": "no-referrer",
-    "x-content-type-options": "nosniff",
-  };
-  if (request.method !== "GET") return { reply: { status: 200, headers }, zipOf: items };
-  await deps.shares.countDownload(share, items);
-  return { reply: { status: 200, headers }, zipOf: items, onSent: logged(deps, request, share, ITEMS_ZIP_NAME) };
+  return zipReply(deps, request, share, items, ITEMS_ZIP_NAME);
 }
 
 /**
@@ -192,6 +191,25 @@ function logged(deps: ShareContentDeps, request: ContentRequest, share: ShareRow
 function isPageRequest(request: ContentRequest): boolean {
   const asked = wantsHtml(request) || isLinkPreviewer(request.headers.get("user-agent"));
   return asked && (request.search === "" || !parseQuery(request.search, ["download"]).has("download"));
+}
+
+/**
+ * `?status=1` (CONTRACT §15): the share's downloads as JSON, `{"max_downloads","download_count",
+ * "downloads_left","expire_time"}` (`null` limit and left: no limit; `""`: never expires), for
+ * the share page's script; counts nothing. A share that no longer serves answers 410 before this.
+ */
+function statusReply(share: ShareRow, method: string): ContentReply {
+  const body = JSON.stringify({
+    max_downloads: share.maxDownloads,
+    download_count: share.downloadCount,
+    downloads_left: share.maxDownloads === null ? null : Math.max(0, share.maxDownloads - share.downloadCount),
+    expire_time: formatExpiry(share.expiresAt),
+  });
+  return {
+    status: 200,
+    headers: { "content-type": "application/json", "cache-control": "no-store", "referrer-policy": "no-referrer", "content-length": String(Buffer.byteLength(body)) },
+    body: method === "HEAD" ? undefined : body,
+  };
 }
 
 /** The unlock cookie, or a right Basic password (a wrong one counts towards the rate limit). */

@@ -264,3 +264,31 @@ test("share a selection (CONTRACT §15): a file at the top and a folder ticked, 
   expect(watch.errors).toEqual([]);
   expect(watch.foreign).toEqual([]);
 });
+
+test("a share page's Downloads left follows downloads without a reload: its own Download, then one made elsewhere; used up, its links go (CONTRACT §15)", async ({ page, browser }) => {
+  const watch = watchPage(page, stack);
+  await signIn(page, stack, "kate");
+  const file = await apiInPage<{ id: string }>(page, "POST", "/v1/files?name=plan.txt", undefined);
+  const share = await apiInPage<Share>(page, "POST", `/v1/files/${file.id}/shares`, { max_downloads: 2 });
+  const guestContext = await browser.newContext();
+  try {
+    const guest = await guestContext.newPage();
+    const guestWatch = watchPage(guest, stack);
+    await guest.goto(share.url);
+    const left = guest.locator("[data-downloads-left]");
+    await expect(left).toHaveText("2 of 2");
+    const [download] = await Promise.all([guest.waitForEvent("download"), guest.getByRole("link", { name: /^Download/ }).click()]);
+    await download.path();
+    await expect(left).toHaveText("1 of 2");
+    // Someone else uses the last one; the page learns of it when it is looked at again.
+    expect((await fetch(share.url)).status).toBe(200);
+    await guest.evaluate(() => (globalThis as any).document.dispatchEvent(new Event("visibilitychange")));
+    await expect(left).toHaveText("None: this link is used up");
+    await expect(guest.getByRole("link", { name: /^Download/ })).toHaveCount(0);
+    expect(guestWatch.errors.filter((e) => !/status of 410 /.test(e))).toEqual([]);
+    expect(guestWatch.foreign).toEqual([]);
+  } finally {
+    await guestContext.close();
+  }
+  expect(watch.errors).toEqual([]);
+});

@@ -44,8 +44,11 @@ test("a browser gets the share page: name, size, type, sharer, expiry, downloads
   expect(page.headers.get("content-type")).toBe("text/html; charset=utf-8");
   expect(page.headers.get("cache-control")).toBe("no-store");
   expect(page.headers.get("vary")).toBe("Accept");
-  expect(page.headers.get("content-security-policy")).not.toContain("script-src");
+  // A limited share's page has one script, cubby's own, to keep "Downloads left" true (CONTRACT §15).
+  expect(page.headers.get("content-security-policy")).toEndWith("; script-src 'self'; connect-src 'self'");
   const html = await page.text();
+  expect(html).toContain('<script src="/assets/share-page.js" defer></script>');
+  expect(html).toContain("<dd data-downloads-left>3 of 3</dd>");
   expect(html).toContain("<h1 class=\"file-name\">holiday &#60;photo&#62;.png</h1>");
   for (const fact of ["2.4 KiB", "image/png", "<dt>Shared by</dt><dd>sharer</dd>", "UTC (in 2 days)", "3 of 3"]) expect(html).toContain(fact);
   // The e-mail only where the owner chose to show it (CONTRACT §15).
@@ -103,6 +106,40 @@ test("a chat's link preview (no cookies, a previewer's User-Agent, any Accept) g
   // A script asking for the file still gets it, counted.
   expect((await fetch(limited.url, { headers: { "user-agent": "curl/8.5.0" } })).headers.get("content-type")).toBe("image/png");
   expect(await downloadCount(photo, limited)).toBe(1);
+});
+
+test("?status=1 answers the downloads left as JSON and counts nothing; behind a password it wants the password; used up, 410; a share without a limit has no script", async () => {
+  const file = await upload("counted", "?name=counted.txt");
+  const s = await share(file, { max_downloads: 2 });
+  const status = (headers: Record<string, string> = {}) => fetch(`${s.url}?status=1`, { headers: { accept: "application/json", ...headers } });
+  const first = await status();
+  expect({ status: first.status, type: first.headers.get("content-type"), cache: first.headers.get("cache-control"), body: await first.json() }).toEqual({
+    status: 200,
+    type: "application/json",
+    cache: "no-store",
+    body: { max_downloads: 2, download_count: 0, downloads_left: 2, expire_time: "" },
+  });
+  expect(await downloadCount(file, s)).toBe(0);
+  await (await fetch(s.url)).arrayBuffer();
+  expect(await (await status()).json()).toMatchObject({ download_count: 1, downloads_left: 1 });
+  await (await fetch(s.url)).arrayBuffer();
+  expect((await status()).status).toBe(410);
+  expect(await downloadCount(file, s)).toBe(2);
+
+  const locked = await share(file, { max_downloads: 5, password: "open sesame" });
+  expect((await fetch(`${locked.url}?status=1`)).status).toBe(401);
+  const unlocked = await fetch(`${locked.url}?status=1`, { headers: { authorization: `Basic ${btoa(":open sesame")}` } });
+  expect(await unlocked.json()).toMatchObject({ max_downloads: 5, downloads_left: 5 });
+
+  const free = await share(file, {});
+  const page = await fetch(free.url, { headers: BROWSER });
+  expect(page.headers.get("content-security-policy")).not.toContain("script-src");
+  const html = await page.text();
+  expect(html).not.toContain("<script");
+  expect(html).toContain("<dd data-downloads-left>No limit</dd>");
+  expect(await (await fetch(`${free.url}?status=1`)).json()).toMatchObject({ max_downloads: null, downloads_left: null });
+  const script = await fetch(`${server.url}/assets/share-page.js`);
+  expect({ status: script.status, type: script.headers.get("content-type") }).toEqual({ status: 200, type: "text/javascript; charset=utf-8" });
 });
 
 test("the page names the sharer by their display name, with their e-mail only when they chose to show it (CONTRACT §15)", async () => {
