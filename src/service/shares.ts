@@ -106,8 +106,8 @@ export class ShareService {
    * them as one ZIP. Records no event of its own (`folder.shared` is a folder's share's);
    * each counted download records `share.downloaded`.
    * @throws permission_denied without files.read or files.write; invalid_argument (no items,
-   *   more than {@link MAX_SHARE_ITEMS}, an item named twice, and as {@link create}); not_found
-   *   (an item that is not the caller's)
+   *   more than {@link MAX_SHARE_ITEMS}, an item named twice, and as {@link create}); not_found,
+   *   or permission_denied for another's file the caller can see (as sharing it alone answers)
    */
   async createForItems(principal: Principal, items: readonly ShareItemJson[], input: ShareInput): Promise<ShareRow> {
     requireScope(principal, "files.read");
@@ -120,7 +120,7 @@ export class ShareService {
 
   /**
    * `items` checked: 1 … {@link MAX_SHARE_ITEMS}, none twice, each one of the caller's files
-   * (readable to them) or folders. @throws invalid_argument; not_found
+   * (readable to them) or folders. @throws invalid_argument; not_found; permission_denied (FileService.owned)
    */
   private async ownedItems(principal: Principal, items: readonly ShareItemJson[]): Promise<ShareItemJson[]> {
     if (items.length === 0) throw new AppError("invalid_argument", "items: at least one file or folder");
@@ -146,7 +146,7 @@ export class ShareService {
     return pageFrom(await this.deps.store.shares.listByFolder(folder.id, pageSize + 1, after), pageSize);
   }
 
-  /** A new share row of the caller's for a file or a folder, its input checked and its password hashed. */
+  /** A new share row of the caller's for a file, a folder or several items, its input checked and its password hashed. */
   private async newShare(principal: Principal, input: ShareInput, target: Pick<ShareRow, "fileId" | "folderId"> & { items?: ShareItemJson[] }): Promise<ShareRow> {
     const now = this.deps.clock.nowMicros();
     const { expiresAt = null, maxDownloads = null, password } = input;
