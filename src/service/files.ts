@@ -18,6 +18,7 @@ import { QuotaExceededError, type Quotas } from "./quota.ts";
 import { ReadCache } from "./read-cache.ts";
 import type { WebhookService } from "./webhooks.ts";
 import { assertNameFree, placeInFolder } from "./folder-names.ts";
+import { yieldToLoop } from "../slices.ts";
 
 export interface FileServiceDeps {
   store: MetadataStore;
@@ -297,7 +298,7 @@ export class FileService {
    */
   async list(principal: Principal, pageSize: number, after: FileCursor | undefined, nameContains = "", order: FileOrder = NEWEST_FIRST): Promise<FilePage> {
     requireScope(principal, "files.read");
-    return pageOf(await this.deps.store.files.listByOwner(principal.userId, pageSize + 1, after, nameContains, order), pageSize);
+    return pageOf(await readInChunks(pageSize + 1, after, (limit, from) => this.deps.store.files.listByOwner(principal.userId, limit, from, nameContains, order)), pageSize);
   }
 
 
@@ -602,6 +603,28 @@ export class FileService {
     }
   }
 }
+
+/**
+ * Rows of a page read by `read` (up to `limit` rows after a cursor, in the listing's order) at
+ * most {@link LIST_CHUNK} a query, a turn of the event loop between queries: a page of 1 000 read
+ * at once held a serving process for 110–160 ms here (CONTRACT §14). Each query goes on from the
+ * last row of the one before (keyset), as the next page would.
+ * @returns up to `want` rows in order
+ */
+export async function readInChunks(want: number, after: FileCursor | undefined, read: (limit: number, after: FileCursor | undefined) => Promise<FileRecord[]>): Promise<FileRecord[]> {
+  const rows: FileRecord[] = [];
+  for (let from = after; ; ) {
+    const asked = Math.min(LIST_CHUNK, want - rows.length);
+    const chunk = await read(asked, from);
+    rows.push(...chunk);
+    if (chunk.length < asked || rows.length >= want) return rows;
+    from = cursorAfter(chunk[chunk.length - 1]!);
+    await yieldToLoop();
+  }
+}
+
+/** Rows one listing query reads at most ({@link readInChunks}). */
+export const LIST_CHUNK = 250;
 
 /**
  * A page of a listing from up to `pageSize + 1` rows read in its order: the first `pageSize`,

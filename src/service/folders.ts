@@ -26,7 +26,7 @@ import { NEWEST_FIRST, type FileCursor, type FileOrder } from "../domain/file-or
 import { requireScope, type Principal } from "../domain/principal.ts";
 import type { Clock } from "../domain/time.ts";
 import type { BlobStore, MetadataStore, MetadataTables } from "../storage/ports.ts";
-import { pageOf, type FileService } from "./files.ts";
+import { pageOf, readInChunks, type FileService } from "./files.ts";
 import { assertNameFree } from "./folder-names.ts";
 import type { WebhookService } from "./webhooks.ts";
 import { Slicer } from "../slices.ts";
@@ -274,7 +274,7 @@ export class FolderService {
     const now = this.deps.clock.nowMicros();
     // Expired files are gone already (the sweep deletes them within a minute): skip them, but
     // page by the rows read so that a run of them cannot end the listing early.
-    const rows = await this.deps.store.folders.listFiles(principal.userId, folderId, pageSize + 1, after, order);
+    const rows = await readInChunks(pageSize + 1, after, (limit, from) => this.deps.store.folders.listFiles(principal.userId, folderId, limit, from, order));
     const page = pageOf(rows, pageSize);
     return { files: page.files.filter((f) => f.expiresAt === null || f.expiresAt > now), next: page.next };
   }
