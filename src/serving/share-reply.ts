@@ -12,7 +12,7 @@ import { parse as parseCookies } from "cookie";
 import { contentDisposition } from "../domain/content-disposition.ts";
 import type { FileRecord } from "../domain/file.ts";
 import type { FolderRow } from "../domain/folder.ts";
-import type { FolderService } from "../service/folders.ts";
+import type { FolderService, ShareListing } from "../service/folders.ts";
 import { AppError, toRpcStatus } from "../errors.ts";
 import type { Authenticator } from "../auth/principal.ts";
 import type { ShareRow } from "../domain/share.ts";
@@ -95,21 +95,57 @@ export interface ShareAnswer {
  * @throws AppError not_found (no such file in the folder), invalid_argument (`download` other
  *   than `zip`, `0`, `1`), gone (the limit was reached meanwhile)
  */
-async function folderShareReply(deps: ShareContentDeps, request: ContentRequest, share: ShareRow, folder: FolderRow): Promise<ShareAnswer> {
+function folderShareReply(deps: ShareContentDeps, request: ContentRequest, share: ShareRow, folder: FolderRow): Promise<ShareAnswer> {
+  return collectionReply(deps, request, share, {
+    file: (id) => deps.folders.fileForShare(folder, id),
+    listing: (at, after) => deps.folders.shareListing(folder, at, after),
+    items: false,
+    zip: folder,
+    zipName: `${folder.name}.zip`,
+    called: "this shared folder",
+    all: "the whole folder",
+  });
+}
+
+/** What a shared folder and a share of several items answer alike through ({@link collectionReply}). */
+interface Collection {
+  /** One of its files, in it or below it, by ID; undefined when it holds no such file. */
+  file(id: string): Promise<FileRecord | undefined>;
+  /** Its page's listing at folder `at` (undefined: its top), after the page cursor `after`. @throws not_found */
+  listing(at: string | undefined, after: string | undefined): Promise<ShareListing>;
+  /** A share of several items (the page's wording, share-page.ts). */
+  items: boolean;
+  zip: FolderRow | OpenItems;
+  zipName: string;
+  /** How errors name it ("this shared folder"). */
+  called: string;
+  /** What its ZIP is, for `download`'s error ("the whole folder"). */
+  all: string;
+}
+
+/**
+ * A collection's URL: `?file={id}` one of its files (as a file's share sends it, counted alike);
+ * a browser's page navigation its page at `?folder={id}` (share-page.ts folderSharePage), which
+ * counts nothing; `?download=zip`, and any other request, all of it as one ZIP, counted once when
+ * a GET starts it.
+ * @throws AppError not_found (no such file or folder in it), invalid_argument (`download` other
+ *   than `zip`, `0`, `1`), gone (the limit was reached meanwhile)
+ */
+async function collectionReply(deps: ShareContentDeps, request: ContentRequest, share: ShareRow, collection: Collection): Promise<ShareAnswer> {
   const query = parseQuery(request.search, ["download", "file", "folder", "after"]);
   const fileId = query.get("file");
   if (fileId !== undefined) {
-    const file = await deps.folders.fileForShare(folder, fileId);
-    if (file === undefined) throw new AppError("not_found", "no such file in this shared folder");
+    const file = await collection.file(fileId);
+    if (file === undefined) throw new AppError("not_found", `no such file in ${collection.called}`);
     return fileShareReply(deps, request, share, file);
   }
   const download = query.get("download");
   if (download === undefined && (wantsHtml(request) || isLinkPreviewer(request.headers.get("user-agent")))) {
-    const listing = await deps.folders.shareListing(folder, query.get("folder"), query.get("after"));
-    return { reply: folderSharePage({ share, listing, sharer: await deps.shares.sharerName(share), nowMicros: deps.clockMicros(), baseUrl: deps.baseUrl() }, request.method) };
+    const listing = await collection.listing(query.get("folder"), query.get("after"));
+    return { reply: folderSharePage({ share, listing, sharer: await deps.shares.sharerName(share), nowMicros: deps.clockMicros(), baseUrl: deps.baseUrl(), items: collection.items }, request.method) };
   }
-  if (download !== undefined && download !== "zip") throw new AppError("invalid_argument", "download: zip for the whole folder (or file={id} with 0 or 1 for one file)");
-  return zipReply(deps, request, share, folder, `${folder.name}.zip`);
+  if (download !== undefined && download !== "zip") throw new AppError("invalid_argument", `download: zip for ${collection.all} (or file={id} with 0 or 1 for one file)`);
+  return zipReply(deps, request, share, collection.zip, collection.zipName);
 }
 
 /** The ZIP of a shared folder or of a share of several items, named `name`: counted when a GET starts it, logged when it ends. */
@@ -130,35 +166,27 @@ async function zipReply(deps: ShareContentDeps, request: ContentRequest, share: 
 export const ITEMS_ZIP_NAME = "shared-files.zip";
 
 /**
- * A share of several items' URL (CONTRACT §15), as a folder's: `?file={id}` one of its files or
- * a file in or below one of its folders; `?folder={id}` (a browser's page) one of its folders or
- * one below them; `?download=zip` (and any request that is not a page navigation) everything
- * as one ZIP, {@link ITEMS_ZIP_NAME}, counted once when a GET starts it; the page lists the
- * items and counts nothing.
- * @throws AppError not_found (no such file or folder in the share), invalid_argument (`download`
- *   other than `zip`, `0`, `1`), gone (the limit was reached meanwhile)
+ * A share of several items' URL (CONTRACT §15), as a folder's ({@link collectionReply}): its
+ * files, or a file in or below one of its folders; its page lists the items, and `?folder={id}`
+ * one of its folders or one below them; its ZIP, {@link ITEMS_ZIP_NAME}, is everything.
  */
-async function itemsShareReply(deps: ShareContentDeps, request: ContentRequest, share: ShareRow, items: OpenItems): Promise<ShareAnswer> {
-  const query = parseQuery(request.search, ["download", "file", "folder", "after"]);
-  const fileId = query.get("file");
-  if (fileId !== undefined) {
-    const file = await deps.folders.fileAmong(items, fileId);
-    if (file === undefined) throw new AppError("not_found", "no such file in this share");
-    return fileShareReply(deps, request, share, file);
-  }
-  const download = query.get("download");
-  if (download === undefined && (wantsHtml(request) || isLinkPreviewer(request.headers.get("user-agent")))) {
-    const at = query.get("folder");
-    const view = { share, sharer: await deps.shares.sharerName(share), nowMicros: deps.clockMicros(), baseUrl: deps.baseUrl() };
-    const root = itemsRoot(share, items);
-    if (at === undefined) return { reply: folderSharePage({ ...view, listing: { trail: [root], folders: items.folders, files: items.files, next: undefined }, items: true }, request.method) };
-    const holder = await deps.folders.rootHolding(items.folders, at);
-    if (holder === undefined) throw new AppError("not_found", "no such folder in this share");
-    const listing = await deps.folders.shareListing(holder, at, query.get("after"));
-    return { reply: folderSharePage({ ...view, listing: { ...listing, trail: [root, ...listing.trail] }, items: true }, request.method) };
-  }
-  if (download !== undefined && download !== "zip") throw new AppError("invalid_argument", "download: zip for everything shared (or file={id} with 0 or 1 for one file)");
-  return zipReply(deps, request, share, items, ITEMS_ZIP_NAME);
+function itemsShareReply(deps: ShareContentDeps, request: ContentRequest, share: ShareRow, items: OpenItems): Promise<ShareAnswer> {
+  const root = itemsRoot(share, items);
+  return collectionReply(deps, request, share, {
+    file: (id) => deps.folders.fileAmong(items, id),
+    async listing(at, after) {
+      if (at === undefined) return { trail: [root], folders: items.folders, files: items.files, next: undefined };
+      const holder = await deps.folders.rootHolding(items.folders, at);
+      if (holder === undefined) throw new AppError("not_found", "no such folder in this share");
+      const listing = await deps.folders.shareListing(holder, at, after);
+      return { ...listing, trail: [root, ...listing.trail] };
+    },
+    items: true,
+    zip: items,
+    zipName: ITEMS_ZIP_NAME,
+    called: "this share",
+    all: "everything shared",
+  });
 }
 
 /**

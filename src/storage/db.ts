@@ -39,11 +39,17 @@ export function openSqliteFile(file: string, synchronous: "FULL" | "NORMAL"): Da
 }
 
 /**
+ * `PRAGMA synchronous` of cubby.db's connections: every commit survives a power cut. The webhook
+ * deliverer's own commits lower it for themselves and put this back (sqlite-webhooks.ts).
+ */
+export const METADATA_SYNCHRONOUS = "FULL";
+
+/**
  * Opens (creating if needed, mode 0600) the database in `dataDir` and sets the pragmas every
  * connection needs. Does not migrate: see {@link migrate}.
  */
 export function openDb(dataDir: string): Db {
-  const client = openSqliteFile(path.join(dataDir, "cubby.db"), "FULL");
+  const client = openSqliteFile(path.join(dataDir, "cubby.db"), METADATA_SYNCHRONOUS);
   client.exec("PRAGMA foreign_keys = ON");
   return drizzle({ client, schema }) as Db;
 }

@@ -172,14 +172,14 @@ export class SqliteMetadataStore implements MetadataStore {
 
   /**
    * Checkpoints the WAL on a thread of its own from now on (storage/wal-checkpointer.ts) and
-   * turns the automatic checkpoint off on this store's connections: a COMMIT no longer copies
+   * turns the automatic checkpoint off on this store's write connection: a COMMIT no longer copies
    * the WAL into the database and fsyncs it on the event loop.
    */
   async housekeepInBackground(): Promise<void> {
     if (this.checkpointer !== undefined) return;
     this.checkpointer = await WalCheckpointer.start(this.walPath.replace(/-wal$/, ""));
+    // Only a committing connection checkpoints: the reader never commits.
     this.writer.$client.exec("PRAGMA wal_autocheckpoint = 0");
-    this.reader.$client.exec("PRAGMA wal_autocheckpoint = 0");
   }
 
   onEnqueued(listener: () => void): void {

@@ -8,7 +8,7 @@ import { and, asc, desc, eq, lt, lte, or, sql, type SQL } from "drizzle-orm";
 import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
 import type { SQLQueryBindings } from "bun:sqlite";
 import { yieldToLoop } from "../slices.ts";
-import { BUSY_TIMEOUT_MS, type Db, type WriteRunner } from "./db.ts";
+import { BUSY_TIMEOUT_MS, METADATA_SYNCHRONOUS, type Db, type WriteRunner } from "./db.ts";
 import type { AttemptOutcome, ClaimedDelivery, NewDelivery, SettledAttempt, WebhookAttemptPageRow, WebhookRow, WebhookTable } from "./ports.ts";
 import { webhookAttempts, webhookDeliveries, webhooks } from "./schema.ts";
 import { allotRoundRobin, claimOfWebhook, inFlightOf, LaneWindow, lanesQuery, settledColumns, toClaimed, type ClaimedRow, type LaneRow } from "./webhook-claims.ts";
@@ -168,7 +168,7 @@ export class SqliteWebhooks implements WebhookTable {
           if (!patient && (err as { code?: string }).code === "SQLITE_BUSY") return { done: false as const };
           throw err;
         } finally {
-          writer.$client.exec("PRAGMA synchronous = FULL");
+          writer.$client.exec(`PRAGMA synchronous = ${METADATA_SYNCHRONOUS}`);
           if (!patient) writer.$client.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
         }
       });
