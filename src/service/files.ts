@@ -220,7 +220,8 @@ export class FileService {
    */
   async *copyOf(file: FileRecord): AsyncIterable<Uint8Array> {
     for await (const chunk of this.contentOf(file).read({ start: 0, length: file.size }, { chunkBytes: 256 * 1024, buffers: 2 })) {
-      const copy = chunk.bytes.slice();
+      // A copy: `bytes` may be a Buffer, whose slice() is a view of the pooled buffer.
+      const copy = new Uint8Array(chunk.bytes);
       chunk.release();
       yield copy;
     }
