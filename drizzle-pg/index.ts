@@ -21,6 +21,7 @@ import m17 from "./0017_share_downloads.sql" with { type: "text" };
 import m18 from "./0018_concat_group.sql" with { type: "text" };
 import m19 from "./0019_s3_endpoint.sql" with { type: "text" };
 import m20 from "./0020_share_items.sql" with { type: "text" };
+import m21 from "./0021_file_thumbnails.sql" with { type: "text" };
 
 /** The migrations in order: tag, journal timestamp (ms), and SQL text. */
 export const migrations: { tag: string; when: number; breakpoints: boolean; sql: string }[] = [
@@ -45,4 +46,5 @@ export const migrations: { tag: string; when: number; breakpoints: boolean; sql:
   { tag: "0018_concat_group", when: 1795880604640, breakpoints: true, sql: m18 },
   { tag: "0019_s3_endpoint", when: 1795890405074, breakpoints: true, sql: m19 },
   { tag: "0020_share_items", when: 1795901769139, breakpoints: true, sql: m20 },
+  { tag: "0021_file_thumbnails", when: 1795912934541, breakpoints: true, sql: m21 },
 ];

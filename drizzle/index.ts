@@ -22,6 +22,7 @@ import m18 from "./0018_concat_group.sql" with { type: "text" };
 import m19 from "./0019_sqlite_name_lookup.sql" with { type: "text" };
 import m20 from "./0020_s3_endpoint.sql" with { type: "text" };
 import m21 from "./0021_share_items.sql" with { type: "text" };
+import m22 from "./0022_file_thumbnails.sql" with { type: "text" };
 
 /** The migrations in order: tag, journal timestamp (ms), and SQL text. */
 export const migrations: { tag: string; when: number; breakpoints: boolean; sql: string }[] = [
@@ -47,4 +48,5 @@ export const migrations: { tag: string; when: number; breakpoints: boolean; sql:
   { tag: "0019_sqlite_name_lookup", when: 1795881686789, breakpoints: true, sql: m19 },
   { tag: "0020_s3_endpoint", when: 1795890404390, breakpoints: true, sql: m20 },
   { tag: "0021_share_items", when: 1795901767114, breakpoints: true, sql: m21 },
+  { tag: "0022_file_thumbnails", when: 1795912932925, breakpoints: true, sql: m22 },
 ];

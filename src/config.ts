@@ -113,11 +113,22 @@ export interface Config {
   /** SHARE_LOG_FULL_ADDRESS=true: share access logs keep whole client addresses (default: /24 or /48, CONTRACT §15). */
   shareLogFullAddress: boolean;
   /**
+   * THUMBNAIL_MAX_PIXELS: the largest image (width × height) this server makes a thumbnail of,
+   * CONTRACT §15; 0: it makes none (thumbnails a browser sends are still kept).
+   */
+  thumbnailMaxPixels: number;
+  /**
    * Tests only: the first retry delay of a webhook delivery, ms (CUBBY_TEST_WEBHOOK_RETRY_MS);
    * undefined: RETRY_BASE_MS (service/webhook-deliverer.ts, 5 s).
    */
   testWebhookRetryMs?: number | undefined;
 }
+
+/**
+ * THUMBNAIL_MAX_PIXELS' default: 50 megapixels, a full-frame camera's photo and more (a 24 MP
+ * JPEG's thumbnail peaks at the memory docs/benchmarks.md gives, in a child process).
+ */
+const DEFAULT_THUMBNAIL_MAX_PIXELS = 50_000_000;
 
 /** The most serving processes WORKERS may ask for. */
 const MAX_WORKERS = 64;
@@ -266,6 +277,11 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
   const fullAddressRaw = (get("SHARE_LOG_FULL_ADDRESS") ?? "false").trim();
   if (fullAddressRaw !== "true" && fullAddressRaw !== "false") throw new ConfigError(`SHARE_LOG_FULL_ADDRESS must be true or false (got "${fullAddressRaw}")`);
 
+  const thumbnailPixelsRaw = (get("THUMBNAIL_MAX_PIXELS") ?? String(DEFAULT_THUMBNAIL_MAX_PIXELS)).trim();
+  if (!/^\d{1,10}$/.test(thumbnailPixelsRaw)) {
+    throw new ConfigError(`THUMBNAIL_MAX_PIXELS must be a whole number of pixels (width × height), 0 for no thumbnails made here (got "${thumbnailPixelsRaw}")`);
+  }
+
   const metricsToken = emptyToUndefined(get("METRICS_TOKEN"));
   if (metricsToken !== undefined && !/^[\x21-\x7e]{16,}$/.test(metricsToken)) {
     throw new ConfigError("METRICS_TOKEN must be at least 16 printable ASCII characters without spaces (e.g. from `openssl rand -hex 32`)");
@@ -311,6 +327,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     webhookAllowedHosts,
     adminEmails,
     shareLogFullAddress: fullAddressRaw === "true",
+    thumbnailMaxPixels: Number(thumbnailPixelsRaw),
     testWebhookRetryMs: testMilliseconds(get, "CUBBY_TEST_WEBHOOK_RETRY_MS", 10),
   };
 }

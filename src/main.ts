@@ -27,6 +27,7 @@ import { importArchive } from "./service/archive-import.ts";
 import { describeCounts } from "./service/archive-format.ts";
 import { USERS_USAGE, usersCommand } from "./users-command.ts";
 import { keyIdOfS3AccessKey } from "./service/keys.ts";
+import { thumbnailCommand } from "./thumbnail/maker.ts";
 
 const USAGE = `usage:
   cubby [serve] [--port N] [--data-dir DIR]
@@ -93,6 +94,8 @@ function requireCubbyData(config: Config): void {
 }
 
 async function main(argv: string[]): Promise<number> {
+  // Internal: what a serving process runs to make a thumbnail (thumbnail/maker.ts); not in USAGE.
+  if (argv[0] === "__thumbnail") return thumbnailCommand(argv.slice(1));
   // Before anything is created: what SQLite and the file system create with default modes
   // (VACUUM INTO's snapshot, directories made along the way) is then owner-only too (issue 11).
   process.umask(PRIVATE_UMASK);

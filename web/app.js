@@ -227,10 +227,53 @@ function expiryBody(choice) {
 
 // --- files ---
 
-/** A lazy-loaded thumbnail for images (the browser scales the original), else nothing. */
-function thumbnail(file) {
-  if (!file.content_type.startsWith("image/")) return "";
-  return el("img", { src: file.url, alt: "", loading: "lazy", decoding: "async", width: 48, height: 48, className: "thumb" });
+/**
+ * A lazy-loaded thumbnail (CONTRACT §15: the server's WebP, made from an image, or the poster a
+ * browser sent with a video or PDF); for other types, and when the file has none (404), nothing.
+ */
+function thumbnail(file, fresh = false) {
+  if (!/^(image|video)\/|^application\/pdf\b/.test(file.content_type)) return "";
+  const img = el("img", { src: `/v1/files/${file.id}/thumbnail${fresh ? `?v=${Date.now()}` : ""}`, alt: "", loading: "lazy", decoding: "async", width: 48, height: 48, className: "thumb" });
+  img.addEventListener("error", () => img.replaceWith(el("span", { className: "thumb thumb-none" })), { once: true });
+  return img;
+}
+
+/** The largest edge of a poster sent for a video (pixels): the server scales it to 320 anyway. */
+const POSTER_EDGE = 640;
+
+/**
+ * A video's poster (CONTRACT §15), made here in the browser from the frame at one second (or a
+ * tenth of a short video) and sent as the file's thumbnail: the server decodes no video. Nothing
+ * happens for other files, or when this browser cannot play the video; a failure only costs the
+ * poster, never the upload. The CSP lets media load from `blob:` for this (static.ts).
+ */
+async function sendPoster(file, id) {
+  if (!file.type.startsWith("video/")) return;
+  const url = URL.createObjectURL(file);
+  try {
+    const video = Object.assign(document.createElement("video"), { muted: true, preload: "auto", src: url });
+    await mediaEvent(video, "loadeddata");
+    video.currentTime = Math.min(1, (video.duration || 0) / 10);
+    await mediaEvent(video, "seeked");
+    const scale = Math.min(1, POSTER_EDGE / Math.max(video.videoWidth, video.videoHeight, 1));
+    const canvas = Object.assign(document.createElement("canvas"), { width: Math.round(video.videoWidth * scale), height: Math.round(video.videoHeight * scale) });
+    canvas.getContext("2d").drawImage(video, 0, 0, canvas.width, canvas.height);
+    const poster = await new Promise((resolve) => canvas.toBlob(resolve, "image/jpeg", 0.85));
+    if (!poster) return;
+    await api(`/v1/files/${id}/thumbnail`, { method: "PUT", headers: { "content-type": "image/jpeg" }, body: poster });
+    // A list drawn meanwhile (another upload's) showed the row without it.
+    document.querySelector(`tr[data-id="${id}"] .thumb`)?.replaceWith(thumbnail({ id, content_type: file.type }, true));
+  } finally {
+    URL.revokeObjectURL(url);
+  }
+}
+
+/** Resolves at a media element's `name` event; rejects when it cannot load (its `error`). */
+function mediaEvent(media, name) {
+  return new Promise((resolve, reject) => {
+    media.addEventListener(name, resolve, { once: true });
+    media.addEventListener("error", () => reject(new Error("this browser cannot read the video")), { once: true });
+  });
 }
 
 /**
@@ -895,7 +938,10 @@ function upload(file) {
       cancelButton.remove();
       const id = payload?.lastResponse?.getHeader("Cubby-File-Id");
       if (!id) return void setTimeout(() => item.remove(), 3000);
-      placeUpload(id, into, status)
+      // The poster goes first, so that the row placeUpload shows has it.
+      sendPoster(file, id)
+        .catch(() => {})
+        .then(() => placeUpload(id, into, status))
         .then((placed) => placed && setTimeout(() => item.remove(), 3000))
         .catch((err) => (status.textContent = `uploaded; the list could not show it: ${messageOf(err)}`));
     },

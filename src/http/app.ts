@@ -108,7 +108,7 @@ export function createApp(deps: AppDeps) {
         clockMicros: () => services.clock.nowMicros(),
       }),
     )
-    .use(filesRoutes({ files: services.files, auth, baseUrl, maxUploadBytes: deps.maxUploadBytes }))
+    .use(filesRoutes({ files: services.files, thumbnails: services.thumbnails, auth, baseUrl, maxUploadBytes: deps.maxUploadBytes }))
     .use(foldersRoutes({ folders: services.folders, auth, baseUrl }))
     .use(sharesRoutes({ files: services.files, shares: services.shares, auth, baseUrl }))
     .use(tusRoutes({ uploads: services.uploads, links: services.uploadLinks, auth, baseUrl, maxUploadBytes: deps.maxUploadBytes }))

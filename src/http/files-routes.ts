@@ -22,15 +22,19 @@ import {
 } from "../domain/params.ts";
 import type { Authenticator } from "../auth/principal.ts";
 import type { FileService } from "../service/files.ts";
+import { MAX_SENT_THUMBNAIL_BYTES, type ThumbnailService } from "../service/thumbnails.ts";
+import { thumbnailReply } from "../serving/thumbnail-reply.ts";
 import { AUTH, checksums, detail, errors, ok, rawContent, type Operation, type Responses } from "./describe.ts";
 import { bodyString, closedBody, expiryFields, fileIdParams, fileListQuery, jsonBody, keepTtl, queryParam, queryParsed, strictQuery, TTL } from "./inputs.ts";
 import { NEWEST_FIRST, parseFileToken } from "../domain/file-order.ts";
 import { PATTERNS } from "./openapi-schemas.ts";
 import { authRequest, requestContext } from "./request-context.ts";
 import { json } from "./respond.ts";
+import { readBoundedBytes } from "./json-body.ts";
 
 export interface FilesRoutesDeps {
   files: FileService;
+  thumbnails: ThumbnailService;
   auth: Authenticator;
   /** Public origin for file URLs (HOSTNAME). */
   baseUrl: () => string;
@@ -198,6 +202,46 @@ export function filesRoutes(deps: FilesRoutesDeps) {
         return json({});
       },
       { params: fileIdParams, parse: "none", detail: fileOp("deleteFile", "Delete a file (owner only)", ok("Empty")) },
+    )
+    .get(
+      "/:id/thumbnail",
+      async ({ request, principal, params }) => {
+        const reply = await thumbnailReply(deps.thumbnails, await files.get(principal, params.id), request.method, "private, max-age=60");
+        return new Response(reply.body, { status: reply.status, headers: reply.headers });
+      },
+      {
+        params: fileIdParams,
+        parse: "none",
+        detail: fileOp("getFileThumbnail", "A file's thumbnail: a WebP of at most 320 pixels on its longer edge (404: it has none)", {
+          "200": { description: "The thumbnail", content: { "image/webp": { schema: { type: "string", format: "binary" } } } },
+          ...errors(503),
+        }),
+      },
+    )
+    .put(
+      "/:id/thumbnail",
+      async ({ request, principal, params }) => {
+        const file = await files.owned(principal, params.id);
+        const image = await readBoundedBytes(request, MAX_SENT_THUMBNAIL_BYTES, () => new AppError("payload_too_large", `a thumbnail may be at most ${MAX_SENT_THUMBNAIL_BYTES} bytes`));
+        await deps.thumbnails.put(file, image, request.headers.get("content-type") ?? "");
+        return json({});
+      },
+      {
+        params: fileIdParams,
+        parse: "none",
+        detail: fileOp("setFileThumbnail", "Send a file's thumbnail (a video's poster, a PDF's first page): JPEG, PNG or WebP of at most 1 MiB, made again here", { ...ok("Empty"), ...errors(403, 413, 415, 503) }, {
+          requestBody: { required: true, content: Object.fromEntries(["image/jpeg", "image/png", "image/webp"].map((t) => [t, { schema: { type: "string", format: "binary" } }])) },
+        }),
+      },
+    )
+    .delete(
+      "/:id/thumbnail",
+      async ({ principal, params }) => {
+        const file = await files.owned(principal, params.id);
+        if (!(await deps.thumbnails.delete(file))) throw new AppError("not_found", "this file has no thumbnail stored");
+        return json({});
+      },
+      { params: fileIdParams, parse: "none", detail: fileOp("deleteFileThumbnail", "Remove a file's thumbnail (an image's is made again when next asked for)", { ...ok("Empty"), ...errors(403) }) },
     );
 }
 

@@ -58,19 +58,28 @@ export function optionalString(body: Record<string, unknown>, key: string): stri
  * @throws AppError invalid_argument for a longer body or bytes that are not UTF-8
  */
 export async function readBounded(request: Request, limit: number): Promise<string> {
-  if (request.body === null) return "";
+  const bytes = await readBoundedBytes(request, limit, () => tooLarge(limit));
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    throw new AppError("invalid_argument", "body: not UTF-8 (RFC 8259 §8.1)");
+  }
+}
+
+/**
+ * The request body's bytes, read no further than `limit` bytes (empty when it has none).
+ * @throws what `tooLarge` gives, once the body is longer
+ */
+export async function readBoundedBytes(request: Request, limit: number, tooLarge: () => AppError): Promise<Uint8Array> {
+  if (request.body === null) return new Uint8Array(0);
   const chunks: Uint8Array[] = [];
   let size = 0;
   for await (const chunk of request.body) {
     size += chunk.byteLength;
-    if (size > limit) throw tooLarge(limit);
+    if (size > limit) throw tooLarge();
     chunks.push(chunk);
   }
-  try {
-    return UTF8.decode(Buffer.concat(chunks));
-  } catch {
-    throw new AppError("invalid_argument", "body: not UTF-8 (RFC 8259 §8.1)");
-  }
+  return Buffer.concat(chunks);
 }
 
 const tooLarge = (limit: number) => new AppError("invalid_argument", `body: at most ${limit} bytes`);

@@ -69,7 +69,7 @@ export async function startServing(
     routes,
     rpcPaths: rpcPaths(routes),
     unary,
-    content: { files: services.files, folders: services.folders, shares: services.shares, auth, baseUrl: () => baseUrl, clockMicros: () => services.clock.nowMicros() },
+    content: { files: services.files, folders: services.folders, shares: services.shares, thumbnails: services.thumbnails, auth, baseUrl: () => baseUrl, clockMicros: () => services.clock.nowMicros() },
     dav: { files: services.files, folders: services.folders, store: services.store, quotas: services.quotas, clock: services.clock, auth, baseUrl: () => baseUrl },
     s3: { files: services.files, folders: services.folders, uploads: services.uploads, store: services.store, blobs: services.blobs, maxUploadBytes: config.maxUploadBytes, clock: services.clock, auth, baseUrl: () => baseUrl },
     answerAtOnce: config.testAtOnce !== false,

@@ -21,6 +21,7 @@
  * supervisor is gone (its IPC channel closes, as after `kill -9` of the supervisor) stops the
  * same way.
  */
+import { selfCommand } from "../self-command.ts";
 import type { Subprocess } from "bun";
 import net from "node:net";
 import type { MetricObjectWithValues, MetricValue } from "prom-client";
@@ -141,7 +142,7 @@ export class WorkerPool {
 
   /** Starts worker `id` on `port`. @returns the port it bound, once it listens */
   private spawn(id: number, port: number, quickDeaths = 0): Promise<number> {
-    const proc = Bun.spawn(workerCommand(), {
+    const proc = Bun.spawn(selfCommand(["serve"]), {
       // The supervisor's environment (as loadConfig read it) with the port and data directory
       // fixed (their _FILE variants emptied, which counts as unset): flags are not passed on.
       env: { ...process.env, PORT: String(port), PORT_FILE: "", DATA_DIR: this.opts.dataDir, DATA_DIR_FILE: "", CUBBY_WORKER: String(id) },
@@ -257,15 +258,6 @@ async function refuseSharedPort(port: number): Promise<void> {
     probe.listen(port, () => resolve());
   });
   await new Promise<void>((resolve) => probe.close(() => resolve()));
-}
-
-/**
- * The command that runs this program's `serve` again: the executable alone when compiled
- * (`bun build --compile`, whose script lives under `/$bunfs/`), else the runtime and the script.
- */
-function workerCommand(): string[] {
-  const script = process.argv[1];
-  return script === undefined || script.startsWith("/$bunfs/") ? [process.execPath, "serve"] : [process.execPath, script, "serve"];
 }
 
 /**

@@ -3,6 +3,8 @@
  * Metadata is SQLite in DATA_DIR unless DATABASE_URL names PostgreSQL; blobs are files in
  * DATA_DIR unless S3_BUCKET names a bucket (CONTRACT §7; the two ports are in storage/ports.ts).
  */
+import { THUMBNAIL_EDGE, THUMBNAIL_TIMEOUT_MS, ThumbnailService } from "./thumbnails.ts";
+import { ThumbnailMaker } from "../thumbnail/maker.ts";
 import fs from "node:fs";
 import path from "node:path";
 import { systemClock, type Clock } from "../domain/time.ts";
@@ -47,6 +49,7 @@ export interface Services extends AsyncDisposable {
   uploadLinks: UploadLinkService;
   quotas: Quotas;
   webhooks: WebhookService;
+  thumbnails: ThumbnailService;
 }
 
 export interface OpenOptions {
@@ -70,6 +73,8 @@ export interface OpenOptions {
   webhookAllowedHosts?: readonly string[] | undefined;
   /** SHARE_LOG_FULL_ADDRESS: share access logs keep whole client addresses, not /24 or /48 (CONTRACT §15). */
   shareLogFullAddress?: boolean | undefined;
+  /** THUMBNAIL_MAX_PIXELS: the largest image this server makes a thumbnail of; 0: none (CONTRACT §15). Absent: 50 megapixels. */
+  thumbnailMaxPixels?: number | undefined;
   /** ADMIN_EMAILS: administrators besides those promoted (CONTRACT §15). */
   adminEmails?: readonly string[] | undefined;
   /** HOSTNAME: the origin of file URLs in webhook events (else set once the server listens). */
@@ -119,6 +124,7 @@ export async function openServices(opts: OpenOptions): Promise<Services> {
     blobs,
     clock,
     files,
+    thumbnails: new ThumbnailService({ store, files, clock, maker: new ThumbnailMaker({ maxEdge: THUMBNAIL_EDGE, timeoutMs: THUMBNAIL_TIMEOUT_MS }), maxPixels: opts.thumbnailMaxPixels ?? 50_000_000 }),
     shares: new ShareService({ store, files, folders, clock, webhooks, logFullAddresses: opts.shareLogFullAddress }),
     folders,
     webhooks,

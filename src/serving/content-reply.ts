@@ -70,8 +70,8 @@ export interface ContentReply {
   headers: Readonly<Record<string, string>>;
   /** The bytes to send (absent for HEAD-like answers: redirects, 304, 416, empty content). */
   range?: ByteRange;
-  /** A small body of the reply's own instead of content (a share's password form). */
-  body?: string;
+  /** A small body of the reply's own instead of content (a share's password form, a thumbnail). */
+  body?: string | Uint8Array;
 }
 
 /** What the content URL asked for: a redirect (sign-in), or a file with its content handle. */

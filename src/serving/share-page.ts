@@ -22,9 +22,12 @@
  * CSP allows cubby's own stylesheet, that script and its requests to cubby, and media from the
  * share itself; a share without a limit has nothing to update and no script.
  *
+ * Thumbnails (CONTRACT §15) count nothing: the page shows the file's (`?thumbnail=1`) unless
+ * its open preview shows the image itself.
+ *
  * Link previews (CONTRACT §15): the page carries Open Graph tags (title, size, type), with
- * `og:image` only for an image shared without password or download limit (fetching it is a
- * download like any other, which then costs nothing). Chat and mail preview fetchers, which
+ * `og:image` only for a file shared without password or download limit: its thumbnail, or an
+ * image without one itself (fetching it is a download like any other, which then costs nothing). Chat and mail preview fetchers, which
  * often do not ask for HTML, are known by their User-Agent ({@link isLinkPreviewer}) and get the
  * page too, so pasting a link into a chat never uses a download.
  */
@@ -46,6 +49,8 @@ export interface SharePageView {
   nowMicros: number;
   /** The public origin (HOSTNAME), for the Open Graph URLs, which must be absolute. */
   baseUrl: string;
+  /** The file has a thumbnail (`?thumbnail=1`, service/thumbnails.ts), which the page shows and a link preview may. */
+  thumbnail: boolean;
 }
 
 /**
@@ -117,13 +122,15 @@ export function sharePage(view: SharePageView, method: string): ContentReply {
     title: name,
     description: `${formatSize(file.size)} · ${essenceOf(file.contentType)}`,
     url: `${view.baseUrl}${self}`,
-    image: free && PREVIEW_IMAGES.has(essenceOf(file.contentType)) ? `${view.baseUrl}${self}?download=0` : undefined,
+    image: !free ? undefined : view.thumbnail ? `${view.baseUrl}${self}?thumbnail=1` : PREVIEW_IMAGES.has(essenceOf(file.contentType)) ? `${view.baseUrl}${self}?download=0` : undefined,
   });
   const limited = share.maxDownloads !== null;
+  // The thumbnail counts nothing: shown unless the open preview shows the image itself.
+  const picture = view.thumbnail && (limited || !essenceOf(file.contentType).startsWith("image/")) ? `<img class="share-thumb" src="${self}?thumbnail=1" alt="" width="160" height="160">` : "";
   const body = `${pageHead(name, limited ? og + DOWNLOADS_LEFT_SCRIPT : og)}
 <body><main class="narrow share-page">
 <p class="muted">A file shared with you</p>
-<h1 class="file-name">${escapeHtml(name)}</h1>
+${picture}<h1 class="file-name">${escapeHtml(name)}</h1>
 <dl class="facts">${facts}</dl>
 <p><a class="button primary download" href="${self}?download=1" download>Download <span class="muted-on-accent">(${escapeHtml(formatSize(file.size))})</span></a></p>
 ${previewOf(file, self, share.maxDownloads !== null)}
@@ -146,6 +153,8 @@ export interface FolderSharePageView {
    * listing is the items themselves; "Download all" is everything shared.
    */
   items?: boolean;
+  /** The files of the listing that have a thumbnail (`?file={id}&thumbnail=1`, counted never). */
+  thumbnails: ReadonlySet<string>;
 }
 
 /**
@@ -162,7 +171,8 @@ export function itemsRoot(share: ShareRow, items: { files: readonly unknown[]; f
  * The page of a shared folder for a browser (CONTRACT §12, §14): the folder's name, who shared
  * it, expiry, downloads left, "Download all" (`?download=zip`, the whole shared folder), the
  * trail from the shared folder down to the one shown (`?folder={id}`), then a page of its
- * sub-folders (links into them) and files, each file with its size, a Download link
+ * sub-folders (links into them) and files, each file with its thumbnail when it has one
+ * (`?file={id}&thumbnail=1`, which counts nothing), its size, a Download link
  * (`?file={id}&download=1`) and, for images, audio, video, PDF and text, a Preview
  * (`?file={id}&download=0`) inside a closed `<details>`, so the page itself fetches nothing and
  * counts nothing: each download, of one file or of the ZIP, counts once (service/shares.ts).
@@ -195,7 +205,8 @@ export function folderSharePage(view: FolderSharePageView, method: string): Cont
     const name = file.name === "" ? file.id : file.name;
     const link = `${self}?file=${file.id}`;
     const preview = hasPreview(file) ? `<details class="preview"><summary>Preview</summary>${previewElement(file, `${link}&amp;download=0`, true)}</details>` : "";
-    return `<li class="shared-file"><div class="shared-file-head"><span class="shared-file-name">${escapeHtml(name)}</span> <span class="muted">${escapeHtml(formatSize(file.size))}</span> <a class="button" href="${link}&amp;download=1" download aria-label="Download ${escapeHtml(name)}">Download</a></div>${preview}</li>`;
+    const thumb = view.thumbnails.has(file.id) ? `<img class="thumb" src="${link}&amp;thumbnail=1" alt="" width="48" height="48" loading="lazy">` : "";
+    return `<li class="shared-file"><div class="shared-file-head">${thumb}<span class="shared-file-name">${escapeHtml(name)}</span> <span class="muted">${escapeHtml(formatSize(file.size))}</span> <a class="button" href="${link}&amp;download=1" download aria-label="Download ${escapeHtml(name)}">Download</a></div>${preview}</li>`;
   });
   const empty = folderRows.length === 0 && fileRows.length === 0 ? '<p class="muted">This folder is empty.</p>' : "";
   const more = listing.next === undefined ? "" : `<p><a class="button" rel="next" href="${here}${here === self ? "?" : "&amp;"}after=${encodeURIComponent(listing.next)}">More</a></p>`;

@@ -6,7 +6,8 @@
  * password wants it as the password of HTTP Basic authentication (RFC 7617; the user name is
  * ignored), or, from a browser, through the small form this answers with, whose POST leaves an
  * unlock cookie for this share's path only. `?status=1` answers the share's downloads left as
- * JSON ({@link statusReply}), for the share page's script.
+ * JSON ({@link statusReply}), for the share page's script; `?thumbnail=1` (a collection's
+ * `?file={id}&thumbnail=1`) the file's thumbnail, which counts nothing (CONTRACT §15).
  */
 import { parse as parseCookies } from "cookie";
 import { contentDisposition } from "../domain/content-disposition.ts";
@@ -18,6 +19,8 @@ import type { Authenticator } from "../auth/principal.ts";
 import type { ShareRow } from "../domain/share.ts";
 import type { FileContent, FileService } from "../service/files.ts";
 import type { OpenItems, ShareService } from "../service/shares.ts";
+import type { ThumbnailService } from "../service/thumbnails.ts";
+import { thumbnailReply } from "./thumbnail-reply.ts";
 import { contentReply, wantsHtml, type ContentReply, type ContentRequest, type Sent } from "./content-reply.ts";
 import { sharePasswordPage } from "./pages.ts";
 import { folderSharePage, isLinkPreviewer, itemsRoot, sharePage } from "./share-page.ts";
@@ -26,6 +29,7 @@ import { formatExpiry } from "../domain/expiry.ts";
 
 export interface ShareContentDeps {
   files: FileService;
+  thumbnails: ThumbnailService;
   folders: FolderService;
   shares: ShareService;
   auth: Authenticator;
@@ -71,9 +75,13 @@ export async function shareReply(deps: ShareContentDeps, request: ContentRequest
   const share = opened.share;
   if (share.passwordHash !== null && !(await unlocked(deps, request, share))) return { reply: passwordWanted(request) };
   if (request.search === "?status=1") return { reply: statusReply(share, request.method) };
+  if (request.search === "?thumbnail=1" && opened.file !== undefined) return { reply: await shareThumbnail(deps, opened.file, request.method) };
   if (opened.items !== undefined) return itemsShareReply(deps, request, share, opened.items);
   if (opened.folder !== undefined) return folderShareReply(deps, request, share, opened.folder);
-  if (isPageRequest(request)) return { reply: sharePage({ share, file: opened.file, sharer: await deps.shares.sharerName(share), nowMicros: deps.clockMicros(), baseUrl: deps.baseUrl() }, request.method) };
+  if (isPageRequest(request)) {
+    const thumbnail = (await deps.thumbnails.available([opened.file])).has(opened.file.id);
+    return { reply: sharePage({ share, file: opened.file, sharer: await deps.shares.sharerName(share), nowMicros: deps.clockMicros(), baseUrl: deps.baseUrl(), thumbnail }, request.method) };
+  }
   return fileShareReply(deps, request, share, opened.file);
 }
 
@@ -132,17 +140,23 @@ interface Collection {
  *   than `zip`, `0`, `1`), gone (the limit was reached meanwhile)
  */
 async function collectionReply(deps: ShareContentDeps, request: ContentRequest, share: ShareRow, collection: Collection): Promise<ShareAnswer> {
-  const query = parseQuery(request.search, ["download", "file", "folder", "after"]);
+  const query = parseQuery(request.search, ["download", "file", "folder", "after", "thumbnail"]);
   const fileId = query.get("file");
   if (fileId !== undefined) {
     const file = await collection.file(fileId);
     if (file === undefined) throw new AppError("not_found", `no such file in ${collection.called}`);
+    if (query.has("thumbnail")) {
+      if (query.get("thumbnail") !== "1" || query.has("download")) throw new AppError("invalid_argument", "thumbnail: 1, with file={id} and nothing else");
+      return { reply: await shareThumbnail(deps, file, request.method) };
+    }
     return fileShareReply(deps, request, share, file);
   }
+  if (query.has("thumbnail")) throw new AppError("invalid_argument", `thumbnail=1 is asked with file={id}: a file of ${collection.called}`);
   const download = query.get("download");
   if (download === undefined && (wantsHtml(request) || isLinkPreviewer(request.headers.get("user-agent")))) {
     const listing = await collection.listing(query.get("folder"), query.get("after"));
-    return { reply: folderSharePage({ share, listing, sharer: await deps.shares.sharerName(share), nowMicros: deps.clockMicros(), baseUrl: deps.baseUrl(), items: collection.items }, request.method) };
+    const thumbnails = await deps.thumbnails.available(listing.files);
+    return { reply: folderSharePage({ share, listing, sharer: await deps.shares.sharerName(share), nowMicros: deps.clockMicros(), baseUrl: deps.baseUrl(), items: collection.items, thumbnails }, request.method) };
   }
   if (download !== undefined && download !== "zip") throw new AppError("invalid_argument", `download: zip for ${collection.all} (or file={id} with 0 or 1 for one file)`);
   return zipReply(deps, request, share, collection.zip, collection.zipName);
@@ -203,6 +217,11 @@ async function fileShareReply(deps: ShareContentDeps, request: ContentRequest, s
   if (!(request.method === "GET" && fromStart)) return { reply, content: deps.files.contentOf(file) };
   await deps.shares.countDownload(share, file);
   return { reply, content: deps.files.contentOf(file), onSent: logged(deps, request, share, file.name || file.id) };
+}
+
+/** A file's thumbnail through its share (CONTRACT §15): counts no download; checked each time, like the share. */
+function shareThumbnail(deps: ShareContentDeps, file: FileRecord, method: string): Promise<ContentReply> {
+  return thumbnailReply(deps.thumbnails, file, method, "no-cache, private");
 }
 
 /** What records a counted download of `item` in the share's access log when its answer ends. */

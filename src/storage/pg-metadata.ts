@@ -15,6 +15,7 @@
  *   apply them once.
  */
 import { PgShares } from "./pg-shares.ts";
+import { PgThumbnails } from "./pg-thumbnails.ts";
 import { PgFolders } from "./pg-folders.ts";
 import { PgDav } from "./pg-dav.ts";
 import { and, asc, desc, eq, gt, isNull, lte, sql, type SQL } from "drizzle-orm";
@@ -40,6 +41,7 @@ import type {
   WebhookTable,
   FolderTable,
   DavTable,
+  ThumbnailTable,
 } from "./ports.ts";
 import { containsPattern, fileOrderTerms, inIdOrder, newestFirstAfter, PAGE_ROWS } from "./paging.ts";
 import { NEWEST_FIRST, type FileCursor, type FileOrder } from "../domain/file-order.ts";
@@ -119,6 +121,7 @@ export class PgMetadataStore implements MetadataStore {
   readonly webhooks: WebhookTable;
   readonly folders: FolderTable;
   readonly dav: DavTable;
+  readonly thumbnails: ThumbnailTable;
   /** Told after commits that added webhook deliveries ({@link onEnqueued}). */
   private readonly enqueueListeners: (() => void)[] = [];
   private current = 0;
@@ -147,6 +150,7 @@ export class PgMetadataStore implements MetadataStore {
     this.webhooks = new PgWebhooks(driver.db, () => this.notifyEnqueued());
     this.folders = new PgFolders(driver.db);
     this.dav = new PgDav(driver.db);
+    this.thumbnails = new PgThumbnails(driver.db);
   }
 
   onEnqueued(listener: () => void): void {
@@ -212,6 +216,7 @@ export class PgMetadataStore implements MetadataStore {
           webhooks: new PgWebhooks(tx, () => void (enqueued = true)),
           folders: new PgFolders(tx),
           dav: new PgDav(tx),
+          thumbnails: new PgThumbnails(tx),
         });
       });
       if (enqueued) this.notifyEnqueued();

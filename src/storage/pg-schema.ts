@@ -478,3 +478,14 @@ export const davProperties = pgTable(
     index("dav_properties_folder_idx").on(t.folderId),
   ],
 );
+
+/** A file's thumbnail: as `file_thumbnails` in schema.ts. */
+export const fileThumbnails = pgTable("file_thumbnails", {
+  fileId: text("file_id")
+    .primaryKey()
+    .references(() => files.id, { onDelete: "cascade" }),
+  ofBlob: text("of_blob").notNull(),
+  source: text("source", { enum: ["server", "browser", "failed"] }).notNull(),
+  image: bytea("image").notNull(),
+  createdAt: micros("created_at").notNull(),
+});

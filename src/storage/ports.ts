@@ -427,6 +427,37 @@ export interface MetadataTables {
   webhooks: WebhookTable;
   folders: FolderTable;
   dav: DavTable;
+  thumbnails: ThumbnailTable;
+}
+
+/**
+ * A file's thumbnail as stored (CONTRACT §15; `file_thumbnails` in schema.ts). Times are Unix
+ * microseconds.
+ */
+export interface ThumbnailRow {
+  fileId: string;
+  /** The file's blob (content) the thumbnail was made from: stale once the file's differs. */
+  ofBlob: string;
+  /** Made here from an image, sent by the uploading browser, or "failed": none can be made. */
+  source: "server" | "browser" | "failed";
+  /** A WebP's bytes; empty when `source` is "failed". */
+  image: Uint8Array;
+  createdAt: number;
+}
+
+/** File thumbnails: one row a file at most, removed with the file by its foreign key. */
+export interface ThumbnailTable {
+  get(fileId: string): Promise<ThumbnailRow | undefined>;
+  /** What is stored for each of `fileIds` that has a row (no image bytes): at most a page's worth of IDs. */
+  states(fileIds: readonly string[]): Promise<Map<string, Pick<ThumbnailRow, "ofBlob" | "source">>>;
+  /**
+   * Stores a file's thumbnail, replacing the one it had, provided the file still exists with
+   * `row.ofBlob` as its content.
+   * @returns false (nothing stored) when the file is gone or its content was replaced
+   */
+  put(row: ThumbnailRow): Promise<boolean>;
+  /** Removes a file's thumbnail. @returns whether there was one */
+  delete(fileId: string): Promise<boolean>;
 }
 
 export type { UploadLinkTable, UploadRow, UploadTable } from "./upload-ports.ts";

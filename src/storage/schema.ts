@@ -482,3 +482,22 @@ export const davProperties = sqliteTable(
     index("dav_properties_folder_idx").on(t.folderId),
   ],
 );
+
+/**
+ * A file's thumbnail (CONTRACT §15): a small WebP kept beside the file, never in the File object.
+ * Made on the server from an image's content, or sent by the uploading browser (a video's poster,
+ * a PDF's first page) and re-encoded here. `of_blob` names the content it was made from: after
+ * the content is replaced the row is stale and is made or sent anew. The foreign key removes it
+ * with the file however the file goes. An image that cannot be made into one keeps a row with
+ * `source` "failed" and no bytes, so that it is not decoded again for every request.
+ */
+export const fileThumbnails = sqliteTable("file_thumbnails", {
+  fileId: text("file_id")
+    .primaryKey()
+    .references(() => files.id, { onDelete: "cascade" }),
+  ofBlob: text("of_blob").notNull(),
+  source: text("source", { enum: ["server", "browser", "failed"] }).notNull(),
+  /** The WebP's bytes; empty when `source` is "failed". */
+  image: blob("image", { mode: "buffer" }).notNull(),
+  createdAt: integer("created_at").notNull(),
+});

@@ -30,11 +30,13 @@ import type {
   WebhookTable,
   FolderTable,
   DavTable,
+  ThumbnailTable,
 } from "./ports.ts";
 import { ChangeWatch } from "./change-watch.ts";
 import { WalCheckpointer } from "./wal-checkpointer.ts";
 import { openDb, type Db, type WriteRunner } from "./db.ts";
 import { SqliteShares } from "./sqlite-shares.ts";
+import { SqliteThumbnails } from "./sqlite-thumbnails.ts";
 import { SqliteFolders } from "./sqlite-folders.ts";
 import { SqliteDav } from "./sqlite-dav.ts";
 import { migrate } from "./migrate.ts";
@@ -78,6 +80,7 @@ export class SqliteMetadataStore implements MetadataStore {
   readonly webhooks: WebhookTable;
   readonly folders: FolderTable;
   readonly dav: DavTable;
+  readonly thumbnails: ThumbnailTable;
   /** Told after commits that added webhook deliveries ({@link onEnqueued}). */
   private readonly enqueueListeners: (() => void)[] = [];
   /** Whether the open transaction added webhook deliveries. */
@@ -113,6 +116,7 @@ export class SqliteMetadataStore implements MetadataStore {
     this.webhooks = new SqliteWebhooks(reader, queued, () => this.notifyEnqueued());
     this.folders = new SqliteFolders(reader, queued);
     this.dav = new SqliteDav(reader, queued);
+    this.thumbnails = new SqliteThumbnails(reader, queued);
     this.inTransaction = {
       files: new SqliteFiles(writer, now),
       keys: new SqliteKeys(writer, now),
@@ -124,6 +128,7 @@ export class SqliteMetadataStore implements MetadataStore {
       webhooks: new SqliteWebhooks(writer, now, () => void (this.enqueuedInTransaction = true)),
       folders: new SqliteFolders(writer, now),
       dav: new SqliteDav(writer, now),
+      thumbnails: new SqliteThumbnails(writer, now),
     };
   }
 

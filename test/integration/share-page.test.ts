@@ -91,7 +91,8 @@ test("a chat's link preview (no cookies, a previewer's User-Agent, any Accept) g
         expect(html).toContain('<meta property="og:title" content="beach &#34;day&#34;.png">');
         expect(html).toContain('<meta property="og:description" content="2.9 KiB · image/png">');
         expect(html).toContain(`<meta property="og:url" content="${free.url}">`);
-        expect(html).toContain(`<meta property="og:image" content="${free.url}?download=0">`);
+        // The image's thumbnail (CONTRACT §15), which counts nothing either.
+        expect(html).toContain(`<meta property="og:image" content="${free.url}?thumbnail=1">`);
       }
     }
   }

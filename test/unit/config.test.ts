@@ -39,6 +39,7 @@ describe("loadConfig", () => {
       webhookAllowedHosts: [],
       adminEmails: [],
       shareLogFullAddress: false,
+      thumbnailMaxPixels: 50_000_000,
     });
   });
 
@@ -76,6 +77,7 @@ describe("loadConfig", () => {
       WEBHOOK_ALLOWED_HOSTS: "n8n.lan, 10.0.0.0/8,,::1",
       ADMIN_EMAILS: " Root@Example.com,,ops@example.org",
       SHARE_LOG_FULL_ADDRESS: "true",
+      THUMBNAIL_MAX_PIXELS: "0",
     };
     expect(loadConfig(env, {}, "/")).toEqual({
       port: 9000,
@@ -108,6 +110,7 @@ describe("loadConfig", () => {
       webhookAllowedHosts: ["n8n.lan", "10.0.0.0/8", "::1"],
       adminEmails: ["root@example.com", "ops@example.org"],
       shareLogFullAddress: true,
+      thumbnailMaxPixels: 0,
     });
   });
 
@@ -189,6 +192,7 @@ describe("loadConfig", () => {
     ["no header timeout", { HEADER_TIMEOUT_SECONDS: "0" }, "HEADER_TIMEOUT_SECONDS must be a whole number of seconds from 1 to 3600 (got \"0\")"],
     ["a webhook host that is not a name, address or range", { WEBHOOK_ALLOWED_HOSTS: "n8n.lan,n8n_lan" }, 'WEBHOOK_ALLOWED_HOSTS: "n8n_lan" is neither a host name, an IP address nor a CIDR range (expected e.g. n8n.lan,10.0.0.0/8)'],
     ["a share log setting that is not a boolean", { SHARE_LOG_FULL_ADDRESS: "yes" }, 'SHARE_LOG_FULL_ADDRESS must be true or false (got "yes")'],
+    ["a thumbnail size that is not a number of pixels", { THUMBNAIL_MAX_PIXELS: "24MP" }, 'THUMBNAIL_MAX_PIXELS must be a whole number of pixels (width × height), 0 for no thumbnails made here (got "24MP")'],
     ["an admin that is not an e-mail", { ADMIN_EMAILS: "root@example.com,root" }, 'ADMIN_EMAILS: "root" is not an e-mail address (expected e.g. alice@example.com,bob@example.com)'],
     ["a webhook range too wide for its family", { WEBHOOK_ALLOWED_HOSTS: "10.0.0.0/33" }, 'WEBHOOK_ALLOWED_HOSTS: "10.0.0.0/33" is not a CIDR range (expected e.g. 10.0.0.0/8 or fd00::/8)'],
     ["a proxy that is not an address", { TRUSTED_PROXIES: "10.0.0.0/8" }, "TRUSTED_PROXIES: \"10.0.0.0/8\" is not an IP address (expected e.g. 127.0.0.1,10.0.0.2)"],

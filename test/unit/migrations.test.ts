@@ -44,7 +44,7 @@ test("migrate applies everything once and is idempotent", () => {
     .query<{ name: string }, []>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
     .all()
     .map((r) => r.name);
-  expect(tables).toEqual(["__drizzle_migrations", "api_keys", "dav_locks", "dav_properties", "files", "folders", "login_links", "sessions", "share_downloads", "shares", "upload_links", "uploads", "users", "webhook_attempts", "webhook_deliveries", "webhooks"]);
+  expect(tables).toEqual(["__drizzle_migrations", "api_keys", "dav_locks", "dav_properties", "file_thumbnails", "files", "folders", "login_links", "sessions", "share_downloads", "shares", "upload_links", "uploads", "users", "webhook_attempts", "webhook_deliveries", "webhooks"]);
   expect(db.$client.query("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
   db.$client.close();
 });
