@@ -125,10 +125,11 @@ export interface Config {
 }
 
 /**
- * THUMBNAIL_MAX_PIXELS' default: 50 megapixels, a full-frame camera's photo and more (a 24 MP
- * JPEG's thumbnail peaks at the memory docs/benchmarks.md gives, in a child process).
+ * THUMBNAIL_MAX_PIXELS' default: 40 megapixels, most cameras' and every phone's photos. A
+ * thumbnail's child process peaks at about 10–13 MiB a megapixel (docs/benchmarks.md): ~520 MiB
+ * at the limit, which a 1 GiB machine (one serving process, so one child) can still give.
  */
-const DEFAULT_THUMBNAIL_MAX_PIXELS = 50_000_000;
+const DEFAULT_THUMBNAIL_MAX_PIXELS = 40_000_000;
 
 /** The most serving processes WORKERS may ask for. */
 const MAX_WORKERS = 64;

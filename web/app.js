@@ -238,17 +238,31 @@ function thumbnail(file, fresh = false) {
   return img;
 }
 
-/** The largest edge of a poster sent for a video (pixels): the server scales it to 320 anyway. */
+/** The largest edge of a poster sent for a video or PDF (pixels): the server scales it to 320 anyway. */
 const POSTER_EDGE = 640;
 
+/** The largest PDF whose first page the dashboard draws (bytes): pdf.js reads it whole into memory. */
+const MAX_PDF_POSTER_BYTES = 64 * 1024 * 1024;
+
 /**
- * A video's poster (CONTRACT §15), made here in the browser from the frame at one second (or a
- * tenth of a short video) and sent as the file's thumbnail: the server decodes no video. Nothing
- * happens for other files, or when this browser cannot play the video; a failure only costs the
- * poster, never the upload. The CSP lets media load from `blob:` for this (static.ts).
+ * A video's or a PDF's thumbnail (CONTRACT §15), made here in the browser and sent as the file's
+ * thumbnail, so that the server decodes no video and runs no PDF renderer: a video's frame at
+ * one second (or a tenth of a short one), a PDF's first page (pdf.js, loaded only now). Nothing
+ * happens for other files, or when this browser cannot read the file; a failure only costs the
+ * thumbnail, never the upload. The CSP lets media load from `blob:` for this (static.ts).
  */
 async function sendPoster(file, id) {
-  if (!file.type.startsWith("video/")) return;
+  const canvas = file.type.startsWith("video/") ? await videoFrame(file) : file.type === "application/pdf" && file.size <= MAX_PDF_POSTER_BYTES ? await pdfFirstPage(file) : undefined;
+  if (!canvas) return;
+  const poster = await new Promise((resolve) => canvas.toBlob(resolve, "image/jpeg", 0.85));
+  if (!poster) return;
+  await api(`/v1/files/${id}/thumbnail`, { method: "PUT", headers: { "content-type": "image/jpeg" }, body: poster });
+  // A list drawn meanwhile (another upload's) showed the row without it.
+  document.querySelector(`tr[data-id="${id}"] .thumb`)?.replaceWith(thumbnail({ id, content_type: file.type }, true));
+}
+
+/** A video's frame at one second (a tenth of a shorter one), drawn on a canvas. @throws when the browser cannot play it */
+async function videoFrame(file) {
   const url = URL.createObjectURL(file);
   try {
     const video = Object.assign(document.createElement("video"), { muted: true, preload: "auto", src: url });
@@ -258,13 +272,30 @@ async function sendPoster(file, id) {
     const scale = Math.min(1, POSTER_EDGE / Math.max(video.videoWidth, video.videoHeight, 1));
     const canvas = Object.assign(document.createElement("canvas"), { width: Math.round(video.videoWidth * scale), height: Math.round(video.videoHeight * scale) });
     canvas.getContext("2d").drawImage(video, 0, 0, canvas.width, canvas.height);
-    const poster = await new Promise((resolve) => canvas.toBlob(resolve, "image/jpeg", 0.85));
-    if (!poster) return;
-    await api(`/v1/files/${id}/thumbnail`, { method: "PUT", headers: { "content-type": "image/jpeg" }, body: poster });
-    // A list drawn meanwhile (another upload's) showed the row without it.
-    document.querySelector(`tr[data-id="${id}"] .thumb`)?.replaceWith(thumbnail({ id, content_type: file.type }, true));
+    return canvas;
   } finally {
     URL.revokeObjectURL(url);
+  }
+}
+
+/** A PDF's first page on white, drawn by pdf.js (its worker from /assets too; no eval). @throws when pdf.js cannot read it */
+async function pdfFirstPage(file) {
+  const pdfjs = await import("/assets/pdf.min.mjs");
+  pdfjs.GlobalWorkerOptions.workerSrc = "/assets/pdf.worker.min.mjs";
+  const pdf = await pdfjs.getDocument({ data: new Uint8Array(await file.arrayBuffer()), isEvalSupported: false }).promise;
+  try {
+    const page = await pdf.getPage(1);
+    // Drawn at POSTER_EDGE on its longer edge, whatever the page's size in points.
+    const natural = page.getViewport({ scale: 1 });
+    const viewport = page.getViewport({ scale: POSTER_EDGE / Math.max(natural.width, natural.height) });
+    const canvas = Object.assign(document.createElement("canvas"), { width: Math.ceil(viewport.width), height: Math.ceil(viewport.height) });
+    const context = canvas.getContext("2d");
+    context.fillStyle = "#ffffff";
+    context.fillRect(0, 0, canvas.width, canvas.height);
+    await page.render({ canvasContext: context, viewport }).promise;
+    return canvas;
+  } finally {
+    await pdf.destroy();
   }
 }
 
@@ -940,7 +971,7 @@ function upload(file) {
       if (!id) return void setTimeout(() => item.remove(), 3000);
       // The poster goes first, so that the row placeUpload shows has it.
       sendPoster(file, id)
-        .catch(() => {})
+        .catch((err) => console.info(`${file.name}: no thumbnail sent (${messageOf(err)})`))
         .then(() => placeUpload(id, into, status))
         .then((placed) => placed && setTimeout(() => item.remove(), 3000))
         .catch((err) => (status.textContent = `uploaded; the list could not show it: ${messageOf(err)}`));

@@ -17,7 +17,7 @@ import { foldersRoutes } from "./folders-routes.ts";
 import { negotiatedError } from "../serving/pages.ts";
 import { errorResponse, json } from "./respond.ts";
 import { contextOf, requestContext } from "./request-context.ts";
-import { serveStatic } from "./static.ts";
+import { serveStatic, staticAssets, vendoredAssets } from "./static.ts";
 import { guestRoutes } from "./guest-routes.ts";
 import { validationMessage } from "./inputs.ts";
 import { ANYONE, detail, errors, json as jsonContent, ok, SERVER } from "./describe.ts";
@@ -42,6 +42,16 @@ export interface AppDeps {
 }
 
 const raw = { parse: "none" } as const;
+
+/**
+ * GET of every embedded file (static.ts: the dashboard's and the vendored ones), each a route of
+ * its own, listed once there: a new asset needs no route written here.
+ */
+function assetRoutes() {
+  const routes = new Elysia({ name: "asset-routes" });
+  for (const pathname of Object.keys({ ...staticAssets, ...vendoredAssets })) routes.get(pathname, () => serveStatic(pathname)!, raw);
+  return routes;
+}
 
 /** {@link negotiatedError} as a fetch Response. */
 function negotiatedResponse(error: AppError, request: Request, explanation?: string): Response {
@@ -85,16 +95,7 @@ export function createApp(deps: AppDeps) {
         responses: { "200": { description: "OpenAPI 3.1", content: jsonContent({ type: "object" }) }, ...errors(...SERVER) },
       }),
     })
-    .get("/", () => serveStatic("/")!, raw)
-    .get("/app.js", () => serveStatic("/app.js")!, raw)
-    .get("/app.css", () => serveStatic("/app.css")!, raw)
-    .get("/assets/upload.js", () => serveStatic("/assets/upload.js")!, raw)
-    .get("/assets/progress.js", () => serveStatic("/assets/progress.js")!, raw)
-    .get("/assets/tus-options.js", () => serveStatic("/assets/tus-options.js")!, raw)
-    .get("/assets/share-page.js", () => serveStatic("/assets/share-page.js")!, raw)
-    .get("/assets/icon.svg", () => serveStatic("/assets/icon.svg")!, raw)
-    .get("/assets/tus.min.js", () => serveStatic("/assets/tus.min.js")!, raw)
-    .get("/assets/qrcode.mjs", () => serveStatic("/assets/qrcode.mjs")!, raw)
+    .use(assetRoutes())
     .use(
       authRoutes({
         auth,

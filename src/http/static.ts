@@ -20,6 +20,10 @@ import iconSvg from "../../web/icon.svg" with { type: "file" };
 import tusJs from "../../node_modules/tus-js-client/dist/tus.min.js" with { type: "file" };
 // @ts-ignore: as app.js; qrcode-generator's ES module, for share links' QR codes in the dashboard.
 import qrcodeJs from "../../node_modules/qrcode-generator/dist/qrcode.mjs" with { type: "file" };
+// @ts-ignore: as app.js; pdf.js and its worker, which the dashboard loads to draw an uploaded PDF's first page.
+import pdfJs from "../../node_modules/pdfjs-dist/build/pdf.min.mjs" with { type: "file" };
+// @ts-ignore: as app.js.
+import pdfWorkerJs from "../../node_modules/pdfjs-dist/build/pdf.worker.min.mjs" with { type: "file" };
 
 // bun-types describes every .html import as an HTML bundle; with `type: "file"` it is a path.
 const indexHtml = indexHtmlImport as unknown as string;
@@ -43,6 +47,8 @@ export const ICON_PATH = "/assets/icon.svg";
 export const vendoredAssets: Record<string, { file: string; type: string }> = {
   "/assets/tus.min.js": { file: tusJs as unknown as string, type: "text/javascript; charset=utf-8" },
   "/assets/qrcode.mjs": { file: qrcodeJs as unknown as string, type: "text/javascript; charset=utf-8" },
+  "/assets/pdf.min.mjs": { file: pdfJs as unknown as string, type: "text/javascript; charset=utf-8" },
+  "/assets/pdf.worker.min.mjs": { file: pdfWorkerJs as unknown as string, type: "text/javascript; charset=utf-8" },
 };
 
 /** Security headers for the dashboard's own pages. */

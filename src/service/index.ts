@@ -73,7 +73,7 @@ export interface OpenOptions {
   webhookAllowedHosts?: readonly string[] | undefined;
   /** SHARE_LOG_FULL_ADDRESS: share access logs keep whole client addresses, not /24 or /48 (CONTRACT §15). */
   shareLogFullAddress?: boolean | undefined;
-  /** THUMBNAIL_MAX_PIXELS: the largest image this server makes a thumbnail of; 0: none (CONTRACT §15). Absent: 50 megapixels. */
+  /** THUMBNAIL_MAX_PIXELS (config.ts, whose default `serve` passes): the largest image made a thumbnail of; 0 or absent: none (CONTRACT §15). */
   thumbnailMaxPixels?: number | undefined;
   /** ADMIN_EMAILS: administrators besides those promoted (CONTRACT §15). */
   adminEmails?: readonly string[] | undefined;
@@ -124,7 +124,7 @@ export async function openServices(opts: OpenOptions): Promise<Services> {
     blobs,
     clock,
     files,
-    thumbnails: new ThumbnailService({ store, files, clock, maker: new ThumbnailMaker({ maxEdge: THUMBNAIL_EDGE, timeoutMs: THUMBNAIL_TIMEOUT_MS }), maxPixels: opts.thumbnailMaxPixels ?? 50_000_000 }),
+    thumbnails: new ThumbnailService({ store, files, clock, maker: new ThumbnailMaker({ maxEdge: THUMBNAIL_EDGE, timeoutMs: THUMBNAIL_TIMEOUT_MS }), maxPixels: opts.thumbnailMaxPixels ?? 0 }),
     shares: new ShareService({ store, files, folders, clock, webhooks, logFullAddresses: opts.shareLogFullAddress }),
     folders,
     webhooks,

@@ -1,7 +1,8 @@
 // Thumbnails in the browser (CONTRACT §15), in Debian's Chromium against the compiled binary
-// (whose WebAssembly codecs must then work from the one file): a photo and a video uploaded
-// through the dashboard's file picker; the photo's row shows the server's WebP, the video's the
-// poster the dashboard made from its frame and sent; a share of both shows them to a browser
+// (whose WebAssembly codecs must then work from the one file): a photo, a video and a PDF
+// uploaded through the dashboard's file picker; the photo's row shows the server's WebP, the
+// video's the poster the dashboard made from its frame and sent, the PDF's its first page drawn
+// by pdf.js; a share of both shows them to a browser
 // without a session, at 390 and 1280 px in light and dark, axe-clean, and loading them used no
 // download. Screenshots: test-results/screenshots/thumbnails-*.png.
 import AxeBuilder from "@axe-core/playwright";
@@ -75,6 +76,31 @@ async function makeMedia(page: Page): Promise<{ png: Buffer; webm: Buffer }> {
   return { png: Buffer.from(png, "base64"), webm: Buffer.from(webm, "base64") };
 }
 
+/**
+ * A one-page PDF of 400 × 200 points: a blue band and a line of text (PDF 1.4, ISO 32000-1 §7.5:
+ * the objects, then the cross-reference table with each one's byte offset).
+ */
+function onePagePdf(): Buffer {
+  const content = "0.12 0.42 0.84 rg 0 120 400 80 re f BT /F1 28 Tf 0 0 0 rg 20 60 Td (Quarterly report) Tj ET";
+  const objects = [
+    "<< /Type /Catalog /Pages 2 0 R >>",
+    "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+    "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 400 200] /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>",
+    `<< /Length ${content.length} >>\nstream\n${content}\nendstream`,
+    "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+  ];
+  let pdf = "%PDF-1.4\n";
+  const offsets: number[] = [];
+  objects.forEach((body, i) => {
+    offsets.push(pdf.length);
+    pdf += `${i + 1} 0 obj\n${body}\nendobj\n`;
+  });
+  const xref = pdf.length;
+  pdf += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, "0")} 00000 n \n`).join("")}`;
+  pdf += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
+  return Buffer.from(pdf, "latin1");
+}
+
 /** Waits until an `<img>` has loaded a picture (not a broken one). */
 async function expectLoaded(img: Locator): Promise<void> {
   await expect.poll(() => img.evaluate((i: any) => i.complete && i.naturalWidth > 0), { timeout: 20_000 }).toBe(true);
@@ -87,6 +113,7 @@ test("a photo's and a video's thumbnails in the dashboard and on a share's page,
   await page.locator("#file-input").setInputFiles([
     { name: "lake.png", mimeType: "image/png", buffer: png },
     { name: "clip.webm", mimeType: "video/webm", buffer: webm },
+    { name: "report.pdf", mimeType: "application/pdf", buffer: onePagePdf() },
   ]);
   const rows = page.locator("#files tbody tr");
   const photoRow = rows.filter({ hasText: "lake.png" });
@@ -95,6 +122,8 @@ test("a photo's and a video's thumbnails in the dashboard and on a share's page,
   await expect(videoRow).toHaveCount(1, { timeout: 20_000 });
   const photoId = (await photoRow.getAttribute("data-id"))!;
   const videoId = (await videoRow.getAttribute("data-id"))!;
+  const pdfRow = rows.filter({ hasText: "report.pdf" });
+  await expect(pdfRow).toHaveCount(1, { timeout: 20_000 });
   await expectLoaded(photoRow.locator("img.thumb"));
   // The poster is sent before the row is placed: the row's image loads it.
   await expectLoaded(videoRow.locator("img.thumb"));
@@ -103,6 +132,9 @@ test("a photo's and a video's thumbnails in the dashboard and on a share's page,
   // 960 × 640 → a 640 × 427 poster → 320 × 213 or 214, as the resizer rounds the half.
   const [width, height] = await size(videoRow.locator("img.thumb"));
   expect([width, Math.abs(height - 213.5) <= 0.5]).toEqual([320, true]);
+  // The PDF's first page, drawn by pdf.js in the page at 640 × 320, made 320 × 160 by the server.
+  await expectLoaded(pdfRow.locator("img.thumb"));
+  expect(await size(pdfRow.locator("img.thumb"))).toEqual([320, 160]);
   await shot(page, "dashboard");
 
   const share = await apiInPage<{ url: string }>(page, "POST", "/v1/shares", { items: [{ file_id: photoId }, { file_id: videoId }], max_downloads: 5 });

@@ -39,7 +39,7 @@ describe("loadConfig", () => {
       webhookAllowedHosts: [],
       adminEmails: [],
       shareLogFullAddress: false,
-      thumbnailMaxPixels: 50_000_000,
+      thumbnailMaxPixels: 40_000_000,
     });
   });
 
