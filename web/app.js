@@ -228,14 +228,29 @@ function expiryBody(choice) {
 // --- files ---
 
 /**
- * A lazy-loaded thumbnail (CONTRACT §15: the server's WebP, made from an image, or the poster a
- * browser sent with a video or PDF); for other types, and when the file has none (404), nothing.
+ * A file row's thumbnail square (CONTRACT §15), empty until {@link showThumbnails} learns that
+ * the file has one, for the types that can: the server's WebP of an image, the poster a browser
+ * sent with a video or a PDF.
  */
-function thumbnail(file, fresh = false) {
+function thumbnail(file) {
   if (!/^(image|video)\/|^application\/pdf\b/.test(file.content_type)) return "";
-  const img = el("img", { src: `/v1/files/${file.id}/thumbnail${fresh ? `?v=${Date.now()}` : ""}`, alt: "", loading: "lazy", decoding: "async", width: 48, height: 48, className: "thumb" });
-  img.addEventListener("error", () => img.replaceWith(el("span", { className: "thumb thumb-none" })), { once: true });
-  return img;
+  return el("span", { className: "thumb thumb-none" });
+}
+
+/**
+ * Fills in the thumbnails of `files`' rows: one `GET /v1/thumbnails` for the lot (no request per
+ * row, and no image that would answer 404), then a lazy-loaded image in each square of a file
+ * that has one. `fresh`: load it anew (a poster just sent replaces what the browser has).
+ */
+async function showThumbnails(files, fresh = false) {
+  const ids = files.filter((f) => thumbnail(f) !== "").map((f) => f.id);
+  if (ids.length === 0) return;
+  const { file_ids: have } = await api(`/v1/thumbnails?file_ids=${ids.join(",")}`);
+  for (const id of have) {
+    const square = document.querySelector(`tr[data-id="${id}"] .thumb`);
+    const src = `/v1/files/${id}/thumbnail${fresh ? `?v=${Date.now()}` : ""}`;
+    square?.replaceWith(el("img", { src, alt: "", loading: "lazy", decoding: "async", width: 48, height: 48, className: "thumb" }));
+  }
 }
 
 /** The largest edge of a poster sent for a video or PDF (pixels): the server scales it to 320 anyway. */
@@ -258,7 +273,7 @@ async function sendPoster(file, id) {
   if (!poster) return;
   await api(`/v1/files/${id}/thumbnail`, { method: "PUT", headers: { "content-type": "image/jpeg" }, body: poster });
   // A list drawn meanwhile (another upload's) showed the row without it.
-  document.querySelector(`tr[data-id="${id}"] .thumb`)?.replaceWith(thumbnail({ id, content_type: file.type }, true));
+  await showThumbnails([{ id, content_type: file.type }], true);
 }
 
 /** A video's frame at one second (a tenth of a shorter one), drawn on a canvas. @throws when the browser cannot play it */
@@ -419,6 +434,7 @@ function fileRow(file) {
 
 function replaceRow(id, file) {
   document.querySelector(`tr[data-id="${id}"]`)?.replaceWith(fileRow(file));
+  showThumbnails([file]).catch(() => {});
 }
 
 /**
@@ -466,6 +482,7 @@ async function loadFiles(append) {
   const body = $("files").tBodies[0];
   if (!append) body.replaceChildren();
   for (const f of page.files) body.append(fileRow(f));
+  showThumbnails(page.files).catch(() => {});
   nextPageToken = page.next_page_token;
   $("files-more").hidden = nextPageToken === "";
   updateFilesEmpty();
@@ -475,6 +492,7 @@ async function loadFiles(append) {
 function showNewFile(file, folderId) {
   if (searchText ? !file.name.toLowerCase().includes(searchText.toLowerCase()) : folderId !== currentFolder) return;
   $("files").tBodies[0].prepend(fileRow(file));
+  showThumbnails([file]).catch(() => {});
   updateFilesEmpty();
 }
 

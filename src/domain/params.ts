@@ -34,6 +34,19 @@ export function parseFileId(raw: string): string {
   return raw;
 }
 
+/**
+ * A comma-separated list of 1 to `max` file IDs (`GET /v1/thumbnails?file_ids=`), duplicates
+ * dropped, in the order given.
+ * @throws AppError invalid_argument naming `name`: none, more than `max`, or one that is no file ID
+ */
+export function parseFileIds(raw: string, name: string, max: number): string[] {
+  const ids = raw.split(",");
+  if (ids.length > max) invalid(`${name}: at most ${max} file IDs (got ${ids.length})`);
+  const bad = ids.find((id) => !FILE_ID_PATTERN.test(id));
+  if (bad !== undefined) invalid(`${name}: "${truncate(bad)}" is not a file ID (21 characters of A-Z a-z 0-9 _ -; several are separated by commas)`);
+  return [...new Set(ids)];
+}
+
 /** A slug: at most 128 of `A-Z a-z 0-9 . _ ~ -`; "" means none. "." and ".." are refused (they are not path segments a URL can keep). */
 export function parseSlug(raw: string): string {
   if (raw.length > 128) invalid(`slug: at most 128 characters (got ${raw.length})`);

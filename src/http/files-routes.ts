@@ -13,6 +13,7 @@ import { parseDeclaredChecksum } from "../domain/checksum.ts";
 import {
   DEFAULT_PAGE_SIZE,
   MAX_NAME_QUERY,
+  parseFileIds,
   parseMediaType,
   parseName,
   parseNameQuery,
@@ -84,6 +85,45 @@ const expiryBody = jsonBody(closedBody(expiryFields, '`expire_time` or `ttl`; `{
 /** A file operation on /v1/files/{id}…: authenticated, owner-only changes (CONTRACT §2). */
 function fileOp(operationId: string, summary: string, responses: Responses, extra: Partial<Operation> = {}) {
   return detail({ operationId, summary, tags: ["files"], ...extra, responses: { ...responses, ...errors(400, 404, ...AUTH) } });
+}
+
+/** The most files one `GET /v1/thumbnails` asks about: two dashboard pages. */
+export const MAX_THUMBNAIL_QUERY = 100;
+
+const FILE_ID = PATTERNS.fileId.slice(1, -1);
+const thumbnailsQuery = strictQuery({
+  file_ids: queryParsed({ pattern: `^${FILE_ID}(,${FILE_ID}){0,${MAX_THUMBNAIL_QUERY - 1}}$`, description: `File IDs, comma-separated, at most ${MAX_THUMBNAIL_QUERY}` }, (raw) =>
+    parseFileIds(raw, "file_ids", MAX_THUMBNAIL_QUERY),
+  ),
+});
+
+/**
+ * `GET /v1/thumbnails?file_ids=a,b,…` (CONTRACT §15): which of the files have a thumbnail to
+ * show, in one request for a page of a list (the dashboard asks it instead of loading an image
+ * that would answer 404). Files the caller cannot see are left out, as are those without one.
+ */
+export function thumbnailsRoutes(deps: Pick<FilesRoutesDeps, "files" | "thumbnails" | "auth">) {
+  return new Elysia({ name: "thumbnails-routes", prefix: "/v1/thumbnails" })
+    .use(requestContext)
+    .derive(async ({ request, requestContext }) => ({ principal: await deps.auth.require(authRequest(request, requestContext)) }))
+    .get(
+      "",
+      async ({ principal, query }) => {
+        const seen = await Promise.all((query.file_ids ?? []).map((id) => deps.files.get(principal, id).catch((err: unknown) => (err instanceof AppError && err.code === "not_found" ? undefined : Promise.reject(err)))));
+        const visible = seen.filter((f) => f !== undefined);
+        const have = await deps.thumbnails.available(visible);
+        return json({ file_ids: visible.filter((f) => have.has(f.id)).map((f) => f.id) });
+      },
+      {
+        ...thumbnailsQuery,
+        detail: detail({
+          operationId: "listThumbnails",
+          summary: "Which of these files have a thumbnail (one request for a page of a list)",
+          tags: ["files"],
+          responses: { ...ok("ThumbnailList"), ...errors(400, ...AUTH) },
+        }),
+      },
+    );
 }
 
 /** The /v1 file routes as an Elysia plugin. */

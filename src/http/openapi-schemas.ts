@@ -216,6 +216,10 @@ export const schemas: Record<string, Schema> = {
   UnfinishedUploadPage: closedObject(unfinishedUploadPageProperties, "A page of the caller's unfinished uploads."),
   Usage: closedObject(usageProperties, "The caller's storage use and quota (QUOTA_BYTES)."),
   Expiry: closedObject({ expire_time: expiry }, "When the file is deleted as by DELETE."),
+  ThumbnailList: closedObject(
+    { file_ids: { type: "array", items: { type: "string", pattern: PATTERNS.fileId }, description: "Those of the files asked for that have a thumbnail to show, in the order asked" } },
+    "Which files have a thumbnail (CONTRACT §15).",
+  ),
   Webhook: closedObject(webhookProperties, "A webhook endpoint (CONTRACT §13): never its secret."),
   NewWebhook: closedObject(newWebhookProperties, "A webhook just created, with its signing secret."),
   WebhookList: closedObject({ webhooks: { type: "array", items: ref("Webhook") } }),

@@ -5,7 +5,8 @@ import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { Page } from "@playwright/test";
+import AxeBuilder from "@axe-core/playwright";
+import { expect, type Page } from "@playwright/test";
 import { IDP_CLIENT, startIdp, type RunningIdp } from "../support/idp.ts";
 import { BUN, launchCubby, ROOT, type Launched } from "../support/launch.ts";
 import { startNginx, type RunningNginx } from "../support/nginx.ts";
@@ -134,3 +135,58 @@ export async function apiInPage<T>(page: Page, method: string, url: string, body
   if (answer.status !== 200) throw new Error(`${method} ${url}: ${answer.status} ${answer.text}`);
   return JSON.parse(answer.text) as T;
 }
+
+/** The screens every page is checked on (CONTRACT §11): a desktop and a phone. */
+export const SIZES = { wide: { width: 1280, height: 800 }, phone: { width: 390, height: 844 } } as const;
+export const SCHEMES = ["light", "dark"] as const;
+export type Size = keyof typeof SIZES;
+
+/** Runs in the page: what overflows sideways (the document, and any row, card or row's actions). */
+function overflowIn(): { document: [number, number]; rows: string[] } {
+  // Runs in the browser; the test's TypeScript has no DOM library.
+  const doc = (globalThis as any).document;
+  const rows: string[] = [];
+  for (const node of doc.querySelectorAll("tbody tr, .cards li, .uploads li, td.actions .inline, .cards li .inline, .limits, .bar")) {
+    if (node.offsetParent !== null && node.scrollWidth > node.clientWidth) rows.push(`${node.scrollWidth}>${node.clientWidth} ${node.outerHTML.slice(0, 120)}`);
+  }
+  return { document: [doc.documentElement.scrollWidth, doc.documentElement.clientWidth], rows };
+}
+
+/** Runs in the page: visible controls (bar check boxes and radio buttons, whose 44 px labels are the targets) shorter than 44 CSS pixels. */
+function smallTargetsIn(): string[] {
+  const doc = (globalThis as any).document;
+  const small: string[] = [];
+  for (const node of doc.querySelectorAll("main button, main select, main input:not([type=checkbox]):not([type=radio]), main .button, header button")) {
+    const box = node.getBoundingClientRect();
+    if (box.width > 0 && box.height < 44) small.push(`${Math.round(box.height)}px ${node.outerHTML.slice(0, 100)}`);
+  }
+  return small;
+}
+
+/**
+ * The checks every page gets at a size and in a scheme: no overflow, no serious or critical axe
+ * violation, tap targets on a phone; then a full-page screenshot.
+ */
+export async function checkPage(page: Page, name: string, size: Size, scheme: (typeof SCHEMES)[number]): Promise<void> {
+  const overflow = await page.evaluate(overflowIn);
+  expect(overflow.document[0], `${name} ${size} ${scheme}: the page scrolls sideways`).toBeLessThanOrEqual(overflow.document[1]);
+  expect(overflow.rows, `${name} ${size} ${scheme}: rows overflowing`).toEqual([]);
+  if (size === "phone") expect(await page.evaluate(smallTargetsIn), `${name} ${scheme}: tap targets under 44 px`).toEqual([]);
+  const axe = await new AxeBuilder({ page }).analyze();
+  const bad = axe.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
+  expect(bad, `${name} ${size} ${scheme}: axe`).toEqual([]);
+  await page.screenshot({ path: path.join(SCREENSHOTS, `screens-${name}-${size}-${scheme}.png`), fullPage: true });
+}
+
+/** Visits `open` at each size and scheme and runs {@link checkPage}. */
+export async function everyScreen(page: Page, name: string, open: () => Promise<void>): Promise<void> {
+  for (const size of Object.keys(SIZES) as Size[]) {
+    for (const scheme of SCHEMES) {
+      await page.setViewportSize(SIZES[size]);
+      await page.emulateMedia({ colorScheme: scheme });
+      await open();
+      await checkPage(page, name, size, scheme);
+    }
+  }
+}
+

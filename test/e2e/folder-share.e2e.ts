@@ -5,15 +5,15 @@
 // sub-folder's, and "Download all" gives one ZIP that Python's zipfile reads; the owner sees the
 // download counted; revoked, the link answers 410 with a page saying so. Each step is checked
 // through the REST API too. And a selection of a file and a folder shared by one link (CONTRACT
-// §15): its page, axe-clean at 390 and 1280 px in both schemes, and its ZIP. Screenshots:
-// test-results/screenshots/folder-share-*.png.
-import AxeBuilder from "@axe-core/playwright";
+// §15): its page on every screen (fixtures.ts everyScreen: 390 and 1280 px, both schemes,
+// axe-clean, no overflow), and its ZIP. Screenshots: test-results/screenshots/folder-share-*.png
+// and screens-folder-share-selection-page-*.png.
 import { expect, test, type Page } from "@playwright/test";
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { apiInPage, buildBinary, SCREENSHOTS, signIn, startStack, watchPage, type Stack } from "./fixtures.ts";
+import { apiInPage, buildBinary, everyScreen, SCREENSHOTS, signIn, startStack, watchPage, type Stack } from "./fixtures.ts";
 
 test.describe.configure({ mode: "serial" });
 
@@ -230,21 +230,12 @@ test("share a selection (CONTRACT §15): a file at the top and a folder ticked, 
   try {
     const guest = await guestContext.newPage();
     const guestWatch = watchPage(guest, stack);
-    for (const size of [{ width: 390, height: 844 }, { width: 1280, height: 800 }]) {
-      for (const scheme of ["light", "dark"] as const) {
-        await guest.setViewportSize(size);
-        await guest.emulateMedia({ colorScheme: scheme });
-        expect((await guest.goto(url))?.status()).toBe(200);
-        await expect(guest.getByRole("heading", { level: 1 })).toHaveText("1 file and 1 folder");
-        await expect(guest.locator(".shared-folder-name")).toHaveText(["Album/"]);
-        await expect(guest.locator(".shared-file-name")).toHaveText(["readme.txt"]);
-        const axe = await new AxeBuilder({ page: guest }).analyze();
-        expect(axe.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => v.id)).toEqual([]);
-        const wide = await guest.evaluate(() => [(globalThis as any).document.documentElement.scrollWidth, (globalThis as any).document.documentElement.clientWidth]);
-        expect(wide[0]).toBeLessThanOrEqual(wide[1]);
-        await shot(guest, `selection-page-${size.width}-${scheme}`);
-      }
-    }
+    await everyScreen(guest, "folder-share-selection-page", async () => {
+      expect((await guest.goto(url))?.status()).toBe(200);
+      await expect(guest.getByRole("heading", { level: 1 })).toHaveText("1 file and 1 folder");
+      await expect(guest.locator(".shared-folder-name")).toHaveText(["Album/"]);
+      await expect(guest.locator(".shared-file-name")).toHaveText(["readme.txt"]);
+    });
     await guest.getByRole("link", { name: "Album/" }).click();
     await expect(guest.locator(".shared-file-name")).toHaveText(["cover.txt"]);
     await expect(guest.getByRole("navigation", { name: "Folders" }).getByRole("link", { name: "1 file and 1 folder" })).toBeVisible();

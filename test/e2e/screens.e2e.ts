@@ -6,18 +6,13 @@
 // its reason beside its field; a used-up and an expired share are marked and offer no Copy or QR
 // code; a revoked upload link keeps its received files listed; uploads show speed and time left;
 // the guest page shows the link's limits. Screenshots: test-results/screenshots/screens-*.png.
-import AxeBuilder from "@axe-core/playwright";
 import { expect, test, type Page } from "@playwright/test";
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { apiInPage, buildBinary, mintLoginLink, SCREENSHOTS, signIn, startStack, watchPage, type Stack } from "./fixtures.ts";
+import { apiInPage, buildBinary, checkPage, everyScreen, mintLoginLink, SCHEMES, SCREENSHOTS, signIn, SIZES, startStack, watchPage, type Size, type Stack } from "./fixtures.ts";
 
 test.describe.configure({ mode: "serial" });
-
-const SIZES = { wide: { width: 1280, height: 800 }, phone: { width: 390, height: 844 } } as const;
-const SCHEMES = ["light", "dark"] as const;
-type Size = keyof typeof SIZES;
 
 let binary: string;
 let stack: Stack;
@@ -32,55 +27,6 @@ test.beforeAll(async () => {
 test.afterAll(async () => {
   await Promise.all([stack?.stop(), plain?.stop()]);
 });
-
-/** Runs in the page: what overflows sideways (the document, and any row, card or row's actions). */
-function overflowIn(): { document: [number, number]; rows: string[] } {
-  // Runs in the browser; the test's TypeScript has no DOM library.
-  const doc = (globalThis as any).document;
-  const rows: string[] = [];
-  for (const node of doc.querySelectorAll("tbody tr, .cards li, .uploads li, td.actions .inline, .cards li .inline, .limits, .bar")) {
-    if (node.offsetParent !== null && node.scrollWidth > node.clientWidth) rows.push(`${node.scrollWidth}>${node.clientWidth} ${node.outerHTML.slice(0, 120)}`);
-  }
-  return { document: [doc.documentElement.scrollWidth, doc.documentElement.clientWidth], rows };
-}
-
-/** Runs in the page: visible controls (bar check boxes and radio buttons, whose 44 px labels are the targets) shorter than 44 CSS pixels. */
-function smallTargetsIn(): string[] {
-  const doc = (globalThis as any).document;
-  const small: string[] = [];
-  for (const node of doc.querySelectorAll("main button, main select, main input:not([type=checkbox]):not([type=radio]), main .button, header button")) {
-    const box = node.getBoundingClientRect();
-    if (box.width > 0 && box.height < 44) small.push(`${Math.round(box.height)}px ${node.outerHTML.slice(0, 100)}`);
-  }
-  return small;
-}
-
-/**
- * The checks every page gets at a size and in a scheme: no overflow, no serious or critical axe
- * violation, tap targets on a phone; then a full-page screenshot.
- */
-async function checkPage(page: Page, name: string, size: Size, scheme: (typeof SCHEMES)[number]): Promise<void> {
-  const overflow = await page.evaluate(overflowIn);
-  expect(overflow.document[0], `${name} ${size} ${scheme}: the page scrolls sideways`).toBeLessThanOrEqual(overflow.document[1]);
-  expect(overflow.rows, `${name} ${size} ${scheme}: rows overflowing`).toEqual([]);
-  if (size === "phone") expect(await page.evaluate(smallTargetsIn), `${name} ${scheme}: tap targets under 44 px`).toEqual([]);
-  const axe = await new AxeBuilder({ page }).analyze();
-  const bad = axe.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
-  expect(bad, `${name} ${size} ${scheme}: axe`).toEqual([]);
-  await page.screenshot({ path: path.join(SCREENSHOTS, `screens-${name}-${size}-${scheme}.png`), fullPage: true });
-}
-
-/** Visits `open` at each size and scheme and runs {@link checkPage}. */
-async function everyScreen(page: Page, name: string, open: () => Promise<void>): Promise<void> {
-  for (const size of Object.keys(SIZES) as Size[]) {
-    for (const scheme of SCHEMES) {
-      await page.setViewportSize(SIZES[size]);
-      await page.emulateMedia({ colorScheme: scheme });
-      await open();
-      await checkPage(page, name, size, scheme);
-    }
-  }
-}
 
 /** Uploads `content` as `name` from inside the signed-in page. */
 async function uploadInPage(page: Page, name: string, type: string, base64: string): Promise<{ id: string; url: string }> {

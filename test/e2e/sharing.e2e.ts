@@ -117,9 +117,10 @@ test("per file: thumbnail, expiry, share links with limit and password, QR code,
   await expect(logo).toHaveCount(1);
   await expect(report).toHaveCount(1);
 
-  // Thumbnails only for images, lazy-loaded, drawn from the original.
+  // Thumbnails only for images (and videos, PDFs), lazy-loaded: the server's WebP, not the original.
   const thumb = logo.locator("img");
   await expect(thumb).toHaveAttribute("loading", "lazy");
+  await expect(thumb).toHaveAttribute("src", /^\/v1\/files\/[A-Za-z0-9_-]+\/thumbnail$/);
   await expect.poll(() => thumb.evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth)).toBeGreaterThan(0);
   await expect(report.locator("img")).toHaveCount(0);
 

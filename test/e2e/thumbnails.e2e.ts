@@ -5,11 +5,10 @@
 // by pdf.js; a share of both shows them to a browser
 // without a session, at 390 and 1280 px in light and dark, axe-clean, and loading them used no
 // download. Screenshots: test-results/screenshots/thumbnails-*.png.
-import AxeBuilder from "@axe-core/playwright";
 import { expect, test, type Locator, type Page } from "@playwright/test";
 import fs from "node:fs";
 import path from "node:path";
-import { apiInPage, buildBinary, SCREENSHOTS, signIn, startStack, watchPage, type Stack } from "./fixtures.ts";
+import { apiInPage, buildBinary, everyScreen, SCREENSHOTS, signIn, startStack, watchPage, type Stack } from "./fixtures.ts";
 
 test.describe.configure({ mode: "serial" });
 
@@ -142,19 +141,12 @@ test("a photo's and a video's thumbnails in the dashboard and on a share's page,
   try {
     const guest = await guestContext.newPage();
     const guestWatch = watchPage(guest, stack);
-    for (const viewport of [{ width: 390, height: 844 }, { width: 1280, height: 800 }]) {
-      for (const scheme of ["light", "dark"] as const) {
-        await guest.setViewportSize(viewport);
-        await guest.emulateMedia({ colorScheme: scheme });
-        expect((await guest.goto(share.url))?.status()).toBe(200);
-        const thumbs = guest.locator(".shared-file img.thumb");
-        await expect(thumbs).toHaveCount(2);
-        for (const img of await thumbs.all()) await expectLoaded(img);
-        const axe = await new AxeBuilder({ page: guest }).analyze();
-        expect(axe.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => v.id)).toEqual([]);
-        await shot(guest, `share-page-${viewport.width}-${scheme}`);
-      }
-    }
+    await everyScreen(guest, "thumbnails-share-page", async () => {
+      expect((await guest.goto(share.url))?.status()).toBe(200);
+      const thumbs = guest.locator(".shared-file img.thumb");
+      await expect(thumbs).toHaveCount(2);
+      for (const img of await thumbs.all()) await expectLoaded(img);
+    });
     expect(guestWatch.errors).toEqual([]);
     expect(guestWatch.foreign).toEqual([]);
   } finally {

@@ -6,6 +6,7 @@
 // so an edit that breaks an example breaks the build. And the README is the route list a person
 // reads: every operation /openapi.json declares has an example there (issue 38).
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import encodeJpeg from "@jsquash/jpeg/encode";
 import fs from "node:fs";
 import path from "node:path";
 import { BACKEND } from "../support/backend.ts";
@@ -66,6 +67,9 @@ test("the REST API's table: every curl example answers 2xx, in the table's order
     .filter((c): c is string => c !== undefined);
   expect(examples.length).toBeGreaterThan(15);
   for (const name of ["photo.jpg", "new.jpg", "a.bin"]) fs.writeFileSync(path.join(dir.path, name), crypto.getRandomValues(new Uint8Array(1000)));
+  // The thumbnail a browser would send (a video's poster): a real JPEG, which the server decodes.
+  const poster = { data: new Uint8ClampedArray(64 * 48 * 4).fill(200), width: 64, height: 48 } as unknown as Parameters<typeof encodeJpeg>[0];
+  fs.writeFileSync(path.join(dir.path, "poster.jpg"), new Uint8Array(await encodeJpeg(poster, { quality: 80 })));
   const setup = [
     `H="Authorization: Bearer ${key}"`,
     `B=${server.url}`,

@@ -160,6 +160,28 @@ describe("files without a thumbnail", () => {
   });
 });
 
+test("GET /v1/thumbnails says which of a page's files have one: images (made or to be made) and sent ones, not failed ones, others', or other types", async () => {
+  const image = await upload("list-a.jpg", await jpeg(64, 64), "image/jpeg");
+  const text = await upload("list-b.txt", "words", "text/plain");
+  const broken = await upload("list-c.png", "not a png", "image/png");
+  expect((await thumbnail(broken.id)).status).toBe(404); // now recorded as failed
+  const video = await upload("list-d.mp4", Buffer.alloc(64, 1), "video/mp4");
+  const bare = await upload("list-e.mp4", Buffer.alloc(64, 2), "video/mp4");
+  expect((await sendThumbnail(video.id, await jpeg(32, 32), "image/jpeg")).status).toBe(200);
+  const bobsRes = await client(server, bob).fetch("/v1/files?name=list-f.jpg&visibility=private", { method: "POST", body: await jpeg(32, 32), headers: { "content-type": "image/jpeg" } });
+  const bobs = (await bobsRes.json()) as FileJson;
+  const ask = (ids: string[], key = alice) => client(server, key).fetch(`/v1/thumbnails?file_ids=${ids.join(",")}`);
+  const res = await ask([image.id, text.id, broken.id, video.id, bare.id, bobs.id]);
+  expect(res.status).toBe(200);
+  expect(await res.json()).toEqual({ file_ids: [image.id, video.id] });
+  // Nothing was made by asking: the image's is made when it is fetched.
+  expect(await rows(image.id)).toEqual([]);
+  expect(await (await ask([bobs.id], bob)).json()).toEqual({ file_ids: [bobs.id] });
+  expect((await ask(Array.from({ length: 101 }, () => image.id))).status).toBe(400);
+  expect((await ask(["not-an-id"])).status).toBe(400);
+  expect((await client(server).fetch(`/v1/thumbnails?file_ids=${image.id}`)).status).toBe(401);
+});
+
 describe("a thumbnail sent by the uploading browser (a video's poster)", () => {
   let video: FileJson;
 
