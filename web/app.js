@@ -227,14 +227,19 @@ function expiryBody(choice) {
 
 // --- files ---
 
+/** The types that may have a thumbnail: images (the server makes theirs), videos and PDFs (the uploading browser sends theirs). */
+const MAY_HAVE_THUMBNAIL = /^(image|video)\/|^application\/pdf\b/;
+
 /**
- * A file row's thumbnail square (CONTRACT §15), empty until {@link showThumbnails} learns that
- * the file has one, for the types that can: the server's WebP of an image, the poster a browser
- * sent with a video or a PDF.
+ * A file row's square (CONTRACT §15): its type as a short label ("PDF", "TXT": the name's
+ * extension, else the media type's), replaced by the thumbnail once {@link showThumbnails} learns
+ * that the file has one.
  */
 function thumbnail(file) {
-  if (!/^(image|video)\/|^application\/pdf\b/.test(file.content_type)) return "";
-  return el("span", { className: "thumb thumb-none" });
+  const extension = /\.([A-Za-z0-9]{1,4})$/.exec(file.name)?.[1];
+  const [type, subtype = ""] = file.content_type.split(";")[0].trim().split("/");
+  const label = (extension ?? (subtype.length > 0 && subtype.length <= 4 ? subtype : type)).slice(0, 4).toUpperCase();
+  return el("span", { className: "thumb thumb-icon", textContent: label, ariaHidden: "true" });
 }
 
 /**
@@ -243,7 +248,7 @@ function thumbnail(file) {
  * that has one. `fresh`: load it anew (a poster just sent replaces what the browser has).
  */
 async function showThumbnails(files, fresh = false) {
-  const ids = files.filter((f) => thumbnail(f) !== "").map((f) => f.id);
+  const ids = files.filter((f) => MAY_HAVE_THUMBNAIL.test(f.content_type)).map((f) => f.id);
   if (ids.length === 0) return;
   const { file_ids: have } = await api(`/v1/thumbnails?file_ids=${ids.join(",")}`);
   for (const id of have) {

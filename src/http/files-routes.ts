@@ -269,8 +269,8 @@ export function filesRoutes(deps: FilesRoutesDeps) {
       {
         params: fileIdParams,
         parse: "none",
-        detail: fileOp("setFileThumbnail", "Send a file's thumbnail (a video's poster, a PDF's first page): JPEG, PNG or WebP of at most 1 MiB, made again here", { ...ok("Empty"), ...errors(403, 413, 415, 503) }, {
-          requestBody: { required: true, content: Object.fromEntries(["image/jpeg", "image/png", "image/webp"].map((t) => [t, { schema: { type: "string", format: "binary" } }])) },
+        detail: fileOp("setFileThumbnail", "Send a file's thumbnail (a video's poster, a PDF's first page): JPEG, PNG, WebP or GIF of at most 256 KiB, made again here", { ...ok("Empty"), ...errors(403, 413, 415, 503) }, {
+          requestBody: { required: true, content: Object.fromEntries(["image/jpeg", "image/png", "image/webp", "image/gif"].map((t) => [t, { schema: { type: "string", format: "binary" } }])) },
         }),
       },
     )

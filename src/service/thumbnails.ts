@@ -1,6 +1,6 @@
 /**
  * File thumbnails (CONTRACT §15): a small WebP beside a file, never part of the File object.
- * Images (JPEG, PNG, WebP) get one made here the first time one is asked for (in a child
+ * Images (JPEG, PNG, WebP, GIF) get one made here the first time one is asked for (in a child
  * process, thumbnail/maker.ts); any file may get one from its uploader's browser (a video's
  * poster, a PDF's first page), which is decoded and encoded here again like an image, so that
  * what is served is always this server's own WebP. Kept in `file_thumbnails` with the content
@@ -18,8 +18,8 @@ import type { FileService } from "./files.ts";
 /** The longest edge of a thumbnail, pixels: sharp at 160 CSS pixels on a 2× screen. */
 export const THUMBNAIL_EDGE = 320;
 
-/** The largest image a browser may send as a file's thumbnail (bytes): a poster, not a photo. */
-export const MAX_SENT_THUMBNAIL_BYTES = 1024 * 1024;
+/** The largest image a browser may send as a file's thumbnail (bytes, CONTRACT §15): a poster, not a photo. */
+export const MAX_SENT_THUMBNAIL_BYTES = 256 * 1024;
 
 /** How long one thumbnail may take before its process is killed and the image counts as failed (ms). */
 export const THUMBNAIL_TIMEOUT_MS = 30_000;
@@ -101,7 +101,7 @@ export class ThumbnailService {
   }
 
   /**
-   * Stores `image` (JPEG, PNG or WebP of `mediaType`, at most {@link MAX_SENT_THUMBNAIL_BYTES})
+   * Stores `image` (JPEG, PNG, WebP or GIF of `mediaType`, at most {@link MAX_SENT_THUMBNAIL_BYTES})
    * as `file`'s thumbnail, made again here at {@link THUMBNAIL_EDGE}: the uploading browser's
    * poster of a video, first page of a PDF, or any picture the owner chose. The caller checked
    * that the principal may change the file.

@@ -172,7 +172,7 @@ export function itemsRoot(share: ShareRow, items: { files: readonly unknown[]; f
  * it, expiry, downloads left, "Download all" (`?download=zip`, the whole shared folder), the
  * trail from the shared folder down to the one shown (`?folder={id}`), then a page of its
  * sub-folders (links into them) and files, each file with its thumbnail when it has one
- * (`?file={id}&thumbnail=1`, which counts nothing), its size, a Download link
+ * (`?file={id}&thumbnail=1`, which counts nothing; else its type's label), its size, a Download link
  * (`?file={id}&download=1`) and, for images, audio, video, PDF and text, a Preview
  * (`?file={id}&download=0`) inside a closed `<details>`, so the page itself fetches nothing and
  * counts nothing: each download, of one file or of the ZIP, counts once (service/shares.ts).
@@ -205,7 +205,7 @@ export function folderSharePage(view: FolderSharePageView, method: string): Cont
     const name = file.name === "" ? file.id : file.name;
     const link = `${self}?file=${file.id}`;
     const preview = hasPreview(file) ? `<details class="preview"><summary>Preview</summary>${previewElement(file, `${link}&amp;download=0`, true)}</details>` : "";
-    const thumb = view.thumbnails.has(file.id) ? `<img class="thumb" src="${link}&amp;thumbnail=1" alt="" width="48" height="48" loading="lazy">` : "";
+    const thumb = view.thumbnails.has(file.id) ? `<img class="thumb" src="${link}&amp;thumbnail=1" alt="" width="48" height="48" loading="lazy">` : `<span class="thumb thumb-icon" aria-hidden="true">${escapeHtml(typeLabel(file))}</span>`;
     return `<li class="shared-file"><div class="shared-file-head">${thumb}<span class="shared-file-name">${escapeHtml(name)}</span> <span class="muted">${escapeHtml(formatSize(file.size))}</span> <a class="button" href="${link}&amp;download=1" download aria-label="Download ${escapeHtml(name)}">Download</a></div>${preview}</li>`;
   });
   const empty = folderRows.length === 0 && fileRows.length === 0 ? '<p class="muted">This folder is empty.</p>' : "";
@@ -277,6 +277,17 @@ function previewElement(file: FileRecord, src: string, lazyMedia: boolean): stri
   if (type.startsWith("audio/")) return `<audio src="${src}" controls preload="${preload}" aria-label="Preview of ${title}"></audio>`;
   if (type === "application/pdf") return `<iframe class="preview-frame" src="${src}" title="Preview of ${title}" loading="lazy"></iframe>`;
   return `<iframe class="preview-frame text" src="${src}" title="Preview of ${title}" loading="lazy" sandbox></iframe>`;
+}
+
+/**
+ * A file's type as the short label of the square that stands for a thumbnail it does not have
+ * (CONTRACT §15 "a type icon"): the name's extension, else the media type's subtype when short
+ * ("pdf"), else its top-level type; at most 4 characters, upper-case. web/app.js has the same rule.
+ */
+export function typeLabel(file: Pick<FileRecord, "name" | "contentType">): string {
+  const extension = /\.([A-Za-z0-9]{1,4})$/.exec(file.name)?.[1];
+  const [type = "", subtype = ""] = essenceOf(file.contentType).split("/");
+  return (extension ?? (subtype.length > 0 && subtype.length <= 4 ? subtype : type)).slice(0, 4).toUpperCase();
 }
 
 /** An expiry as "26 Nov 2026, 13:20 UTC (in 3 days)". */

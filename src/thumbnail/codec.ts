@@ -1,5 +1,6 @@
 /**
- * Thumbnails of JPEG, PNG and WebP images, made in WebAssembly: the jSquash codecs (MozJPEG's
+ * Thumbnails of JPEG, PNG, WebP and GIF images, made in WebAssembly (a GIF's first frame in
+ * JavaScript, omggif): the jSquash codecs (MozJPEG's
  * decoder, the Rust `png` crate, libwebp's decoder and encoder, the Rust `resize` crate; all from
  * the Squoosh app) decode, scale and encode; this file reads the headers and a JPEG's EXIF
  * orientation, shrinks a large image by a box filter before the Lanczos resize, and turns the
@@ -35,9 +36,10 @@ import decodePng, { init as initPng } from "@jsquash/png/decode";
 import decodeWebp, { init as initWebpDecode } from "@jsquash/webp/decode";
 import encodeWebp, { init as initWebpEncode } from "@jsquash/webp/encode";
 import resize, { initResize } from "@jsquash/resize";
+import { GifReader } from "omggif";
 
 /** The media types a thumbnail can be made of (the bytes are recognised by their signature). */
-export const THUMBNAIL_SOURCE_TYPES: ReadonlySet<string> = new Set(["image/jpeg", "image/png", "image/webp"]);
+export const THUMBNAIL_SOURCE_TYPES: ReadonlySet<string> = new Set(["image/jpeg", "image/png", "image/webp", "image/gif"]);
 
 /**
  * Why no thumbnail was made:
@@ -63,7 +65,7 @@ interface Pixels {
   height: number;
 }
 
-type Format = "jpeg" | "png" | "webp";
+type Format = "jpeg" | "png" | "webp" | "gif";
 
 /** What a header says: the stored size in pixels, and for a JPEG the EXIF orientation (1–8). */
 interface Header {
@@ -93,6 +95,7 @@ function sniff(b: Uint8Array): Format | undefined {
   if (b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return "jpeg";
   if (b.length >= 8 && b[0] === 0x89 && ascii(b, 1, 3) === "PNG" && b[4] === 0x0d && b[5] === 0x0a && b[6] === 0x1a && b[7] === 0x0a) return "png";
   if (b.length >= 12 && ascii(b, 0, 4) === "RIFF" && ascii(b, 8, 4) === "WEBP") return "webp";
+  if (b.length >= 6 && (ascii(b, 0, 6) === "GIF87a" || ascii(b, 0, 6) === "GIF89a")) return "gif";
   return undefined;
 }
 
@@ -241,22 +244,37 @@ function webpHeader(b: Uint8Array): Header {
   return { format: "webp", width, height, orientation: 1, animated, scanAt: -1 };
 }
 
+/**
+ * A GIF's size from its Logical Screen Descriptor (GIF89a §18: width and height, 16 bits
+ * little-endian each, after the 6-byte signature). Its first frame is what the thumbnail shows;
+ * an animation is not refused (a still of it is what a list shows).
+ * @throws ThumbnailError "corrupt": shorter than the descriptor, or a zero size
+ */
+function gifHeader(b: Uint8Array): Header {
+  if (b.length < 13) throw corrupt("GIF: shorter than its screen descriptor");
+  const width = u16le(b, 6);
+  const height = u16le(b, 8);
+  if (width === 0 || height === 0) throw corrupt(`GIF: an image of ${width} × ${height}`);
+  return { format: "gif", width, height, orientation: 1, animated: false, scanAt: -1 };
+}
+
 function readHeader(input: Uint8Array, mediaType: string, toScan: boolean): Header {
   const type = essence(mediaType);
   if (!THUMBNAIL_SOURCE_TYPES.has(type)) throw new ThumbnailError("unsupported", `no thumbnail of ${type || "an unknown type"}`);
   // By signature, not by the declared type: a PNG uploaded as image/jpeg is still a PNG (as a
   // browser shows it, WHATWG MIME Sniffing §8.1).
   const format = sniff(input);
-  if (format === undefined) throw corrupt(`${type}: the bytes are no JPEG, PNG or WebP`);
+  if (format === undefined) throw corrupt(`${type}: the bytes are no JPEG, PNG, WebP or GIF`);
   if (format === "jpeg") return jpegHeader(input, toScan);
   if (format === "png") return pngHeader(input);
+  if (format === "gif") return gifHeader(input);
   return webpHeader(input);
 }
 
 /**
  * An image's width and height in pixels as stored (before any EXIF orientation), read from its
  * header only: nothing is decoded, nothing allocated in proportion to the image. Which of the
- * three formats is told by the bytes' signature, not by `mediaType`.
+ * formats is told by the bytes' signature, not by `mediaType`.
  * - JPEG: the first SOFn marker segment (ITU-T T.81 §B.2.2);
  * - PNG: IHDR (ISO/IEC 15948 §11.2.2);
  * - WebP: the VP8, VP8L or VP8X (canvas) header (RFC 9649, RFC 6386 §9.1).
@@ -321,6 +339,8 @@ const ready: Record<Format | "resize" | "webpEncode", () => Promise<void>> = {
   resize: once(async () => {
     await initResize(await compile(resizeWasm as unknown as string));
   }),
+  // omggif is JavaScript: nothing to compile.
+  gif: async () => {},
 };
 
 /** The bytes as one whole ArrayBuffer, as the decoders take them (copied only when a view of a larger one). */
@@ -342,6 +362,7 @@ async function decode(input: Uint8Array, format: Format): Promise<Pixels> {
   try {
     if (format === "jpeg") return (await decodeJpeg(bytes)) as Pixels;
     if (format === "png") return (await decodePng(bytes)) as Pixels;
+    if (format === "gif") return gifFirstFrame(input);
     return (await decodeWebp(bytes)) as Pixels;
   } catch (e) {
     // A module that failed to instantiate is no fault of the image.
@@ -350,6 +371,19 @@ async function decode(input: Uint8Array, format: Format): Promise<Pixels> {
     const message = typeof e === "object" && e !== null && "message" in e ? String(e.message) : String(e);
     throw corrupt(`${format}: the decoder failed: ${message}`);
   }
+}
+
+/**
+ * A GIF's first frame drawn on its logical screen, RGBA (omggif, in JavaScript: LZW needs no
+ * WebAssembly); what no frame covers stays transparent.
+ * @throws what omggif throws for a broken file (decode turns it into "corrupt")
+ */
+function gifFirstFrame(input: Uint8Array): Pixels {
+  const reader = new GifReader(input);
+  if (reader.numFrames() === 0) throw new Error("no frame");
+  const data = new Uint8ClampedArray(reader.width * reader.height * 4);
+  reader.decodeAndBlitFrameRGBA(0, data);
+  return { data, width: reader.width, height: reader.height };
 }
 
 /** sRGB (IEC 61966-2-1) 8-bit code → linear light, 0 … 1. */

@@ -386,6 +386,8 @@ async function recordWebm(): Promise<string> {
 }
 
 test("the share page: preview and Download of an image, a PDF and a video; the password form and error pages; every screen", async ({ page }) => {
+  // Seven pages on four screens each, with media: about a minute on this 2-core machine.
+  test.setTimeout(150_000);
   const minted = spawnSync(binary, ["keys", "create", "--email", "sharer@example.com", "--data-dir", plain.dataDir], { encoding: "utf8" });
   if (minted.status !== 0) throw new Error(`keys create: ${minted.stderr}`);
   const key = minted.stdout.trim();

@@ -9,6 +9,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import encodeJpeg from "@jsquash/jpeg/encode";
 import { encode as encodePng } from "@jsquash/png";
+import { GifWriter } from "omggif";
 import type { FolderJson } from "../../src/domain/folder.ts";
 import type { ShareDetailJson } from "../../src/domain/share.ts";
 import { runSql } from "../support/backend.ts";
@@ -118,6 +119,19 @@ describe("an image's thumbnail", () => {
     }
   });
 
+  test("a GIF's first frame (CONTRACT §15: JPEG, PNG, WebP and GIF)", async () => {
+    // 400 × 200, two frames (an animation): the first is what the thumbnail shows.
+    const [w, h] = [400, 200];
+    const buffer = new Uint8Array(1024 * 1024);
+    const gif = new GifWriter(buffer, w, h, { palette: [0x1e6bd6, 0xf5b642], loop: 0 });
+    gif.addFrame(0, 0, w, h, Uint8Array.from({ length: w * h }, (_, i) => (i % w < w / 2 ? 0 : 1)), { delay: 50 });
+    gif.addFrame(0, 0, w, h, new Uint8Array(w * h).fill(1), { delay: 50 });
+    const file = await upload("wave.gif", buffer.subarray(0, gif.end()), "image/gif");
+    const res = await thumbnail(file.id);
+    expect(res.status).toBe(200);
+    expect(webpSize(new Uint8Array(await res.arrayBuffer()))).toEqual({ width: 320, height: 160 });
+  });
+
   test("another user cannot see a private file's (404) nor send one (404)", async () => {
     const secret = await client(server, alice).fetch(`/v1/files?name=secret.jpg&visibility=private`, { method: "POST", body: await jpeg(64, 64), headers: { "content-type": "image/jpeg" } });
     const id = ((await secret.json()) as FileJson).id;
@@ -200,10 +214,10 @@ describe("a thumbnail sent by the uploading browser (a video's poster)", () => {
     expect((await rows(video.id))[0]!.source).toBe("browser");
   });
 
-  test("refused: another type (415), more than 1 MiB (413), bytes that are no image (400); the kept one stays", async () => {
+  test("refused: another type (415), more than 256 KiB (413), bytes that are no image (400); the kept one stays", async () => {
     const kept = await rows(video.id);
     expect((await sendThumbnail(video.id, "<svg/>", "image/svg+xml")).status).toBe(415);
-    expect((await sendThumbnail(video.id, new Uint8Array(1024 * 1024 + 1), "image/jpeg")).status).toBe(413);
+    expect((await sendThumbnail(video.id, new Uint8Array(256 * 1024 + 1), "image/jpeg")).status).toBe(413);
     const notImage = await sendThumbnail(video.id, "not a picture at all", "image/png");
     expect(notImage.status).toBe(400);
     expect(((await notImage.json()) as { message: string }).message).toMatch(/could not be read as image\/png/);

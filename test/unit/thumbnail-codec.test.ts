@@ -158,8 +158,10 @@ describe("imageSize reads headers only", () => {
     expect(await reasonOf(() => imageSize(new TextEncoder().encode("hello, world, not an image"), "image/png"))).toBe("corrupt");
     expect(await reasonOf(() => imageSize(new Uint8Array(0), "image/webp"))).toBe("corrupt");
     expect(await reasonOf(() => imageSize(jpegBytes, "text/plain"))).toBe("unsupported");
-    expect(await reasonOf(() => imageSize(jpegBytes, "image/gif"))).toBe("unsupported");
-    expect([...THUMBNAIL_SOURCE_TYPES].sort()).toEqual(["image/jpeg", "image/png", "image/webp"]);
+    expect(await reasonOf(() => imageSize(jpegBytes, "image/bmp"))).toBe("unsupported");
+    expect(await reasonOf(() => imageSize(new TextEncoder().encode("GIF89a\x01"), "image/gif"))).toBe("corrupt");
+    expect(imageSize(new Uint8Array([...new TextEncoder().encode("GIF89a"), 0x90, 0x01, 0xc8, 0x00, 0, 0, 0]), "image/gif")).toEqual({ width: 400, height: 200 });
+    expect([...THUMBNAIL_SOURCE_TYPES].sort()).toEqual(["image/gif", "image/jpeg", "image/png", "image/webp"]);
   });
 });
 
