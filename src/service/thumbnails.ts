@@ -9,6 +9,7 @@
  */
 import { AppError } from "../errors.ts";
 import type { FileRecord } from "../domain/file.ts";
+import { essenceOf } from "../domain/params.ts";
 import type { Clock } from "../domain/time.ts";
 import type { MetadataStore } from "../storage/ports.ts";
 import { THUMBNAIL_SOURCE_TYPES, ThumbnailError } from "../thumbnail/codec.ts";
@@ -42,6 +43,11 @@ export interface ThumbnailServiceDeps {
   maxPixels: number;
 }
 
+/**
+ * Files' thumbnails (see the module comment): read, made once per content, sent by a browser,
+ * removed. One making per file and content at a time in this process; two processes may each
+ * make the same one once, and the second `put` stores the same picture again.
+ */
 export class ThumbnailService {
   /** The thumbnails being made in this process, by file ID and content: one child per file however many ask. */
   private readonly making = new Map<string, Promise<Uint8Array | undefined>>();
@@ -85,13 +91,13 @@ export class ThumbnailService {
 
   /** Whether this server makes thumbnails of `file`'s content itself. */
   makesOf(file: FileRecord): boolean {
-    return this.deps.maxPixels > 0 && THUMBNAIL_SOURCE_TYPES.has(baseType(file.contentType)) && file.size > 0 && file.size <= MAX_SOURCE_BYTES;
+    return this.deps.maxPixels > 0 && THUMBNAIL_SOURCE_TYPES.has(essenceOf(file.contentType)) && file.size > 0 && file.size <= MAX_SOURCE_BYTES;
   }
 
   private async makeAndStore(file: FileRecord): Promise<Uint8Array | undefined> {
     let image: Uint8Array | undefined;
     try {
-      image = await this.deps.maker.make(this.deps.files.copyOf(file), baseType(file.contentType), this.deps.maxPixels);
+      image = await this.deps.maker.make(this.deps.files.copyOf(file), essenceOf(file.contentType), this.deps.maxPixels);
     } catch (err) {
       if (!(err instanceof ThumbnailError)) throw err;
     }
@@ -111,7 +117,7 @@ export class ThumbnailService {
    *   being made)
    */
   async put(file: FileRecord, image: Uint8Array, mediaType: string): Promise<void> {
-    const type = baseType(mediaType);
+    const type = essenceOf(mediaType);
     if (image.byteLength > MAX_SENT_THUMBNAIL_BYTES) throw new AppError("payload_too_large", `a thumbnail may be at most ${MAX_SENT_THUMBNAIL_BYTES} bytes (got ${image.byteLength})`);
     if (!THUMBNAIL_SOURCE_TYPES.has(type)) throw new AppError("unsupported_media_type", `a thumbnail is sent as ${[...THUMBNAIL_SOURCE_TYPES].join(", ")} (got "${mediaType}")`);
     let made: Uint8Array;
@@ -129,11 +135,6 @@ export class ThumbnailService {
   delete(file: FileRecord): Promise<boolean> {
     return this.deps.store.thumbnails.delete(file.id);
   }
-}
-
-/** `image/jpeg; charset=…` → `image/jpeg`. */
-function baseType(mediaType: string): string {
-  return mediaType.split(";")[0]!.trim().toLowerCase();
 }
 
 /** `bytes` as a stream of one chunk. */

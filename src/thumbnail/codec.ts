@@ -37,6 +37,7 @@ import decodeWebp, { init as initWebpDecode } from "@jsquash/webp/decode";
 import encodeWebp, { init as initWebpEncode } from "@jsquash/webp/encode";
 import resize, { initResize } from "@jsquash/resize";
 import { GifReader } from "omggif";
+import { essenceOf } from "../domain/params.ts";
 
 /** The media types a thumbnail can be made of (the bytes are recognised by their signature). */
 export const THUMBNAIL_SOURCE_TYPES: ReadonlySet<string> = new Set(["image/jpeg", "image/png", "image/webp", "image/gif"]);
@@ -84,11 +85,6 @@ interface Header {
 const WEBP_MAX_EDGE = 16383;
 
 const corrupt = (message: string): ThumbnailError => new ThumbnailError("corrupt", message);
-
-/** The media type without parameters, lower-cased: "Image/JPEG; q=1" → "image/jpeg". */
-function essence(mediaType: string): string {
-  return mediaType.split(";", 1)[0]!.trim().toLowerCase();
-}
 
 /** Which of the three formats the bytes start with, by signature; undefined when none. */
 function sniff(b: Uint8Array): Format | undefined {
@@ -259,7 +255,7 @@ function gifHeader(b: Uint8Array): Header {
 }
 
 function readHeader(input: Uint8Array, mediaType: string, toScan: boolean): Header {
-  const type = essence(mediaType);
+  const type = essenceOf(mediaType);
   if (!THUMBNAIL_SOURCE_TYPES.has(type)) throw new ThumbnailError("unsupported", `no thumbnail of ${type || "an unknown type"}`);
   // By signature, not by the declared type: a PNG uploaded as image/jpeg is still a PNG (as a
   // browser shows it, WHATWG MIME Sniffing §8.1).

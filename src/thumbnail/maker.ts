@@ -60,7 +60,7 @@ export class ThumbnailMaker {
   private async runChild(input: AsyncIterable<Uint8Array>, mediaType: string, maxPixels: number): Promise<Uint8Array> {
     const args = ["__thumbnail", mediaType, String(this.opts.maxEdge), String(maxPixels)];
     const child = Bun.spawn(selfCommand(args), { stdin: streamOf(input), stdout: "pipe", stderr: "pipe" });
-    // Niced from its first instruction (its own call comes only after it has loaded).
+    // Niced from its first instruction, before it has loaded a module.
     lowerPriority(child.pid);
     const timer = setTimeout(() => child.kill("SIGKILL"), this.opts.timeoutMs);
     try {
@@ -91,7 +91,6 @@ export async function thumbnailCommand(args: string[]): Promise<number> {
     process.stderr.write("usage: cubby __thumbnail MEDIA_TYPE MAX_EDGE MAX_PIXELS < image > thumbnail.webp\n");
     return 2;
   }
-  lowerPriority(process.pid);
   const input = await new Response(Bun.stdin.stream()).bytes();
   try {
     const { image } = await makeThumbnail(input, mediaType, { maxEdge: Number(maxEdge), maxPixels: Number(maxPixels) });
