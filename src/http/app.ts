@@ -81,10 +81,6 @@ export function createApp(deps: AppDeps) {
       // Looked up, not derived: an error can come before derive has run.
       return errorResponse(report(error, contextOf(request)));
     })
-    .get("/healthz", () => json({ status: "ok" }), {
-      ...raw,
-      detail: detail({ operationId: "health", summary: "200 while serving", tags: ["service"], security: ANYONE, responses: { ...ok("Health"), ...errors(...SERVER) } }),
-    })
     .get("/openapi.json", () => openApiResponse(openApiDocument()), {
       ...raw,
       detail: detail({

@@ -22,6 +22,7 @@ import type { AnyElysia } from "elysia";
 import pkg from "../../package.json" with { type: "json" };
 import {
   always,
+  ANYONE,
   errors,
   header,
   headerParam,
@@ -29,6 +30,7 @@ import {
   json,
   KEY_OR_SESSION,
   LOCATION,
+  ok,
   pathParam,
   queryParam,
   SERVER,
@@ -114,6 +116,8 @@ const slugParam = pathParam("slug", { type: "string" }, "Any slug: not the file'
 
 const shareToken = pathParam("token", { type: "string" }, "The share's token (from its `url`)");
 const listenerPaths: Record<string, PathItem> = {
+  // Served by the dispatch (server/dispatch.ts HEALTH_PATH), HEAD too.
+  "/healthz": { get: { operationId: "health", summary: "200 while serving", tags: ["service"], security: ANYONE, responses: { ...ok("Health"), ...errors(...SERVER) } } },
   "/{id}": getAndHead("getContent", "A file's content", contentOp()),
   "/{id}/{slug}": getAndHead("getContentWithSlug", "A file's content", { ...contentOp(), parameters: [...contentOp().parameters!, slugParam] }),
   "/s/{token}": getAndHead("getSharedContent", "A shared file's content", {

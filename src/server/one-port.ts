@@ -197,7 +197,7 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
           keepAliveSeconds: opts.idleTimeoutSeconds,
           route: (method, target) => {
             const route = routeOf(method, target, opts.rpcPaths);
-            return route.kind === "content" || route.kind === "share" ? route : undefined;
+            return route.kind === "content" || route.kind === "share" || route.kind === "health" ? route : undefined;
           },
           dispatch,
           logClose: (context, status, bytes) => accessLog.close(context, status, bytes),
