@@ -122,6 +122,12 @@ export interface Config {
    * undefined: RETRY_BASE_MS (service/webhook-deliverer.ts, 5 s).
    */
   testWebhookRetryMs?: number | undefined;
+  /**
+   * Tests only: how long a webhook delivery's claim holds it for its process, ms
+   * (CUBBY_TEST_WEBHOOK_LEASE_MS, at least 1 000); undefined: LEASE_MS (30 s). The tests that
+   * kill a server holding claims wait for their leases to end.
+   */
+  testWebhookLeaseMs?: number | undefined;
 }
 
 /**
@@ -330,6 +336,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     shareLogFullAddress: fullAddressRaw === "true",
     thumbnailMaxPixels: Number(thumbnailPixelsRaw),
     testWebhookRetryMs: testMilliseconds(get, "CUBBY_TEST_WEBHOOK_RETRY_MS", 10),
+    testWebhookLeaseMs: testMilliseconds(get, "CUBBY_TEST_WEBHOOK_LEASE_MS", 1000),
   };
 }
 

@@ -99,7 +99,7 @@ async function serveAsWorker(config: Config, services: Services): Promise<void> 
  * instance does; claims keep each delivery to one of them at a time).
  */
 function startDelivering(config: Config, services: Services): WebhookDeliverer {
-  const deliverer = new WebhookDeliverer({ store: services.store, clock: services.clock, webhooks: services.webhooks, retryBaseMs: config.testWebhookRetryMs });
+  const deliverer = new WebhookDeliverer({ store: services.store, clock: services.clock, webhooks: services.webhooks, retryBaseMs: config.testWebhookRetryMs, leaseMs: config.testWebhookLeaseMs });
   deliverer.start();
   return deliverer;
 }

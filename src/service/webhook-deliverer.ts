@@ -81,6 +81,8 @@ export interface WebhookDelivererDeps {
   webhooks: WebhookService;
   /** Tests only (CUBBY_TEST_WEBHOOK_RETRY_MS): the first retry's delay, ms. */
   retryBaseMs?: number | undefined;
+  /** Tests only (CUBBY_TEST_WEBHOOK_LEASE_MS): a claim's lease, ms; {@link LEASE_MS} otherwise. */
+  leaseMs?: number | undefined;
 }
 
 /** The outbox's deliverer in this process; {@link start} once, {@link stop} before the store closes. */
@@ -175,7 +177,7 @@ export class WebhookDeliverer {
         await yieldToLoop();
         if (this.stopped) return;
         const now = this.deps.clock.nowMicros();
-        const claimed = await this.deps.store.webhooks.claim(this.claimer, now, now + LEASE_MS * 1000, room, WEBHOOK_IN_FLIGHT);
+        const claimed = await this.deps.store.webhooks.claim(this.claimer, now, now + (this.deps.leaseMs ?? LEASE_MS) * 1000, room, WEBHOOK_IN_FLIGHT);
         if (claimed.length === 0) return;
         for (const [i, delivery] of claimed.entries()) {
           // Starting an attempt (sign, connect) takes a little synchronous work; 64 at once

@@ -16,6 +16,11 @@ import { waitFor } from "../support/wait.ts";
 import { startReceiver, type Receiver } from "../support/webhook-receiver.ts";
 
 const ENV = { WEBHOOK_ALLOWED_HOSTS: "127.0.0.1", CUBBY_TEST_WEBHOOK_RETRY_MS: "200" };
+/**
+ * For the servers a test kills: claims held for 3 s instead of 30, so that what the killed
+ * process had claimed is free again soon (each attempt here takes at most 200 ms).
+ */
+const KILLED_ENV = { ...ENV, CUBBY_TEST_WEBHOOK_LEASE_MS: "3000" };
 
 async function createHook(server: RunningServer, key: string, url: string): Promise<NewWebhookJson> {
   const res = await client(server, key).fetch("/v1/webhooks", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ url }) });
@@ -35,7 +40,7 @@ describe("a server killed with SIGKILL", () => {
     using data = tempDir();
     await using receiver = startReceiver();
     receiver.answer = () => new Response(null, { status: 503 });
-    const first = await startServer({ dataDir: data.path, env: ENV });
+    const first = await startServer({ dataDir: data.path, env: KILLED_ENV });
     let key: string;
     const ids = new Set<string>();
     try {
@@ -47,9 +52,9 @@ describe("a server killed with SIGKILL", () => {
       await first.kill9();
     }
     receiver.answer = () => new Response(null, { status: 204 });
-    await using second = await startServer({ dataDir: data.path, env: ENV });
+    await using second = await startServer({ dataDir: data.path, env: KILLED_ENV });
     // A delivery the killed process had claimed (its attempt answered, not yet recorded) waits
-    // for the claim's lease (30 s) to end.
+    // for the claim's lease (3 s here) to end.
     await waitFor(() => tally(receiver, ids).received === ids.size, "every event after the restart", { timeoutMs: 60_000, detail: () => `${JSON.stringify(tally(receiver, ids))}; ${receiver.received.length} attempts; ${second.errors()}` });
     const figures = tally(receiver, ids);
     console.log(`SIGKILL between commit and delivery: ${JSON.stringify(figures)}`);
@@ -60,7 +65,7 @@ describe("a server killed with SIGKILL", () => {
   test("while deliveries are in flight: nothing lost, duplicates only of those in flight", async () => {
     using data = tempDir();
     await using receiver = startReceiver();
-    const first = await startServer({ dataDir: data.path, env: ENV });
+    const first = await startServer({ dataDir: data.path, env: KILLED_ENV });
     const ids = new Set<string>();
     let key = "";
     let hook: NewWebhookJson;
@@ -88,9 +93,9 @@ describe("a server killed with SIGKILL", () => {
     const recordedBeforeKill = new Set(
       (await runSql<{ event_id: string }>(data.path, "SELECT event_id FROM webhook_deliveries WHERE delivered_at IS NOT NULL")).map((r) => r.event_id),
     );
-    await using second = await startServer({ dataDir: data.path, env: ENV });
+    await using second = await startServer({ dataDir: data.path, env: KILLED_ENV });
     // Done once the restarted server has recorded a 2xx for every event the receiver has seen
-    // that the killed one had not: those it had claimed wait for the claim's lease (30 s) to end.
+    // that the killed one had not: those it had claimed wait for the claim's lease (3 s here) to end.
     const recorded = async () => {
       const res = await client(second, key).fetch(`/v1/webhooks/${hook!.id}/deliveries`);
       return new Set(((await res.json()) as { deliveries: { event_id: string; status: number | null }[] }).deliveries.filter((d) => d.status === 204).map((d) => d.event_id));
