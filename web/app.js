@@ -3,9 +3,12 @@
 // libraries it uses (tus-js-client for resumable uploads, loaded before this module as
 // window.tus, and qrcode-generator for share links' QR codes) are embedded in the binary.
 // docs/design.md ("The dashboard") says why plain DOM, and how errors are shown beside their cause.
+// web/sw.js (registered here) makes it an installable web app that other apps share files into.
 
 import qrcode from "/assets/qrcode.mjs";
 import { createSpeedometer, formatSize, progressText } from "/assets/progress.js";
+import { countShared, takeShared } from "/assets/share-inbox.js";
+import { sharexUploader } from "/assets/sharex.js";
 import { tusOptions } from "/assets/tus-options.js";
 
 const $ = (id) => document.getElementById(id);
@@ -1491,7 +1494,10 @@ function keyRow(key) {
     async (e) => {
       if (!confirm(`Revoke the key "${label}"? Programs using it will stop working.`)) return;
       if ((await attemptAt(e.currentTarget, () => api(`/auth/keys/${key.id}`, { method: "DELETE" }))) === undefined) return;
-      if ($("new-key").dataset.id === key.id) $("new-key").hidden = true;
+      if ($("new-key").dataset.id === key.id) {
+        $("new-key").hidden = true;
+        offerSharex(undefined);
+      }
       await attempt(loadKeys);
     },
     "danger",
@@ -1515,6 +1521,27 @@ async function loadKeys() {
   $("keys-empty").hidden = keys.length > 0;
 }
 
+/** The key of the ShareX config offered, and its blob: URL (freed when replaced); undefined and "" while none is. */
+let sharexKey;
+let sharexUrl = "";
+
+/**
+ * Offers the ShareX custom uploader (web/sharex.js) of a new API key that can upload
+ * (files.write), as a `cubby.sxcu` download made in the page: the key never leaves it but in
+ * that file. Its uploads get the visibility chosen beside the link (public by default: ShareX
+ * copies the link to be pasted to others). Without `key`, hides the offer.
+ */
+function offerSharex(key) {
+  if (sharexUrl) URL.revokeObjectURL(sharexUrl);
+  sharexKey = key;
+  sharexUrl = "";
+  $("sharex").hidden = key === undefined;
+  if (key === undefined) return;
+  const uploader = sharexUploader({ origin: location.origin, key, visibility: $("sharex-visibility").value });
+  sharexUrl = URL.createObjectURL(new Blob([`${JSON.stringify(uploader, null, 2)}\n`], { type: "application/json" }));
+  $("sharex-download").href = sharexUrl;
+}
+
 async function createKey(e) {
   e.preventDefault();
   const scopes = [];
@@ -1530,6 +1557,7 @@ async function createKey(e) {
   $("new-key-value").setAttribute("aria-label", s3 ? "New S3 access key" : "New API key");
   $("new-key").dataset.id = minted.id;
   $("new-key").hidden = false;
+  offerSharex(!s3 && scopes.includes("files.write") ? minted.key : undefined);
   $("key-form").reset();
   await attempt(loadKeys);
 }
@@ -1582,21 +1610,82 @@ function wire() {
   $("new-hook-copy").addEventListener("click", (e) => copy($("new-hook-secret").value, e.currentTarget));
   $("key-form").addEventListener("submit", createKey);
   $("new-key-copy").addEventListener("click", (e) => copy($("new-key-value").value, e.currentTarget));
+  $("sharex-visibility").addEventListener("change", () => offerSharex(sharexKey));
+}
+
+// --- installed on a phone: the service worker and the share target (CONTRACT §15) ---
+
+/**
+ * Registers web/sw.js, which keeps the page's shell for offline starts and receives shares
+ * from other apps, where the browser has service workers (https, or localhost). Failing to is
+ * no error of the page: it works as before, only not installed.
+ */
+function registerServiceWorker() {
+  if (!("serviceWorker" in navigator)) return;
+  navigator.serviceWorker.register("/sw.js").catch((err) => console.info(`cubby works without its service worker here: ${messageOf(err)}`));
+}
+
+/**
+ * `?shared=1` (web/sw.js received a share) or `?shared=0` (the server did: the share came before
+ * the service worker, and its files are lost), taken out of the address at once so that a reload
+ * or a bookmark does not carry it; the folder in it stays.
+ * @returns {string | null} the parameter's value, null without one
+ */
+function takeSharedParameter() {
+  const shared = new URLSearchParams(location.search).get("shared");
+  if (shared !== null) history.replaceState(null, "", folderHref(folderFromUrl()));
+  return shared;
+}
+
+/** What a share the server received instead of the service worker means for the person (see takeSharedParameter). */
+const SHARE_LOST = "The share reached cubby before this browser had cubby's app ready, so nothing was kept: share it again.";
+
+/**
+ * Uploads the files other apps shared into the installed dashboard (web/share-inbox.js), through
+ * upload() as if they were picked, into the folder viewed. Run on every signed-in load, not only
+ * at `/?shared=1`, so that a share made while signed out is uploaded after sign-in. A text or a
+ * link shared without a file is not kept, and the line under the list tools says so.
+ */
+async function uploadShared(shared) {
+  const { files, words } = await takeShared();
+  if (files.length > 0) {
+    note(files.length === 1 ? `Uploading ${files[0].name}, shared from another app.` : `Uploading ${files.length} files shared from another app.`);
+    uploadAll(files);
+  } else if (words.length > 0) {
+    note("cubby keeps files: the text or link shared from another app was not kept. Share a file to upload it.");
+  } else if (shared === "0") {
+    note(SHARE_LOST, true);
+  }
+}
+
+/** On a signed-out page: how many shared files wait for a sign-in, or that a share was lost. */
+async function showSharedWaiting(shared) {
+  const waiting = await countShared();
+  const line = $("shared-note");
+  if (waiting > 0) line.textContent = `${waiting === 1 ? "A file" : `${waiting} files`} shared from another app ${waiting === 1 ? "waits" : "wait"} here: ${waiting === 1 ? "it is" : "they are"} uploaded once you sign in.`;
+  else if (shared === "0") line.textContent = SHARE_LOST;
+  else return;
+  line.hidden = false;
 }
 
 async function main() {
+  registerServiceWorker();
+  const shared = takeSharedParameter();
   $("redirect-uri").textContent = `${location.origin}/auth/idp/callback`;
   let session;
   try {
     session = await api("/auth/session");
   } catch (err) {
     $("loading").hidden = true;
-    showError(err);
+    // No answer at all (started from the home screen offline, or cubby down): the shell came from web/sw.js's cache.
+    const unreachable = navigator.onLine ? "cubby cannot be reached: its server does not answer. Reload in a moment." : "This device is offline, so cubby cannot be reached. Reload once it is back online.";
+    showError(err instanceof ApiError ? err : new Error(unreachable));
     return;
   }
   $("loading").hidden = true;
   if (!session.signed_in) {
     $(session.sign_in_configured ? "signed-out" : "not-configured").hidden = false;
+    await showSharedWaiting(shared).catch(showError);
     return;
   }
   $("account").hidden = false;
@@ -1605,6 +1694,9 @@ async function main() {
   wire();
   // The links first: unfinished uploads name the link they come through.
   await attempt(() => Promise.all([openFolder(folderFromUrl()), loadLinks().then(loadUnfinished), loadHooks(), loadKeys()]));
+  // After the list is drawn: its drawing would take the line that says what the upload does. Not
+  // through attempt(), which would hide what the loads above may have shown in the alert line.
+  await uploadShared(shared).catch(showError);
 }
 
 main();

@@ -20,7 +20,7 @@ import { contextOf, requestContext } from "./request-context.ts";
 import { serveStatic, staticAssets, vendoredAssets } from "./static.ts";
 import { guestRoutes } from "./guest-routes.ts";
 import { validationMessage } from "./inputs.ts";
-import { ANYONE, detail, errors, json as jsonContent, ok, SERVER } from "./describe.ts";
+import { ANYONE, detail, errors, json as jsonContent, LOCATION, ok, SERVER } from "./describe.ts";
 import { openApiDocumentOf, openApiResponse, type OpenApiDocument } from "./openapi.ts";
 import { tusRoutes } from "./tus-routes.ts";
 import { uploadLinksRoutes } from "./upload-links-routes.ts";
@@ -51,6 +51,34 @@ function assetRoutes() {
   const routes = new Elysia({ name: "asset-routes" });
   for (const pathname of Object.keys({ ...staticAssets, ...vendoredAssets })) routes.get(pathname, () => serveStatic(pathname)!, raw);
   return routes;
+}
+
+/**
+ * The dashboard's Web Share Target (web/manifest.webmanifest; CONTRACT §15) when no service
+ * worker took the share: a browser that has not installed web/sw.js yet, or has dropped it. The
+ * shared files cannot be kept here (no session need come with a share, and nothing would take
+ * them to the page), so the body is not read: 303 to the dashboard with `?shared=0`, which says
+ * that nothing was kept and to share again.
+ */
+function shareTargetRoute() {
+  return new Elysia({ name: "share-target-route" }).post(
+    "/share-target",
+    () => new Response(null, { status: 303, headers: { location: "/?shared=0", "cache-control": "no-store" } }),
+    {
+      ...raw,
+      detail: detail({
+        operationId: "shareTarget",
+        summary: "Where a phone's share sheet sends files for the installed dashboard, when its service worker did not take them: nothing is kept",
+        tags: ["dashboard"],
+        security: ANYONE,
+        requestBody: {
+          description: "What the share sheet sends (the manifest's share_target): `files`, `title`, `text`, `url`; not read",
+          content: { "multipart/form-data": { schema: { type: "object" } } },
+        },
+        responses: { "303": { description: "To the dashboard, which says that nothing was kept (`/?shared=0`)", headers: LOCATION }, ...errors(...SERVER) },
+      }),
+    },
+  );
 }
 
 /** {@link negotiatedError} as a fetch Response. */
@@ -92,6 +120,7 @@ export function createApp(deps: AppDeps) {
       }),
     })
     .use(assetRoutes())
+    .use(shareTargetRoute())
     .use(
       authRoutes({
         auth,

@@ -139,7 +139,7 @@ const listenerPaths: Record<string, PathItem> = {
 
 const DESCRIPTION = `The REST API of cubby (CONTRACT §2, §3, §5, §8): files, expiry, share links, guest upload links, resumable uploads (tus 1.0.0), content URLs, sign-in and API keys.
 
-Out of scope: the RPC API (gRPC, Connect, gRPC-Web: proto/cubby/v1/files.proto and server reflection), \`/metrics\` (Prometheus text exposition), \`/mcp\` (Model Context Protocol: its tools describe themselves) and the dashboard's static files (\`/\`, \`/app.js\`, \`/app.css\`, \`/assets/…\`). Any path or method not listed answers 404 (or 400 for a malformed request) with the error body below.
+Out of scope: the RPC API (gRPC, Connect, gRPC-Web: proto/cubby/v1/files.proto and server reflection), \`/metrics\` (Prometheus text exposition), \`/mcp\` (Model Context Protocol: its tools describe themselves) and the dashboard's static files (\`/\`, \`/app.js\`, \`/app.css\`, \`/assets/…\`, \`/manifest.webmanifest\`, \`/sw.js\`). Any path or method not listed answers 404 (or 400 for a malformed request) with the error body below.
 
 Every failure is \`google.rpc.Status\` JSON, \`{"code": <gRPC code>, "message": "…", "details": []}\`; each error response below fixes its \`code\`.`;
 
@@ -193,6 +193,7 @@ export function openApiDocumentOf(app: AnyElysia): OpenApiDocument {
       { name: "webhooks", description: "Webhooks (CONTRACT §13)" },
       { name: "auth", description: "Sign-in, sessions and API keys (CONTRACT §5)" },
       { name: "service", description: "Health and this document" },
+      { name: "dashboard", description: "The installable dashboard's share target (CONTRACT §15)" },
     ],
     paths: Object.fromEntries(Object.entries(paths).sort(([a], [b]) => a.localeCompare(b))),
     components: {

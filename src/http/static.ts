@@ -14,8 +14,18 @@ import progressJs from "../../web/progress.js" with { type: "file" };
 import tusOptionsJs from "../../web/tus-options.js" with { type: "file" };
 // @ts-ignore: as app.js.
 import sharePageJs from "../../web/share-page.js" with { type: "file" };
+// @ts-ignore: as app.js.
+import shareInboxJs from "../../web/share-inbox.js" with { type: "file" };
+// @ts-ignore: as app.js.
+import sharexJs from "../../web/sharex.js" with { type: "file" };
+// @ts-ignore: as app.js.
+import serviceWorkerJs from "../../web/sw.js" with { type: "file" };
+// @ts-ignore: as app.js; a web app manifest has no module type declaration.
+import manifest from "../../web/manifest.webmanifest" with { type: "file" };
 // @ts-ignore: as app.js; an SVG has no module type declaration.
 import iconSvg from "../../web/icon.svg" with { type: "file" };
+// @ts-ignore: as icon.svg.
+import maskableIconSvg from "../../web/icon-maskable.svg" with { type: "file" };
 // @ts-ignore: as app.js; tus-js-client's browser build, for the guest upload page.
 import tusJs from "../../node_modules/tus-js-client/dist/tus.min.js" with { type: "file" };
 // @ts-ignore: as app.js; qrcode-generator's ES module, for share links' QR codes in the dashboard.
@@ -37,7 +47,13 @@ export const staticAssets: Record<string, { file: string; type: string }> = {
   "/assets/progress.js": { file: progressJs as unknown as string, type: "text/javascript; charset=utf-8" },
   "/assets/tus-options.js": { file: tusOptionsJs as unknown as string, type: "text/javascript; charset=utf-8" },
   "/assets/share-page.js": { file: sharePageJs as unknown as string, type: "text/javascript; charset=utf-8" },
+  "/assets/share-inbox.js": { file: shareInboxJs as unknown as string, type: "text/javascript; charset=utf-8" },
+  "/assets/sharex.js": { file: sharexJs as unknown as string, type: "text/javascript; charset=utf-8" },
   "/assets/icon.svg": { file: iconSvg as unknown as string, type: "image/svg+xml" },
+  "/assets/icon-maskable.svg": { file: maskableIconSvg as unknown as string, type: "image/svg+xml" },
+  // The installable dashboard (CONTRACT §15): at the root, so that the worker's scope is the whole origin.
+  "/manifest.webmanifest": { file: manifest as unknown as string, type: "application/manifest+json" },
+  "/sw.js": { file: serviceWorkerJs as unknown as string, type: "text/javascript; charset=utf-8" },
 };
 
 /** The icon of every page (`<link rel="icon">`) and the mark in their header. */
@@ -51,7 +67,12 @@ export const vendoredAssets: Record<string, { file: string; type: string }> = {
   "/assets/pdf.worker.min.mjs": { file: pdfWorkerJs as unknown as string, type: "text/javascript; charset=utf-8" },
 };
 
-/** Security headers for the dashboard's own pages. */
+/**
+ * Security headers for the dashboard's own pages. `default-src 'self'` also lets the page
+ * register its service worker (`worker-src` falls back to it) and load its manifest
+ * (`manifest-src`); the ShareX config's `<a download href="blob:…">` is a navigation, which no
+ * fetch directive governs.
+ */
 export const DASHBOARD_HEADERS = {
   "x-content-type-options": "nosniff",
   "x-frame-options": "DENY",

@@ -15,11 +15,21 @@ import { freePort } from "../support/processes.ts";
 export { ROOT } from "../support/launch.ts";
 export const SCREENSHOTS = path.join(ROOT, "test-results/screenshots");
 
-/** Builds dist/cubby once per run. */
+/** Where the run's global setup ({@link buildBinary} in global-setup.ts) says it built the binary. */
+const BUILT_ENV = "CUBBY_E2E_BINARY";
+
+/**
+ * dist/cubby, built once per run: by the global setup (global-setup.ts), which passes its path
+ * to every test file in the environment; a file run without it builds it here.
+ */
 export function buildBinary(): string {
+  const built = process.env[BUILT_ENV];
+  if (built !== undefined && fs.existsSync(built)) return built;
   const r = spawnSync(BUN, ["scripts/build.ts"], { cwd: ROOT, encoding: "utf8" });
   if (r.status !== 0) throw new Error(`build failed: ${r.stderr}${r.stdout}`);
-  return path.join(ROOT, "dist/cubby");
+  const binary = path.join(ROOT, "dist/cubby");
+  process.env[BUILT_ENV] = binary;
+  return binary;
 }
 
 export interface Stack {

@@ -7,6 +7,7 @@ const chromium = process.env.CHROMIUM_PATH ?? (fs.existsSync("/usr/bin/chromium"
 export default defineConfig({
   testDir: ".",
   testMatch: "*.e2e.ts",
+  globalSetup: "./global-setup.ts",
   outputDir: "../../test-results/e2e",
   timeout: 60_000,
   workers: 1,
