@@ -1,9 +1,10 @@
 /**
  * The one dispatch every request reaches, as an exchange (serving/exchange.ts), whichever wire
  * read it: checks the target and its authority, opens the request's context and access-log
- * entry, and routes — GET and HEAD of content URLs and share links to serving/content.ts, RPC
- * paths to the RPC bridge, `/metrics` to serving/metrics.ts, any method under `/dav` to
- * dav/handler.ts (WebDAV, written against the exchange), everything else through the fetch
+ * entry, and routes — GET and HEAD of content URLs and share links to serving/content.ts, of
+ * `/healthz` to its fixed answer here, RPC paths to the RPC bridge, `/metrics` to
+ * serving/metrics.ts, any method under `/dav` to dav/handler.ts (WebDAV, written against the
+ * exchange), signed S3 requests to s3/handler.ts, everything else through the fetch
  * bridge to the HTTP app, which reads and answers on the exchange. connect-node alone is given
  * the Node request and response the exchange was made of (`Exchange.node`).
  */

@@ -1,7 +1,8 @@
 /**
  * The HTTP/1.1 fast path. Bun's `node:http` parsing and writing over a socket handed to it by
  * the listener cost ~40% of a small GET before cubby does any work (docs/benchmarks.md), so the
- * requests that matter — GET and HEAD of content URLs and share links — are read and answered
+ * requests that matter — GET and HEAD of content URLs and share links (and `/healthz`, which
+ * load balancers and the stall probe ask often) — are read and answered
  * here: the head is parsed by http1-head.ts and handed to the one dispatch as an exchange
  * (http1-exchange.ts), whose answer is written straight to the socket.
  *
