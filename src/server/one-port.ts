@@ -6,8 +6,8 @@
  * - the HTTP/2 connection preface (`PRI * HTTP/2.0`, RFC 9113 §3.4, h2c with prior knowledge)
  *   → an in-process `node:http2` server;
  * - anything else (HTTP/1.x), once the first request's headers are complete → the fast path
- *   (http1-fast.ts) for GET/HEAD of content URLs and share links, and from the first other
- *   request on an in-process `node:http` server (Bun's), handed the socket with
+ *   (http1-fast.ts) for GET/HEAD of content URLs, share links and `/healthz`, and from the
+ *   first other request on an in-process `node:http` server (Bun's), handed the socket with
  *   `emit("connection")`.
  *
  * Every wire hands the one dispatch (dispatch.ts) an exchange (serving/exchange.ts): the
@@ -190,8 +190,8 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
       },
       onHttp1: () => {
         connections.watchHttp1(socket);
-        // GET/HEAD of content URLs and share links are answered by the fast path until a
-        // request that is not ours hands the connection to node:http (http1-fast.ts).
+        // GET/HEAD of content URLs, share links and /healthz are answered by the fast path
+        // until a request that is not ours hands the connection to node:http (http1-fast.ts).
         serveHttp1Fast(socket, {
           maxHeadBytes: MAX_HEAD_BYTES,
           keepAliveSeconds: opts.idleTimeoutSeconds,
