@@ -222,16 +222,17 @@ test("a file shared into the web app through the share target is uploaded and li
   // The line saying what is uploading may be gone before a check could see it (two small files
   // upload in milliseconds): every text it shows is recorded from the page's start.
   await page.addInitScript(() => {
+    const g = globalThis as any;
     const seen: string[] = [];
-    (window as unknown as { filesNotes: string[] }).filesNotes = seen;
-    new MutationObserver(() => {
-      const text = document.getElementById("files-note")?.textContent ?? "";
+    g.filesNotes = seen;
+    new g.MutationObserver(() => {
+      const text: string = g.document.getElementById("files-note")?.textContent ?? "";
       if (text !== "" && seen.at(-1) !== text) seen.push(text);
-    }).observe(document, { subtree: true, childList: true, characterData: true });
+    }).observe(g.document, { subtree: true, childList: true, characterData: true });
   });
   await shareFromAnotherApp(page, shared, { title: "Holiday", text: "two files" });
   for (const f of shared) await expect(page.locator("#files tbody tr").filter({ hasText: f.name })).toHaveCount(1, { timeout: 15_000 });
-  expect(await page.evaluate(() => (window as unknown as { filesNotes: string[] }).filesNotes)).toContain("Uploading 2 files shared from another app.");
+  expect(await page.evaluate(() => (globalThis as any).filesNotes as string[])).toContain("Uploading 2 files shared from another app.");
   // ?shared=1 is taken out of the address; the inbox is empty.
   expect(page.url()).toBe(`${stack.url}/`);
   expect((await cachedPaths(page))["cubby-share-inbox"]).toEqual([]);
