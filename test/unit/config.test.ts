@@ -171,6 +171,12 @@ describe("loadConfig", () => {
     expect(timings({})).toEqual({ testExpirySweepMs: undefined, testRemovalGraceMs: undefined });
   });
 
+  test("the tests' webhook claim lease: at least 1 000 ms, so that no lease ends under a live attempt; unset keeps LEASE_MS", () => {
+    expect(loadConfig({ CUBBY_TEST_WEBHOOK_LEASE_MS: "3000" }).testWebhookLeaseMs).toBe(3000);
+    expect(loadConfig({}).testWebhookLeaseMs).toBeUndefined();
+    expect(() => loadConfig({ CUBBY_TEST_WEBHOOK_LEASE_MS: "999" })).toThrow(ConfigError);
+  });
+
   test("a bare machine name in HOSTNAME (as containers set it) is ignored", () => {
     expect(loadConfig({ HOSTNAME: "3f2a9c1b7d" }).hostname).toBeUndefined();
   });
