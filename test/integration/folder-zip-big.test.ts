@@ -14,12 +14,15 @@ import type { FolderJson } from "../../src/domain/folder.ts";
 import type { ShareJson } from "../../src/domain/share.ts";
 import { BACKEND } from "../support/backend.ts";
 import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";
+import { run as runTool, type RunResult } from "../support/dav.ts";
 import { waitFor } from "../support/wait.ts";
 import { generated } from "../support/generated.ts";
 
 const MIB = 1024 ** 2;
 const BIG = 5 * 1024 * MIB;
 const SMALL_FILES = 1000;
+/** How long one reader of the 5 GiB archive may take (ms): well inside the test's 600 s. */
+const READ_TIMEOUT_MS = 400_000;
 
 let server: RunningServer;
 let key: string;
@@ -51,12 +54,6 @@ function run(cmd: string[]): { code: number; out: string } {
   return { code: p.exitCode ?? -1, out: p.stdout.toString() + p.stderr.toString() };
 }
 
-/** {@link run} without blocking, so that several run at once. */
-async function runAsync(cmd: string[]): Promise<{ code: number; out: string }> {
-  const p = Bun.spawn(cmd, { stdout: "pipe", stderr: "pipe" });
-  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-  return { code, out: out + err };
-}
 
 beforeAll(async () => {
   // One serving process, so that its memory is the stream's.
@@ -112,15 +109,16 @@ test(
     // The three readers at once (each reads the 5 GiB and checks every entry's CRC-32), and
     // the big entry's CRC-32 in the archive is the one of the bytes uploaded: so its bytes are.
     const [unzip, seven, py] = await Promise.all([
-      runAsync(["unzip", "-tq", zipPath]),
-      runAsync(["7z", "t", zipPath]),
-      runAsync(["python3", "-c", "import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); assert z.testzip() is None; i = z.getinfo('big.bin'); print(len(z.infolist()), i.file_size, i.compress_type, i.CRC)", zipPath]),
+      runTool("unzip", ["-tq", zipPath], { timeoutMs: READ_TIMEOUT_MS }),
+      runTool("7z", ["t", zipPath], { timeoutMs: READ_TIMEOUT_MS }),
+      runTool("python3", ["-c", "import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); assert z.testzip() is None; i = z.getinfo('big.bin'); print(len(z.infolist()), i.file_size, i.compress_type, i.CRC)", zipPath], { timeoutMs: READ_TIMEOUT_MS }),
     ]);
-    expect(unzip.code, unzip.out).toBe(0);
-    expect(seven.code, seven.out).toBe(0);
-    expect(seven.out).toContain(`Files: ${SMALL_FILES + 1}`);
-    expect(py.code, py.out).toBe(0);
-    expect(py.out.trim()).toBe(`${SMALL_FILES + 1} ${BIG} 0 ${bigCrc32}`);
+    const out = (r: RunResult) => r.stdout + r.stderr;
+    expect(unzip.code, out(unzip)).toBe(0);
+    expect(seven.code, out(seven)).toBe(0);
+    expect(out(seven)).toContain(`Files: ${SMALL_FILES + 1}`);
+    expect(py.code, out(py)).toBe(0);
+    expect(out(py).trim()).toBe(`${SMALL_FILES + 1} ${BIG} 0 ${bigCrc32}`);
     fs.rmSync(zipPath);
   },
   { timeout: 600_000 },
