@@ -232,7 +232,9 @@ export class PgMetadataStore implements MetadataStore {
    * and any write transaction that commits (or starts writing) anywhere changes it. A cache
    * stamps an entry with the snapshot read before its row was loaded, so the stamp is never newer
    * than the data: an entry is given back only while no write has committed since. Unlike
-   * {@link version}, it sees another instance's commit on the very next request.
+   * {@link version}, it sees another instance's commit on the very next request. It also moves
+   * with any transaction id the cluster hands out, the heartbeat's NOTIFY included (every 5 s per
+   * instance): a cache entry then costs one more read, never a stale answer.
    */
   async sharedVersion(): Promise<string> {
     const rows = await this.driver.db.execute<{ snapshot: string }>(sql`SELECT pg_current_snapshot()::text AS snapshot`);
