@@ -70,7 +70,7 @@ test("a key revoked through the CLI is refused by every instance on its next req
 
 test("S3 (CONTRACT §16): a multipart upload's parts sent to three instances, completed through a fourth door, read from each; a revoked key refused by all", async () => {
   const [id, secret] = (await instances[0]!.mintKey("s3multi@example.com", "--s3")).split("\n").map((l) => l.slice(l.indexOf("=") + 1)) as [string, string];
-  const s3 = new AwsClient({ accessKeyId: id, secretAccessKey: secret, service: "s3", region: "us-east-1" });
+  const s3 = new AwsClient({ accessKeyId: id, secretAccessKey: secret, service: "s3", region: "us-east-1", retries: 0 });
   expect((await s3.fetch(`${instances[1]!.url}/multi`, { method: "PUT" })).status).toBe(200);
   const made = await s3.fetch(`${instances[2]!.url}/multi/big/joined.bin?uploads`, { method: "POST" });
   const uploadId = /<UploadId>([^<]*)</.exec(await made.text())![1]!;

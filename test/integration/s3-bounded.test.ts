@@ -30,7 +30,7 @@ const idOf = (prefix: string, i: number) => `${prefix}${String(i).padStart(21 - 
 beforeAll(async () => {
   server = await startServer({ checkResponses: false });
   const [id, secret] = (await server.mintKey("bucket@example.com", "--s3")).split("\n").map((l) => l.slice(l.indexOf("=") + 1)) as [string, string];
-  s3 = new AwsClient({ accessKeyId: id, secretAccessKey: secret, service: "s3", region: "us-east-1" });
+  s3 = new AwsClient({ accessKeyId: id, secretAccessKey: secret, service: "s3", region: "us-east-1", retries: 0 });
   expect((await s3.fetch(`${server.url}/big`, { method: "PUT" })).status).toBe(200);
   owner = (await runSql<{ id: string }>(server.dataDir, "SELECT id FROM users WHERE email = ?", "bucket@example.com"))[0]!.id;
   bucketId = (await runSql<{ id: string }>(server.dataDir, "SELECT id FROM folders WHERE owner_id = ? AND name = 'big'", owner))[0]!.id;

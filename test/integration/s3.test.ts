@@ -455,7 +455,9 @@ describe("limits and events as on REST", () => {
     const hook = await fetch(`${limited.url}/v1/webhooks`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ url: receiver.url() }) });
     receiver.secret = ((await hook.json()) as { secret: string }).secret;
     const [keyId, keySecret] = (await limited.mintKey("limits@example.com", "--s3")).split("\n").map((l) => l.slice(l.indexOf("=") + 1)) as [string, string];
-    const s3 = new AwsClient({ accessKeyId: keyId, secretAccessKey: keySecret, service: "s3", region: "us-east-1" });
+    // No retries: aws4fetch retries a 5xx ten times with backoff by default, which hid the
+    // SlowDown below for 22 s (and would hide any 500).
+    const s3 = new AwsClient({ accessKeyId: keyId, secretAccessKey: keySecret, service: "s3", region: "us-east-1", retries: 0 });
     const code = async (res: Response) => ({ status: res.status, code: /<Code>([^<]*)<\/Code>/.exec(await res.text())?.[1] });
     expect((await s3.fetch(`${limited.url}/lim`, { method: "PUT" })).status).toBe(200);
 
@@ -478,7 +480,7 @@ describe("limits and events as on REST", () => {
     expect(files.files.map((f) => f.name).sort()).toEqual(["after-abort.bin"]);
     // Bad signatures count against the failed-authentication limit, across the workers: past
     // it the address is refused, the right key too, with S3's SlowDown and a Retry-After.
-    const wrong = new AwsClient({ accessKeyId: keyId, secretAccessKey: "W".repeat(40), service: "s3", region: "us-east-1" });
+    const wrong = new AwsClient({ accessKeyId: keyId, secretAccessKey: "W".repeat(40), service: "s3", region: "us-east-1", retries: 0 });
     for (let i = 0; i < 3; i++) expect(await code(await wrong.fetch(`${limited.url}/lim?list-type=2`))).toEqual({ status: 403, code: "SignatureDoesNotMatch" });
     const slowed = await s3.fetch(`${limited.url}/lim?list-type=2`);
     expect({ retryAfter: slowed.headers.get("retry-after") !== null, ...(await code(slowed)) }).toEqual({ retryAfter: true, status: 503, code: "SlowDown" });
