@@ -52,7 +52,7 @@ export class BudgetShare {
    * by one chunk at most), and, while a holder waits for room, within the fair share.
    */
   mayHold(bytes = 1): boolean {
-    if (this.bytes === 0) return this.budget.held < this.budget.capacity;
+    if (this.bytes === 0) return true;
     const after = this.bytes + bytes;
     if (after > this.ceiling) return false;
     return this.budget.admits(after);
