@@ -42,21 +42,41 @@ export const gcPacer = new GcPacer(64 * 1024 * 1024);
 const releasable = new WeakSet<ArrayBufferLike>();
 
 /**
- * Marks `chunk`, just read from a connection by the one body reader (node-exchange.ts), as its
- * consumer's alone, so that {@link releaseChunk} may free it once copied. Only a chunk that is its
- * whole buffer is marked. Any other chunk (a caller's own array, a pooled read buffer) is never
- * freed, only counted.
+ * Marks `chunk`, just read from a connection by the one body reader (node-exchange.ts) or copied
+ * for one writer (FileService.copyOf), as its consumer's alone, so that the file appender may keep
+ * it until written and {@link releaseChunk} may free it. Only a chunk that is its whole buffer is
+ * marked. Any other chunk (a caller's own array, a pooled read buffer) is never freed, only
+ * counted.
  */
 export function markReleasable(chunk: Uint8Array): void {
   if (chunk.byteOffset === 0 && chunk.byteLength === chunk.buffer.byteLength && chunk.byteLength > 0) releasable.add(chunk.buffer);
 }
 
+/** Whether `chunk` is a whole buffer the body reader marked ({@link markReleasable}): its holder may keep it, or free it. */
+export function isReleasable(chunk: Uint8Array): boolean {
+  return releasable.has(chunk.buffer) && chunk.byteOffset === 0 && chunk.byteLength === chunk.buffer.byteLength;
+}
+
+/**
+ * Frees `chunk`'s memory at once when the chunk is its whole ArrayBuffer: the buffer is detached
+ * (`ArrayBuffer.prototype.transfer(0)`, ES2024), which releases the memory behind it without
+ * waiting for a collection, and the chunk reads as empty after. For a chunk no one else holds
+ * (a socket's read once parsed, the caller's own copy once written).
+ * @returns whether it was freed (false: a part of a larger buffer, a shared or detached one)
+ */
+export function freeNow(chunk: Uint8Array): boolean {
+  const buffer = chunk.buffer;
+  if (!(buffer instanceof ArrayBuffer) || buffer.detached || chunk.byteOffset !== 0 || chunk.byteLength !== buffer.byteLength || chunk.byteLength === 0) return false;
+  releasable.delete(buffer);
+  buffer.transfer(0);
+  return true;
+}
+
 /**
  * Frees a chunk the body reader marked ({@link markReleasable}), when it is that whole buffer,
- * at once, once its bytes have been copied: its ArrayBuffer is detached (`ArrayBuffer.prototype.transfer(0)`, ES2024), which
- * releases the memory behind it without waiting for a collection. Any other chunk is counted on
- * `pacer` as garbage instead. After this a marked chunk reads as empty: call it only where the
- * chunk is never read again.
+ * at once, once its bytes have been copied or written ({@link freeNow}). Any other chunk is
+ * counted on `pacer` as garbage instead. After this a marked chunk reads as empty: call it only
+ * where the chunk is never read again.
  *
  * Measured (issue 38, 1 GiB WebDAV PUT, WORKERS=1, loopback, 512 KiB chunks): counted as garbage
  * on a pacer of 64 MiB the process sat 50–54 MiB over idle and peaked at 62.6–71.1 MiB, and took
@@ -64,11 +84,7 @@ export function markReleasable(chunk: Uint8Array): void {
  * run). Pacers of 32 and 12 MiB peaked 53.9–64.3 and 42–49 MiB, the latter at ~40% more CPU.
  */
 export function releaseChunk(chunk: Uint8Array, pacer: GcPacer = gcPacer): void {
-  const buffer = chunk.buffer;
   // Only the whole buffer: a part of one (an aws-chunked body's data, s3/chunked.ts) shares it
   // with bytes its decoder has yet to read.
-  if (releasable.has(buffer) && buffer instanceof ArrayBuffer && !buffer.detached && chunk.byteOffset === 0 && chunk.byteLength === buffer.byteLength) {
-    releasable.delete(buffer);
-    buffer.transfer(0);
-  } else pacer.add(chunk.byteLength);
+  if (!(isReleasable(chunk) && freeNow(chunk))) pacer.add(chunk.byteLength);
 }

@@ -459,15 +459,32 @@ async function* chunks(reader: BodyReader, plan: Plan, claim: SigV4Claim, signin
   if (await reader.more()) throw invalidRequest("The request body continues after the end of its aws-chunked encoding.");
 }
 
-/** Passes pieces on one behind: the last is given only once the source has returned, i.e. passed every check. */
-async function* holdingLast(source: AsyncGenerator<Uint8Array>): AsyncGenerator<Uint8Array> {
+/**
+ * Passes pieces on, the last one only once the source has returned, i.e. passed every check.
+ * With the body's declared length, every piece before the one that reaches it goes on at once;
+ * without one, each piece waits for the next. (Holding every piece one behind kept a 512 KiB
+ * chunk more per body in memory: ten parts at once, 5 MiB, issue 42.)
+ * @param total the bytes the body declares (Content-Length, or aws-chunked's decoded length)
+ */
+async function* holdingLast(source: AsyncGenerator<Uint8Array>, total: number | undefined): AsyncGenerator<Uint8Array> {
   let held: Uint8Array | undefined;
+  let passed = 0;
   for await (const piece of source) {
     if (piece.length === 0) continue;
     if (held !== undefined) yield held;
-    held = piece;
+    held = undefined;
+    passed += piece.length;
+    if (total !== undefined && passed < total) yield piece;
+    else held = piece;
   }
   if (held !== undefined) yield held;
+}
+
+/** The object's bytes the headers declare, when they do: what {@link holdingLast} holds the end of. */
+function declaredTotal(claim: SigV4Claim, headers: HeaderSource): number | undefined {
+  const mode = claim.payloadHash;
+  if (mode === STREAMING_SIGNED || mode === STREAMING_SIGNED_TRAILER || mode === STREAMING_UNSIGNED_TRAILER) return decimal(headers.get("x-amz-decoded-content-length"));
+  return headers.get("transfer-encoding") === null ? decimal(headers.get("content-length")) : undefined;
 }
 
 /**
@@ -493,5 +510,5 @@ async function* holdingLast(source: AsyncGenerator<Uint8Array>): AsyncGenerator<
  * @param signingKey the key {@link verifySigV4} returned (unused unless chunks are signed)
  */
 export function payloadOf(body: AsyncIterable<Uint8Array>, claim: SigV4Claim, signingKey: Uint8Array, headers: HeaderSource): AsyncIterable<Uint8Array> {
-  return holdingLast(checkedBytes(body, claim, signingKey, headers));
+  return holdingLast(checkedBytes(body, claim, signingKey, headers), declaredTotal(claim, headers));
 }

@@ -2,8 +2,8 @@
  * The exchange of a request that node:http (HTTP/1.1, after the reader's hand-over) or
  * node:http2's compat API (an HTTP/2 stream that is not a content GET) parsed into a Node-style
  * request and response: answers go through the response's `writeHead`/`write`/`end`, and the
- * request body through the one body reader below (`body()`). The pair itself is given only to
- * connect-node (rpc-bridge.ts), through `node`.
+ * request body through the one body reader (body-reader.ts, `body()`). The pair itself is given
+ * only to connect-node (rpc-bridge.ts), through `node`.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
@@ -12,8 +12,7 @@ import type { HeaderSource } from "../auth/principal.ts";
 import type { RequestContext } from "../context/request-context.ts";
 import { headerValue, type Buffering, type Exchange, type Outgoing } from "../serving/exchange.ts";
 import type { AccessLog } from "../serving/access-log.ts";
-import { AppError } from "../errors.ts";
-import { markReleasable } from "../gc-pacer.ts";
+import { bodyStream, resumeSource, type BodyReader, type BodySource } from "./body-reader.ts";
 import { lingeringClose } from "./lingering-close.ts";
 import type { NodeRequest, NodeResponse } from "./node-bridge.ts";
 
@@ -44,7 +43,7 @@ export class NodeExchange implements Exchange, HeaderSource, Outgoing {
   readonly buffering: Buffering;
   private closed = false;
   private controller: AbortController | undefined;
-  private reader: ReadableStream<Uint8Array> | undefined;
+  private reader: BodyReader | undefined;
   /** The connection closes after the answer (it was given before the body was read). */
   private closing = false;
 
@@ -94,6 +93,8 @@ export class NodeExchange implements Exchange, HeaderSource, Outgoing {
     res.once("close", () => {
       this.closed = true;
       this.controller?.abort();
+      // Chunks read ahead and never taken (an answer given before the body was read) go now.
+      this.reader?.abandon();
       this.accessLog.close(context, res.statusCode, res.getHeader("content-length") as string | number | undefined);
     });
   }
@@ -105,7 +106,7 @@ export class NodeExchange implements Exchange, HeaderSource, Outgoing {
    * transport is paused until the route reads.
    */
   body(): ReadableStream<Uint8Array> {
-    return (this.reader ??= bodyStream(this.req));
+    return (this.reader ??= bodyStream(this.req)).stream;
   }
 
   /**
@@ -142,7 +143,9 @@ export class NodeExchange implements Exchange, HeaderSource, Outgoing {
    * of ours paused it.
    */
   private readAgain(): void {
-    if (this.reader !== undefined && this.req.httpVersionMajor === 1) (this.req.socket as Duplex | undefined)?.resume();
+    if (this.reader === undefined || this.req.httpVersionMajor !== 1) return;
+    const socket = this.req.socket as (Duplex & BodySource) | null | undefined;
+    if (socket) resumeSource(socket);
   }
 
   /** Whether an answer now would come before the end of an HTTP/1.1 request body. */
@@ -245,110 +248,4 @@ function drainBriefly(req: IncomingMessage | Http2ServerRequest): Promise<void> 
     req.once("error", done);
     req.resume();
   });
-}
-
-/**
- * Bytes of a request body read ahead of its consumer before the connection (HTTP/1.1) or the
- * stream (HTTP/2, whose flow control then holds the client back) is paused: enough that a
- * consumer writing to disk in the background rarely waits for the network, and that the
- * connection is paused and resumed only now and then instead of once per chunk (with writes in
- * the background and a pause per chunk, a 1 GiB upload took 3.4–4.1 s of server CPU against
- * 2.5–2.9 s before, measured under load, issue 28).
- */
-const READ_AHEAD_BYTES = 1024 * 1024;
-
-/**
- * The request body as a web stream that reads ahead of its consumer by at most
- * {@link READ_AHEAD_BYTES}: past that the source is paused until the consumer catches up, so a
- * slow disk holds an upload back instead of piling it up in memory. The stream ends normally
- * only when the transport says the body ended normally and its length matches a declared
- * Content-Length (RFC 9110 §8.6, RFC 9113 §8.1.1); anything else (a reset stream, a closed
- * connection, a length mismatch) errors it with `invalid_argument`, so an upload that reads it
- * stores nothing.
- */
-function bodyStream(req: NodeRequest): ReadableStream<Uint8Array> {
-  // Bun's node:http reads a connection handed to it by the listener as fast as it arrives,
-  // whatever the request's consumer does: over HTTP/1.1 the connection itself is what pauses.
-  // Paused from the start: the handler's queries before it reads (authentication, the quota's
-  // headroom on PostgreSQL) let a fast client fill ~50 MB of memory otherwise. The first pull
-  // resumes it, and the exchange does once the answer starts (readAgain).
-  const source: { pause(): unknown; resume(): unknown } =
-    req.httpVersionMajor === 1 ? ((req.socket as Duplex | undefined) ?? req) : req;
-  source.pause();
-  let received = 0;
-  let settled = false;
-  let paused = true;
-  const detach = () => {
-    settled = true;
-    req.off("data", onData);
-    req.off("end", onEnd);
-    req.off("error", onCutShort);
-    req.off("close", onCutShort);
-  };
-  let controller!: ReadableStreamDefaultController<Uint8Array>;
-  const onData = (chunk: Uint8Array) => {
-    received += chunk.byteLength;
-    markReleasable(chunk);
-    controller.enqueue(chunk);
-    if ((controller.desiredSize ?? 0) <= 0 && !paused) {
-      paused = true;
-      source.pause();
-    }
-  };
-  const onEnd = () => {
-    if (settled) return;
-    detach();
-    const problem = bodyEndProblem(req, received);
-    if (problem === undefined) controller.close();
-    else controller.error(new AppError("invalid_argument", problem));
-  };
-  // Node streams say "Premature close" when the peer went away mid-body; Bun may only close.
-  const onCutShort = (err?: unknown) => {
-    if (settled) return;
-    detach();
-    controller.error(new AppError("invalid_argument", CUT_SHORT, err instanceof Error ? { cause: err } : undefined));
-  };
-  return new ReadableStream<Uint8Array>(
-    {
-      start(c) {
-        controller = c;
-        req.on("data", onData);
-        req.on("end", onEnd);
-        req.on("error", onCutShort);
-        req.on("close", onCutShort);
-      },
-      pull() {
-        if (paused && !settled) {
-          paused = false;
-          source.resume();
-          if (source !== req) req.resume();
-        }
-      },
-      cancel() {
-        detach();
-        source.resume();
-        // HTTP/2: the stream alone ends (RST_STREAM). HTTP/1.1: the connection is left to the
-        // answer, which reads what is left of the body or lingers (settleBody); destroying
-        // it here reset the connection under the answer's feet.
-        if (req.httpVersionMajor !== 1) req.destroy();
-      },
-    },
-    new ByteLengthQueuingStrategy({ highWaterMark: READ_AHEAD_BYTES }),
-  );
-}
-
-const CUT_SHORT = "the request body was cut short: the client reset the stream or closed the connection";
-
-/**
- * Why a request body that its stream reported as ended is not complete, or undefined when it
- * is. Bun reports a body whose HTTP/2 stream was reset (or whose connection closed) before it
- * was read as an empty body that ended normally; `aborted` and the stream's reset code tell.
- */
-function bodyEndProblem(req: NodeRequest, received: number): string | undefined {
-  if (req.aborted || ((req as Http2ServerRequest).stream?.rstCode ?? 0) !== 0) return CUT_SHORT;
-  const declared = headerValue(req.headers, "content-length");
-  if (declared !== null && /^\d+$/.test(declared) && Number(declared) !== received) {
-    return `the request body has ${received} bytes, not the ${declared} its Content-Length declares`;
-  }
-  return undefined;
 }

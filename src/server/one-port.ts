@@ -39,6 +39,7 @@ import { refuseConnection } from "./lingering-close.ts";
 import type { Metrics } from "../serving/metrics.ts";
 import { serveHttp1Fast } from "./http1-fast.ts";
 import type { FetchHandler } from "./node-bridge.ts";
+import { freeParsedChunks } from "./body-reader.ts";
 import { NodeExchange } from "./node-exchange.ts";
 import { rpcHandler } from "./rpc-bridge.ts";
 import { sniffProtocol } from "./sniff.ts";
@@ -203,7 +204,10 @@ export async function listenOnePort(opts: OnePortOptions): Promise<OnePortServer
           logClose: (context, status, bytes) => accessLog.close(context, status, bytes),
           requestRead: (s) => connections.http1AnswerBegun(s),
           answerWritten: (s) => connections.http1AnswerWritten(s),
-          onHandOver: (s) => h1.emit("connection", s),
+          onHandOver: (s) => {
+            h1.emit("connection", s);
+            freeParsedChunks(s);
+          },
           onPipelinedHead: (s) => connections.onHttp1HeadReceived(s),
         });
       },

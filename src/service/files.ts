@@ -4,6 +4,7 @@
  * follows CONTRACT §2: a file another user may not see answers exactly like a missing one.
  */
 import { AppError } from "../errors.ts";
+import { markReleasable } from "../gc-pacer.ts";
 import type { FileRecord, Visibility } from "../domain/file.ts";
 import type { FilePage } from "../domain/file-page.ts";
 import { newFileId } from "../domain/ids.ts";
@@ -220,9 +221,11 @@ export class FileService {
    */
   async *copyOf(file: FileRecord): AsyncIterable<Uint8Array> {
     for await (const chunk of this.contentOf(file).read({ start: 0, length: file.size }, { chunkBytes: 256 * 1024, buffers: 2 })) {
-      // A copy: `bytes` may be a Buffer, whose slice() is a view of the pooled buffer.
+      // A copy: `bytes` may be a Buffer, whose slice() is a view of the pooled buffer. The copy is
+      // the writer's alone: marked so that it is kept as it is and freed once written (gc-pacer.ts).
       const copy = new Uint8Array(chunk.bytes);
       chunk.release();
+      markReleasable(copy);
       yield copy;
     }
   }

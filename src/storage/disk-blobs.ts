@@ -15,7 +15,7 @@ import path from "node:path";
 import { AppError } from "../errors.ts";
 import { checksumToBase64, crc32cUpdate } from "../domain/checksum.ts";
 import { newBlobName } from "../domain/ids.ts";
-import { gcPacer, releaseChunk } from "../gc-pacer.ts";
+import { gcPacer } from "../gc-pacer.ts";
 import type { BlobChunk, BlobStore, ByteRange, ReadPlan, StagedBlob, WriteOptions } from "./ports.ts";
 import { BufferPool, DelayedRemovals, REMOVAL_GRACE_MS, SMALL_BLOB_BYTES, SmallBlobCache, syncDir } from "./blob-memory.ts";
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./permissions.ts";
@@ -74,9 +74,8 @@ export class DiskBlobStore implements BlobStore {
             if (size > opts.maxBytes) {
               throw new AppError("payload_too_large", `content is larger than the limit of ${opts.maxBytes} bytes`);
             }
+            // The appender keeps the body reader's chunk and frees it once written (it copies any other).
             await appender.append(chunk);
-            // Copied: the body reader's chunk is freed now, any other counted as garbage.
-            releaseChunk(chunk);
           }
         }
         crc = (await appender.finish()).crc32c;

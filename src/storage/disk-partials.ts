@@ -17,7 +17,7 @@ import path from "node:path";
 import { checksumToBase64, crc32cCombine, crc32cUpdate } from "../domain/checksum.ts";
 import { newBlobName } from "../domain/ids.ts";
 import { AppError } from "../errors.ts";
-import { gcPacer, releaseChunk } from "../gc-pacer.ts";
+import { freeNow } from "../gc-pacer.ts";
 import { syncDir } from "./blob-memory.ts";
 import { chunkDigest } from "./chunk-digest.ts";
 import { APPEND_BUFFER_BYTES, FileAppender } from "./file-appender.ts";
@@ -70,7 +70,6 @@ export class DiskPartials implements PartialUploads {
               if (received > opts.maxBytes) throw new AppError("payload_too_large", `the chunk is longer than the ${opts.maxBytes} bytes left of the upload`);
               digest?.update(chunk);
               await appender.append(chunk);
-              releaseChunk(chunk);
             }
           }
         } catch (err) {
@@ -137,6 +136,8 @@ export class DiskPartials implements PartialUploads {
     // Carried checksums are combined; a part without one is checksummed as its bytes pass.
     const carried = parts.every((p) => p.crc32c !== undefined);
     const buffer = Buffer.allocUnsafe(APPEND_BUFFER_BYTES);
+    // Two buffers: one is written while the next is read (and checksummed).
+    const spare = Buffer.allocUnsafe(APPEND_BUFFER_BYTES);
     let crc = 0;
     let position = first.length;
     try {
@@ -144,8 +145,6 @@ export class DiskPartials implements PartialUploads {
       if (stored < first.length) throw new Error(`upload ${first.id}: ${stored} bytes on disk, fewer than its length ${first.length}`);
       if (stored > first.length) await handle.truncate(first.length);
       crc = carried ? first.crc32c! : await checksumOfFile(handle, first.id, first.length, buffer);
-      // Two buffers: one is written while the next is read (and checksummed).
-      const spare = Buffer.allocUnsafe(APPEND_BUFFER_BYTES);
       let writing: Promise<void> = Promise.resolve();
       let next = spare;
       for (const part of rest) {
@@ -178,7 +177,9 @@ export class DiskPartials implements PartialUploads {
       throw err;
     } finally {
       await handle.close();
-      gcPacer.add(2 * APPEND_BUFFER_BYTES);
+      // Freed now rather than left for a collection (gc-pacer.ts).
+      freeNow(buffer);
+      freeNow(spare);
     }
     const name = newBlobName();
     await fsp.link(file, path.join(this.blobDir, name));
@@ -221,7 +222,7 @@ async function checksumOfFile(handle: fsp.FileHandle, id: string, length: number
       position += bytesRead;
     }
   } finally {
-    if (buffer === undefined) gcPacer.add(APPEND_BUFFER_BYTES);
+    if (buffer === undefined) freeNow(into);
   }
   return crc;
 }

@@ -1,12 +1,15 @@
 // FileAppender (storage/file-appender.ts): bytes appended in chunks of any size land in order at
-// their offsets while several buffers are written in the background, and a failed write is
-// reported, never lost; the CRC32C it gives is the whole content's.
+// their offsets while several writes run in the background, and a failed write is reported,
+// never lost; the CRC32C it gives is the whole content's. The body reader's chunks are written as
+// they are and freed once written, any other is copied; what it holds counts on a body budget.
 import { afterAll, expect, test } from "bun:test";
 import fs from "node:fs";
 import fsp from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { bodyBudget, ByteBudget } from "../../src/body-budget.ts";
 import { crc32c } from "../../src/domain/crc32c.ts";
+import { markReleasable } from "../../src/gc-pacer.ts";
 import { APPEND_BUFFER_BYTES, FileAppender } from "../../src/storage/file-appender.ts";
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "cubby-appender-"));
@@ -35,7 +38,7 @@ test("chunks of every size, 9 MiB in all, land in order after the start offset; 
   });
 });
 
-test("a write that fails (a read-only descriptor) is thrown by append or finish, and settle waits for the rest", async () => {
+test("a write that fails (a read-only descriptor) is thrown by append or finish, settle waits for the rest, and the budget gets back what it held", async () => {
   const file = path.join(dir, "read-only");
   fs.writeFileSync(file, "");
   const handle = await fsp.open(file, "r");
@@ -53,5 +56,51 @@ test("a write that fails (a read-only descriptor) is thrown by append or finish,
     return "no error";
   })();
   await handle.close();
-  expect({ failure, size: fs.statSync(file).size }).toEqual({ failure: "EBADF", size: 0 });
+  // What it held (the failed writes' chunks included) is given back to the process's budget.
+  expect({ failure, size: fs.statSync(file).size, budget: { held: bodyBudget.held, holders: bodyBudget.holderCount } }).toEqual({ failure: "EBADF", size: 0, budget: { held: 0, holders: 0 } });
+});
+
+test("a chunk the body reader marked is written as it is and freed once written; any other is copied, so its owner may reuse it at once", async () => {
+  const file = path.join(dir, "ownership");
+  const handle = await fsp.open(file, "w+");
+  const appender = new FileAppender(handle, 0);
+  const marked = crypto.getRandomValues(new Uint8Array(64 * 1024));
+  const expected = Buffer.concat([marked, new Uint8Array(1000).fill(7)]);
+  markReleasable(marked);
+  await appender.append(marked);
+  const reused = new Uint8Array(1000).fill(7);
+  await appender.append(reused);
+  reused.fill(9); // the caller's buffer, reused before anything was written
+  const end = (await appender.finish()).end;
+  await handle.close();
+  expect({ end, same: Buffer.compare(fs.readFileSync(file), expected) === 0, markedAfter: marked.byteLength, reusedAfter: reused.byteLength }).toEqual({
+    end: expected.byteLength,
+    same: true,
+    markedAfter: 0,
+    reusedAfter: 1000,
+  });
+});
+
+test("over a small budget an appender holds at most the budget and one chunk, writes smaller batches, and gives everything back", async () => {
+  const file = path.join(dir, "budgeted");
+  const handle = await fsp.open(file, "w+");
+  const budget = new ByteBudget(256 * 1024);
+  const appender = new FileAppender(handle, 0, budget);
+  const source = crypto.getRandomValues(new Uint8Array(4 * APPEND_BUFFER_BYTES));
+  const CHUNK = 64 * 1024;
+  let most = 0;
+  for (let at = 0; at < source.byteLength; at += CHUNK) {
+    const chunk = source.slice(at, at + CHUNK);
+    markReleasable(chunk);
+    await appender.append(chunk);
+    most = Math.max(most, budget.held);
+  }
+  const done = await appender.finish();
+  await handle.close();
+  expect({ done, most: most <= 256 * 1024 + CHUNK, after: { held: budget.held, holders: budget.holderCount }, same: Buffer.compare(fs.readFileSync(file), source) === 0 }).toEqual({
+    done: { end: source.byteLength, crc32c: crc32c(source) },
+    most: true,
+    after: { held: 0, holders: 0 },
+    same: true,
+  });
 });
