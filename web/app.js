@@ -1585,9 +1585,9 @@ const SECTIONS = {
 /** Whether the person signed in may see the Users section (GET /v1/admin/users answered 200). */
 let isAdmin = false;
 
-/** The section the address names ("files" for `/`). */
+/** The section the address names ("files" for `/`; the server's router also takes `/keys/` for `/keys`). */
 function sectionFromUrl() {
-  const name = location.pathname.slice(1);
+  const name = location.pathname.replace(/^\/|\/$/g, "");
   return Object.hasOwn(SECTIONS, name) ? name : "files";
 }
 
