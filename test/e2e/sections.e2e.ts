@@ -14,6 +14,8 @@ import fs from "node:fs";
 import { apiInPage, buildBinary, everyScreen, openSection, SCREENSHOTS, signIn, SIZES, startStack, watchPage, type Stack } from "./fixtures.ts";
 
 test.describe.configure({ mode: "serial" });
+// Each test checks several sections on four screens, each with axe-core (a few seconds each).
+test.describe.configure({ timeout: 240_000 });
 
 let binary: string;
 let stack: Stack;
@@ -209,7 +211,7 @@ test("an administrator's Users section: a quota with units and back to the defau
   const users = async () => new Map((await apiInPage<{ users: AdminUser[] }>(page, "GET", "/v1/admin/users")).users.map((u) => [u.email, u]));
   const pat = page.locator("#users tbody tr").filter({ hasText: "pat@example.com" });
   await expect(pat.locator("td.quota .muted")).toHaveText("the default: 1.0 GiB");
-  const quota = pat.getByLabel("Quota of pat@example.com");
+  const quota = pat.getByLabel("Quota of pat@example.com", { exact: true });
   await expect(quota).toHaveValue("");
 
   // Units: 5G, then 500MiB by Enter; the field shows what is saved.
