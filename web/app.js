@@ -9,6 +9,7 @@ import qrcode from "/assets/qrcode.mjs";
 import { createSpeedometer, formatSize, progressText } from "/assets/progress.js";
 import { countShared, takeShared } from "/assets/share-inbox.js";
 import { sharexUploader } from "/assets/sharex.js";
+import { exactSize, parseSize } from "/assets/size.js";
 import { tusOptions } from "/assets/tus-options.js";
 
 const $ = (id) => document.getElementById(id);
@@ -506,7 +507,7 @@ function showNewFile(file, folderId) {
 
 // --- folders (CONTRACT §12) ---
 
-/** The folder being viewed: its ID, "" at the top. The URL holds it as /?folder={id}. */
+/** The folder being viewed: its ID, "" at the top. The URL holds it as /files?folder={id}. */
 let currentFolder = "";
 /** The Folder objects from the top down to the one viewed; [] at the top. */
 let folderPath = [];
@@ -523,7 +524,7 @@ const MAX_DEPTH = 64;
 
 /** The dashboard's address of a folder ("" the top). */
 function folderHref(id) {
-  return id ? `/?folder=${encodeURIComponent(id)}` : "/";
+  return id ? `/files?folder=${encodeURIComponent(id)}` : "/files";
 }
 
 /** The folder the address bar names, "" at the top. */
@@ -574,7 +575,7 @@ async function openFolder(id, { path, push = false, focus = false } = {}) {
     chain ??= id ? await ancestry(id) : [];
   } catch (err) {
     if (!(err instanceof ApiError && err.status === 404) || serial !== viewSerial) throw err;
-    history.replaceState(null, "", "/");
+    history.replaceState(null, "", folderHref(""));
     await openFolder("", { focus });
     throw new Error("That folder does not exist (it was deleted, or is not yours): the top is shown.");
   }
@@ -1562,6 +1563,331 @@ async function createKey(e) {
   await attempt(loadKeys);
 }
 
+// --- sections: one at a time, each at its own address (issue 40) ---
+
+/**
+ * The sections by the first segment of their address (src/http/static.ts DASHBOARD_SECTIONS
+ * serves each the page); `/` is Files. `load` fills a section each time it is shown, so what it
+ * lists is never older than the visit; Files loads the folder its address names, and names the
+ * page and focuses its heading itself (renderPlace: the heading is the folder's name).
+ * @type {Record<string, { title: string, load: (focus: boolean) => Promise<unknown> }>}
+ */
+const SECTIONS = {
+  files: { title: "Files", load: (focus) => openFolder(folderFromUrl(), { focus }) },
+  shares: { title: "Shares", load: () => loadAllShares() },
+  // The links first: unfinished uploads name the link they come through.
+  links: { title: "Upload links", load: () => loadLinks().then(loadUnfinished) },
+  webhooks: { title: "Webhooks", load: () => loadHooks() },
+  keys: { title: "API keys", load: () => loadKeys() },
+  admin: { title: "Users", load: () => loadUsers() },
+};
+
+/** Whether the person signed in may see the Users section (GET /v1/admin/users answered 200). */
+let isAdmin = false;
+
+/** The section the address names ("files" for `/`; the server's router also takes `/keys/` for `/keys`). */
+function sectionFromUrl() {
+  const name = location.pathname.replace(/^\/|\/$/g, "");
+  return Object.hasOwn(SECTIONS, name) ? name : "files";
+}
+
+/**
+ * Addresses of the one-page dashboard (`/?folder={id}`, as the Folder object's `url` still
+ * says) become the Files section's (`/files?folder={id}`), in place: bookmarks and links sent
+ * before keep working, and Back does not return to the old form.
+ */
+function redirectOldAddress() {
+  const query = new URLSearchParams(location.search);
+  if (location.pathname === "/" && query.get("folder")) history.replaceState(null, "", `/files${location.search}${location.hash}`);
+}
+
+/**
+ * Shows section `name` alone, marks its navigation item current and fills it. `focus` moves
+ * focus to its heading, as a page load would (a navigation or Back, not the first load).
+ */
+async function showSection(name, { focus = false } = {}) {
+  for (const section of document.querySelectorAll("#signed-in > section[data-section]")) section.hidden = section.dataset.section !== name;
+  for (const link of $("sections").querySelectorAll("a[data-section]")) {
+    if (link.dataset.section === name) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+  if (name !== "files") {
+    document.title = `${SECTIONS[name].title} · cubby`;
+    if (focus) document.querySelector(`section[data-section="${name}"] h1`).focus();
+  }
+  await attempt(() => SECTIONS[name].load(focus));
+}
+
+/** Follows a navigation item (a plain click; a middle click or Ctrl+click opens a tab as usual). */
+function followSection(e) {
+  if (e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+  e.preventDefault();
+  const link = e.currentTarget;
+  if (location.pathname + location.search !== link.pathname) history.pushState(null, "", link.pathname);
+  showSection(link.dataset.section, { focus: true });
+}
+
+// --- all share links (GET /v1/shares, CONTRACT §15) ---
+
+/** What an item of a share is called, by `file:{id}` or `folder:{id}`: one request each, kept while the section shows. */
+const itemNames = new Map();
+
+/** The name of a share's item (a folder's with a trailing "/"); a deleted one says so. */
+function itemName(item) {
+  const key = item.file_id !== undefined ? `file:${item.file_id}` : `folder:${item.folder_id}`;
+  if (!itemNames.has(key)) {
+    const asked =
+      item.file_id !== undefined
+        ? api(`/v1/files/${encodeURIComponent(item.file_id)}`).then((f) => f.name || f.id, () => "a deleted file")
+        : api(`/v1/folders/${encodeURIComponent(item.folder_id)}`).then((f) => `${f.name}/`, () => "a deleted folder");
+    itemNames.set(key, asked);
+  }
+  return itemNames.get(key);
+}
+
+/** Items of a share named in its row; the rest are counted ("and 4 more"). */
+const NAMED_ITEMS = 3;
+
+/** "report.pdf, Trip/ and 4 more": what a share holds, filled in once the names are known. */
+async function nameItems(share, into) {
+  const names = await Promise.all(share.items.slice(0, NAMED_ITEMS).map(itemName));
+  const more = share.items.length - names.length;
+  into.textContent = more > 0 ? `${names.join(", ")} and ${more} more` : names.length > 1 ? `${names.slice(0, -1).join(", ")} and ${names.at(-1)}` : names[0];
+}
+
+/** A share's access log, newest first (time, what, bytes, completed, network), in `list`; hides it when shown. */
+async function toggleDownloads(share, list, btn) {
+  if (!list.hidden) {
+    list.hidden = true;
+    btn.setAttribute("aria-expanded", "false");
+    return;
+  }
+  const log = await attemptAt(btn, () => api(`/v1/shares/${share.id}/downloads?page_size=50`));
+  if (!log) return;
+  list.replaceChildren(
+    ...(log.downloads.length === 0
+      ? [el("li", { className: "muted", textContent: "No downloads yet." })]
+      : log.downloads.map((d) =>
+          el("li", { textContent: `${formatTime(d.time)} · ${d.item} · ${formatSize(d.bytes)} · ${d.completed ? "complete" : "stopped before the end"} · from ${d.client_address || "unknown"}` }),
+        )),
+  );
+  if (log.next_page_token) list.append(el("li", { className: "muted", textContent: "… and older: the newest 50 are shown." }));
+  list.hidden = false;
+  btn.setAttribute("aria-expanded", "true");
+}
+
+/**
+ * A row of the Shares section: what it holds, its URL (struck through once it no longer works),
+ * a password marker, when made, until when, downloads of the limit, the last download; Copy
+ * while it works, its access log on demand, Edit, Revoke.
+ */
+function allShareRow(share) {
+  const state = shareState(share);
+  const holds = el("span", { className: "list-name", textContent: share.items.length === 1 ? "1 item" : `${share.items.length} items` });
+  const log = el("ul", { className: "arrivals", hidden: true });
+  const logButton = button("Downloads", "", (e) => toggleDownloads(share, log, e.currentTarget));
+  logButton.setAttribute("aria-expanded", "false");
+  const revoke = button(
+    "Revoke",
+    "",
+    async (e) => {
+      if (!confirm("Revoke this share link? It stops working at once.")) return;
+      if ((await attemptAt(e.currentTarget, () => api(`/v1/shares/${share.id}`, { method: "DELETE" }))) === undefined) return;
+      await attempt(loadAllShares);
+      ($("all-shares").querySelector("tbody button") ?? $("all-shares-title")).focus();
+    },
+    "danger",
+  );
+  const edit = button("Edit", "", () => toggleShareEdit(share, row, edit));
+  edit.setAttribute("aria-expanded", "false");
+  const actions = [logButton, edit, revoke];
+  if (state === "") actions.unshift(button("Copy", "", (e) => copy(share.url, e.currentTarget)));
+  const row = el(
+    "tr",
+    { className: state === "" ? "" : "dead" },
+    el(
+      "td",
+      { className: "name full" },
+      el("div", { className: "inline" }, holds, state === "" ? "" : badge(state), share.has_password ? el("span", { className: "badge", textContent: "password" }) : ""),
+      el("div", { className: "share-url muted", textContent: share.url }),
+      log,
+    ),
+    el("td", { textContent: formatTime(share.created_at) }),
+    el("td", { textContent: share.expire_time ? formatTime(share.expire_time) : "never" }),
+    el("td", { textContent: share.max_downloads === null ? `${share.download_count}` : `${share.download_count} of ${share.max_downloads}` }),
+    el("td", { textContent: share.last_download_time ? formatTime(share.last_download_time) : "never" }),
+    el("td", { className: "actions" }, el("div", { className: "inline" }, ...actions)),
+  );
+  ["Created", "Expires", "Downloads", "Last download"].forEach((name, i) => (row.cells[i + 1].dataset.label = name));
+  // The buttons' names say which share by what it holds, once the names are known.
+  const label = (which) => actions.forEach((b) => b.setAttribute("aria-label", `${b.textContent} share of ${which}`));
+  label(`${share.items.length === 1 ? "1 item" : `${share.items.length} items`} made ${formatTime(share.created_at)}`);
+  nameItems(share, holds).then(() => label(holds.textContent), () => {});
+  row.dataset.id = share.id;
+  if (state !== "") row.dataset.state = state;
+  return row;
+}
+
+/**
+ * The row's edit form, under its name (opened and closed by Edit): a new expiry, download
+ * limit (empty: none) and password (or none); each refusal beside its field (PATCH /v1/shares/{id}).
+ */
+function toggleShareEdit(share, row, edit) {
+  const open = row.querySelector("form.share-edit");
+  if (open) {
+    open.remove();
+    edit.setAttribute("aria-expanded", "false");
+    return;
+  }
+  const expiry = el("select", {}, el("option", { value: "keep", textContent: share.expire_time ? `as now (${formatTime(share.expire_time)})` : "as now (never)" }), el("option", { value: "", textContent: "never" }));
+  fillExpiryChoices(expiry);
+  const max = el("input", { type: "number", min: 1, step: 1, placeholder: "unlimited", value: share.max_downloads ?? "" });
+  const password = el("select", {}, el("option", { value: "keep", textContent: share.has_password ? "keep it" : "none" }), el("option", { value: "new", textContent: "set a new one" }));
+  if (share.has_password) password.append(el("option", { value: "remove", textContent: "remove it" }));
+  const newPassword = el("input", { type: "password", autocomplete: "new-password", hidden: true, size: 14 });
+  // Named by aria-label: a label around a select or input would add its value to the name.
+  expiry.setAttribute("aria-label", "Expires");
+  max.setAttribute("aria-label", "Max downloads");
+  password.setAttribute("aria-label", "Password");
+  newPassword.setAttribute("aria-label", "New password");
+  password.addEventListener("change", () => (newPassword.hidden = password.value !== "new"));
+  const save = el("button", { type: "submit", className: "primary", textContent: "Save" });
+  const form = el(
+    "form",
+    { className: "inline share-edit" },
+    el("label", {}, "Expires ", expiry),
+    el("label", {}, "Max downloads ", max),
+    el("label", {}, "Password ", password),
+    newPassword,
+    save,
+  );
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const body = {};
+    if (expiry.value !== "keep") Object.assign(body, expiry.value ? { ttl: expiry.value } : { expire_time: "" });
+    const limit = max.value === "" ? null : Number(max.value);
+    if (limit !== share.max_downloads) body.max_downloads = limit;
+    if (password.value === "remove") body.password = null;
+    if (password.value === "new") body.password = newPassword.value;
+    const fields = { ttl: expiry, expire_time: expiry, max_downloads: max, password: password.value === "new" ? newPassword : password };
+    const changed = await submitForm(form, fields, () => send("PATCH", `/v1/shares/${share.id}`, body));
+    if (!changed) return;
+    const fresh = allShareRow(changed);
+    row.replaceWith(fresh);
+    fresh.querySelector("td.actions button").focus();
+  });
+  row.cells[0].append(form);
+  edit.setAttribute("aria-expanded", "true");
+  expiry.focus();
+}
+
+/** The Shares section: every share link of the caller's, newest first, a page at a time. */
+async function loadAllShares() {
+  itemNames.clear(); // a file renamed since the last visit shows its new name
+  const shares = await showPaged("/v1/shares", "shares", allShareRow, { list: $("all-shares").tBodies[0], anchor: $("all-shares") });
+  $("all-shares-empty").hidden = shares.length > 0;
+}
+
+// --- users, for administrators (GET and PATCH /v1/admin/users, CONTRACT §15) ---
+
+/** Whether the caller is an administrator: GET /v1/admin/users answers 200 (403 otherwise). /v1/me does not say. */
+async function askAdmin() {
+  try {
+    await api("/v1/admin/users?page_size=1");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** What a quota field means: bytes, "none", or "default" (empty). @throws ApiError naming quota_bytes when it is none of those */
+function quotaSetting(text) {
+  const typed = text.trim();
+  if (typed === "") return "default";
+  if (typed.toLowerCase() === "none") return "none";
+  const bytes = parseSize(typed);
+  if (bytes === undefined) throw new ApiError(`quota_bytes: "${typed}" is not a size: write it as 5G, 500MiB, 2TB or bytes, none for no quota, or leave it empty for the default`, 400);
+  return bytes;
+}
+
+/** What a user's quota is and where it comes from, for the line under the field. */
+function quotaSource(user) {
+  if (user.quota_source === "none") return "no quota, set for them";
+  if (user.quota_source === "own") return `${formatSize(user.quota_bytes)}, set for them`;
+  return user.quota_bytes === null ? "the default: no quota" : `the default: ${formatSize(user.quota_bytes)}`;
+}
+
+/**
+ * A user's row: e-mail and display name, used bytes, the quota (a field that takes units; Set
+ * or Enter), files, last seen, and Disabled and Administrator check boxes that change at once.
+ * A refusal shows beside its control: the quota keeps what was typed, a box goes back.
+ */
+function userRow(user) {
+  let row;
+  const replace = (changed) => {
+    const fresh = userRow(changed);
+    row.replaceWith(fresh);
+    return fresh;
+  };
+  const quota = el("input", { value: user.quota_source === "own" ? exactSize(user.quota_bytes) : user.quota_source === "none" ? "none" : "", placeholder: "default", size: 9, maxLength: 32 });
+  quota.setAttribute("aria-label", `Quota of ${user.email}`);
+  const setQuota = button("Set", `Set quota of ${user.email}`, async () => {
+    clearInvalid(quota);
+    try {
+      const fresh = replace(await send("PATCH", `/v1/admin/users/${user.id}`, { quota_bytes: quotaSetting(quota.value) }));
+      fresh.querySelector("td.quota input").focus();
+    } catch (err) {
+      markInvalid(quota, `Not changed: ${messageOf(err)}`, quota.parentElement);
+    }
+  });
+  quota.addEventListener("keydown", (e) => {
+    if (e.key === "Enter") setQuota.click();
+  });
+  const flag = (field, text, on) => {
+    const box = el("input", { type: "checkbox", checked: on });
+    const label = el("label", { className: "check" }, box, ` ${text}`);
+    box.setAttribute("aria-label", `${text}: ${user.email}`);
+    box.addEventListener("change", async () => {
+      clearInvalid(box);
+      try {
+        const fresh = replace(await send("PATCH", `/v1/admin/users/${user.id}`, { [field]: box.checked }));
+        fresh.querySelector(`input[data-field="${field}"]`).focus();
+      } catch (err) {
+        box.checked = on; // a choice cannot stay invalid: back to what is saved
+        markInvalid(box, `Not changed: ${messageOf(err)}`, label);
+      }
+    });
+    box.dataset.field = field;
+    return label;
+  };
+  row = el(
+    "tr",
+    {},
+    el(
+      "td",
+      { className: "name full" },
+      el("div", { className: "inline" }, el("span", { className: "list-name", textContent: user.email }), user.disabled ? badge("disabled") : "", user.admin ? el("span", { className: "badge", textContent: "admin" }) : ""),
+      el("div", { className: "muted", textContent: user.display_name }),
+    ),
+    el("td", { textContent: formatSize(user.used_bytes) }),
+    el("td", { className: "quota" }, el("div", { className: "inline" }, quota, setQuota), el("div", { className: "muted", textContent: quotaSource(user) })),
+    el("td", { textContent: String(user.files) }),
+    el("td", { textContent: formatTime(user.last_seen_time) }),
+    el("td", { className: "actions" }, el("div", { className: "inline" }, flag("disabled", "Disabled", user.disabled), flag("admin", "Administrator", user.admin))),
+  );
+  ["Used", "Quota", "Files", "Last seen"].forEach((name, i) => (row.cells[i + 1].dataset.label = name));
+  row.dataset.id = user.id;
+  return row;
+}
+
+/** The Users section: every user by e-mail, a page at a time; for anyone else, what it is for. */
+async function loadUsers() {
+  $("admin-refused").hidden = isAdmin;
+  $("admin-body").hidden = !isAdmin;
+  if (!isAdmin) return;
+  await showPaged("/v1/admin/users", "users", userRow, { list: $("users").tBodies[0], anchor: $("users") });
+}
+
 // --- start ---
 
 function wire() {
@@ -1600,7 +1926,8 @@ function wire() {
   $("folder-cancel").addEventListener("click", () => $("folder-dialog").close());
   $("move-form").addEventListener("submit", submitMove);
   $("move-cancel").addEventListener("click", () => $("move-dialog").close());
-  window.addEventListener("popstate", () => attempt(() => openFolder(folderFromUrl(), { focus: true })));
+  window.addEventListener("popstate", () => showSection(sectionFromUrl(), { focus: true }));
+  for (const link of $("sections").querySelectorAll("a[data-section]")) link.addEventListener("click", followSection);
   $("share-form").addEventListener("submit", createShare);
   $("share-close").addEventListener("click", () => $("share-dialog").close());
   $("share-folder").addEventListener("click", () => folderPath.length > 0 && openShares(folderSharing(folderPath.at(-1))));
@@ -1633,7 +1960,7 @@ function registerServiceWorker() {
  */
 function takeSharedParameter() {
   const shared = new URLSearchParams(location.search).get("shared");
-  if (shared !== null) history.replaceState(null, "", folderHref(folderFromUrl()));
+  if (shared !== null) history.replaceState(null, "", location.pathname === "/" && !folderFromUrl() ? "/" : folderHref(folderFromUrl()));
   return shared;
 }
 
@@ -1670,6 +1997,7 @@ async function showSharedWaiting(shared) {
 
 async function main() {
   registerServiceWorker();
+  redirectOldAddress();
   const shared = takeSharedParameter();
   $("redirect-uri").textContent = `${location.origin}/auth/idp/callback`;
   let session;
@@ -1685,15 +2013,20 @@ async function main() {
   $("loading").hidden = true;
   if (!session.signed_in) {
     $(session.sign_in_configured ? "signed-out" : "not-configured").hidden = false;
+    // Back to the section asked for once signed in (the sign-in's `next`, a same-origin path).
+    if (location.pathname !== "/") $("sign-in").href = `/auth/login?next=${encodeURIComponent(location.pathname + location.search)}`;
     await showSharedWaiting(shared).catch(showError);
     return;
   }
   $("account").hidden = false;
   $("account-email").textContent = session.email;
   $("signed-in").hidden = false;
+  $("sections").hidden = false;
   wire();
-  // The links first: unfinished uploads name the link they come through.
-  await attempt(() => Promise.all([openFolder(folderFromUrl()), loadLinks().then(loadUnfinished), loadHooks(), loadKeys()]));
+  // Whether to offer Admin: asked before a section shows, so that /admin knows what to say.
+  isAdmin = await askAdmin();
+  $("nav-admin").hidden = !isAdmin;
+  await showSection(sectionFromUrl());
   // After the list is drawn: its drawing would take the line that says what the upload does. Not
   // through attempt(), which would hide what the loads above may have shown in the alert line.
   await uploadShared(shared).catch(showError);

@@ -8,7 +8,7 @@
 // A classic worker script (not a module), so that every browser with service workers runs it.
 
 /** The cache of the shell. A new name (a new version) when SHELL changes; older ones are deleted on activation. */
-const SHELL_CACHE = "cubby-shell-v1";
+const SHELL_CACHE = "cubby-shell-v2";
 
 /**
  * What the dashboard loads at start, and nothing else: the page, the scripts its modules import
@@ -26,10 +26,17 @@ const SHELL = [
   "/assets/tus-options.js",
   "/assets/share-inbox.js",
   "/assets/sharex.js",
+  "/assets/size.js",
   "/assets/icon.svg",
   "/assets/icon-maskable.svg",
   "/manifest.webmanifest",
 ];
+
+/**
+ * The dashboard's section addresses (src/http/static.ts DASHBOARD_SECTIONS; the unit test checks
+ * the two lists agree): the same page as `/`, so kept once, as `/`.
+ */
+const PAGES = ["/files", "/shares", "/links", "/webhooks", "/keys", "/admin"];
 
 /** Where shared files wait for the dashboard (web/share-inbox.js reads it): a cache of its own, never served from. */
 const INBOX_CACHE = "cubby-share-inbox";
@@ -43,7 +50,7 @@ const INBOX_CACHE = "cubby-share-inbox";
  */
 const ROUTES = [
   { condition: { urlPattern: { pathname: "/share-target" } }, source: "fetch-event" },
-  ...SHELL.map((pathname) => ({ condition: { urlPattern: { pathname } }, source: "fetch-event" })),
+  ...[...SHELL, ...PAGES].map((pathname) => ({ condition: { urlPattern: { pathname } }, source: "fetch-event" })),
   { condition: { urlPattern: { pathname: "/*" } }, source: "network" },
 ];
 
@@ -82,12 +89,13 @@ self.addEventListener("fetch", (event) => {
   }
   // Anything else (the API, content URLs, share links, sign-in, WebDAV) goes to the network untouched.
   if (request.method === "GET" && SHELL.includes(url.pathname)) event.respondWith(shell(request, url.pathname));
+  else if (request.method === "GET" && PAGES.includes(url.pathname)) event.respondWith(shell(request, "/"));
 });
 
 /**
  * Network first, so a new version of the page is picked up at once; the copy kept of the last
- * good answer when the network fails or answers a 5xx (a proxy while cubby restarts). `/?folder=…`
- * and `/?shared=1` are the page `/`, kept once (the page is the same for everyone: who is signed
+ * good answer when the network fails or answers a 5xx (a proxy while cubby restarts). `/?folder=…`,
+ * `/?shared=1` and the sections (`/files?folder=…`, `/shares`, …) are the page `/`, kept once (the page is the same for everyone: who is signed
  * in is asked by the page itself, from /auth/session, which is never kept).
  */
 async function shell(request, path) {

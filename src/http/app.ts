@@ -17,7 +17,7 @@ import { foldersRoutes } from "./folders-routes.ts";
 import { negotiatedError } from "../serving/pages.ts";
 import { errorResponse, json } from "./respond.ts";
 import { contextOf, requestContext } from "./request-context.ts";
-import { serveStatic, staticAssets, vendoredAssets } from "./static.ts";
+import { dashboardPages, serveStatic, staticAssets, vendoredAssets } from "./static.ts";
 import { guestRoutes } from "./guest-routes.ts";
 import { validationMessage } from "./inputs.ts";
 import { ANYONE, detail, errors, json as jsonContent, LOCATION, ok, SERVER } from "./describe.ts";
@@ -44,12 +44,13 @@ export interface AppDeps {
 const raw = { parse: "none" } as const;
 
 /**
- * GET of every embedded file (static.ts: the dashboard's and the vendored ones), each a route of
- * its own, listed once there: a new asset needs no route written here.
+ * GET of every embedded file (static.ts: the dashboard's and the vendored ones) and of the
+ * dashboard's section addresses (the page again), each a route of its own, listed once there: a
+ * new asset or section needs no route written here.
  */
 function assetRoutes() {
   const routes = new Elysia({ name: "asset-routes" });
-  for (const pathname of Object.keys({ ...staticAssets, ...vendoredAssets })) routes.get(pathname, () => serveStatic(pathname)!, raw);
+  for (const pathname of Object.keys({ ...staticAssets, ...dashboardPages, ...vendoredAssets })) routes.get(pathname, () => serveStatic(pathname)!, raw);
   return routes;
 }
 

@@ -41,7 +41,7 @@ import {
   type Security,
 } from "./describe.ts";
 import { ERROR_STATUSES, PATTERNS, schemas, statusSchema, type Schema } from "./openapi-schemas.ts";
-import { staticAssets, vendoredAssets } from "./static.ts";
+import { dashboardPages, staticAssets, vendoredAssets } from "./static.ts";
 
 type Method = "get" | "head" | "post" | "put" | "patch" | "delete" | "options";
 type PathItem = Partial<Record<Method, Operation>>;
@@ -139,7 +139,7 @@ const listenerPaths: Record<string, PathItem> = {
 
 const DESCRIPTION = `The REST API of cubby (CONTRACT §2, §3, §5, §8): files, expiry, share links, guest upload links, resumable uploads (tus 1.0.0), content URLs, sign-in and API keys.
 
-Out of scope: the RPC API (gRPC, Connect, gRPC-Web: proto/cubby/v1/files.proto and server reflection), \`/metrics\` (Prometheus text exposition), \`/mcp\` (Model Context Protocol: its tools describe themselves) and the dashboard's static files (\`/\`, \`/app.js\`, \`/app.css\`, \`/assets/…\`, \`/manifest.webmanifest\`, \`/sw.js\`). Any path or method not listed answers 404 (or 400 for a malformed request) with the error body below.
+Out of scope: the RPC API (gRPC, Connect, gRPC-Web: proto/cubby/v1/files.proto and server reflection), \`/metrics\` (Prometheus text exposition), \`/mcp\` (Model Context Protocol: its tools describe themselves) and the dashboard's static files (\`/\` and its sections' addresses \`/files\`, \`/shares\`, \`/links\`, \`/webhooks\`, \`/keys\`, \`/admin\`, all the same page; \`/app.js\`, \`/app.css\`, \`/assets/…\`, \`/manifest.webmanifest\`, \`/sw.js\`). Any path or method not listed answers 404 (or 400 for a malformed request) with the error body below.
 
 Every failure is \`google.rpc.Status\` JSON, \`{"code": <gRPC code>, "message": "…", "details": []}\`; each error response below fixes its \`code\`.`;
 
@@ -154,7 +154,7 @@ function errorHeaders(status: number): Pick<ResponseObject, "headers"> {
  * Paths the server answers that the document leaves out on purpose (its description says which
  * and why): endpoints with a protocol of their own, and the dashboard's static files.
  */
-export const OUT_OF_SCOPE_PATHS: ReadonlySet<string> = new Set(["/metrics", "/mcp", ...Object.keys(staticAssets), ...Object.keys(vendoredAssets)]);
+export const OUT_OF_SCOPE_PATHS: ReadonlySet<string> = new Set(["/metrics", "/mcp", ...Object.keys(staticAssets), ...Object.keys(dashboardPages), ...Object.keys(vendoredAssets)]);
 
 /** An OpenAPI 3.1 document as built here. */
 export interface OpenApiDocument {

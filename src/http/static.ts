@@ -17,6 +17,8 @@ import sharePageJs from "../../web/share-page.js" with { type: "file" };
 // @ts-ignore: as app.js.
 import shareInboxJs from "../../web/share-inbox.js" with { type: "file" };
 // @ts-ignore: as app.js.
+import sizeJs from "../../web/size.js" with { type: "file" };
+// @ts-ignore: as app.js.
 import sharexJs from "../../web/sharex.js" with { type: "file" };
 // @ts-ignore: as app.js.
 import serviceWorkerJs from "../../web/sw.js" with { type: "file" };
@@ -48,6 +50,7 @@ export const staticAssets: Record<string, { file: string; type: string }> = {
   "/assets/tus-options.js": { file: tusOptionsJs as unknown as string, type: "text/javascript; charset=utf-8" },
   "/assets/share-page.js": { file: sharePageJs as unknown as string, type: "text/javascript; charset=utf-8" },
   "/assets/share-inbox.js": { file: shareInboxJs as unknown as string, type: "text/javascript; charset=utf-8" },
+  "/assets/size.js": { file: sizeJs as unknown as string, type: "text/javascript; charset=utf-8" },
   "/assets/sharex.js": { file: sharexJs as unknown as string, type: "text/javascript; charset=utf-8" },
   "/assets/icon.svg": { file: iconSvg as unknown as string, type: "image/svg+xml" },
   "/assets/icon-maskable.svg": { file: maskableIconSvg as unknown as string, type: "image/svg+xml" },
@@ -55,6 +58,16 @@ export const staticAssets: Record<string, { file: string; type: string }> = {
   "/manifest.webmanifest": { file: manifest as unknown as string, type: "application/manifest+json" },
   "/sw.js": { file: serviceWorkerJs as unknown as string, type: "text/javascript; charset=utf-8" },
 };
+
+/**
+ * The dashboard's sections (issue 40): each address answers the page (index.html), which shows
+ * that section; `/` is Files too. Words shorter than a file ID (21 characters, domain/ids.ts), so
+ * none can be a content URL (`/{id}`); any other path still answers 404.
+ */
+export const DASHBOARD_SECTIONS = ["/files", "/shares", "/links", "/webhooks", "/keys", "/admin"] as const;
+
+/** The dashboard's page for `/` and each of {@link DASHBOARD_SECTIONS}. */
+export const dashboardPages: Record<string, { file: string; type: string }> = Object.fromEntries(["/", ...DASHBOARD_SECTIONS].map((p) => [p, staticAssets["/"]!]));
 
 /** The icon of every page (`<link rel="icon">`) and the mark in their header. */
 export const ICON_PATH = "/assets/icon.svg";
@@ -82,7 +95,7 @@ export const DASHBOARD_HEADERS = {
 
 /** A response for an embedded asset, or undefined when the path is not one. */
 export function serveStatic(pathname: string): Response | undefined {
-  const asset = staticAssets[pathname] ?? vendoredAssets[pathname];
+  const asset = staticAssets[pathname] ?? dashboardPages[pathname] ?? vendoredAssets[pathname];
   if (asset === undefined) return undefined;
   return new Response(Bun.file(asset.file), {
     headers: { "content-type": asset.type, "cache-control": "no-cache", ...DASHBOARD_HEADERS },

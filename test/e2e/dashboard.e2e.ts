@@ -6,7 +6,7 @@ import { AwsClient } from "aws4fetch";
 import { expect, test, type Page } from "@playwright/test";
 import fs from "node:fs";
 import path from "node:path";
-import { buildBinary, mintLoginLink, SCREENSHOTS, signIn as signInAs, startStack, watchPage, type Stack } from "./fixtures.ts";
+import { buildBinary, mintLoginLink, openSection, SCREENSHOTS, signIn as signInAs, startStack, watchPage, type Stack } from "./fixtures.ts";
 
 test.describe.configure({ mode: "serial" });
 
@@ -92,6 +92,7 @@ test("sign in, mint a key and use it, revoke it, manage files, sign out", async 
   await shot(page, "04-signed-in-empty");
 
   // Keys: mint (shown once), use from the test, revoke.
+  await openSection(page, "API keys");
   await page.locator("#key-name").fill("e2e script");
   await page.getByRole("button", { name: "Create key" }).click();
   const keyBox = page.getByLabel("New API key");
@@ -124,6 +125,7 @@ test("sign in, mint a key and use it, revoke it, manage files, sign out", async 
   await expect(page.locator("#keys-empty")).toBeVisible();
 
   // Upload through the file picker with a visible progress bar (upload throttled to see it move).
+  await openSection(page, "Files");
   const cdp = await context.newCDPSession(page);
   await cdp.send("Network.enable");
   await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: 1024 * 1024 });

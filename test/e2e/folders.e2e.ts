@@ -73,7 +73,7 @@ test("folders: create, open, upload into, move by menu and by drag and drop, ren
 
   // Open it: the address names it, the heading and the breadcrumbs say where we are.
   await projects.getByRole("link", { name: "Projects" }).click();
-  await expect(page).toHaveURL(`${stack.url}/?folder=${projectsId}`);
+  await expect(page).toHaveURL(`${stack.url}/files?folder=${projectsId}`);
   await expect(heading).toHaveText("Projects");
   await expect(heading).toBeFocused();
   await expect(crumbs.getByRole("link")).toHaveText(["Home", "Projects"]);
@@ -114,15 +114,15 @@ test("folders: create, open, upload into, move by menu and by drag and drop, ren
 
   // Home by its breadcrumb; Back and Forward follow the folders.
   await crumbs.getByRole("link", { name: "Home" }).click();
-  await expect(page).toHaveURL(`${stack.url}/`);
+  await expect(page).toHaveURL(`${stack.url}/files`);
   await expect(heading).toHaveText("Files");
   await expect(crumbs).toBeHidden();
   await page.goBack();
-  await expect(page).toHaveURL(`${stack.url}/?folder=${projectsId}`);
+  await expect(page).toHaveURL(`${stack.url}/files?folder=${projectsId}`);
   await expect(heading).toHaveText("Projects");
   await expect(sub).toHaveCount(1);
   await page.goForward();
-  await expect(page).toHaveURL(`${stack.url}/`);
+  await expect(page).toHaveURL(`${stack.url}/files`);
   await expect(files.filter({ hasText: "top.txt" })).toHaveCount(1);
 
   // Drag and drop: top.txt onto the Projects row.
@@ -133,14 +133,16 @@ test("folders: create, open, upload into, move by menu and by drag and drop, ren
   expect(await namesIn(page, "root")).toEqual([]);
 
   // Opened by its address, a folder two deep has the whole path; a file dragged onto a breadcrumb moves there.
+  // The one-page dashboard's address (`/?folder=`, still the Folder's `url`) becomes the Files section's.
   await page.goto(`${stack.url}/?folder=${subId}`);
+  await expect(page).toHaveURL(`${stack.url}/files?folder=${subId}`);
   await expect(crumbs.getByRole("link")).toHaveText(["Home", "Projects", "2026"]);
   await expect(files.filter({ hasText: "report.txt" })).toHaveCount(1);
   await files.filter({ hasText: "report.txt" }).locator(".name-cell").dragTo(crumbs.getByRole("link", { name: "Projects" }));
   await expect(files).toHaveCount(0);
   expect(await namesIn(page, projectsId)).toEqual(["report.txt", "top.txt"]);
   await crumbs.getByRole("link", { name: "Projects" }).click();
-  await expect(page).toHaveURL(`${stack.url}/?folder=${projectsId}`);
+  await expect(page).toHaveURL(`${stack.url}/files?folder=${projectsId}`);
   await expect(files).toHaveCount(2);
   await files.filter({ hasText: "top.txt" }).locator(".name-cell").dragTo(crumbs.getByRole("link", { name: "Home" }));
   await expect(files).toHaveCount(1);
@@ -194,7 +196,7 @@ test("folders: create, open, upload into, move by menu and by drag and drop, ren
   // The address of a folder that is gone shows the top, and says why.
   await page.goto(`${stack.url}/?folder=${projectsId}`);
   await expect(page.locator("#error")).toContainText("That folder does not exist");
-  await expect(page).toHaveURL(`${stack.url}/`);
+  await expect(page).toHaveURL(`${stack.url}/files`);
   await expect(files).toHaveCount(2);
 
   // The refusals above (two name clashes, the upload's clash, the folder that is gone) are the browser's only complaints.

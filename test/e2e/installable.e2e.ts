@@ -14,7 +14,7 @@ import { chromium, expect, test, type Page } from "@playwright/test";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { apiInPage, buildBinary, checkPage, ROOT, SCHEMES, SCREENSHOTS, signIn, SIZES, startStack, watchPage, type Size, type Stack } from "./fixtures.ts";
+import { apiInPage, buildBinary, checkPage, openSection, ROOT, SCHEMES, SCREENSHOTS, signIn, SIZES, startStack, watchPage, type Size, type Stack } from "./fixtures.ts";
 
 test.describe.configure({ mode: "serial" });
 
@@ -30,8 +30,12 @@ test.afterAll(() => stack?.stop());
 
 const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SCREENSHOTS, `installable-${name}.png`), fullPage: true });
 
-/** web/sw.js's SHELL (a classic worker script: read, not imported). */
-const SHELL = JSON.parse(/^const SHELL = ([\s\S]*?);$/m.exec(fs.readFileSync(path.join(ROOT, "web/sw.js"), "utf8"))![1]!.replace(/,(\s*\])/g, "$1")) as string[];
+/** A `const NAME = …;` of web/sw.js (a classic worker script: read, not imported). */
+const swConstant = (name: string) => JSON.parse(new RegExp(`^const ${name} = ([\\s\\S]*?);$`, "m").exec(fs.readFileSync(path.join(ROOT, "web/sw.js"), "utf8"))![1]!.replace(/,(\s*\])/g, "$1")) as unknown;
+/** web/sw.js's SHELL, its cache's name, and the section addresses it answers with the page (PAGES). */
+const SHELL = swConstant("SHELL") as string[];
+const SHELL_CACHE = swConstant("SHELL_CACHE") as string;
+const PAGES = swConstant("PAGES") as string[];
 
 /** A PNG of the system's (the README's example picture). */
 const PNG = fs.readFileSync("/usr/share/pixmaps/debian-logo.png");
@@ -151,7 +155,7 @@ test("the service worker keeps the shell and nothing else, starts the page offli
   await page.goto(stack.url);
   await expect(page.locator("#files tbody tr")).toHaveCount(1);
   const cached = await cachedPaths(page);
-  expect(cached).toEqual({ "cubby-shell-v1": [...SHELL].sort() });
+  expect(cached).toEqual({ [SHELL_CACHE]: [...SHELL].sort() });
   expect(Object.values(cached).flat().filter((p) => /^\/(v1|auth|dav|s)\//.test(p) || p.startsWith(`/${file.id}`))).toEqual([]);
 
   // Chromium's static routes: the shell and the share target go to the worker, everything else
@@ -165,7 +169,7 @@ test("the service worker keeps the shell and nothing else, starts the page offli
   const rules = JSON.parse(versions.find((v) => v.status === "activated" && v.routerRules !== undefined)!.routerRules!) as { condition: { urlPattern: { pathname: string } }; source: string[] }[];
   expect(rules.map((r) => [r.condition.urlPattern.pathname, r.source.join()])).toEqual([
     ["/share-target", "fetch-event"],
-    ...SHELL.map((p) => [p, "fetch-event"]),
+    ...[...SHELL, ...PAGES].map((p) => [p, "fetch-event"]),
     ["/*", "network"],
   ]);
   await cdp.send("Network.enable");
@@ -285,6 +289,7 @@ test("a file shared while signed out waits, said so, and is uploaded after sign-
 test("the ShareX config of a new key: every field ShareX reads, and an upload made the way it says works and its URL serves the bytes", async ({ page }) => {
   const { errors, foreign } = watchPage(page, stack);
   await signIn(page, stack, "gina");
+  await openSection(page, "API keys");
   await page.locator("#key-name").fill("ShareX");
   await page.getByRole("button", { name: "Create key" }).click();
   await expect(page.getByLabel("New API key")).toHaveValue(/^cubby_[A-Za-z0-9_-]{43}$/);

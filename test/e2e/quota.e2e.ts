@@ -6,7 +6,7 @@
 import { expect, test } from "@playwright/test";
 import fs from "node:fs";
 import path from "node:path";
-import { buildBinary, SCREENSHOTS, signIn, startStack, watchPage, type Stack } from "./fixtures.ts";
+import { buildBinary, openSection, SCREENSHOTS, signIn, startStack, watchPage, type Stack } from "./fixtures.ts";
 
 let stack: Stack;
 
@@ -49,6 +49,7 @@ test("usage and quota: shown, updated after uploads and deletions; an upload pas
 test("unfinished uploads: a guest's shows with its progress and link, holds the quota, and the owner ends it", async ({ page }) => {
   const watched = watchPage(page, stack);
   await signIn(page, stack, "carol");
+  await openSection(page, "Upload links");
   await expect(page.locator("#unfinished-empty")).toBeVisible();
   await page.locator("#link-name").fill("Scans");
   await page.locator("#link-max-files").fill("1");

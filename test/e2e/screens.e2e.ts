@@ -10,7 +10,7 @@ import { expect, test, type Page } from "@playwright/test";
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { apiInPage, buildBinary, checkPage, everyScreen, mintLoginLink, SCHEMES, SCREENSHOTS, signIn, SIZES, startStack, watchPage, type Size, type Stack } from "./fixtures.ts";
+import { apiInPage, buildBinary, checkPage, everyScreen, mintLoginLink, openSection, SCHEMES, SCREENSHOTS, signIn, SIZES, startStack, watchPage, type Size, type Stack } from "./fixtures.ts";
 
 test.describe.configure({ mode: "serial" });
 
@@ -109,18 +109,23 @@ test("the signed-in dashboard on every screen: cards on a phone, dead shares mar
   await everyScreen(page, "dashboard", async () => {
     await page.goto(stack.url);
     await expect(page.locator("#files tbody tr")).toHaveCount(4); // three, and the one from the link
+  });
+  await page.setViewportSize(SIZES.phone);
+  await page.locator("#files").screenshot({ path: path.join(SCREENSHOTS, "screens-dashboard-files-phone-dark.png") });
+  await everyScreen(page, "upload-links", async () => {
+    await page.goto(`${stack.url}/links`);
     await expect(page.locator("#links tbody tr")).toHaveCount(2);
   });
 
   // The revoked link stays, marked, with its received file listed; it offers no Copy or Revoke.
   await page.setViewportSize(SIZES.phone);
-  await page.locator("#files").screenshot({ path: path.join(SCREENSHOTS, "screens-dashboard-files-phone-dark.png") });
   const revoked = page.locator("#links tbody tr").filter({ hasText: "Scans from the accountant" });
   await expect(revoked).toHaveAttribute("data-state", "revoked");
   await expect(revoked.locator(".badge")).toHaveText("revoked");
   await expect(revoked.getByRole("button")).toHaveText(["Show files"]);
   await revoked.getByRole("button", { name: "Show files of upload link Scans from the accountant" }).click();
   await expect(revoked.getByRole("link", { name: "scan-001.pdf" })).toBeVisible();
+  await openSection(page, "Files");
 
   // The share dialog: the working link offers Copy and QR; the used-up and expired ones are marked and do not.
   for (const scheme of SCHEMES) {
@@ -275,12 +280,14 @@ test("at 390 px every action of a file row works, and a refused slug is explaine
   await page.getByRole("button", { name: "Close" }).click();
 
   // A refused upload link name is explained beside its field.
+  await openSection(page, "Upload links");
   await page.locator("#link-name").fill("a/b");
   await page.getByRole("button", { name: "Create upload link" }).click();
   await expect(page.locator("#link-name")).toHaveAttribute("aria-invalid", "true");
   await expect(page.locator(`#${await page.locator("#link-name").getAttribute("aria-describedby")}`)).toContainText('name: "/" and control characters are not allowed');
 
   // Delete.
+  await openSection(page, "Files");
   page.once("dialog", (d) => d.accept());
   await page.locator(`#files tr[data-id="${file.id}"]`).getByRole("button", { name: "Delete notes.txt" }).click();
   await expect(page.locator(`#files tr[data-id="${file.id}"]`)).toHaveCount(0);

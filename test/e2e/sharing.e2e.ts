@@ -11,7 +11,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { randomFile } from "../support/tus.ts";
-import { buildBinary, SCREENSHOTS, signIn, startStack, watchPage, type Stack } from "./fixtures.ts";
+import { openSection, buildBinary, SCREENSHOTS, signIn, startStack, watchPage, type Stack } from "./fixtures.ts";
 
 test.describe.configure({ mode: "serial" });
 
@@ -217,6 +217,7 @@ test("search by name and pagination over 60 files", async ({ page }) => {
 test("guest upload links: create, a guest uploads, see what arrived, revoke (what arrived stays listed)", async ({ page, browser }) => {
   const watch = watchPage(page, stack);
   await signIn(page, stack, "hana");
+  await openSection(page, "Upload links");
   const links = page.locator("#links tbody tr");
   await expect(page.locator("#links-empty")).toBeVisible();
   await page.locator("#link-name").fill("Wedding photos");
@@ -240,8 +241,10 @@ test("guest upload links: create, a guest uploads, see what arrived, revoke (wha
   await expect(links).toContainText("1 of 2 files");
   await page.getByRole("button", { name: "Show files of upload link Wedding photos" }).click();
   await expect(links.locator(".arrivals li")).toHaveText([/^first-dance\.png/]);
-  await expect(page.locator("#files tbody tr").filter({ hasText: "first-dance.png" }).getByLabel("Visibility of first-dance.png")).toHaveValue("private");
   await shot(page, "25-upload-links");
+  await openSection(page, "Files");
+  await expect(page.locator("#files tbody tr").filter({ hasText: "first-dance.png" }).getByLabel("Visibility of first-dance.png")).toHaveValue("private");
+  await openSection(page, "Upload links");
 
   page.once("dialog", (d) => d.accept());
   await page.getByRole("button", { name: "Revoke upload link Wedding photos" }).click();
@@ -258,6 +261,7 @@ test("guest upload links: create, a guest uploads, see what arrived, revoke (wha
 test("API keys with scopes and an expiry", async ({ page }) => {
   const watch = watchPage(page, stack);
   await signIn(page, stack, "ivan");
+  await openSection(page, "API keys");
   await page.locator("#key-name").fill("read-only backup");
   await page.getByLabel("write", { exact: true }).uncheck();
   await page.locator("#key-expiry").selectOption("30d");

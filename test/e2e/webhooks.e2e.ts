@@ -8,7 +8,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { Webhook } from "standardwebhooks";
-import { buildBinary, SCREENSHOTS, signIn, startStack, watchPage, type Stack } from "./fixtures.ts";
+import { openSection, buildBinary, SCREENSHOTS, signIn, startStack, watchPage, type Stack } from "./fixtures.ts";
 
 let stack: Stack;
 let receiver: http.Server;
@@ -50,6 +50,7 @@ const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SCR
 test("add a webhook (its secret once), see its deliveries, delete it", async ({ page }) => {
   const watch = watchPage(page, stack);
   await signIn(page, stack, "ivan");
+  await openSection(page, "Webhooks");
   const section = page.locator("section", { has: page.getByRole("heading", { name: "Webhooks" }) });
   await expect(section.getByText("No webhooks.")).toBeVisible();
 
@@ -73,9 +74,11 @@ test("add a webhook (its secret once), see its deliveries, delete it", async ({ 
   await shot(page, "webhooks");
 
   // A file uploaded in the dashboard arrives at the receiver, signed with that secret.
+  await openSection(page, "Files");
   await page.locator("#file-input").setInputFiles({ name: "hello.txt", mimeType: "text/plain", buffer: Buffer.from("hello") });
   await expect(page.locator("#files tbody tr").filter({ hasText: "hello.txt" })).toBeVisible();
   await expect.poll(() => received.map((r) => [r.type, r.verified]), { timeout: 15_000 }).toEqual([["file.created", true]]);
+  await openSection(page, "Webhooks");
   await card.getByRole("button", { name: /Recent deliveries/ }).click();
   await expect(card.locator(".arrivals li").first()).toContainText("file.created · delivered (204)");
 

@@ -12,8 +12,8 @@ export const ACCOUNTS: Record<string, { email: string; email_verified: boolean; 
   carol: { email: "Carol@EXAMPLE.COM", email_verified: true, name: "Carol" },
   mallory: { email: "mallory@example.com", email_verified: false, name: "Mallory" },
   eve: { email: "eve@elsewhere.org", email_verified: true, name: "Eve" },
-  // One per sharing browser test (test/e2e/sharing.e2e.ts, folder-share.e2e.ts), so each starts with an empty account.
-  ...Object.fromEntries(["dana", "erin", "frank", "gina", "hana", "ivan", "kate"].map((n) => [n, { email: `${n}@example.com`, email_verified: true, name: n }])),
+  // One per sharing browser test (test/e2e/sharing.e2e.ts, folder-share.e2e.ts, sections.e2e.ts), so each starts with an empty account.
+  ...Object.fromEntries(["dana", "erin", "frank", "gina", "hana", "ivan", "kate", "nora", "olga", "root"].map((n) => [n, { email: `${n}@example.com`, email_verified: true, name: n }])),
 };
 
 if (import.meta.main) {

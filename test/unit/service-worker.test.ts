@@ -6,7 +6,7 @@
 import { expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
-import { staticAssets, vendoredAssets } from "../../src/http/static.ts";
+import { DASHBOARD_SECTIONS, staticAssets, vendoredAssets } from "../../src/http/static.ts";
 // @ts-ignore: a browser module in plain JavaScript (web/ is not type-checked).
 import { INBOX_CACHE } from "../../web/share-inbox.js";
 
@@ -51,6 +51,10 @@ test("the shell is what the dashboard loads at start, each an embedded file", ()
   expect(shell.filter((p) => /^\/(v1|auth|dav|s|u)\//.test(p))).toEqual([]);
   // pdf.js is imported only for a PDF's thumbnail: too big to keep for every start.
   expect(shell).not.toContain("/assets/pdf.min.mjs");
+});
+
+test("the worker answers every section's address with the page it keeps as /", () => {
+  expect(swConstant("PAGES")).toEqual([...DASHBOARD_SECTIONS]);
 });
 
 test("the import scan finds static imports only", () => {
