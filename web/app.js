@@ -447,19 +447,20 @@ function replaceRow(id, file) {
 }
 
 /**
- * Shows "Used X of Y" (or "X used · no quota") from GET /v1/usage, with a meter; asked again
- * whenever the list changes. Reserved bytes are unfinished uploads' (CONTRACT §9).
+ * Shows "Used X of Y" (or "X used · no quota") from GET /v1/usage, with a meter, on Files, and the
+ * same line on Upload links, whose unfinished uploads hold a part of it; asked again whenever the
+ * list changes. Reserved bytes are unfinished uploads' (CONTRACT §9).
  */
 async function loadUsage() {
   const u = await api("/v1/usage");
   const reserved = u.reserved_bytes > 0 ? ` (${formatSize(u.reserved_bytes)} of it reserved by unfinished uploads)` : "";
   const meter = $("usage-meter");
   if (u.quota_bytes === null) {
-    $("usage").textContent = `${formatSize(u.used_bytes)} used · no quota${reserved}`;
+    $("usage").textContent = $("links-usage").textContent = `${formatSize(u.used_bytes)} used · no quota${reserved}`;
     meter.hidden = true;
     return;
   }
-  $("usage").textContent = `Used ${formatSize(u.used_bytes)} of ${formatSize(u.quota_bytes)}${reserved}`;
+  $("usage").textContent = $("links-usage").textContent = `Used ${formatSize(u.used_bytes)} of ${formatSize(u.quota_bytes)}${reserved}`;
   meter.max = Math.max(u.quota_bytes, 1);
   meter.high = meter.max * 0.9;
   meter.value = Math.min(u.used_bytes, meter.max);

@@ -71,7 +71,8 @@ test("unfinished uploads: a guest's shows with its progress and link, holds the 
   const card = page.locator("#unfinished li").filter({ hasText: "scan-1.pdf" });
   await expect(card).toContainText("999 B of 1000 B (99%)");
   await expect(card).toContainText("Through upload link Scans");
-  await expect(page.locator("#usage")).toHaveText("Used 1000 B of 2.0 KiB (1000 B of it reserved by unfinished uploads)");
+  await expect(page.locator("#links-usage")).toBeVisible();
+  await expect(page.locator("#links-usage")).toHaveText("Used 1000 B of 2.0 KiB (1000 B of it reserved by unfinished uploads)");
   await page.setViewportSize({ width: 390, height: 800 });
   await card.scrollIntoViewIfNeeded();
   await page.screenshot({ path: path.join(SCREENSHOTS, "unfinished-uploads-390.png"), fullPage: true });
@@ -82,7 +83,7 @@ test("unfinished uploads: a guest's shows with its progress and link, holds the 
   page.once("dialog", (d) => d.accept());
   await page.getByRole("button", { name: "End upload scan-1.pdf" }).click();
   await expect(page.locator("#unfinished-empty")).toBeVisible();
-  await expect(page.locator("#usage")).toHaveText("Used 0 B of 2.0 KiB");
+  await expect(page.locator("#links-usage")).toHaveText("Used 0 B of 2.0 KiB");
   expect((await guest("HEAD", uploadUrl, {})).status).toBe(404);
 
   // A file sent in parts side by side (each part named, as the guest page names them) shows as one, and ends as one.
@@ -104,7 +105,7 @@ test("unfinished uploads: a guest's shows with its progress and link, holds the 
   page.once("dialog", (d) => d.accept());
   await page.getByRole("button", { name: "Revoke upload link Scans" }).click();
   await expect(page.locator("#unfinished-empty")).toBeVisible();
-  await expect(page.locator("#usage")).toHaveText("Used 0 B of 2.0 KiB");
+  await expect(page.locator("#links-usage")).toHaveText("Used 0 B of 2.0 KiB");
   // The refused creation and the HEAD of the ended upload are not the page's; the page made no error.
   expect(watched.errors).toEqual([]);
   expect(watched.foreign).toEqual([]);
