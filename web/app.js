@@ -1891,6 +1891,72 @@ async function loadUsers() {
 
 // --- start ---
 
+/** Whether a drag carries files from outside the page (a file row dragged onto a folder does not). */
+const carriesFiles = (e) => e.dataTransfer?.types.includes("Files") ?? false;
+
+/**
+ * Files dropped anywhere on the page upload into the folder viewed while Files is the section
+ * shown (the dashed box lights up for the whole drag); on any other section, or signed out, the
+ * drop is refused. Either way the browser never opens a dropped file in place of the dashboard.
+ */
+function wireDropAnywhere() {
+  const box = $("drop");
+  const onFiles = () => !$("signed-in").hidden && !$("section-files").hidden;
+  // dragenter and dragleave fire for every element crossed: the box is lit while any is entered.
+  let entered = 0;
+  document.addEventListener("dragenter", (e) => {
+    if (!carriesFiles(e)) return;
+    entered++;
+    if (onFiles()) box.classList.add("over");
+  });
+  document.addEventListener("dragleave", (e) => {
+    if (!carriesFiles(e)) return;
+    entered = Math.max(0, entered - 1);
+    if (entered === 0) box.classList.remove("over");
+  });
+  document.addEventListener("dragover", (e) => {
+    if (!carriesFiles(e)) return; // a file row dragged to a folder: the folder's handlers decide
+    e.preventDefault();
+    e.dataTransfer.dropEffect = onFiles() ? "copy" : "none";
+  });
+  document.addEventListener("drop", (e) => {
+    if (!carriesFiles(e)) return;
+    e.preventDefault();
+    entered = 0;
+    box.classList.remove("over");
+    if (onFiles()) uploadAll([...e.dataTransfer.files]);
+  });
+}
+
+/** Where the visibility and expiry last chosen for uploads are kept (this browser only). */
+const UPLOAD_DEFAULTS_KEY = "cubby.upload-defaults";
+
+/**
+ * The upload box's visibility and expiry are kept in localStorage when changed and chosen again
+ * on the next visit; a kept value no longer offered is ignored.
+ */
+function rememberUploadDefaults() {
+  const selects = { visibility: $("upload-visibility"), expiry: $("upload-expiry") };
+  let kept = {};
+  try {
+    kept = JSON.parse(localStorage.getItem(UPLOAD_DEFAULTS_KEY) ?? "{}") ?? {};
+  } catch {
+    // unreadable (or storage refused): the page's defaults
+  }
+  for (const [name, select] of Object.entries(selects)) {
+    const value = kept[name];
+    if (typeof value === "string" && [...select.options].some((o) => o.value === value)) select.value = value;
+    select.addEventListener("change", () => {
+      try {
+        localStorage.setItem(UPLOAD_DEFAULTS_KEY, JSON.stringify({ visibility: selects.visibility.value, expiry: selects.expiry.value }));
+      } catch {
+        // storage refused (private mode, full): remembered for this visit only
+      }
+    });
+  }
+}
+
+
 function wire() {
   for (const select of document.querySelectorAll("select.expiry-choice")) fillExpiryChoices(select);
   $("sign-out").addEventListener("click", (e) => attemptAt(e.currentTarget, () => api("/auth/logout", { method: "POST" }).then(() => location.assign("/"))));
@@ -1898,18 +1964,8 @@ function wire() {
     uploadAll([...e.target.files]);
     e.target.value = "";
   });
-  const drop = $("drop");
-  drop.addEventListener("dragover", (e) => {
-    if (!e.dataTransfer.types.includes("Files")) return; // a file row dragged to a folder, not an upload
-    e.preventDefault();
-    drop.classList.add("over");
-  });
-  drop.addEventListener("dragleave", () => drop.classList.remove("over"));
-  drop.addEventListener("drop", (e) => {
-    e.preventDefault();
-    drop.classList.remove("over");
-    uploadAll([...e.dataTransfer.files]);
-  });
+  wireDropAnywhere();
+  rememberUploadDefaults();
   let searchTimer;
   $("files-search").addEventListener("input", () => {
     clearTimeout(searchTimer);

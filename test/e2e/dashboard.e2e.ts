@@ -6,7 +6,7 @@ import { AwsClient } from "aws4fetch";
 import { expect, test, type Page } from "@playwright/test";
 import fs from "node:fs";
 import path from "node:path";
-import { buildBinary, mintLoginLink, openSection, SCREENSHOTS, signIn as signInAs, startStack, watchPage, type Stack } from "./fixtures.ts";
+import { apiInPage, buildBinary, mintLoginLink, openSection, SCREENSHOTS, signIn as signInAs, startStack, watchPage, type Stack } from "./fixtures.ts";
 
 test.describe.configure({ mode: "serial" });
 
@@ -175,6 +175,36 @@ test("sign in, mint a key and use it, revoke it, manage files, sign out", async 
   });
   await page.dispatchEvent("#drop", "drop", { dataTransfer: dropped });
   await expect(page.locator("#files tbody tr").filter({ hasText: "dropped.txt" })).toHaveCount(1);
+  // Anywhere on the page, not only on the box; the page stays the dashboard.
+  const droppedElsewhere = await page.evaluateHandle(() => {
+    const w = globalThis as unknown as {
+      DataTransfer: new () => { items: { add(f: unknown): void } };
+      File: new (parts: string[], name: string, opts: { type: string }) => unknown;
+    };
+    const dt = new w.DataTransfer();
+    dt.items.add(new w.File(["dropped on the heading"], "anywhere.txt", { type: "text/plain" }));
+    return dt;
+  });
+  const dashboardUrl = page.url();
+  await page.dispatchEvent("#files-title", "drop", { dataTransfer: droppedElsewhere });
+  await expect(page.locator("#files tbody tr").filter({ hasText: "anywhere.txt" })).toHaveCount(1);
+  expect(page.url()).toBe(dashboardUrl);
+
+  // The upload box's visibility and expiry are remembered for the next visit.
+  await page.locator("#upload-visibility").selectOption("public");
+  await page.locator("#upload-expiry").selectOption("1d");
+  await page.reload();
+  await expect(page.locator("#upload-visibility")).toHaveValue("public");
+  await expect(page.locator("#upload-expiry")).toHaveValue("1d");
+  await page.locator("#file-input").setInputFiles({ name: "remembered.txt", mimeType: "text/plain", buffer: Buffer.from("remembered") });
+  const rememberedRow = page.locator("#files tbody tr").filter({ hasText: "remembered.txt" });
+  await expect(rememberedRow).toHaveCount(1);
+  const remembered = await apiInPage<{ files: { id: string; name: string; visibility: string }[] }>(page, "GET", "/v1/files?q=remembered");
+  expect(remembered.files.map((f) => [f.name, f.visibility])).toEqual([["remembered.txt", "public"]]);
+  const expiry = await apiInPage<{ expire_time: string | null }>(page, "GET", `/v1/files/${remembered.files[0]!.id}/expiry`);
+  expect(Date.parse(expiry.expire_time ?? "") - Date.now()).toBeGreaterThan(23 * 3600_000);
+  await page.locator("#upload-visibility").selectOption("internal");
+  await page.locator("#upload-expiry").selectOption("");
 
   // A bad slug shows the API's message.
   await page.locator("#file-input").setInputFiles({ name: "b.txt", mimeType: "text/plain", buffer: Buffer.from("b") });
