@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
 import { CreateFileRequestSchema, FileService, UpdateFileContentRequestSchema } from "../../src/gen/cubby/v1/files_pb.ts";
-import { FrameType, H2Error, processUsage, RawH2 } from "../support/h2-raw.ts";
+import { blobDescriptors, FrameType, H2Error, processUsage, RawH2 } from "../support/h2-raw.ts";
 import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";
 import { waitFor } from "../support/wait.ts";
 
@@ -17,21 +17,6 @@ import { waitFor } from "../support/wait.ts";
 function usage(server: RunningServer): { fds: number; rssMiB: number } {
   const each = server.servingPids().map(processUsage);
   return { fds: each.reduce((n, u) => n + u.fds, 0), rssMiB: each.reduce((n, u) => n + u.rssMiB, 0) };
-}
-
-/** Descriptors the server's serving processes hold open on blob files (their link ends in `/blobs/NAME`). */
-function blobDescriptors(server: RunningServer): number {
-  let n = 0;
-  for (const pid of server.servingPids()) {
-    for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
-      try {
-        if (fs.readlinkSync(`/proc/${pid}/fd/${fd}`).includes("/blobs/")) n++;
-      } catch {
-        // closed while listed
-      }
-    }
-  }
-  return n;
 }
 
 /** Waits until the server's access log has `count` lines for `method` on `pathname` (requests it has finished). */

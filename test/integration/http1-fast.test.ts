@@ -7,26 +7,11 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import fs from "node:fs";
 import { checksumOf } from "../../src/domain/checksum.ts";
 import { BACKEND } from "../support/backend.ts";
-import { processUsage } from "../support/h2-raw.ts";
+import { blobDescriptors, processUsage } from "../support/h2-raw.ts";
 import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";
 import { serverSide } from "../support/sockets.ts";
 import { parseResponses, RawHttp } from "../support/raw-http.ts";
 import { waitFor } from "../support/wait.ts";
-
-/** How many descriptors the server's serving processes hold open on blob files (disk backend: `DATA_DIR/blobs/…`). */
-function blobDescriptors(server: RunningServer): number {
-  let n = 0;
-  for (const pid of server.servingPids()) {
-    for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
-      try {
-        if (fs.readlinkSync(`/proc/${pid}/fd/${fd}`).includes("/blobs/")) n++;
-      } catch {
-        // closed meanwhile
-      }
-    }
-  }
-  return n;
-}
 
 /** Resident memory of the server's serving processes together (one, or its workers), MiB. */
 function servingRss(server: RunningServer): { rssMiB: number } {

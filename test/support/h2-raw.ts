@@ -253,3 +253,21 @@ export function processUsage(pid: number): { fds: number; rssMiB: number } {
   const rssKiB = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
   return { fds: fs.readdirSync(`/proc/${pid}/fd`).length, rssMiB: Math.round(rssKiB / 1024) };
 }
+
+/**
+ * Descriptors a server's serving processes hold open on blob files (disk backend: their link
+ * ends in `DATA_DIR/blobs/NAME`): what a download holds, whatever else the process has open.
+ */
+export function blobDescriptors(server: { servingPids(): number[] }): number {
+  let n = 0;
+  for (const pid of server.servingPids()) {
+    for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
+      try {
+        if (fs.readlinkSync(`/proc/${pid}/fd/${fd}`).includes("/blobs/")) n++;
+      } catch {
+        // closed while listed
+      }
+    }
+  }
+  return n;
+}
