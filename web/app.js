@@ -1213,8 +1213,7 @@ function shareCard(share) {
     "Revoke",
     "Revoke share link",
     async (e) => {
-      if (!confirm("Revoke this share link? It stops working at once.")) return;
-      if ((await attemptAt(e.currentTarget, () => api(`/v1/shares/${share.id}`, { method: "DELETE" }))) === undefined) return;
+      if (!(await revokeShare(share, e.currentTarget))) return;
       if (sharing.made !== undefined) sharing.made = sharing.made.filter((s) => s.id !== share.id);
       await attemptAt($("shares"), loadShares);
       // The card is gone: focus goes to the next link's first control, or to the form.
@@ -1678,6 +1677,16 @@ async function toggleDownloads(share, list, btn) {
 }
 
 /**
+ * Asks whether to revoke `share`, then `DELETE /v1/shares/{id}` (the file dialog's cards and the
+ * Shares section's rows). A refusal shows beside `at`.
+ * @returns whether the share was revoked
+ */
+async function revokeShare(share, at) {
+  if (!confirm("Revoke this share link? It stops working at once.")) return false;
+  return (await attemptAt(at, () => api(`/v1/shares/${share.id}`, { method: "DELETE" }))) !== undefined;
+}
+
+/**
  * A row of the Shares section: what it holds, its URL (struck through once it no longer works),
  * a password marker, when made, until when, downloads of the limit, the last download; Copy
  * while it works, its access log on demand, Edit, Revoke.
@@ -1692,8 +1701,7 @@ function allShareRow(share) {
     "Revoke",
     "",
     async (e) => {
-      if (!confirm("Revoke this share link? It stops working at once.")) return;
-      if ((await attemptAt(e.currentTarget, () => api(`/v1/shares/${share.id}`, { method: "DELETE" }))) === undefined) return;
+      if (!(await revokeShare(share, e.currentTarget))) return;
       await attempt(loadAllShares);
       ($("all-shares").querySelector("tbody button") ?? $("all-shares-title")).focus();
     },

@@ -30,6 +30,23 @@ async function signIn(page: Page, login: string) {
   await expect(page.locator("#account-email")).toHaveText(`${login}@example.com`);
 }
 
+/** A DataTransfer in the page holding one text file, as a drag from the desktop carries it (for a `drop` event). */
+function filesToDrop(page: Page, name: string, content: string) {
+  return page.evaluateHandle(
+    ([name, content]) => {
+      // Runs in the page; the test's TypeScript has no DOM library.
+      const w = globalThis as unknown as {
+        DataTransfer: new () => { items: { add(f: unknown): void } };
+        File: new (parts: string[], name: string, opts: { type: string }) => unknown;
+      };
+      const dt = new w.DataTransfer();
+      dt.items.add(new w.File([content], name, { type: "text/plain" }));
+      return dt;
+    },
+    [name, content] as const,
+  );
+}
+
 test("without a provider: the dashboard says how to get a sign-in link, and the link from cubby login-link shows whom it signs in and signs in once with its button", async ({ page }) => {
   const plain = await startStack(binary, false);
   try {
@@ -163,28 +180,11 @@ test("sign in, mint a key and use it, revoke it, manage files, sign out", async 
   expect((await fetch(`${stack.url}/${id}`)).status).toBe(404);
 
   // Drag and drop.
-  const dropped = await page.evaluateHandle(() => {
-    // Runs in the page; the test's TypeScript has no DOM library.
-    const w = globalThis as unknown as {
-      DataTransfer: new () => { items: { add(f: unknown): void } };
-      File: new (parts: string[], name: string, opts: { type: string }) => unknown;
-    };
-    const dt = new w.DataTransfer();
-    dt.items.add(new w.File(["dropped content"], "dropped.txt", { type: "text/plain" }));
-    return dt;
-  });
+  const dropped = await filesToDrop(page, "dropped.txt", "dropped content");
   await page.dispatchEvent("#drop", "drop", { dataTransfer: dropped });
   await expect(page.locator("#files tbody tr").filter({ hasText: "dropped.txt" })).toHaveCount(1);
   // Anywhere on the page, not only on the box; the page stays the dashboard.
-  const droppedElsewhere = await page.evaluateHandle(() => {
-    const w = globalThis as unknown as {
-      DataTransfer: new () => { items: { add(f: unknown): void } };
-      File: new (parts: string[], name: string, opts: { type: string }) => unknown;
-    };
-    const dt = new w.DataTransfer();
-    dt.items.add(new w.File(["dropped on the heading"], "anywhere.txt", { type: "text/plain" }));
-    return dt;
-  });
+  const droppedElsewhere = await filesToDrop(page, "anywhere.txt", "dropped on the heading");
   const dashboardUrl = page.url();
   await page.dispatchEvent("#files-title", "drop", { dataTransfer: droppedElsewhere });
   await expect(page.locator("#files tbody tr").filter({ hasText: "anywhere.txt" })).toHaveCount(1);
