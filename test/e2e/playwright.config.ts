@@ -10,7 +10,9 @@ export default defineConfig({
   globalSetup: "./global-setup.ts",
   outputDir: "../../test-results/e2e",
   timeout: 60_000,
-  workers: 1,
+  // Two browsers at once on two cores (issue 39, CI time): each file starts its own server, data
+  // directory and provider on fresh ports, so files share nothing. E2E_WORKERS=1 runs one at a time.
+  workers: Number(process.env.E2E_WORKERS ?? 2),
   reporter: [["list"]],
   use: {
     browserName: "chromium",

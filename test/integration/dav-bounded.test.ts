@@ -1,4 +1,4 @@
-// test-lists: workers postgres-s3
+// test-lists: workers postgres-s3 alone
 // WebDAV bounded by what it answers (CONTRACT §14, issue 37 items 3–6 and 8): big collections,
 // many dead properties, a 1 MiB PROPPATCH and a 64 KiB If header, each answered while a
 // /healthz on another connection waits at most STALL_LIMIT_MS; the caps, each named in its

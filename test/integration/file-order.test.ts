@@ -1,4 +1,4 @@
-// test-lists: workers postgres-s3
+// test-lists: workers postgres-s3 alone
 // `order_by` of GET /v1/files and GET /v1/folders/{id}/files (CONTRACT §15, AIP-132): newest
 // first by default; create_time, name (code point order on both stores) and size, ascending or
 // with ` desc`; equal values ordered by ID so pages neither skip nor repeat; a page token is good

@@ -1,4 +1,4 @@
-// test-lists: workers postgres-s3
+// test-lists: workers postgres-s3 alone
 // Folders of any shape cannot stop the server (CONTRACT §14, issue 37 item 1), on the run's
 // backend and WORKERS: a shared folder with 20 000 empty sub-folders answers its page (a page of
 // entries, "More" for the rest) and streams its ZIP, and a recursive delete of 10 000 entries

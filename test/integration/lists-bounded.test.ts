@@ -1,4 +1,4 @@
-// test-lists: workers postgres-s3
+// test-lists: workers postgres-s3 alone
 // The owner's lists that once answered everything at once are keyset-paged (CONTRACT §14,
 // issue 37): `GET /auth/keys`, `GET /v1/files/{id}/shares`, `GET /v1/folders/{id}/shares`,
 // `GET /v1/shares` (CONTRACT §15) and `GET /v1/upload-links` answer `page_size` rows (50 by default) and a `next_page_token`, on the

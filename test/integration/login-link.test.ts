@@ -1,4 +1,4 @@
-// test-lists: workers postgres-s3
+// test-lists: workers postgres-s3 alone
 // `cubby login-link --email E [--ttl 15m]` and its URL `/auth/link/{token}` (CONTRACT §11 as
 // amended in turn 4, issue 37 item 7): opening the URL (GET or HEAD, any client, any number of
 // times) shows a page naming the account with one Sign in button; only that button's same-origin

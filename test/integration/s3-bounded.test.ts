@@ -1,4 +1,4 @@
-// test-lists: workers postgres-s3
+// test-lists: workers postgres-s3 alone
 // An S3 bucket of 10 000 objects cannot stop the server (CONTRACT §14, §16), on the run's
 // backend and WORKERS: ListObjectsV2 walked 500 keys a page, without a delimiter (every key
 // once, in UTF-8 byte order, into 50 folders and out again) and with `/` (1 050 common prefixes and

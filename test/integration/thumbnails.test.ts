@@ -1,4 +1,4 @@
-// test-lists: postgres-s3
+// test-lists: postgres-s3 alone
 // Thumbnails (CONTRACT §15) through a real server on the run's backend: an image's made on the
 // first request (a WebP of at most 320 px, no metadata) and kept in file_thumbnails; a browser's
 // poster for a video sent with PUT and made again; refusals (type, size, not an image, another

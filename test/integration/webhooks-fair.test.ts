@@ -1,4 +1,4 @@
-// test-lists: workers postgres-s3
+// test-lists: workers postgres-s3 alone
 // Fair webhook delivery and the webhook target rules of CONTRACT §14 (issue 37 items 2 and 8),
 // from outside, through real servers on the run's backend (and WORKERS as the run sets it):
 // - user N's 20 webhooks point at a socket that accepts and never answers; N uploads 3 files;

@@ -3,7 +3,7 @@
 import { expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
-import { filesOf, INTEGRATION_DIR, listsOf, TEST_LISTS } from "../../scripts/test-lists.ts";
+import { filesOf, INTEGRATION_DIR, listsOf, TEST_LISTS, UNIT_DIR } from "../../scripts/test-lists.ts";
 
 test("every integration file names its lists on its first line, only known ones", () => {
   const problems = fs
@@ -16,10 +16,25 @@ test("every integration file names its lists on its first line, only known ones"
 });
 
 test("the line is read as written; a missing or unknown one is named", () => {
-  expect(listsOf("// test-lists: workers postgres-s3\n// …")).toEqual(["workers", "postgres-s3"]);
-  expect(listsOf("// test-lists: default\n")).toEqual(["default"]);
+  expect(listsOf("// test-lists: workers postgres-s3\n// …")).toEqual({ lists: ["workers", "postgres-s3"], alone: false });
+  expect(listsOf("// test-lists: default\n")).toEqual({ lists: ["default"], alone: false });
+  expect(listsOf("// test-lists: postgres-s3 alone\n")).toEqual({ lists: ["postgres-s3"], alone: true });
   expect(listsOf("// Something else\n// test-lists: workers\n")).toEqual({ error: expect.stringContaining("first line") });
   expect(listsOf("// test-lists: workers sqlite\n")).toEqual({ error: expect.stringContaining("unknown list sqlite") });
+  expect(listsOf("// test-lists: alone\n")).toEqual({ error: expect.stringContaining("no list") });
+});
+
+test("a file with a stall probe runs alone: it measures the CPU it gets, which another file running beside it would take", () => {
+  const probing = fs
+    .readdirSync(INTEGRATION_DIR)
+    .filter((n) => n.endsWith(".test.ts") && fs.readFileSync(path.join(INTEGRATION_DIR, n), "utf8").includes("support/stall-probe.ts"));
+  expect(probing.length).toBeGreaterThan(0);
+  const notAlone = probing.filter((n) => (listsOf(fs.readFileSync(path.join(INTEGRATION_DIR, n), "utf8")) as { alone: boolean }).alone !== true);
+  expect(notAlone).toEqual([]);
+  // And they are the files of each list's part that runs alone, after the parallel part.
+  const { parallel, alone } = filesOf("default");
+  expect(alone.map((f) => path.basename(f)).sort()).toEqual(probing.sort());
+  expect(parallel.filter((f) => alone.includes(f))).toEqual([]);
 });
 
 test("package.json runs each list through the generator, never a list by hand", async () => {
@@ -28,8 +43,12 @@ test("package.json runs each list through the generator, never a list by hand", 
     workers: "bun scripts/test-lists.ts run workers",
     pg: "bun scripts/test-lists.ts run postgres-s3",
   });
+  expect(scripts.test).toStartWith("tsc --noEmit && bun scripts/test-lists.ts run default && npm run test:workers && npm run test:postgres-s3 && ");
   expect(Object.values(scripts).filter((s) => s.includes("test/integration/"))).toEqual([]);
-  // The lists are not empty, and the default is every file.
-  for (const list of Object.keys(TEST_LISTS) as (keyof typeof TEST_LISTS)[]) expect(filesOf(list).length).toBeGreaterThan(0);
-  expect(filesOf("default").length).toBe(fs.readdirSync(INTEGRATION_DIR).filter((n) => n.endsWith(".test.ts")).length);
+  // The lists are not empty, and the default is every unit and integration file, each once.
+  const count = (list: keyof typeof TEST_LISTS) => filesOf(list).parallel.length + filesOf(list).alone.length;
+  for (const list of Object.keys(TEST_LISTS) as (keyof typeof TEST_LISTS)[]) expect(count(list)).toBeGreaterThan(0);
+  const every = [INTEGRATION_DIR, UNIT_DIR].flatMap((dir) => fs.readdirSync(dir).filter((n) => n.endsWith(".test.ts")));
+  expect(count("default")).toBe(every.length);
+  expect(new Set([...filesOf("default").parallel, ...filesOf("default").alone]).size).toBe(every.length);
 });
