@@ -1,13 +1,19 @@
-// test-lists: default
+// test-lists: postgres-s3
 // Types from names (CONTRACT §17, issue 39): an upload that sends no Content-Type gets the type
 // registered for its name's extension (curl -T without -H, a tus upload without `filetype`, a
 // guest upload, gRPC's CreateFile without content_type); a type the client sends is stored as
-// sent, application/octet-stream included (the specification's rule for REST). WebDAV's PUT,
+// sent, application/octet-stream included (the specification's rule for REST). An S3 PutObject
+// with no type or application/octet-stream gets its key's type too (CONTRACT §17); WebDAV's PUT,
 // where clients send application/octet-stream for everything, is tested in the WebDAV suites.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import fs from "node:fs";
 import path from "node:path";
+import { create } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { AwsClient } from "aws4fetch";
 import type { FileJson } from "../../src/domain/file.ts";
+import { CreateFileRequestSchema, FileService } from "../../src/gen/cubby/v1/files_pb.ts";
 import { client, startServer, tempDir, type RunningServer } from "../support/server.ts";
 
 let server: RunningServer;
@@ -70,4 +76,28 @@ test("a guest upload link and a tus upload without filetype name their type too"
   expect(done.status).toBe(204);
   const files = (await (await api.fetch("/v1/files?q=page.html")).json()) as { files: FileJson[] };
   expect(files.files.map((f) => f.content_type)).toEqual(["text/html"]);
+});
+
+test("gRPC's CreateFile without content_type, and S3 PutObject with none or application/octet-stream, take the name's type", async () => {
+  const rpc = createClient(FileService, createGrpcTransport({ baseUrl: server.url }));
+  const created = await rpc.createFile(
+    (async function* () {
+      yield create(CreateFileRequestSchema, { name: "SCAN.pdf", content: new Uint8Array([37, 80, 68, 70]) });
+    })(),
+    { headers: { authorization: `Bearer ${key}` } },
+  );
+  expect(created.file?.contentType).toBe("application/pdf");
+
+  const [id, secret] = (await server.mintKey("types@example.com", "--s3")).split("\n").map((l) => l.slice(l.indexOf("=") + 1)) as [string, string];
+  const s3 = new AwsClient({ accessKeyId: id, secretAccessKey: secret, service: "s3", region: "us-east-1", retries: 0 });
+  expect((await s3.fetch(`${server.url}/types`, { method: "PUT" })).status).toBe(200);
+  const put = async (key: string, headers: Record<string, string>) => {
+    const res = await s3.fetch(`${server.url}/types/${key}`, { method: "PUT", headers, body: new Uint8Array([0xff, 0xd8, 0xff]) });
+    expect(res.status, await res.text()).toBe(200);
+    return (await s3.fetch(`${server.url}/types/${key}`, { method: "HEAD" })).headers.get("content-type");
+  };
+  expect(await put("none/photo.jpg", {})).toBe("image/jpeg");
+  expect(await put("octet/photo.jpg", { "content-type": "application/octet-stream" })).toBe("image/jpeg");
+  expect(await put("sent/photo.jpg", { "content-type": "text/plain" })).toBe("text/plain");
+  expect(await put("unknown/photo.zzz", {})).toBe("application/octet-stream");
 });

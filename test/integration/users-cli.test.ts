@@ -89,17 +89,23 @@ test("disable: the user's keys and sessions get 401 at once, sign-in is refused,
   expect(await status(fetch(`${server.url}/v1/files`, { headers: cookie }))).toBe(200);
 }, 30_000);
 
-test("set-quota: bytes, none (no quota even with QUOTA_BYTES) and default; bad input changes nothing", async () => {
+test("set-quota: bytes, sizes with units, none (no quota even with QUOTA_BYTES) and default; bad input changes nothing", async () => {
   const key = await server.mintKey("quota-cli@example.com");
   const upload = (size: number) => status(client(server, key).fetch("/v1/files", { method: "POST", body: "q".repeat(size) }));
   const set = await users("set-quota", "quota-cli@example.com", "10");
   expect({ code: set.code, stderr: set.stderr }).toEqual({ code: 0, stderr: "quota of quota-cli@example.com: 10; 0 bytes used\n" });
   expect(await upload(11)).toBe(413);
   expect(await upload(10)).toBe(200);
+  // Sizes with units, as everywhere a size is read (CONTRACT §17): binary multiples.
+  const withUnit = await users("set-quota", "quota-cli@example.com", "5G");
+  expect({ code: withUnit.code, stderr: withUnit.stderr }).toEqual({ code: 0, stderr: "quota of quota-cli@example.com: 5368709120; 10 bytes used\n" });
+  expect((await users("set-quota", "quota-cli@example.com", "1KiB")).stderr).toBe("quota of quota-cli@example.com: 1024; 10 bytes used\n");
+  expect(await upload(1015)).toBe(413);
+  expect(await upload(1014)).toBe(200);
   expect((await users("set-quota", "quota-cli@example.com", "none")).code).toBe(0);
   expect(await upload(QUOTA + 500)).toBe(200);
   expect((await listed("quota-cli@example.com"))?.[6]).toBe("none (set for this user)");
-  expect((await users("set-quota", "quota-cli@example.com", "default")).stderr).toBe(`quota of quota-cli@example.com: 1000 (QUOTA_BYTES); ${QUOTA + 510} bytes used\n`);
+  expect((await users("set-quota", "quota-cli@example.com", "default")).stderr).toBe(`quota of quota-cli@example.com: 1000 (QUOTA_BYTES); ${QUOTA + 1524} bytes used\n`);
   expect(await upload(1)).toBe(413);
   expect(await upload(0)).toBe(200);
 
