@@ -2153,6 +2153,37 @@ function wireDropAnywhere() {
   });
 }
 
+/** Where the file list's view (`list` or `grid`) is kept (this browser only). */
+const FILE_VIEW_KEY = "cubby.file-view";
+
+/**
+ * The Grid toggle: the files as tiles of their thumbnails (or type squares), names and sizes,
+ * for looking through photos; the per-file controls stay in the list view. The choice is kept
+ * in localStorage; a browser that refuses storage keeps it for the visit.
+ */
+function wireGridView() {
+  const toggle = $("grid-view");
+  const show = (grid) => {
+    $("files").classList.toggle("grid", grid);
+    $("section-files").classList.toggle("grid-view", grid);
+    toggle.setAttribute("aria-pressed", String(grid));
+  };
+  try {
+    show(localStorage.getItem(FILE_VIEW_KEY) === "grid");
+  } catch {
+    // storage refused: the list
+  }
+  toggle.addEventListener("click", () => {
+    const grid = toggle.getAttribute("aria-pressed") !== "true";
+    show(grid);
+    try {
+      localStorage.setItem(FILE_VIEW_KEY, grid ? "grid" : "list");
+    } catch {
+      // storage refused (private mode, full): remembered for this visit only
+    }
+  });
+}
+
 /** Where the visibility and expiry last chosen for uploads are kept (this browser only). */
 const UPLOAD_DEFAULTS_KEY = "cubby.upload-defaults";
 
@@ -2191,6 +2222,7 @@ function wire() {
   });
   wireDropAnywhere();
   rememberUploadDefaults();
+  wireGridView();
   let searchTimer;
   $("files-search").addEventListener("input", () => {
     clearTimeout(searchTimer);

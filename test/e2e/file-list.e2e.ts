@@ -272,3 +272,63 @@ test("files and a folder selected are shared by one link, whose page lists them;
   expect(watch.errors).toEqual([]);
   expect(watch.foreign).toEqual([]);
 });
+
+test("the Grid view shows files as tiles with their thumbnails, keeps sorting and selection, and is remembered; every screen", async ({ page }) => {
+  const watch = watchPage(page, stack);
+  const key = await signInWithKey(page, "kate");
+  // A picture drawn in the page, whose thumbnail the server makes, and two text files (type squares).
+  const png = Buffer.from(
+    await page.evaluate(async () => {
+      const g = globalThis as any;
+      const canvas = g.document.createElement("canvas");
+      canvas.width = 320;
+      canvas.height = 240;
+      const ctx = canvas.getContext("2d");
+      ctx.fillStyle = "#2a7";
+      ctx.fillRect(0, 0, 320, 240);
+      ctx.fillStyle = "#fc3";
+      ctx.fillRect(40, 40, 120, 90);
+      const blob: any = await new Promise((resolve) => canvas.toBlob(resolve, "image/png"));
+      return g.btoa(String.fromCharCode(...new Uint8Array(await blob.arrayBuffer())));
+    }),
+    "base64",
+  );
+  const res = await fetch(`${stack.url}/v1/files?name=meadow.png`, { method: "POST", body: png, headers: { authorization: `Bearer ${key}`, "content-type": "image/png" } });
+  expect(res.status).toBe(200);
+  await makeFiles(key, 2, "note");
+  await page.goto(`${stack.url}/files?order_by=name`);
+  const toggle = page.getByRole("button", { name: "Grid" });
+  await expect(toggle).toHaveAttribute("aria-pressed", "false");
+  await toggle.click();
+  await expect(toggle).toHaveAttribute("aria-pressed", "true");
+  await expect(page.locator("#files")).toHaveClass(/\bgrid\b/);
+  // Tiles side by side, sorted by name, the picture's thumbnail loaded; sorting by the Sort select.
+  await expect(names(page)).toHaveText(["meadow.png", "note-00.txt", "note-01.txt"]);
+  await expect(rows(page).first().locator("img.thumb")).toHaveJSProperty("complete", true);
+  const [a, b] = [await rows(page).nth(0).boundingBox(), await rows(page).nth(1).boundingBox()];
+  expect(b!.y).toBe(a!.y);
+  expect(b!.x).toBeGreaterThan(a!.x);
+  await page.getByLabel("Sort by").selectOption({ label: "name, Z to A" });
+  await expect(names(page)).toHaveText(["note-01.txt", "note-00.txt", "meadow.png"]);
+  await expect(page).toHaveURL(`${stack.url}/files?order_by=name+desc`);
+  await page.getByLabel("Select meadow.png").check();
+  await expect(page.locator("#selection-count")).toHaveText("1 file selected");
+
+  // Remembered by the browser: a reload shows the grid again.
+  await page.reload();
+  await expect(page.getByRole("button", { name: "Grid" })).toHaveAttribute("aria-pressed", "true");
+  await expect(page.locator("#files")).toHaveClass(/\bgrid\b/);
+  await everyScreen(page, "file-list-grid", async () => {
+    await expect(names(page)).toHaveCount(3);
+    await expect(rows(page).last().locator("img.thumb")).toHaveJSProperty("complete", true);
+    await page.evaluate(() => (globalThis as any).scrollTo(0, 0));
+  });
+  // Back to the list, remembered too (the header row shows on a wide screen).
+  await page.setViewportSize(SIZES.wide);
+  await page.getByRole("button", { name: "Grid" }).click();
+  await page.reload();
+  await expect(page.getByRole("button", { name: "Grid" })).toHaveAttribute("aria-pressed", "false");
+  await expect(page.getByRole("columnheader", { name: "Name" })).toBeVisible();
+  expect(watch.errors).toEqual([]);
+  expect(watch.foreign).toEqual([]);
+});
