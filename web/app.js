@@ -130,8 +130,21 @@ function send(method, path, body) {
   return api(path, { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
 }
 
-function formatTime(rfc3339) {
-  return rfc3339 ? new Date(rfc3339).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" }) : "never";
+/** Every date of the dashboard: the browser's locale, medium date and short time ("5 Dec 2026, 07:24"). */
+const DATE_FORMAT = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+/** The browser's time zone as the locale abbreviates it ("UTC", "CET", "GMT+2"): dateStyle cannot carry it. */
+const ZONE_FORMAT = new Intl.DateTimeFormat(undefined, { timeZoneName: "short" });
+
+/**
+ * An RFC 3339 time for people, by {@link DATE_FORMAT}; "" is "never". `zone` names the time
+ * zone after it, where it matters: when something expires or a link stops working.
+ */
+function formatTime(rfc3339, { zone = false } = {}) {
+  if (!rfc3339) return "never";
+  const at = new Date(rfc3339);
+  if (!zone) return DATE_FORMAT.format(at);
+  const name = ZONE_FORMAT.formatToParts(at).find((part) => part.type === "timeZoneName")?.value;
+  return name ? `${DATE_FORMAT.format(at)} ${name}` : DATE_FORMAT.format(at);
 }
 
 /** True when an RFC 3339 time ("" for never) has passed. */
@@ -230,6 +243,68 @@ function expiryBody(choice) {
 }
 
 // --- files ---
+
+/** The orders of a file listing (CONTRACT §15 `order_by`, AIP-132), the server's default first: newest first. */
+const FILE_ORDERS = ["create_time desc", "create_time", "name", "name desc", "size", "size desc"];
+const DEFAULT_ORDER = FILE_ORDERS[0];
+/** The direction a column starts in when first chosen: names A to Z, the largest and the newest first. */
+const FIRST_ORDER = { name: "name", size: "size desc", create_time: "create_time desc" };
+/** The order the file list is in; the address holds it as `order_by` (left out when the default). */
+let fileOrder = DEFAULT_ORDER;
+
+/** The order the address names (`?order_by=name`), the default when it names none or one not offered. */
+function orderFromUrl() {
+  const asked = new URLSearchParams(location.search).get("order_by") ?? "";
+  return FILE_ORDERS.includes(asked) ? asked : DEFAULT_ORDER;
+}
+
+/**
+ * Compares two File objects as the server orders them in `order`, the ID breaking ties (names
+ * by UTF-16 code unit, which is the server's code point order outside the astral planes).
+ * @returns negative when `a` comes first
+ */
+function compareFiles(a, b, order) {
+  const [field, direction] = order.split(" ");
+  const sign = direction === "desc" ? -1 : 1;
+  const value = (f) => (field === "size" ? BigInt(f.size) : field === "name" ? f.name : f.created_at);
+  const [x, y] = [value(a), value(b)];
+  if (x !== y) return (x < y ? -1 : 1) * sign;
+  return (a.id < b.id ? -1 : a.id > b.id ? 1 : 0) * sign;
+}
+
+/**
+ * Shows the order on the list: each sortable column header's `aria-sort` and arrow, and the
+ * phone's Sort select.
+ */
+function renderOrder() {
+  const [field, direction] = fileOrder.split(" ");
+  for (const th of $("files").tHead.querySelectorAll("th[data-order]")) {
+    const current = th.dataset.order === field;
+    if (current) th.setAttribute("aria-sort", direction === "desc" ? "descending" : "ascending");
+    else th.removeAttribute("aria-sort");
+    th.querySelector(".sort-arrow").textContent = current ? (direction === "desc" ? "▼" : "▲") : "";
+  }
+  $("files-order").value = fileOrder;
+}
+
+/**
+ * Lists the files in `order` from their first page, and puts it in the address (a history entry,
+ * so Back returns to the order before); the folder, search and selection stay.
+ */
+function sortFiles(order) {
+  if (order === fileOrder) return;
+  fileOrder = order;
+  history.pushState(null, "", folderHref(currentFolder));
+  renderOrder();
+  attempt(() => loadFiles(false));
+}
+
+/** A column header's click: its field in the direction it starts in, or the other way when it is the field already. */
+function sortByColumn(field) {
+  const [current, direction] = fileOrder.split(" ");
+  if (current !== field) return sortFiles(FIRST_ORDER[field]);
+  sortFiles(direction === "desc" ? field : `${field} desc`);
+}
 
 /** The types that may have a thumbnail: images (the server makes theirs), videos and PDFs (the uploading browser sends theirs). */
 const MAY_HAVE_THUMBNAIL = /^(image|video)\/|^application\/pdf\b/;
@@ -384,14 +459,14 @@ function fileRow(file) {
     clearInvalid(expiry);
     try {
       const answer = await send("PATCH", `/v1/files/${file.id}/expiry`, choice ? { ttl: choice } : { expire_time: "" });
-      expires.textContent = formatTime(answer.expire_time);
+      expires.textContent = formatTime(answer.expire_time, { zone: true });
     } catch (err) {
       markInvalid(expiry, `Not changed: ${messageOf(err)}`);
     }
   });
   // The File object has no expiry (it lives beside it): one small GET per row, after the row shows.
   api(`/v1/files/${file.id}/expiry`)
-    .then((answer) => (expires.textContent = formatTime(answer.expire_time)))
+    .then((answer) => (expires.textContent = formatTime(answer.expire_time, { zone: true })))
     .catch(() => (expires.textContent = "?"));
 
   const del = button(
@@ -402,12 +477,14 @@ function fileRow(file) {
       const done = await attemptAt(e.currentTarget, () => api(`/v1/files/${file.id}`, { method: "DELETE" }));
       if (done === undefined) return;
       document.querySelector(`tr[data-id="${file.id}"]`)?.remove();
+      selected.delete(`file:${file.id}`);
       updateFilesEmpty();
     },
     "danger",
   );
   const copyLink = button("Copy link", `Copy link of ${label}`, (e) => copy(file.url, e.currentTarget));
-  const open = el("a", { href: file.url, textContent: label, target: "_blank", rel: "noopener" });
+  // One line, ellipsised when too long (never broken inside a word); the whole name on hover.
+  const open = el("a", { href: file.url, textContent: label, target: "_blank", rel: "noopener", title: label, className: "file-name" });
   const share = button("Share", `Share ${label}`, () => openShares(fileSharing(file)));
   const move = button("Move to…", `Move to… ${label}`, (e) => openMoveDialog(file, e.currentTarget));
   // Dragged onto a folder row or a breadcrumb, the file moves there (keyboards have Move to…).
@@ -417,7 +494,7 @@ function fileRow(file) {
     selectBox("file", file.id, label),
     thumbnail(file),
     // On a phone the size goes beside the type (app.css), leaving the choices a line of their own.
-    el("div", {}, open, el("div", { className: "muted" }, file.content_type, el("span", { className: "size-inline", textContent: ` · ${formatSize(file.size)}` }))),
+    el("div", { className: "name-text" }, open, el("div", { className: "muted" }, file.content_type, el("span", { className: "size-inline", textContent: ` · ${formatSize(file.size)} · ${formatTime(file.created_at)}` }))),
   );
   nameCell.addEventListener("dragstart", (e) => {
     e.dataTransfer.setData(FILE_DRAG_TYPE, JSON.stringify({ id: file.id, name: label }));
@@ -430,14 +507,16 @@ function fileRow(file) {
     {},
     cell("name full", nameCell),
     cell("size", formatSize(file.size)),
+    cell("created", el("time", { dateTime: file.created_at, textContent: formatTime(file.created_at) })),
     cell("visibility", visibility),
     cell("expires", expiry),
     cell("slug full", el("div", { className: "inline" }, slug, saveSlug)),
     cell("actions", el("div", { className: "inline" }, copyLink, share, move, del)),
   );
-  row.cells[3].dataset.label = "Expires";
-  row.cells[4].dataset.label = "Slug";
+  row.cells[4].dataset.label = "Expires";
+  row.cells[5].dataset.label = "Slug";
   row.dataset.id = file.id;
+  row.file = file;
   return row;
 }
 
@@ -473,6 +552,7 @@ function updateFilesEmpty() {
   $("files-empty").hidden = rows > 0;
   $("files-empty").textContent = searchText ? `No file name contains "${searchText}".` : currentFolder ? "No files in this folder." : "No files at the top.";
   $("files-count").textContent = rows === 0 ? "" : `${rows} shown${nextPageToken ? ", more below" : ""}`;
+  renderSelection();
 }
 
 /**
@@ -483,11 +563,12 @@ function updateFilesEmpty() {
 async function loadFiles(append) {
   const query = new URLSearchParams({ page_size: String(PAGE_SIZE) });
   if (searchText) query.set("q", searchText);
+  if (fileOrder !== DEFAULT_ORDER) query.set("order_by", fileOrder);
   if (append && nextPageToken) query.set("page_token", nextPageToken);
-  const [asked, view] = [searchText, viewSerial];
+  const [asked, view, order] = [searchText, viewSerial, fileOrder];
   const from = searchText ? "/v1/files" : `/v1/folders/${currentFolder || TOP_FOLDER}/files`;
   const page = await api(`${from}?${query}`);
-  if (asked !== searchText || view !== viewSerial) return; // a newer search or another folder
+  if (asked !== searchText || view !== viewSerial || order !== fileOrder) return; // a newer search, another folder or order
   $("files-caption").textContent = searchText ? "Files in every folder" : currentFolder ? `Files in ${folderPath.at(-1)?.name ?? "this folder"}` : "Files at the top";
   const body = $("files").tBodies[0];
   if (!append) body.replaceChildren();
@@ -501,7 +582,11 @@ async function loadFiles(append) {
 /** Adds a file just uploaded at the head of the list, if it matches the current search (or, without one, is in the folder viewed). */
 function showNewFile(file, folderId) {
   if (searchText ? !file.name.toLowerCase().includes(searchText.toLowerCase()) : folderId !== currentFolder) return;
-  $("files").tBodies[0].prepend(fileRow(file));
+  const body = $("files").tBodies[0];
+  const after = [...body.rows].find((row) => compareFiles(file, row.file, fileOrder) < 0);
+  // Past the last row shown while more pages follow: it comes with its page, not here.
+  if (after === undefined && nextPageToken && body.rows.length > 0) return void updateFilesEmpty();
+  body.insertBefore(fileRow(file), after ?? null);
   showThumbnails([file]).catch(() => {});
   updateFilesEmpty();
 }
@@ -523,9 +608,16 @@ const MAX_PICKER_FOLDERS = 500;
 /** Folders deep enough to be a cycle, not a tree: breadcrumbs stop there. */
 const MAX_DEPTH = 64;
 
-/** The dashboard's address of a folder ("" the top). */
-function folderHref(id) {
-  return id ? `/files?folder=${encodeURIComponent(id)}` : "/files";
+/**
+ * The dashboard's address of a folder ("" the top) listed in `order` (the one shown by default):
+ * `/files?folder={id}&order_by=name`; the default order is left out, so `/files` stays `/files`.
+ */
+function folderHref(id, order = fileOrder) {
+  const query = new URLSearchParams();
+  if (id) query.set("folder", id);
+  if (order !== DEFAULT_ORDER) query.set("order_by", order);
+  const text = query.toString();
+  return text ? `/files?${text}` : "/files";
 }
 
 /** The folder the address bar names, "" at the top. */
@@ -565,7 +657,7 @@ async function ancestry(id) {
  * An unknown folder (deleted, or another user's) shows the top, and says so.
  */
 async function openFolder(id, { path, push = false, focus = false } = {}) {
-  if (push && id !== folderFromUrl()) history.pushState(null, "", folderHref(id));
+  if (push && folderHref(id) !== location.pathname + location.search) history.pushState(null, "", folderHref(id));
   const serial = ++viewSerial;
   if ($("files-search").value !== "" || searchText !== "") {
     $("files-search").value = "";
@@ -853,39 +945,47 @@ async function folderTree() {
   return out;
 }
 
+/** What the open Move to… dialog moves: a File object, or `"selection"` (everything selected). */
 let movingFile;
 let moveOpener;
 
 /**
  * The Move to… dialog: every folder as a radio button by its path, Home (no folder) first, the
  * folder viewed marked and not choosable. Home is offered where the file's folder is known (a
- * folder's or the top's list, not search results, which span folders).
+ * folder's or the top's list, not search results, which span folders). For the selection
+ * (`file` is "selection"), Home is offered and the folders selected are not choosable; the
+ * folder viewed is "here" only when everything selected is in it.
  */
 async function openMoveDialog(file, opener) {
   movingFile = file;
   moveOpener = opener;
-  const label = file.name || file.id;
+  const bulk = file === "selection";
+  const entries = bulk ? [...selected.values()] : [];
+  const label = bulk ? `${entries.length} selected` : file.name || file.id;
   $("move-title").textContent = `Move ${label}`;
   const stale = $("move-submit").closest(".inline").nextElementSibling;
   if (stale?.classList.contains("field-error")) stale.remove();
   const list = $("move-choices");
   list.replaceChildren(el("li", { className: "muted", textContent: "Loading folders…" }));
-  $("move-hint").hidden = !searchText;
+  $("move-hint").hidden = bulk || !searchText;
   $("move-submit").disabled = true;
   $("move-dialog").showModal();
   const tree = await attemptAt(list, folderTree);
   if (!tree || movingFile !== file) return;
-  const choices = [...(searchText ? [] : [{ id: "", name: "Home", path: "Home" }]), ...tree];
+  const homeKnown = bulk || !searchText;
+  const allHere = bulk ? entries.every((e) => e.from === currentFolder) : !searchText;
+  const choices = [...(homeKnown ? [{ id: "", name: "Home", path: "Home" }] : []), ...tree];
   list.replaceChildren(
     ...choices.map((c) => {
-      const here = !searchText && c.id === currentFolder;
-      const radio = el("input", { type: "radio", name: "move-target", value: c.id, required: true, disabled: here });
+      const here = allHere && c.id === currentFolder;
+      const itself = bulk && selected.has(`folder:${c.id}`);
+      const radio = el("input", { type: "radio", name: "move-target", value: c.id, required: true, disabled: here || itself });
       radio.dataset.name = c.name;
-      return el("li", {}, el("label", {}, radio, el("span", { textContent: here ? `${c.path} (here)` : c.path })));
+      return el("li", {}, el("label", {}, radio, el("span", { textContent: here ? `${c.path} (here)` : itself ? `${c.path} (selected)` : c.path })));
     }),
   );
   if (tree.length === MAX_PICKER_FOLDERS) list.append(el("li", { className: "muted", textContent: `The first ${MAX_PICKER_FOLDERS} folders are listed.` }));
-  if (choices.every((c) => !searchText && c.id === currentFolder)) list.append(el("li", { className: "muted", textContent: "No other folder yet: make one with New folder." }));
+  if (choices.every((c) => allHere && c.id === currentFolder)) list.append(el("li", { className: "muted", textContent: "No other folder yet: make one with New folder." }));
   $("move-submit").disabled = false;
   list.querySelector("input:not(:disabled)")?.focus();
 }
@@ -895,6 +995,14 @@ async function submitMove(e) {
   const choice = $("move-form").querySelector("input[name=move-target]:checked");
   if (!choice) return;
   const file = movingFile;
+  if (file === "selection") {
+    $("move-dialog").close();
+    const entries = [...selected.values()];
+    const failures = await eachLimited(entries, (entry) => moveEntry(entry, choice.value, choice.dataset.name));
+    await reportBulk(entries, failures, `Moved to ${choice.dataset.name}:`, "moved");
+    $(selected.size > 0 ? "move-selected" : "files-title").focus();
+    return;
+  }
   const done = await attemptAt($("move-submit"), async () => ({ focus: await moveFile(file, choice.value, choice.dataset.name) }));
   if (!done) return;
   $("move-dialog").close();
@@ -1104,27 +1212,61 @@ function folderSharing(folder) {
 
 // --- a selection of files and folders, shared by one link (CONTRACT §15) ---
 
-/** What is selected, across folders: `file:{id}` or `folder:{id}` → the item and its name. */
+/**
+ * What is selected, across folders: `file:{id}` or `folder:{id}` → the share item, its name, its
+ * kind and ID, and the folder it was selected in (`from`: "" the top, null for a search result,
+ * whose folder is not known). Kept while the person moves between folders and sections.
+ * @type {Map<string, { item: object, name: string, kind: "file" | "folder", id: string, from: string | null }>}
+ */
 const selected = new Map();
+
+/** Requests a bulk action has in flight at once: a small number, so a selection of 500 is no flood. */
+const BULK_CONCURRENCY = 4;
 
 /** A row's checkbox (in a label as tall as a tap target) that adds its file or folder to the selection, or takes it out. */
 function selectBox(kind, id, label) {
   const key = `${kind}:${id}`;
   const box = el("input", { type: "checkbox", checked: selected.has(key), className: "select-box" });
+  box.dataset.key = key;
   box.setAttribute("aria-label", `Select ${kind === "folder" ? "folder " : ""}${label}`);
   box.addEventListener("change", () => {
-    if (box.checked) selected.set(key, { item: kind === "file" ? { file_id: id } : { folder_id: id }, name: label });
+    if (box.checked) selected.set(key, { item: kind === "file" ? { file_id: id } : { folder_id: id }, name: label, kind, id, from: searchText ? null : currentFolder });
     else selected.delete(key);
     renderSelection();
   });
   return el("label", { className: "select-target" }, box);
 }
 
-/** Shows "Share N selected" and "Clear selection" while anything is selected. */
+/** The file rows' checkboxes of the list shown. */
+const fileBoxes = () => [...$("files").tBodies[0].querySelectorAll(".select-box")];
+
+/**
+ * Shows the selection bar (the count; Move to…, Share, Delete, Clear selection, each naming how
+ * many it acts on) while anything is selected, and Select all shown as checked, mixed or not.
+ */
 function renderSelection() {
   const n = selected.size;
-  $("share-selected").hidden = $("clear-selected").hidden = n === 0;
-  $("share-selected").textContent = `Share ${n} selected`;
+  const files = [...selected.values()].filter((s) => s.kind === "file").length;
+  $("selection-bar").hidden = n === 0;
+  $("selection-count").textContent = n === files ? `${n} file${n === 1 ? "" : "s"} selected` : `${n} selected (${files} file${files === 1 ? "" : "s"}, ${n - files} folder${n - files === 1 ? "" : "s"})`;
+  for (const [id, verb] of [["move-selected", "Move"], ["share-selected", "Share"], ["delete-selected", "Delete"]]) $(id).setAttribute("aria-label", `${verb} ${n} selected`);
+  const boxes = fileBoxes();
+  const ticked = boxes.filter((b) => selected.has(b.dataset.key)).length;
+  $("select-all").checked = boxes.length > 0 && ticked === boxes.length;
+  $("select-all").indeterminate = ticked > 0 && ticked < boxes.length;
+  $("select-all").disabled = boxes.length === 0;
+}
+
+/** Select all shown: every file row of the list (the pages loaded) into the selection, or all of them out. */
+function selectAllShown() {
+  const on = $("select-all").checked;
+  for (const box of fileBoxes()) {
+    if (box.checked !== on) {
+      box.checked = on;
+      box.dispatchEvent(new Event("change"));
+    }
+  }
+  renderSelection();
 }
 
 function clearSelection() {
@@ -1132,6 +1274,74 @@ function clearSelection() {
   for (const box of document.querySelectorAll(".select-box")) box.checked = false;
   renderSelection();
   $("files-search").focus();
+}
+
+/**
+ * Runs `work` on every item, at most {@link BULK_CONCURRENCY} at a time.
+ * @returns {Promise<{ item: any, err: unknown }[]>} the items whose work threw, in the order given
+ */
+async function eachLimited(items, work) {
+  const failed = new Map();
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const item = items[next++];
+      try {
+        await work(item);
+      } catch (err) {
+        failed.set(item, err);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(BULK_CONCURRENCY, items.length) }, worker));
+  return items.filter((item) => failed.has(item)).map((item) => ({ item, err: failed.get(item) }));
+}
+
+/**
+ * Says what a bulk action did under the list tools: "Deleted 10 items." or, when some failed,
+ * how many and each one's name with the API's reason. Those done leave the selection; the
+ * failed stay selected, to try again. Then the folder viewed is listed anew.
+ */
+async function reportBulk(entries, failures, done, verb) {
+  const failedKeys = new Set(failures.map((f) => `${f.item.kind}:${f.item.id}`));
+  for (const e of entries) if (!failedKeys.has(`${e.kind}:${e.id}`)) selected.delete(`${e.kind}:${e.id}`);
+  const ok = entries.length - failures.length;
+  const what = (n) => `${n} item${n === 1 ? "" : "s"}`;
+  if (failures.length === 0) note(`${done} ${what(ok)}.`);
+  else note(`${done} ${ok} of ${what(entries.length)}. Not ${verb}: ${failures.map((f) => `${f.item.name} (${messageOf(f.err)})`).join("; ")}.`, true);
+  await Promise.all([loadFolders(), loadFiles(false)]);
+  renderSelection();
+  loadUsage().catch(showError);
+}
+
+/** Deletes everything selected after one question (folders with everything in them), a few requests at a time. */
+async function deleteSelected() {
+  const entries = [...selected.values()];
+  const files = entries.filter((e) => e.kind === "file").length;
+  const folders = entries.length - files;
+  const parts = [files ? `${files} file${files === 1 ? "" : "s"}` : "", folders ? `${folders} folder${folders === 1 ? "" : "s"} with everything in ${folders === 1 ? "it" : "them"}` : ""].filter(Boolean);
+  if (!confirm(`Delete ${parts.join(" and ")}? This cannot be undone.`)) return;
+  const failures = await eachLimited(entries, (e) => api(e.kind === "file" ? `/v1/files/${e.id}` : `/v1/folders/${e.id}?recursive=true`, { method: "DELETE" }));
+  await reportBulk(entries, failures, "Deleted", "deleted");
+  $(selected.size > 0 ? "delete-selected" : "files-title").focus();
+}
+
+/**
+ * Moves one selected file or folder into folder `to` ("" the top). A file to the top needs the
+ * folder it is in (`DELETE /v1/folders/{from}/files/{id}`): one found by search has none known.
+ * @throws ApiError (a name clash in words), or an Error for a file whose folder is not known
+ */
+async function moveEntry(entry, to, toName) {
+  try {
+    if (entry.kind === "folder") await send("PATCH", `/v1/folders/${entry.id}`, { parent_id: to });
+    else if (to !== "") await api(`/v1/folders/${to}/files/${entry.id}`, { method: "PUT" });
+    else if (entry.from === null) throw new Error("found by search, its folder is not known: take it out from its folder");
+    else if (entry.from !== "") await api(`/v1/folders/${entry.from}/files/${entry.id}`, { method: "DELETE" });
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 409) throw new ApiError(`${toName} already has one of that name`, 409);
+    throw err;
+  }
+  entry.from = to;
 }
 
 /** @returns {Sharing} the share dialog's subject for what is selected: one link for all of it */
@@ -1206,7 +1416,7 @@ function shareCard(share) {
   const limit = share.max_downloads === null ? "" : ` of ${share.max_downloads}`;
   const facts = [
     `${share.download_count}${limit} download${share.download_count === 1 && !limit ? "" : "s"}`,
-    `${isPast(share.expire_time) ? "expired" : "expires"} ${formatTime(share.expire_time)}`,
+    `${isPast(share.expire_time) ? "expired" : "expires"} ${formatTime(share.expire_time, { zone: true })}`,
     share.has_password ? "password" : "no password",
   ].join(" · ");
   const revoke = button(
@@ -1329,7 +1539,7 @@ function linkRow(link) {
       arrivals,
     ),
     el("td", { className: "received", textContent: limits }),
-    el("td", { className: "expires", textContent: formatTime(link.expire_time) }),
+    el("td", { className: "expires", textContent: formatTime(link.expire_time, { zone: true }) }),
     el("td", { className: "actions" }, el("div", { className: "inline" }, ...actions)),
   );
   row.cells[1].dataset.label = "Received";
@@ -1407,7 +1617,7 @@ function unfinishedCard(parts) {
     {},
     el("strong", { textContent: label }),
     el("div", { className: "inline" }, progress, el("span", { textContent: `${formatSize(offset)} of ${formatSize(length)} (${percent}%)${inParts}` })),
-    el("div", { className: "muted", textContent: `${from} · expires ${formatTime(u.expire_time)}` }),
+    el("div", { className: "muted", textContent: `${from} · expires ${formatTime(u.expire_time, { zone: true })}` }),
     el("div", { className: "inline share-facts" }, end),
   );
   card.dataset.id = u.id;
@@ -1510,7 +1720,7 @@ function keyRow(key) {
     el("td", { textContent: key.scopes.join(" ") }),
     el("td", { textContent: formatTime(key.created_at) }),
     el("td", { textContent: formatTime(key.last_used_at) }),
-    el("td", { textContent: formatTime(key.expire_time) }),
+    el("td", { textContent: formatTime(key.expire_time, { zone: true }) }),
     el("td", { className: "actions" }, el("div", { className: "inline" }, revoke)),
   );
   ["Scopes", "Created", "Last used", "Expires"].forEach((name, i) => (row.cells[i + 1].dataset.label = name));
@@ -1573,7 +1783,14 @@ async function createKey(e) {
  * @type {Record<string, { title: string, load: (focus: boolean) => Promise<unknown> }>}
  */
 const SECTIONS = {
-  files: { title: "Files", load: (focus) => openFolder(folderFromUrl(), { focus }) },
+  files: {
+    title: "Files",
+    load: (focus) => {
+      fileOrder = orderFromUrl();
+      renderOrder();
+      return openFolder(folderFromUrl(), { focus });
+    },
+  },
   shares: { title: "Shares", load: () => loadAllShares() },
   // The links first: unfinished uploads name the link they come through.
   links: { title: "Upload links", load: () => loadLinks().then(loadUnfinished) },
@@ -1722,7 +1939,7 @@ function allShareRow(share) {
       log,
     ),
     el("td", { textContent: formatTime(share.created_at) }),
-    el("td", { textContent: share.expire_time ? formatTime(share.expire_time) : "never" }),
+    el("td", { textContent: share.expire_time ? formatTime(share.expire_time, { zone: true }) : "never" }),
     el("td", { textContent: share.max_downloads === null ? `${share.download_count}` : `${share.download_count} of ${share.max_downloads}` }),
     el("td", { textContent: share.last_download_time ? formatTime(share.last_download_time) : "never" }),
     el("td", { className: "actions" }, el("div", { className: "inline" }, ...actions)),
@@ -1748,7 +1965,7 @@ function toggleShareEdit(share, row, edit) {
     edit.setAttribute("aria-expanded", "false");
     return;
   }
-  const expiry = el("select", {}, el("option", { value: "keep", textContent: share.expire_time ? `as now (${formatTime(share.expire_time)})` : "as now (never)" }), el("option", { value: "", textContent: "never" }));
+  const expiry = el("select", {}, el("option", { value: "keep", textContent: share.expire_time ? `as now (${formatTime(share.expire_time, { zone: true })})` : "as now (never)" }), el("option", { value: "", textContent: "never" }));
   fillExpiryChoices(expiry);
   const max = el("input", { type: "number", min: 1, step: 1, placeholder: "unlimited", value: share.max_downloads ?? "" });
   const password = el("select", {}, el("option", { value: "keep", textContent: share.has_password ? "keep it" : "none" }), el("option", { value: "new", textContent: "set a new one" }));
@@ -1936,6 +2153,37 @@ function wireDropAnywhere() {
   });
 }
 
+/** Where the file list's view (`list` or `grid`) is kept (this browser only). */
+const FILE_VIEW_KEY = "cubby.file-view";
+
+/**
+ * The Grid toggle: the files as tiles of their thumbnails (or type squares), names and sizes,
+ * for looking through photos; the per-file controls stay in the list view. The choice is kept
+ * in localStorage; a browser that refuses storage keeps it for the visit.
+ */
+function wireGridView() {
+  const toggle = $("grid-view");
+  const show = (grid) => {
+    $("files").classList.toggle("grid", grid);
+    $("section-files").classList.toggle("grid-view", grid);
+    toggle.setAttribute("aria-pressed", String(grid));
+  };
+  try {
+    show(localStorage.getItem(FILE_VIEW_KEY) === "grid");
+  } catch {
+    // storage refused: the list
+  }
+  toggle.addEventListener("click", () => {
+    const grid = toggle.getAttribute("aria-pressed") !== "true";
+    show(grid);
+    try {
+      localStorage.setItem(FILE_VIEW_KEY, grid ? "grid" : "list");
+    } catch {
+      // storage refused (private mode, full): remembered for this visit only
+    }
+  });
+}
+
 /** Where the visibility and expiry last chosen for uploads are kept (this browser only). */
 const UPLOAD_DEFAULTS_KEY = "cubby.upload-defaults";
 
@@ -1974,6 +2222,7 @@ function wire() {
   });
   wireDropAnywhere();
   rememberUploadDefaults();
+  wireGridView();
   let searchTimer;
   $("files-search").addEventListener("input", () => {
     clearTimeout(searchTimer);
@@ -1984,9 +2233,14 @@ function wire() {
     }, 250);
   });
   $("files-more").addEventListener("click", () => attempt(() => loadFiles(true)));
+  for (const th of $("files").tHead.querySelectorAll("th[data-order]")) th.querySelector("button").addEventListener("click", () => sortByColumn(th.dataset.order));
+  $("files-order").addEventListener("change", (e) => sortFiles(e.target.value));
   $("new-folder").addEventListener("click", newFolder);
   $("share-selected").addEventListener("click", () => openShares(selectionSharing()));
   $("clear-selected").addEventListener("click", clearSelection);
+  $("move-selected").addEventListener("click", (e) => openMoveDialog("selection", e.currentTarget));
+  $("delete-selected").addEventListener("click", deleteSelected);
+  $("select-all").addEventListener("change", selectAllShown);
   $("folder-form").addEventListener("submit", submitFolderDialog);
   $("folder-cancel").addEventListener("click", () => $("folder-dialog").close());
   $("move-form").addEventListener("submit", submitMove);
@@ -2025,7 +2279,7 @@ function registerServiceWorker() {
  */
 function takeSharedParameter() {
   const shared = new URLSearchParams(location.search).get("shared");
-  if (shared !== null) history.replaceState(null, "", location.pathname === "/" && !folderFromUrl() ? "/" : folderHref(folderFromUrl()));
+  if (shared !== null) history.replaceState(null, "", location.pathname === "/" && !folderFromUrl() ? "/" : folderHref(folderFromUrl(), orderFromUrl()));
   return shared;
 }
 

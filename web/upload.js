@@ -27,9 +27,13 @@ function messageOf(err) {
   return err && err.message ? String(err.message).split("\n")[0] : "upload failed";
 }
 
-// The expiry in the guest's own time zone (the server wrote it in UTC).
+// The expiry in the guest's own time zone (the server wrote it in UTC), as the dashboard writes
+// an expiry (web/app.js formatTime): medium date, short time, the zone named.
 for (const time of document.querySelectorAll(".limits time")) {
-  time.textContent = new Date(time.dateTime).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+  const at = new Date(time.dateTime);
+  const zone = new Intl.DateTimeFormat(undefined, { timeZoneName: "short" }).formatToParts(at).find((part) => part.type === "timeZoneName")?.value;
+  const text = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" }).format(at);
+  time.textContent = zone ? `${text} ${zone}` : text;
 }
 
 /** What the link still takes, as the page shows it: files left (null: no limit) and the largest file, in bytes. */

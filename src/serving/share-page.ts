@@ -39,6 +39,7 @@ import type { ShareRow } from "../domain/share.ts";
 import { formatSize } from "../domain/size.ts";
 import type { ContentReply } from "./content-reply.ts";
 import { escapeHtml, pageHead } from "./pages.ts";
+import { timeHtml } from "./page-time.ts";
 
 /** What the page shows: the share, its file, and the sharer's name (their e-mail only if they chose; undefined if unknown). */
 export interface SharePageView {
@@ -47,6 +48,8 @@ export interface SharePageView {
   sharer: string | undefined;
   /** Unix microseconds, for "expires in". */
   nowMicros: number;
+  /** The language its dates are written in (page-time.ts pageLocale of the request's Accept-Language). */
+  locale: string;
   /** The public origin (HOSTNAME), for the Open Graph URLs, which must be absolute. */
   baseUrl: string;
   /** The file has a thumbnail (`?thumbnail=1`, service/thumbnails.ts), which the page shows and a link preview may. */
@@ -113,7 +116,7 @@ export function sharePage(view: SharePageView, method: string): ContentReply {
     `<div><dt>Size</dt><dd>${escapeHtml(formatSize(file.size))}</dd></div>`,
     `<div><dt>Type</dt><dd>${escapeHtml(file.contentType)}</dd></div>`,
     view.sharer === undefined ? "" : `<div><dt>Shared by</dt><dd>${escapeHtml(view.sharer)}</dd></div>`,
-    `<div><dt>Expires</dt><dd>${share.expiresAt === null ? "Never" : escapeHtml(formatWhen(share.expiresAt, view.nowMicros))}</dd></div>`,
+    `<div><dt>Expires</dt><dd>${share.expiresAt === null ? "Never" : timeHtml(share.expiresAt, view.locale, view.nowMicros)}</dd></div>`,
     downloadsLeft(share),
   ].join("");
   // og:image only where fetching it needs no password and uses up nothing (CONTRACT §15).
@@ -146,6 +149,8 @@ export interface FolderSharePageView {
   listing: ShareListing;
   sharer: string | undefined;
   nowMicros: number;
+  /** The language its dates are written in (page-time.ts pageLocale). */
+  locale: string;
   /** The public origin (HOSTNAME), for the Open Graph URLs. */
   baseUrl: string;
   /**
@@ -188,7 +193,7 @@ export function folderSharePage(view: FolderSharePageView, method: string): Cont
   const here = shown === root ? self : `${self}?folder=${shown.id}`;
   const facts = [
     view.sharer === undefined ? "" : `<div><dt>Shared by</dt><dd>${escapeHtml(view.sharer)}</dd></div>`,
-    `<div><dt>Expires</dt><dd>${share.expiresAt === null ? "Never" : escapeHtml(formatWhen(share.expiresAt, view.nowMicros))}</dd></div>`,
+    `<div><dt>Expires</dt><dd>${share.expiresAt === null ? "Never" : timeHtml(share.expiresAt, view.locale, view.nowMicros)}</dd></div>`,
     downloadsLeft(share),
   ].join("");
   const costs = share.maxDownloads === null ? "" : ' <span class="muted">(each download, of one file or of all, uses one)</span>';
@@ -290,18 +295,3 @@ export function typeLabel(file: Pick<FileRecord, "name" | "contentType">): strin
   return (extension ?? (subtype.length > 0 && subtype.length <= 4 ? subtype : type)).slice(0, 4).toUpperCase();
 }
 
-/** An expiry as "26 Nov 2026, 13:20 UTC (in 3 days)". */
-function formatWhen(atMicros: number, nowMicros: number): string {
-  const at = new Date(atMicros / 1000);
-  const date = at.toLocaleString("en-GB", { day: "numeric", month: "short", year: "numeric", hour: "2-digit", minute: "2-digit", timeZone: "UTC", hour12: false });
-  return `${date} UTC (${relative(atMicros - nowMicros)})`;
-}
-
-function relative(deltaMicros: number): string {
-  const minutes = Math.round(deltaMicros / 60_000_000);
-  if (minutes < 1) return "in less than a minute";
-  if (minutes < 90) return `in ${minutes} minute${minutes === 1 ? "" : "s"}`;
-  const hours = Math.round(minutes / 60);
-  if (hours < 36) return `in ${hours} hours`;
-  return `in ${Math.round(hours / 24)} days`;
-}

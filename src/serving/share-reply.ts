@@ -24,6 +24,7 @@ import { thumbnailReply } from "./thumbnail-reply.ts";
 import { contentReply, wantsHtml, type ContentReply, type ContentRequest, type Sent } from "./content-reply.ts";
 import { sharePasswordPage } from "./pages.ts";
 import { folderSharePage, isLinkPreviewer, itemsRoot, sharePage } from "./share-page.ts";
+import { pageLocale } from "./page-time.ts";
 import { parseQuery } from "../domain/params.ts";
 import { formatExpiry } from "../domain/expiry.ts";
 
@@ -80,7 +81,7 @@ export async function shareReply(deps: ShareContentDeps, request: ContentRequest
   if (opened.folder !== undefined) return folderShareReply(deps, request, share, opened.folder);
   if (isPageRequest(request)) {
     const thumbnail = (await deps.thumbnails.available([opened.file])).has(opened.file.id);
-    return { reply: sharePage({ share, file: opened.file, sharer: await deps.shares.sharerName(share), nowMicros: deps.clockMicros(), baseUrl: deps.baseUrl(), thumbnail }, request.method) };
+    return { reply: sharePage({ share, file: opened.file, sharer: await deps.shares.sharerName(share), nowMicros: deps.clockMicros(), locale: pageLocale(request.headers.get("accept-language")), baseUrl: deps.baseUrl(), thumbnail }, request.method) };
   }
   return fileShareReply(deps, request, share, opened.file);
 }
@@ -156,7 +157,7 @@ async function collectionReply(deps: ShareContentDeps, request: ContentRequest, 
   if (download === undefined && (wantsHtml(request) || isLinkPreviewer(request.headers.get("user-agent")))) {
     const listing = await collection.listing(query.get("folder"), query.get("after"));
     const thumbnails = await deps.thumbnails.available(listing.files);
-    return { reply: folderSharePage({ share, listing, sharer: await deps.shares.sharerName(share), nowMicros: deps.clockMicros(), baseUrl: deps.baseUrl(), items: collection.items, thumbnails }, request.method) };
+    return { reply: folderSharePage({ share, listing, sharer: await deps.shares.sharerName(share), nowMicros: deps.clockMicros(), locale: pageLocale(request.headers.get("accept-language")), baseUrl: deps.baseUrl(), items: collection.items, thumbnails }, request.method) };
   }
   if (download !== undefined && download !== "zip") throw new AppError("invalid_argument", `download: zip for ${collection.all} (or file={id} with 0 or 1 for one file)`);
   return zipReply(deps, request, share, collection.zip, collection.zipName);

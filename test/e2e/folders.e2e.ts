@@ -48,6 +48,9 @@ async function dragUntil(source: Locator, target: Locator, moved: () => Promise<
 
 test("folders: create, open, upload into, move by menu and by drag and drop, rename, breadcrumbs, delete with what it holds", async ({ page }) => {
   const { errors, foreign } = watchPage(page, stack);
+  // Tall enough that a file row and the breadcrumbs it is dragged onto are on screen together:
+  // Playwright's drag does not scroll mid-drag as a person's browser does near the window's edge.
+  await page.setViewportSize({ width: 1100, height: 1000 });
   await signIn(page, stack, "alice");
   const files = page.locator("#files tbody tr");
   const folders = page.locator("#folders tbody tr");

@@ -50,7 +50,11 @@ test("a browser gets the share page: name, size, type, sharer, expiry, downloads
   expect(html).toContain('<script src="/assets/share-page.js" defer></script>');
   expect(html).toContain("<dd data-downloads-left>3 of 3</dd>");
   expect(html).toContain("<h1 class=\"file-name\">holiday &#60;photo&#62;.png</h1>");
-  for (const fact of ["2.4 KiB", "image/png", "<dt>Shared by</dt><dd>sharer</dd>", "UTC (in 2 days)", "3 of 3"]) expect(html).toContain(fact);
+  for (const fact of ["2.4 KiB", "image/png", "<dt>Shared by</dt><dd>sharer</dd>", "UTC</time> (in 2 days)", "3 of 3"]) expect(html).toContain(fact);
+  // Dates in the reader's language (Accept-Language), in UTC, which the page names (page-time.ts).
+  expect(html).toContain(`<time datetime="${s.expire_time}">`);
+  const american = await (await fetch(s.url, { headers: { ...BROWSER, "accept-language": "en-US,en;q=0.9" } })).text();
+  expect(american).toMatch(/<dt>Expires<\/dt><dd><time datetime="[^"]+">[A-Z][a-z]{2} \d{1,2}, \d{4}, \d{1,2}:\d\d\s[AP]M UTC<\/time> \(in 2 days\)/);
   // The e-mail only where the owner chose to show it (CONTRACT §15).
   expect(html).not.toContain("sharer@example.com");
   const path = new URL(s.url).pathname;
