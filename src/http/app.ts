@@ -50,7 +50,7 @@ const raw = { parse: "none" } as const;
  */
 function assetRoutes() {
   const routes = new Elysia({ name: "asset-routes" });
-  for (const pathname of Object.keys({ ...staticAssets, ...dashboardPages, ...vendoredAssets })) routes.get(pathname, () => serveStatic(pathname)!, raw);
+  for (const pathname of Object.keys({ ...staticAssets, ...dashboardPages, ...vendoredAssets })) routes.get(pathname, async ({ request }) => (await serveStatic(pathname, request.headers))!, raw);
   return routes;
 }
 
