@@ -337,6 +337,24 @@ async function showThumbnails(files, fresh = false) {
   }
 }
 
+/**
+ * Fills in the expiry of `files`' rows: one `GET /v1/expiries` for the lot (the File object has
+ * no expiry; a GET per row made a page of 50 files 51 requests). A row left unanswered shows "?".
+ */
+async function showExpiries(files) {
+  if (files.length === 0) return;
+  let answered = new Map();
+  try {
+    const { expiries } = await api(`/v1/expiries?file_ids=${files.map((f) => f.id).join(",")}`);
+    answered = new Map(expiries.map((e) => [e.file_id, e.expire_time]));
+  } finally {
+    for (const f of files) {
+      const shown = document.querySelector(`tr[data-id="${f.id}"] .expires-at`);
+      if (shown) shown.textContent = answered.has(f.id) ? formatTime(answered.get(f.id), { zone: true }) : "?";
+    }
+  }
+}
+
 /** The largest edge of a poster sent for a video or PDF (pixels): the server scales it to 320 anyway. */
 const POSTER_EDGE = 640;
 
@@ -464,10 +482,7 @@ function fileRow(file) {
       markInvalid(expiry, `Not changed: ${messageOf(err)}`);
     }
   });
-  // The File object has no expiry (it lives beside it): one small GET per row, after the row shows.
-  api(`/v1/files/${file.id}/expiry`)
-    .then((answer) => (expires.textContent = formatTime(answer.expire_time, { zone: true })))
-    .catch(() => (expires.textContent = "?"));
+  // The File object has no expiry (it lives beside it): showExpiries asks for a page's rows at once.
 
   const del = button(
     "Delete",
@@ -523,6 +538,7 @@ function fileRow(file) {
 function replaceRow(id, file) {
   document.querySelector(`tr[data-id="${id}"]`)?.replaceWith(fileRow(file));
   showThumbnails([file]).catch(() => {});
+  showExpiries([file]).catch(() => {});
 }
 
 /**
@@ -574,6 +590,7 @@ async function loadFiles(append) {
   if (!append) body.replaceChildren();
   for (const f of page.files) body.append(fileRow(f));
   showThumbnails(page.files).catch(() => {});
+  showExpiries(page.files).catch(() => {});
   nextPageToken = page.next_page_token;
   $("files-more").hidden = nextPageToken === "";
   updateFilesEmpty();
@@ -588,6 +605,7 @@ function showNewFile(file, folderId) {
   if (after === undefined && nextPageToken && body.rows.length > 0) return void updateFilesEmpty();
   body.insertBefore(fileRow(file), after ?? null);
   showThumbnails([file]).catch(() => {});
+  showExpiries([file]).catch(() => {});
   updateFilesEmpty();
 }
 

@@ -11,7 +11,7 @@ import type { OidcSignIn } from "../auth/oidc.ts";
 import type { WindowLimiter } from "../auth/rate-limit.ts";
 import { authRoutes } from "./auth-routes.ts";
 import type { Services } from "../service/index.ts";
-import { filesRoutes, thumbnailsRoutes } from "./files-routes.ts";
+import { expiriesRoutes, filesRoutes, thumbnailsRoutes } from "./files-routes.ts";
 import { sharesRoutes } from "./shares-routes.ts";
 import { foldersRoutes } from "./folders-routes.ts";
 import { negotiatedError } from "../serving/pages.ts";
@@ -137,6 +137,7 @@ export function createApp(deps: AppDeps) {
     )
     .use(filesRoutes({ files: services.files, thumbnails: services.thumbnails, auth, baseUrl, maxUploadBytes: deps.maxUploadBytes }))
     .use(thumbnailsRoutes({ files: services.files, thumbnails: services.thumbnails, auth }))
+    .use(expiriesRoutes({ files: services.files, auth }))
     .use(foldersRoutes({ folders: services.folders, auth, baseUrl }))
     .use(sharesRoutes({ files: services.files, shares: services.shares, auth, baseUrl }))
     .use(tusRoutes({ uploads: services.uploads, links: services.uploadLinks, auth, baseUrl, maxUploadBytes: deps.maxUploadBytes }))

@@ -22,6 +22,7 @@ import {
   uploadMediaType,
 } from "../domain/params.ts";
 import type { Authenticator } from "../auth/principal.ts";
+import type { Principal } from "../domain/principal.ts";
 import type { FileService } from "../service/files.ts";
 import { MAX_SENT_THUMBNAIL_BYTES, type ThumbnailService } from "../service/thumbnails.ts";
 import { thumbnailReply } from "../serving/thumbnail-reply.ts";
@@ -87,15 +88,25 @@ function fileOp(operationId: string, summary: string, responses: Responses, extr
   return detail({ operationId, summary, tags: ["files"], ...extra, responses: { ...responses, ...errors(400, 404, ...AUTH) } });
 }
 
-/** The most files one `GET /v1/thumbnails` asks about: two dashboard pages. */
-export const MAX_THUMBNAIL_QUERY = 100;
+/** The most files one `GET /v1/thumbnails` or `GET /v1/expiries` asks about: two dashboard pages. */
+export const MAX_FILE_IDS_QUERY = 100;
 
 const FILE_ID = PATTERNS.fileId.slice(1, -1);
-const thumbnailsQuery = strictQuery({
-  file_ids: queryParsed({ pattern: `^${FILE_ID}(,${FILE_ID}){0,${MAX_THUMBNAIL_QUERY - 1}}$`, description: `File IDs, comma-separated, at most ${MAX_THUMBNAIL_QUERY}` }, (raw) =>
-    parseFileIds(raw, "file_ids", MAX_THUMBNAIL_QUERY),
+const fileIdsQuery = strictQuery({
+  file_ids: queryParsed({ pattern: `^${FILE_ID}(,${FILE_ID}){0,${MAX_FILE_IDS_QUERY - 1}}$`, description: `File IDs, comma-separated, at most ${MAX_FILE_IDS_QUERY}` }, (raw) =>
+    parseFileIds(raw, "file_ids", MAX_FILE_IDS_QUERY),
   ),
 });
+
+/**
+ * The files of `ids` the caller may see, in the order asked; those that do not exist or that the
+ * caller cannot see are left out (a list asked about in one request must not fail for one).
+ * At most {@link MAX_FILE_IDS_QUERY} lookups, each one indexed row.
+ */
+async function visibleFiles(files: FileService, principal: Principal, ids: readonly string[]) {
+  const seen = await Promise.all(ids.map((id) => files.get(principal, id).catch((err: unknown) => (err instanceof AppError && err.code === "not_found" ? undefined : Promise.reject(err)))));
+  return seen.filter((f) => f !== undefined);
+}
 
 /**
  * `GET /v1/thumbnails?file_ids=a,b,…` (CONTRACT §15): which of the files have a thumbnail to
@@ -109,18 +120,45 @@ export function thumbnailsRoutes(deps: Pick<FilesRoutesDeps, "files" | "thumbnai
     .get(
       "",
       async ({ principal, query }) => {
-        const seen = await Promise.all((query.file_ids ?? []).map((id) => deps.files.get(principal, id).catch((err: unknown) => (err instanceof AppError && err.code === "not_found" ? undefined : Promise.reject(err)))));
-        const visible = seen.filter((f) => f !== undefined);
+        const visible = await visibleFiles(deps.files, principal, query.file_ids ?? []);
         const have = await deps.thumbnails.available(visible);
         return json({ file_ids: visible.filter((f) => have.has(f.id)).map((f) => f.id) });
       },
       {
-        ...thumbnailsQuery,
+        ...fileIdsQuery,
         detail: detail({
           operationId: "listThumbnails",
           summary: "Which of these files have a thumbnail (one request for a page of a list)",
           tags: ["files"],
           responses: { ...ok("ThumbnailList"), ...errors(400, ...AUTH) },
+        }),
+      },
+    );
+}
+
+/**
+ * `GET /v1/expiries?file_ids=a,b,…`: when each of the files deletes itself, in one request for a
+ * page of a list (the File object has no expiry; it lives beside it, `GET /v1/files/{id}/expiry`,
+ * and a list asking that once per row made N + 1 requests, issue 40). `expire_time` is "" for
+ * never; files the caller cannot see are left out.
+ */
+export function expiriesRoutes(deps: Pick<FilesRoutesDeps, "files" | "auth">) {
+  return new Elysia({ name: "expiries-routes", prefix: "/v1/expiries" })
+    .use(requestContext)
+    .derive(async ({ request, requestContext }) => ({ principal: await deps.auth.require(authRequest(request, requestContext)) }))
+    .get(
+      "",
+      async ({ principal, query }) => {
+        const visible = await visibleFiles(deps.files, principal, query.file_ids ?? []);
+        return json({ expiries: visible.map((f) => ({ file_id: f.id, expire_time: formatExpiry(f.expiresAt) })) });
+      },
+      {
+        ...fileIdsQuery,
+        detail: detail({
+          operationId: "listExpiries",
+          summary: "When each of these files deletes itself (one request for a page of a list)",
+          tags: ["files"],
+          responses: { ...ok("ExpiryList"), ...errors(400, ...AUTH) },
         }),
       },
     );

@@ -216,6 +216,8 @@ export const schemas: Record<string, Schema> = {
   UnfinishedUploadPage: closedObject(unfinishedUploadPageProperties, "A page of the caller's unfinished uploads."),
   Usage: closedObject(usageProperties, "The caller's storage use and quota (QUOTA_BYTES)."),
   Expiry: closedObject({ expire_time: expiry }, "When the file is deleted as by DELETE."),
+  FileExpiry: closedObject({ file_id: { type: "string", pattern: PATTERNS.fileId }, expire_time: expiry }, "When one file deletes itself."),
+  ExpiryList: closedObject({ expiries: { type: "array", items: ref("FileExpiry"), description: "The files asked for that the caller can see, in the order asked" } }, "When each of the files deletes itself."),
   ThumbnailList: closedObject(
     { file_ids: { type: "array", items: { type: "string", pattern: PATTERNS.fileId }, description: "Those of the files asked for that have a thumbnail to show, in the order asked" } },
     "Which files have a thumbnail (CONTRACT §15).",

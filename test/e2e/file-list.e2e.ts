@@ -86,11 +86,18 @@ test("sort by name, size and creation time, each both ways, by the column header
   const watch = watchPage(page, stack);
   const key = await signInWithKey(page, "dana");
   const made = await makeFiles(key, 60, "wide");
+  // No request per row: a page's expiries come in one GET /v1/expiries (the File has no expiry).
+  const asked: string[] = [];
+  page.on("request", (r) => void (/\/v1\/(expiries|files\/[^/]+\/expiry)/.test(new URL(r.url()).pathname) && asked.push(new URL(r.url()).pathname)));
   await page.goto(`${stack.url}/files`);
   // Newest first by default: the Created header says so.
   const header = (name: string) => page.getByRole("columnheader", { name });
   await expect(header("Created")).toHaveAttribute("aria-sort", "descending");
   await expectPaged(page, made.map((f) => f.name).reverse());
+  await expect(page.locator("#files tbody tr .expires-at").first()).toHaveText("never");
+  await expect(page.locator("#files tbody tr .expires-at", { hasText: "…" })).toHaveCount(0);
+  expect(asked.length).toBeGreaterThan(0);
+  expect(asked.filter((p) => p !== "/v1/expiries")).toEqual([]);
 
   for (const [column, orderBy, ariaSort, , expected] of orders(made)) {
     // A column chosen anew starts A to Z (Name), largest first (Size), newest first (Created); a second click turns it.

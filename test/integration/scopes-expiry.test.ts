@@ -179,6 +179,28 @@ describe("expiring files", () => {
     }
   });
 
+  test("GET /v1/expiries: a page's expiries in one request, in the order asked; others' private files and unknown IDs left out; bad lists 400", async () => {
+    const k = client(server, owner);
+    const soon = await k.upload(new TextEncoder().encode("s"), "?expire_time=2031-05-06T07:08:09Z");
+    const never = await k.upload(new TextEncoder().encode("n"));
+    const bobs = await client(server, await server.mintKey("bob-expiries@example.com")).upload(new TextEncoder().encode("b"), "?visibility=private&ttl=1d");
+    const ask = (ids: string[], key = owner) => call(key, "GET", `/v1/expiries?file_ids=${ids.join(",")}`);
+    const res = await ask([never.id, bobs.id, "A".repeat(21), soon.id]);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({
+      expiries: [
+        { file_id: never.id, expire_time: "" },
+        { file_id: soon.id, expire_time: "2031-05-06T07:08:09Z" },
+      ],
+    });
+    // A files.read key may ask; no key may not; a list too long, empty or malformed is 400.
+    expect((await ask([soon.id], reader)).status).toBe(200);
+    expect((await fetch(`${server.url}/v1/expiries?file_ids=${soon.id}`)).status).toBe(401);
+    for (const q of ["", "?file_ids=", `?file_ids=${soon.id},,${never.id}`, `?file_ids=${Array(101).fill(soon.id).join(",")}`, "?file_ids=nope", `?file_ids=${soon.id}&other=1`]) {
+      expect({ q, status: (await call(owner, "GET", `/v1/expiries${q}`)).status }).toEqual({ q, status: q === "" ? 200 : 400 });
+    }
+  });
+
   test("at its expiry a file answers 404 everywhere and the sweep deletes it as DELETE does", async () => {
     const k = client(server, owner);
     const made = await k.upload(new TextEncoder().encode("short-lived"), "?ttl=2s&visibility=public");
