@@ -3,6 +3,7 @@
 // runs there with no node_modules and serves uploads and downloads (issue 2, item 9); it starts
 // and serves with TMPDIR on a noexec mount, writing nothing executable there (issue 25, item 7).
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import encodeJpeg from "@jsquash/jpeg/encode";
 import fs from "node:fs";
 import path from "node:path";
 import { checksumOf } from "../../src/domain/checksum.ts";
@@ -85,7 +86,7 @@ function executablesUnder(dir: string): string[] {
 // issue 25 the executable wrote the CRC32C native addon into TMPDIR and dlopen()ed it there,
 // which a noexec mount refuses (ERR_DLOPEN_FAILED: failed to map segment from shared object).
 testNeeding("the noexec TMPDIR test", process.getuid?.() === 0 ? [] : ["root (to mount a noexec tmpfs; run as root)"])(
-  "with TMPDIR on a noexec tmpfs: keys create and serve work, and nothing executable is left in TMPDIR",
+  "with TMPDIR on a noexec tmpfs: keys create and serve work, a JPEG's thumbnail is made (WebAssembly codecs in a child), and nothing executable is left in TMPDIR",
   async () => {
     using scratch = tempDir("cubby-noexec-");
     const tmp = path.join(scratch.path, "tmp");
@@ -110,6 +111,12 @@ testNeeding("the noexec TMPDIR test", process.getuid?.() === 0 ? [] : ["root (to
         const file = await client(server, keys.stdout.trim()).upload(bytes, "?visibility=public&name=n.bin");
         const back = new Uint8Array(await (await fetch(file.url)).arrayBuffer());
         expect({ checksum: file.checksum, same: Buffer.compare(back, bytes) === 0 }).toEqual({ checksum: checksumOf(bytes), same: true });
+        // Thumbnails run codecs compiled from C (CONTRACT §10, §15): WebAssembly inside the binary, never a native addon.
+        const pixels = new Uint8ClampedArray(64 * 48 * 4).map((_, i) => (i % 4 === 3 ? 255 : (i * 7) % 256));
+        const jpeg = new Uint8Array(await encodeJpeg({ data: pixels, width: 64, height: 48, colorSpace: "srgb" } as unknown as Parameters<typeof encodeJpeg>[0], { quality: 85 }));
+        const photo = await client(server, keys.stdout.trim()).upload(jpeg, "?name=p.jpg", { "content-type": "image/jpeg" });
+        const thumb = await client(server, keys.stdout.trim()).fetch(`/v1/files/${photo.id}/thumbnail`);
+        expect({ status: thumb.status, type: thumb.headers.get("content-type"), riff: new TextDecoder().decode((await thumb.bytes()).subarray(0, 4)) }).toEqual({ status: 200, type: "image/webp", riff: "RIFF" });
       }
       expect(executablesUnder(tmp)).toEqual([]);
     } finally {
