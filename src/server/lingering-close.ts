@@ -9,8 +9,14 @@
  */
 import type { Duplex } from "node:stream";
 
-/** Longest a closing connection is read from, in all (nginx: lingering_time 30 s). */
-const LINGER_MS = 10_000;
+/**
+ * Longest a closing connection is read from, in all: nginx's `lingering_time`, 30 s. A client
+ * that reads the answer only after sending its whole body (Python's urllib) needs the server to
+ * read until it is done: 10 s here broke a 1 GiB upload answered 401 when urllib sent it at under
+ * 100 MB/s (a full test run, two test files at once on two cores). Quiet clients still go after
+ * {@link LINGER_QUIET_MS}.
+ */
+const LINGER_MS = 30_000;
 /** A closing connection that sends nothing for this long is closed (nginx: lingering_timeout 5 s). */
 const LINGER_QUIET_MS = 2_000;
 
