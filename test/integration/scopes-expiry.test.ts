@@ -196,7 +196,7 @@ describe("expiring files", () => {
     // A files.read key may ask; no key may not; a list too long, empty or malformed is 400.
     expect((await ask([soon.id], reader)).status).toBe(200);
     expect((await fetch(`${server.url}/v1/expiries?file_ids=${soon.id}`)).status).toBe(401);
-    for (const q of ["", "?file_ids=", `?file_ids=${soon.id},,${never.id}`, `?file_ids=${Array(101).fill(soon.id).join(",")}`, "?file_ids=nope", `?file_ids=${soon.id}&other=1`]) {
+    for (const q of ["", "?file_ids=", `?file_ids=${soon.id},,${never.id}`, `?file_ids=${Array(101).fill(soon.id).join(",")}`, "?file_ids=nope"]) {
       expect({ q, status: (await call(owner, "GET", `/v1/expiries${q}`)).status }).toEqual({ q, status: q === "" ? 200 : 400 });
     }
   });
