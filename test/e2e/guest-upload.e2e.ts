@@ -1,11 +1,12 @@
 // The guest upload page (/u/{token}, CONTRACT §8) in Chromium against the compiled binary:
 // opened without signing in, a file picked, progress shown, upload finished through tus into
-// the link owner's account; no console errors, no request leaves cubby's origin.
+// the link owner's account; a file larger than the link takes refused before a byte (on every
+// screen, CONTRACT §15); no console errors, no request leaves cubby's origin.
 import { expect, test } from "@playwright/test";
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { buildBinary, SCREENSHOTS, startStack, type Stack } from "./fixtures.ts";
+import { buildBinary, everyScreen, SCREENSHOTS, startStack, watchPage, type Stack } from "./fixtures.ts";
 
 let binary: string;
 let stack: Stack;
@@ -67,16 +68,20 @@ test("a file larger than the link takes is refused before a byte is sent, saying
   const link = (await made.json()) as { url: string; id: string };
   const sent: string[] = [];
   page.on("request", (r) => r.url().includes("/v1/uploads") && sent.push(`${r.method()} ${r.url()}`));
-  await page.goto(link.url);
-  await expect(page.locator("#largest")).toHaveText("50 MiB");
+  const { errors, foreign } = watchPage(page, stack);
 
   // Over 50 MB Playwright takes a path, not a buffer.
   const big = path.join(stack.dataDir, "..", "too-big.mov");
   fs.writeFileSync(big, Buffer.alloc(60 * MiB, 1));
-  await page.locator("#file-input").setInputFiles(big);
-  const refused = page.locator("#uploads li").first();
-  await expect(refused).toHaveAttribute("data-state", "refused");
-  await expect(refused).toContainText("not sent: This file is 60 MiB; this link takes files of at most 50 MiB now.");
+  // The refusal on every screen (CONTRACT §11, §15): its sentence fits a phone, light and dark, axe-clean.
+  await everyScreen(page, "guest-upload-refused", async () => {
+    await page.goto(link.url);
+    await expect(page.locator("#largest")).toHaveText("50 MiB");
+    await page.locator("#file-input").setInputFiles(big);
+    const refused = page.locator("#uploads li").first();
+    await expect(refused).toHaveAttribute("data-state", "refused");
+    await expect(refused).toContainText("not sent: This file is 60 MiB; this link takes files of at most 50 MiB now.");
+  });
   expect(sent).toEqual([]);
   await page.screenshot({ path: path.join(SCREENSHOTS, "guest-upload-refused.png"), fullPage: true });
 
@@ -87,6 +92,8 @@ test("a file larger than the link takes is refused before a byte is sent, saying
   await expect(page.locator("#largest")).toHaveText("10 MiB");
   const links = (await (await fetch(`${stack.url}/v1/upload-links`, { headers: { authorization: `Bearer ${key}` } })).json()) as { upload_links: { id: string; bytes_uploaded: number }[] };
   expect(links.upload_links.find((l) => l.id === link.id)!.bytes_uploaded).toBe(40 * MiB);
+  expect(errors).toEqual([]);
+  expect(foreign).toEqual([]);
 });
 
 test("a deleted link's page says so with 410", async ({ page }) => {
