@@ -88,12 +88,27 @@ export function sentence(message: string): string {
 }
 
 /**
+ * What a recipient reads for an error whose message was written for programs (CONTRACT §15): the
+ * message as a sentence, with what a person can do about it where the message does not say —
+ * a link may be mistyped (404), a limit of wrong passwords ends (429, how long from Retry-After).
+ */
+export function recipientExplanation(error: AppError): string {
+  if (error.code === "resource_exhausted") {
+    const wait = error.retryAfterSeconds === undefined ? "a minute" : error.retryAfterSeconds === 1 ? "a second" : `${error.retryAfterSeconds} seconds`;
+    return `Too many wrong passwords came from your address. Wait ${wait}, then try again.`;
+  }
+  if (error.code === "not_found") return `${sentence(error.message)} The link may be mistyped or cut short.`;
+  return sentence(error.message);
+}
+
+/**
  * An error answered to a browser navigation or a program, by content negotiation (CONTRACT
  * §11): with `text/html` in `Accept`, a page with the same status, a one-line explanation and a
  * way back; otherwise the `google.rpc.Status` JSON of §2. Both carry {@link errorHeaders}. The
  * error was reported (context/report.ts) by the caller.
  * @param accept the request's Accept header, or null
- * @param explanation the page's sentence, when the error's message is meant for programs
+ * @param explanation the page's sentence, when the error's message is meant for programs (by
+ *   default: the message as a sentence, for a recipient {@link recipientExplanation})
  * @param audience whom the page's way back is for ({@link Audience})
  * @returns status, headers (with content-length) and the body, for any writer
  */
@@ -106,7 +121,8 @@ export function negotiatedError(
 ): { status: number; headers: Record<string, string>; body: string | undefined } {
   const status = httpStatusOf(error.code);
   const html = accept !== null && accept.includes("text/html");
-  const body = html ? messagePageBody(errorTitle(status), explanation ?? sentence(error.message), audience) : JSON.stringify(toRpcStatus(error));
+  const said = explanation ?? (audience === "recipient" ? recipientExplanation(error) : sentence(error.message));
+  const body = html ? messagePageBody(errorTitle(status), said, audience) : JSON.stringify(toRpcStatus(error));
   const headers: Record<string, string> = {
     ...(html ? PAGE_HEADERS : { "content-type": "application/json" }),
     vary: "Accept",

@@ -282,7 +282,30 @@ test("429 with Retry-After is a page for a browser too (wrong share passwords)",
   for (let i = 0; i < 4; i++) last = await fetch(from, { headers: wrong });
   expect(last!.status).toBe(429);
   expect(Number(last!.headers.get("retry-after"))).toBeGreaterThan(0);
-  expect(await last!.text()).toContain("<h1>Too many requests</h1>");
+  const html = await last!.text();
+  expect(html).toContain("<h1>Too many requests</h1>");
+  expect(html).toMatch(/Too many wrong passwords came from your address\. Wait \d+ seconds, then try again\./);
+
+  // The password form's POST, as a person sends it (CONTRACT §15): the same page for them, with
+  // their way back, not the JSON of a program nor the dashboard's; a program gets the JSON. (The
+  // kernel may give the connection the source address the loop above limited: the form is then
+  // refused at once, else after the wrong passwords the limit allows.)
+  const post = (accept: string) => fetch(from, { method: "POST", body: new URLSearchParams({ password: "wrong" }), redirect: "manual", headers: { accept, "content-type": "application/x-www-form-urlencoded" } });
+  const statuses: number[] = [];
+  let limited: Response;
+  do {
+    limited = await post(BROWSER.accept);
+    statuses.push(limited.status);
+  } while (limited.status === 401 && statuses.length < 4);
+  expect(statuses.slice(0, -1).every((status) => status === 401)).toBe(true);
+  const page = await limited.text();
+  expect({ status: limited.status, type: limited.headers.get("content-type"), retry: Number(limited.headers.get("retry-after")) > 0 }).toEqual({ status: 429, type: "text/html; charset=utf-8", retry: true });
+  expect(page).toMatch(/<p role="alert">Too many wrong passwords came from your address\. Wait \d+ seconds, then try again\.<\/p>/);
+  expect(page).toContain("ask whoever sent you the link for a new one");
+  expect(page).not.toContain("Back to cubby");
+  expect(page).not.toContain("<script");
+  const program = await post("application/json");
+  expect({ status: program.status, code: ((await program.json()) as { code: number }).code }).toEqual({ status: 429, code: 8 });
 });
 
 test("over h2c the share page and the error pages are the same", async () => {
