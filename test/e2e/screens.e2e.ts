@@ -6,8 +6,8 @@
 // its reason beside its field; a used-up and an expired share are marked and offer no Copy or QR
 // code; a revoked upload link keeps its received files listed; uploads show speed and time left;
 // the guest page shows the link's limits; every error page a recipient or a guest meets (404, 410,
-// 429 of shares, folders and upload links) says what happened in a sentence and offers their way
-// back (not the dashboard). Screenshots: test-results/screenshots/screens-*.png.
+// 429 of shares, folders and upload links) says what happened in a sentence, offers their way back
+// (not the dashboard) and has the same header. Screenshots: test-results/screenshots/screens-*.png.
 import { expect, test, type Page } from "@playwright/test";
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
@@ -489,7 +489,8 @@ test("the share page: preview and Download of an image, a PDF and a video; the p
 
 /**
  * What every error page a recipient or a guest meets shows (CONTRACT §15): its status, its title,
- * the sentence a person reads, their way back (whoever sent the link: never the admin dashboard).
+ * the sentence a person reads, their way back (whoever sent the link: never the admin dashboard),
+ * under the header every page for people has.
  */
 async function expectRecipientError(page: Page, status: number, got: number | undefined, title: string, said: string | RegExp): Promise<void> {
   expect(got).toBe(status);
@@ -498,9 +499,11 @@ async function expectRecipientError(page: Page, status: number, got: number | un
   await expect(page.getByText("ask whoever sent you the link for a new one")).toBeVisible();
   await expect(page.getByRole("link", { name: "Back to cubby" })).toHaveCount(0);
   await expect(page.locator('a[href="/"]')).toHaveCount(0);
+  await expect(page.locator("header.bar .brand")).toHaveText("cubby");
+  await expect(page.locator("header.bar .brand img")).toHaveAttribute("src", "/assets/icon.svg");
 }
 
-test("every error page a recipient or a guest can meet, on every screen: a sentence a person reads, the way back theirs", async ({ page }) => {
+test("every error page a recipient or a guest can meet, on every screen: a sentence a person reads, the way back theirs, the same header", async ({ page }) => {
   test.setTimeout(150_000);
   const minted = spawnSync(binary, ["keys", "create", "--email", "errors@example.com", "--data-dir", plain.dataDir], { encoding: "utf8" });
   if (minted.status !== 0) throw new Error(`keys create: ${minted.stderr}`);
