@@ -104,6 +104,13 @@ export interface Config {
    */
   testRemovalGraceMs?: number | undefined;
   /**
+   * Tests only: how long a guest's partial upload waits to be concatenated, ms
+   * (CUBBY_TEST_GUEST_PART_MS, at least 100); undefined: GUEST_PART_MICROS (service/uploads.ts, an
+   * hour, CONTRACT §15). The upload sweep then runs every half of it (process/serve.ts), so a test
+   * sees an abandoned concatenation's reservation come back in seconds.
+   */
+  testGuestPartMs?: number | undefined;
+  /**
    * Where webhooks may point beyond public addresses (WEBHOOK_ALLOWED_HOSTS, CONTRACT §13):
    * host names, addresses and CIDR ranges, each checked (domain/host-allowlist.ts).
    */
@@ -331,6 +338,7 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
     testAtOnce: get("CUBBY_TEST_AT_ONCE") === "off" ? false : undefined,
     testExpirySweepMs: testMilliseconds(get, "CUBBY_TEST_EXPIRY_SWEEP_MS", 10),
     testRemovalGraceMs: testMilliseconds(get, "CUBBY_TEST_REMOVAL_GRACE_MS", 0),
+    testGuestPartMs: testMilliseconds(get, "CUBBY_TEST_GUEST_PART_MS", 100),
     webhookAllowedHosts,
     adminEmails,
     shareLogFullAddress: fullAddressRaw === "true",
@@ -344,7 +352,8 @@ export function loadConfig(env: Env, flags: ConfigFlags = {}, cwd = process.cwd(
 const MAX_TEST_MS = 3_600_000;
 
 /**
- * A test-only duration (CUBBY_TEST_EXPIRY_SWEEP_MS, CUBBY_TEST_REMOVAL_GRACE_MS), so that a test
+ * A test-only duration (CUBBY_TEST_EXPIRY_SWEEP_MS, CUBBY_TEST_REMOVAL_GRACE_MS,
+ * CUBBY_TEST_GUEST_PART_MS), so that a test
  * waits for a sweep seconds instead of the production periods; undefined when unset or empty.
  * @param min the smallest accepted value (ms): a sweep period of 0 would run without pause
  * @returns whole milliseconds from `min` to an hour

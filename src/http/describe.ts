@@ -6,7 +6,7 @@
  * (@elysiajs/openapi, in http/openapi.ts) copies `detail` into the route's operation.
  */
 import type { DocumentDecoration } from "elysia";
-import { PATTERNS, ref, type Schema } from "./openapi-schemas.ts";
+import { PATTERNS, ref, statusSchema, type Schema } from "./openapi-schemas.ts";
 
 /** An OpenAPI 3.1 Response Object. */
 export interface ResponseObject {
@@ -60,6 +60,22 @@ export const ok = (name: string, description = name, status = "200"): Responses 
 /** References to the JSON error responses (`components.responses.Error<status>`) of `statuses`. */
 export const errors = (...statuses: number[]): Responses =>
   Object.fromEntries(statuses.map((s) => [String(s), { $ref: `#/components/responses/Error${s}` }]));
+
+/** Headers an error response with HTTP `status` carries (errors.ts errorHeaders). */
+export function errorResponseHeaders(status: number): Pick<ResponseObject, "headers"> {
+  if (status === 401) return { headers: { "www-authenticate": always("`Bearer realm=\"cubby\"`") } };
+  if (status === 429) return { headers: { "retry-after": always("Seconds to wait", { type: "string", pattern: "^[0-9]+$" }) } };
+  return {};
+}
+
+/**
+ * Errors of a URL people open in a browser (CONTRACT §11): the JSON of §2 for a program, an HTML
+ * page with the same status for a browser navigation (`Accept` with `text/html`).
+ */
+export const errorsOrPages = (...statuses: number[]): Responses =>
+  Object.fromEntries(
+    statuses.map((s) => [String(s), { description: `HTTP ${s}: \`google.rpc.Status\`; for a browser, an HTML page saying so`, ...errorResponseHeaders(s), content: { ...json(statusSchema(s)), ...html } }]),
+  );
 
 /** The same statuses as HTML pages for a person (sign-in, the guest upload page). */
 export const htmlErrors = (...statuses: number[]): Responses =>

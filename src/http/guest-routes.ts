@@ -18,8 +18,8 @@ import { formatSize } from "../domain/size.ts";
 import { formatTimestamp } from "../domain/time.ts";
 import { contextOf, requestContext } from "./request-context.ts";
 import { json } from "./respond.ts";
-import { DASHBOARD_HEADERS, ICON_PATH } from "./static.ts";
-import { RECIPIENT_WAY_BACK, sentence } from "../serving/pages.ts";
+import { DASHBOARD_HEADERS } from "./static.ts";
+import { pageBody, pageHead, RECIPIENT_WAY_BACK, sentence } from "../serving/pages.ts";
 
 export interface GuestRoutesDeps {
   links: UploadLinkService;
@@ -137,28 +137,14 @@ function linkLimits(link: UploadLinkRow, largestFileBytes: number): string {
   return `<ul class="limits" aria-label="What this link takes">${items.join("")}</ul>`;
 }
 
-/** A small HTML page with the dashboard's CSS and CSP (no inline script: CSP forbids it). */
+/**
+ * A page of the guest's: the look of every page for people (serving/pages.ts, its header too),
+ * the dashboard's CSP; with `withScript`, the uploader's scripts (no inline script: CSP forbids it).
+ */
 function page(status: number, title: string, body: string, withScript: boolean): Response {
-  const scripts = withScript ? `<script defer src="/assets/tus.min.js"></script>\n  <script type="module" src="/assets/upload.js"></script>` : "";
-  const html = `<!doctype html>
-<html lang="en">
-<head>
-  <meta charset="utf-8">
-  <meta name="viewport" content="width=device-width, initial-scale=1">
-  <meta name="referrer" content="no-referrer">
-  <title>${escapeHtml(title)} · cubby</title>
-  <link rel="icon" href="${ICON_PATH}" type="image/svg+xml">
-  <link rel="stylesheet" href="/app.css">
-  ${scripts}
-</head>
-<body>
-  <header class="bar"><span class="brand"><img src="${ICON_PATH}" alt="" width="28" height="28">cubby</span></header>
-  <main class="narrow">
-    ${withScript ? body : `<h1>${escapeHtml(title)}</h1>\n    ${body}`}
-  </main>
-</body>
-</html>
-`;
+  const scripts = withScript ? `<script defer src="/assets/tus.min.js"></script><script type="module" src="/assets/upload.js"></script>` : "";
+  const html = `${pageHead(title, `<meta name="referrer" content="no-referrer">${scripts}`)}
+${pageBody(withScript ? body : `<h1>${escapeHtml(title)}</h1>\n    ${body}`)}`;
   // The token is in the URL: no Referer leaves the page, and no cache keeps it.
   return new Response(html, {
     status,

@@ -23,7 +23,9 @@ import pkg from "../../package.json" with { type: "json" };
 import {
   always,
   ANYONE,
+  errorResponseHeaders,
   errors,
+  errorsOrPages,
   header,
   headerParam,
   html,
@@ -65,17 +67,6 @@ const contentParams = [
   headerParam("if-range", { type: "string" }, "The Range applies only if this still matches"),
 ];
 const anyContent = { "*/*": {} };
-/**
- * Errors of a URL people open in a browser (CONTRACT §11): the JSON of §2 for a program, an HTML
- * page with the same status for a browser navigation (`Accept` with `text/html`).
- */
-const errorsOrPages = (...statuses: number[]): Responses =>
-  Object.fromEntries(
-    statuses.map((s) => {
-      return [String(s), { description: `HTTP ${s}: \`google.rpc.Status\`; for a browser, an HTML page saying so`, ...errorHeaders(s), content: { ...json(statusSchema(s)), ...html } }];
-    }),
-  );
-
 /** What a content GET answers; HEAD answers the same without a body. */
 const contentResponses = (redirect: string | undefined, extraErrors: number[], page = false): Responses => ({
   "200": page
@@ -143,13 +134,6 @@ Out of scope: the RPC API (gRPC, Connect, gRPC-Web: proto/cubby/v1/files.proto a
 
 Every failure is \`google.rpc.Status\` JSON, \`{"code": <gRPC code>, "message": "…", "details": []}\`; each error response below fixes its \`code\`.`;
 
-/** Headers an error response with HTTP `status` carries (errors.ts errorHeaders). */
-function errorHeaders(status: number): Pick<ResponseObject, "headers"> {
-  if (status === 401) return { headers: { "www-authenticate": always("`Bearer realm=\"cubby\"`") } };
-  if (status === 429) return { headers: { "retry-after": always("Seconds to wait", { type: "string", pattern: "^[0-9]+$" }) } };
-  return {};
-}
-
 /**
  * Paths the server answers that the document leaves out on purpose (its description says which
  * and why): endpoints with a protocol of their own, and the dashboard's static files.
@@ -199,7 +183,7 @@ export function openApiDocumentOf(app: AnyElysia): OpenApiDocument {
     components: {
       schemas,
       responses: Object.fromEntries(
-        ERROR_STATUSES.map((s) => [`Error${s}`, { description: `HTTP ${s}: \`google.rpc.Status\``, ...errorHeaders(s), content: json(statusSchema(s)) }]),
+        ERROR_STATUSES.map((s) => [`Error${s}`, { description: `HTTP ${s}: \`google.rpc.Status\``, ...errorResponseHeaders(s), content: json(statusSchema(s)) }]),
       ),
       securitySchemes: {
         apiKey: { type: "http", scheme: "bearer", description: "An API key (`cubby keys create`, or POST /auth/keys)" },

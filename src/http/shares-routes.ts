@@ -11,11 +11,12 @@ import { MAX_SHARE_ITEMS, toShareDetailJson, toShareDownloadJson, toShareJson, t
 import type { Authenticator } from "../auth/principal.ts";
 import type { FileService } from "../service/files.ts";
 import { checkMaxDownloads, checkSharePassword, MAX_DOWNLOADS, MAX_PASSWORD_CHARS, type ShareChanges, type ShareInput, type ShareService } from "../service/shares.ts";
-import { ANYONE, AUTH, detail, errors, html, LOCATION, ok, SERVER } from "./describe.ts";
+import { ANYONE, AUTH, detail, errors, errorsOrPages, html, LOCATION, ok, SERVER } from "./describe.ts";
 import { bodyString, checked, closedBody, expiryFields, fileIdParams, jsonBody, pagingQuery, strictQuery } from "./inputs.ts";
 import { DEFAULT_PAGE_SIZE, nextPageField, nextPageToken, type Page } from "../domain/params.ts";
 import { readBounded } from "./json-body.ts";
-import { sharePasswordPage } from "../serving/pages.ts";
+import { negotiatedError, sharePasswordPage } from "../serving/pages.ts";
+import { report } from "../context/report.ts";
 import { authRequest, requestContext } from "./request-context.ts";
 import { json } from "./respond.ts";
 import { checkFormPassword, SHARE_UNLOCK_COOKIE, unlockValue } from "../serving/share-reply.ts";
@@ -118,11 +119,22 @@ export function sharesRoutes(deps: SharesRoutesDeps) {
       .post(
         "/s/:token",
         async ({ request, params, requestContext }) => {
-          const form = await readPasswordForm(request);
-          const { share, ok } = await checkFormPassword(deps, requestContext.clientAddress, params.token, form);
-          if (!ok) {
-            const page = sharePasswordPage(401, "Wrong password. Try again.");
-            return new Response(page.body, { status: page.status, headers: page.headers });
+          let share: ShareRow;
+          try {
+            const form = await readPasswordForm(request);
+            const checked = await checkFormPassword(deps, requestContext.clientAddress, params.token, form);
+            if (!checked.ok) {
+              const page = sharePasswordPage(401, "Wrong password. Try again.");
+              return new Response(page.body, { status: page.status, headers: page.headers });
+            }
+            share = checked.share;
+          } catch (err) {
+            // The form is a recipient's (CONTRACT §15): too many wrong passwords (429), a share
+            // gone meanwhile (410), are pages for them, with their way back, as the share's own
+            // URL answers them; a program posting the form gets the JSON of §2.
+            const error = report(err, requestContext);
+            const answer = negotiatedError(error, request.headers.get("accept"), request.method, undefined, "recipient");
+            return new Response(answer.body ?? null, { status: answer.status, headers: answer.headers });
           }
           const path = `/s/${params.token}`;
           const cookie = serializeCookie(SHARE_UNLOCK_COOKIE, unlockValue(share), {
@@ -149,7 +161,7 @@ export function sharesRoutes(deps: SharesRoutesDeps) {
             responses: {
               "303": { description: "Unlocked: back to the share's URL", headers: LOCATION },
               "401": { description: "Wrong password: the form again", content: html },
-              ...errors(400, 404, 410, 415, 429, ...SERVER),
+              ...errorsOrPages(400, 404, 410, 415, 429, ...SERVER),
             },
           }),
         },

@@ -71,9 +71,6 @@ export const DASHBOARD_SECTIONS = ["/files", "/shares", "/links", "/webhooks", "
 /** The dashboard's page for `/` and each of {@link DASHBOARD_SECTIONS}. */
 export const dashboardPages: Record<string, { file: string; type: string }> = Object.fromEntries(["/", ...DASHBOARD_SECTIONS].map((p) => [p, staticAssets["/"]!]));
 
-/** The icon of every page (`<link rel="icon">`) and the mark in their header. */
-export const ICON_PATH = "/assets/icon.svg";
-
 /** Embedded files of dependencies (not in web/), served like the dashboard's. */
 export const vendoredAssets: Record<string, { file: string; type: string }> = {
   "/assets/tus.min.js": { file: tusJs as unknown as string, type: "text/javascript; charset=utf-8" },

@@ -130,7 +130,7 @@ async function startMaintenance(services: Services, config: Config): Promise<Ret
   const timers = [
     await startSweeping(services),
     await repeat("expiry sweep", config.testExpirySweepMs ?? EXPIRY_SWEEP_MS, () => deleteExpired(services)),
-    await repeat("upload sweep", uploadSweepMs(config.uploadExpirySeconds), () => sweepUploads(services)),
+    await repeat("upload sweep", uploadSweepMs(config.uploadExpirySeconds, config.testGuestPartMs), () => sweepUploads(services)),
   ];
   const expired = await services.sessions.sweepExpired();
   if (expired > 0) logInfo(`removed ${expired} expired session(s)`);
@@ -195,10 +195,12 @@ async function deleteExpired(services: Services): Promise<void> {
 
 /**
  * How often expired resumable uploads are swept (rows and partial bytes, CONTRACT §8): every
- * minute, or every half expiry when that is shorter (TUS_UPLOAD_EXPIRY_SECONDS in tests), ms.
+ * minute, or every half expiry when that is shorter (TUS_UPLOAD_EXPIRY_SECONDS in tests), or
+ * every half of a guest part's life when a test shortens it (CUBBY_TEST_GUEST_PART_MS), ms.
  */
-function uploadSweepMs(expirySeconds: number): number {
-  return Math.max(1000, Math.min(60_000, (expirySeconds * 1000) / 2));
+function uploadSweepMs(expirySeconds: number, testGuestPartMs: number | undefined): number {
+  const shortest = Math.min(expirySeconds * 1000, testGuestPartMs ?? Infinity);
+  return Math.max(testGuestPartMs === undefined ? 1000 : 50, Math.min(60_000, shortest / 2));
 }
 
 /** Sweeps expired and orphaned resumable uploads once. */

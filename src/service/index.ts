@@ -24,7 +24,7 @@ import { ShareService } from "./shares.ts";
 import { FolderService } from "./folders.ts";
 import { Quotas } from "./quota.ts";
 import { UploadLinkService } from "./upload-links.ts";
-import { UploadService } from "./uploads.ts";
+import { GUEST_PART_MICROS, UploadService } from "./uploads.ts";
 import { UserService } from "./users.ts";
 import { UserAdmin } from "./user-admin.ts";
 import { AccountStatus } from "./account-status.ts";
@@ -69,6 +69,11 @@ export interface OpenOptions {
    * readers, ms; absent: REMOVAL_GRACE_MS (storage/blob-memory.ts).
    */
   testRemovalGraceMs?: number | undefined;
+  /**
+   * Tests only (CUBBY_TEST_GUEST_PART_MS): how long a guest's partial upload waits to be
+   * concatenated, ms; absent: GUEST_PART_MICROS (service/uploads.ts, an hour).
+   */
+  testGuestPartMs?: number | undefined;
   /** WEBHOOK_ALLOWED_HOSTS' entries (host names, addresses, CIDR ranges); absent: public addresses only. */
   webhookAllowedHosts?: readonly string[] | undefined;
   /** SHARE_LOG_FULL_ADDRESS: share access logs keep whole client addresses, not /24 or /48 (CONTRACT §15). */
@@ -128,7 +133,7 @@ export async function openServices(opts: OpenOptions): Promise<Services> {
     shares: new ShareService({ store, files, folders, clock, webhooks, logFullAddresses: opts.shareLogFullAddress }),
     folders,
     webhooks,
-    uploads: new UploadService({ store, blobs, clock, files, links: uploadLinks, quotas, maxUploadBytes: opts.maxUploadBytes, expiryMicros, locks }),
+    uploads: new UploadService({ store, blobs, clock, files, links: uploadLinks, quotas, maxUploadBytes: opts.maxUploadBytes, expiryMicros, guestPartMicros: opts.testGuestPartMs === undefined ? GUEST_PART_MICROS : opts.testGuestPartMs * 1000, locks }),
     uploadLinks,
     quotas,
     keys: new KeyService({ store, clock, accounts }),

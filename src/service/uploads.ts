@@ -72,6 +72,11 @@ export interface UploadServiceDeps {
   maxUploadBytes: number;
   /** How long an unfinished upload lives, microseconds (24 h; TUS_UPLOAD_EXPIRY_SECONDS). */
   expiryMicros: number;
+  /**
+   * How long a guest's partial upload waits to be concatenated, microseconds: {@link GUEST_PART_MICROS}
+   * (shorter in tests only: CUBBY_TEST_GUEST_PART_MS); at most {@link expiryMicros} counts.
+   */
+  guestPartMicros: number;
   /** One writer per upload across every process and instance (storage/upload-locks.ts). */
   locks: UploadLocks;
 }
@@ -162,7 +167,7 @@ export class UploadService {
       createdAt: now,
       // A guest's parts not concatenated within the hour end and give their reservation back
       // (CONTRACT §15), so an abandoned upload cannot hold a link for a day.
-      expiresAt: now + (partial && link !== undefined ? Math.min(this.deps.expiryMicros, GUEST_PART_MICROS) : this.deps.expiryMicros),
+      expiresAt: now + (partial && link !== undefined ? Math.min(this.deps.expiryMicros, this.deps.guestPartMicros) : this.deps.expiryMicros),
     };
     // The whole Upload-Length is reserved against the owner's quota now, atomically (quota.ts),
     // and, through a guest link, a file and the Upload-Length against the link's limits

@@ -38,7 +38,7 @@ import { essenceOf } from "../domain/params.ts";
 import type { ShareRow } from "../domain/share.ts";
 import { formatSize } from "../domain/size.ts";
 import type { ContentReply } from "./content-reply.ts";
-import { escapeHtml, pageHead } from "./pages.ts";
+import { escapeHtml, pageBody, pageHead } from "./pages.ts";
 import { timeHtml } from "./page-time.ts";
 
 /** What the page shows: the share, its file, and the sharer's name (their e-mail only if they chose; undefined if unknown). */
@@ -131,14 +131,16 @@ export function sharePage(view: SharePageView, method: string): ContentReply {
   // The thumbnail counts nothing: shown unless the open preview shows the image itself.
   const picture = view.thumbnail && (limited || !essenceOf(file.contentType).startsWith("image/")) ? `<img class="share-thumb" src="${self}?thumbnail=1" alt="" width="160" height="160">` : "";
   const body = `${pageHead(name, limited ? og + DOWNLOADS_LEFT_SCRIPT : og)}
-<body><main class="narrow share-page">
+${pageBody(
+  `
 <p class="muted">A file shared with you</p>
 ${picture}<h1 class="file-name">${escapeHtml(name)}</h1>
 <dl class="facts">${facts}</dl>
 <p><a class="button primary download" href="${self}?download=1" download>Download <span class="muted-on-accent">(${escapeHtml(formatSize(file.size))})</span></a></p>
 ${previewOf(file, self, share.maxDownloads !== null)}
-</main></body></html>
-`;
+`,
+  "narrow share-page",
+)}`;
   return pageReply(body, method, limited);
 }
 
@@ -221,7 +223,8 @@ export function folderSharePage(view: FolderSharePageView, method: string): Cont
   const all = items ? "everything shared" : escapeHtml(root.name);
   const limited = share.maxDownloads !== null;
   const body = `${pageHead(shown.name, limited ? og + DOWNLOADS_LEFT_SCRIPT : og)}
-<body><main class="narrow share-page">
+${pageBody(
+  `
 <p class="muted">${intro}</p>
 <h1 class="file-name">${escapeHtml(shown.name)}</h1>
 ${trail}<dl class="facts">${facts}</dl>
@@ -230,8 +233,9 @@ ${empty}<ul class="shared-files">
 ${[...folderRows, ...fileRows].join("\n")}
 </ul>
 ${more}
-</main></body></html>
-`;
+`,
+  "narrow share-page",
+)}`;
   return pageReply(body, method, limited);
 }
 

@@ -5,7 +5,9 @@
 // 390 px every action of a file row is used; a refused slug, download limit or link name shows
 // its reason beside its field; a used-up and an expired share are marked and offer no Copy or QR
 // code; a revoked upload link keeps its received files listed; uploads show speed and time left;
-// the guest page shows the link's limits. Screenshots: test-results/screenshots/screens-*.png.
+// the guest page shows the link's limits; every error page a recipient or a guest meets (404, 410,
+// 429 of shares, folders and upload links) says what happened in a sentence, offers their way back
+// (not the dashboard) and has the same header. Screenshots: test-results/screenshots/screens-*.png.
 import { expect, test, type Page } from "@playwright/test";
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
@@ -483,6 +485,113 @@ test("the share page: preview and Download of an image, a PDF and a video; the p
   expect(errors.filter((e) => !/status of (401|404|410) .* at (\S+) on \2$/.test(e))).toEqual([]);
   expect(foreign).toEqual([]);
   expect(await countOf(image.id, imageShare.id)).toBeGreaterThan(0);
+});
+
+/**
+ * What every error page a recipient or a guest meets shows (CONTRACT §15): its status, its title,
+ * the sentence a person reads, their way back (whoever sent the link: never the admin dashboard),
+ * under the header every page for people has.
+ */
+async function expectRecipientError(page: Page, status: number, got: number | undefined, title: string, said: string | RegExp): Promise<void> {
+  expect(got).toBe(status);
+  await expect(page.getByRole("heading", { level: 1 })).toHaveText(title);
+  await expect(page.locator("main [role=alert]")).toHaveText(said);
+  await expect(page.getByText("ask whoever sent you the link for a new one")).toBeVisible();
+  await expect(page.getByRole("link", { name: "Back to cubby" })).toHaveCount(0);
+  await expect(page.locator('a[href="/"]')).toHaveCount(0);
+  await expect(page.locator("header.bar .brand")).toHaveText("cubby");
+  await expect(page.locator("header.bar .brand img")).toHaveAttribute("src", "/assets/icon.svg");
+}
+
+test("every error page a recipient or a guest can meet, on every screen: a sentence a person reads, the way back theirs, the same header", async ({ page }) => {
+  test.setTimeout(150_000);
+  const minted = spawnSync(binary, ["keys", "create", "--email", "errors@example.com", "--data-dir", plain.dataDir], { encoding: "utf8" });
+  if (minted.status !== 0) throw new Error(`keys create: ${minted.stderr}`);
+  const key = minted.stdout.trim();
+  const api = async <T>(method: string, pathAndQuery: string, body?: unknown): Promise<T> => {
+    const init: RequestInit = { method, headers: { authorization: `Bearer ${key}` } };
+    if (typeof body === "string") Object.assign(init, { body, headers: { authorization: `Bearer ${key}`, "content-type": "text/plain" } });
+    else if (body !== undefined) Object.assign(init, { body: JSON.stringify(body), headers: { authorization: `Bearer ${key}`, "content-type": "application/json" } });
+    const res = await fetch(`${plain.url}${pathAndQuery}`, init);
+    if (res.status !== 200) throw new Error(`${method} ${pathAndQuery}: ${res.status} ${await res.text()}`);
+    return (await res.json()) as T;
+  };
+  const upload = (name: string) => api<{ id: string }>("POST", `/v1/files?name=${name}&visibility=private`, `content of ${name}`);
+  const { errors, foreign } = watchPage(page, plain);
+
+  // An unknown share (404).
+  await everyScreen(page, "recipient-error-unknown-share", async () => {
+    const res = await page.goto(`${plain.url}/s/${"n".repeat(32)}`);
+    await expectRecipientError(page, 404, res?.status(), "Nothing here", "No such share link. The link may be mistyped or cut short.");
+  });
+
+  // A revoked share (410).
+  const report = await upload("report.pdf");
+  const revoked = await api<{ id: string; url: string }>("POST", `/v1/files/${report.id}/shares`, {});
+  await api("DELETE", `/v1/shares/${revoked.id}`);
+  await everyScreen(page, "recipient-error-revoked", async () => {
+    const res = await page.goto(revoked.url);
+    await expectRecipientError(page, 410, res?.status(), "This link no longer works", "This share link was deleted.");
+  });
+
+  // A share of several items, all of them deleted since (410).
+  const [one, two] = [await upload("one.txt"), await upload("two.txt")];
+  const several = await api<{ url: string }>("POST", "/v1/shares", { items: [{ file_id: one.id }, { file_id: two.id }] });
+  for (const f of [one, two]) await api("DELETE", `/v1/files/${f.id}`);
+  await everyScreen(page, "recipient-error-items-deleted", async () => {
+    const res = await page.goto(several.url);
+    await expectRecipientError(page, 410, res?.status(), "This link no longer works", "Everything this link shared was deleted.");
+  });
+
+  // A folder the share does not hold, asked for through a folder's share (404).
+  const shared = await api<{ id: string }>("POST", "/v1/folders", { name: "Shared photos" });
+  const elsewhere = await api<{ id: string }>("POST", "/v1/folders", { name: "Private papers" });
+  const folderShare = await api<{ url: string }>("POST", `/v1/folders/${shared.id}/shares`, {});
+  await everyScreen(page, "recipient-error-folder-not-shared", async () => {
+    const res = await page.goto(`${folderShare.url}?folder=${elsewhere.id}`);
+    await expectRecipientError(page, 404, res?.status(), "Nothing here", "No such folder in this shared folder. The link may be mistyped or cut short.");
+    await expect(page.locator("main")).not.toContainText("Private papers");
+  });
+
+  // An unknown guest upload link (404).
+  await everyScreen(page, "guest-error-unknown", async () => {
+    const res = await page.goto(`${plain.url}/u/${"x".repeat(32)}`);
+    await expectRecipientError(page, 404, res?.status(), "This upload link does not work", "It may be mistyped, or its owner deleted it.");
+  });
+  expect(errors.filter((e) => !/status of (404|410) .* at (\S+) on \2$/.test(e))).toEqual([]);
+  expect(foreign).toEqual([]);
+});
+
+test("a recipient who tries too many wrong passwords on a share's form gets a page saying how long to wait, on every screen (429)", async ({ page }) => {
+  test.setTimeout(120_000);
+  // A server of its own: the limit (2 wrong passwords a minute here) holds for every request from this address.
+  const limited = await startStack(binary, false, { env: { RATE_LIMIT_AUTH_FAILURES: "2" } });
+  try {
+    const minted = spawnSync(binary, ["keys", "create", "--email", "limits@example.com", "--data-dir", limited.dataDir], { encoding: "utf8" });
+    if (minted.status !== 0) throw new Error(`keys create: ${minted.stderr}`);
+    const auth = { authorization: `Bearer ${minted.stdout.trim()}` };
+    const file = (await (await fetch(`${limited.url}/v1/files?name=plans.pdf&visibility=private`, { method: "POST", headers: auth, body: "%PDF-1.4\n" })).json()) as { id: string };
+    const s = (await (await fetch(`${limited.url}/v1/files/${file.id}/shares`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify({ password: "open sesame" }) })).json()) as { url: string };
+    const { errors, foreign } = watchPage(page, limited);
+    /** Sends a wrong password through the share's form, as a person does: the answer's status. */
+    const wrongPassword = async () => {
+      await page.goto(s.url);
+      await page.getByLabel("Password").fill("not it");
+      const [answer] = await Promise.all([page.waitForResponse((r) => r.request().method() === "POST"), page.getByRole("button", { name: "Open" }).click()]);
+      await page.waitForLoadState();
+      return answer.status();
+    };
+    // The first two are wrong passwords (the form again); from the third on the address waits.
+    expect([await wrongPassword(), await wrongPassword()]).toEqual([401, 401]);
+    await everyScreen(page, "recipient-error-429", async () => {
+      const status = await wrongPassword();
+      await expectRecipientError(page, 429, status, "Too many requests", /^Too many wrong passwords came from your address\. Wait \d+ seconds, then try again\.$/);
+    });
+    expect(errors.filter((e) => !/status of (401|429) .* at (\S+) on \2$/.test(e))).toEqual([]);
+    expect(foreign).toEqual([]);
+  } finally {
+    await limited.stop();
+  }
 });
 
 test("a signed-out recipient of a private file's link learns it needs a sign-in, not the server's configuration; every screen", async ({ page }) => {

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import type { ShareJson } from "../../src/domain/share.ts";
 import { client, startServer, type FileJson, type RunningServer } from "../support/server.ts";
 import { h2Request } from "../support/h2.ts";
+import { pageHeader } from "../../src/serving/pages.ts";
 
 let server: RunningServer;
 let owner: string;
@@ -282,7 +283,66 @@ test("429 with Retry-After is a page for a browser too (wrong share passwords)",
   for (let i = 0; i < 4; i++) last = await fetch(from, { headers: wrong });
   expect(last!.status).toBe(429);
   expect(Number(last!.headers.get("retry-after"))).toBeGreaterThan(0);
-  expect(await last!.text()).toContain("<h1>Too many requests</h1>");
+  const html = await last!.text();
+  expect(html).toContain("<h1>Too many requests</h1>");
+  expect(html).toMatch(/Too many wrong passwords came from your address\. Wait \d+ seconds, then try again\./);
+
+  // The password form's POST, as a person sends it (CONTRACT §15): the same page for them, with
+  // their way back, not the JSON of a program nor the dashboard's; a program gets the JSON. (The
+  // kernel may give the connection the source address the loop above limited: the form is then
+  // refused at once, else after the wrong passwords the limit allows.)
+  const post = (accept: string) => fetch(from, { method: "POST", body: new URLSearchParams({ password: "wrong" }), redirect: "manual", headers: { accept, "content-type": "application/x-www-form-urlencoded" } });
+  const statuses: number[] = [];
+  let limited: Response;
+  do {
+    limited = await post(BROWSER.accept);
+    statuses.push(limited.status);
+  } while (limited.status === 401 && statuses.length < 4);
+  expect(statuses.slice(0, -1).every((status) => status === 401)).toBe(true);
+  const page = await limited.text();
+  expect({ status: limited.status, type: limited.headers.get("content-type"), retry: Number(limited.headers.get("retry-after")) > 0 }).toEqual({ status: 429, type: "text/html; charset=utf-8", retry: true });
+  expect(page).toMatch(/<p role="alert">Too many wrong passwords came from your address\. Wait \d+ seconds, then try again\.<\/p>/);
+  expect(page).toContain("ask whoever sent you the link for a new one");
+  expect(page).not.toContain("Back to cubby");
+  expect(page).not.toContain("<script");
+  const program = await post("application/json");
+  expect({ status: program.status, code: ((await program.json()) as { code: number }).code }).toEqual({ status: 429, code: 8 });
+});
+
+test("every page a recipient or a guest sees has the same header, without a way to the dashboard; pages that run no script carry none (CONTRACT §15)", async () => {
+  const file = await upload("one of several", "?name=photo.txt&visibility=private");
+  const free = await share(file);
+  const limited = await share(file, { max_downloads: 3 });
+  const locked = await share(file, { password: "open sesame" });
+  const revoked = await share(file);
+  expect((await client(server, owner).fetch(`/v1/shares/${revoked.id}`, { method: "DELETE" })).status).toBe(200);
+  const folder = (await (await client(server, owner).fetch("/v1/folders", { method: "POST", body: JSON.stringify({ name: "Album for the header" }), headers: { "content-type": "application/json" } })).json()) as { id: string };
+  const folderShare = (await (await client(server, owner).fetch(`/v1/folders/${folder.id}/shares`, { method: "POST", body: "{}", headers: { "content-type": "application/json" } })).json()) as ShareJson;
+  const link = (await (await client(server, owner).fetch("/v1/upload-links", { method: "POST", body: "{}", headers: { "content-type": "application/json" } })).json()) as { url: string };
+  const pages: [string, string, number, boolean][] = [
+    ["the share page", free.url, 200, false],
+    ["a limited share's page", limited.url, 200, true],
+    ["the password form", locked.url, 401, false],
+    ["a folder's share page", folderShare.url, 200, false],
+    ["a folder not in the share", `${folderShare.url}?folder=${"F".repeat(21)}`, 404, false],
+    ["a revoked share", revoked.url, 410, false],
+    ["an unknown share", `${server.url}/s/${"n".repeat(32)}`, 404, false],
+    ["the guest upload page", link.url, 200, true],
+    ["an unknown upload link", `${server.url}/u/${"x".repeat(32)}`, 404, false],
+  ];
+  for (const [what, url, status, script] of pages) {
+    const res = await fetch(url, { headers: BROWSER });
+    const html = await res.text();
+    expect({ what, status: res.status, header: html.includes(`<body>${pageHeader()}<main`), toDashboard: html.includes('href="/"'), script: html.includes("<script") }).toEqual({
+      what,
+      status,
+      header: true,
+      toDashboard: false,
+      script,
+    });
+    // A page without a script keeps a CSP that runs none.
+    if (!script && url.includes("/s/")) expect(res.headers.get("content-security-policy")).not.toContain("script-src");
+  }
 });
 
 test("over h2c the share page and the error pages are the same", async () => {

@@ -171,6 +171,12 @@ describe("loadConfig", () => {
     expect(timings({})).toEqual({ testExpirySweepMs: undefined, testRemovalGraceMs: undefined });
   });
 
+  test("the tests' guest part life: whole milliseconds from 100; unset keeps the hour (CONTRACT §15)", () => {
+    expect(loadConfig({ CUBBY_TEST_GUEST_PART_MS: "3000" }).testGuestPartMs).toBe(3000);
+    expect(loadConfig({ CUBBY_TEST_GUEST_PART_MS: "" }).testGuestPartMs).toBeUndefined();
+    expect(loadConfig({}).testGuestPartMs).toBeUndefined();
+  });
+
   test("the tests' webhook claim lease: at least 1 000 ms, so that no lease ends under a live attempt; unset keeps LEASE_MS", () => {
     expect(loadConfig({ CUBBY_TEST_WEBHOOK_LEASE_MS: "3000" }).testWebhookLeaseMs).toBe(3000);
     expect(loadConfig({}).testWebhookLeaseMs).toBeUndefined();
@@ -221,6 +227,7 @@ describe("loadConfig", () => {
     ["a test sweep period with a unit", { CUBBY_TEST_EXPIRY_SWEEP_MS: "1s" }, "CUBBY_TEST_EXPIRY_SWEEP_MS (tests only) must be a whole number of milliseconds from 10 to 3600000 (got \"1s\")"],
     ["a test sweep period that would spin", { CUBBY_TEST_EXPIRY_SWEEP_MS: "0" }, "CUBBY_TEST_EXPIRY_SWEEP_MS (tests only) must be a whole number of milliseconds from 10 to 3600000 (got \"0\")"],
     ["a test sweep period past an hour", { CUBBY_TEST_EXPIRY_SWEEP_MS: "3600001" }, "CUBBY_TEST_EXPIRY_SWEEP_MS (tests only) must be a whole number of milliseconds from 10 to 3600000 (got \"3600001\")"],
+    ["a test guest part life too short to see", { CUBBY_TEST_GUEST_PART_MS: "99" }, "CUBBY_TEST_GUEST_PART_MS (tests only) must be a whole number of milliseconds from 100 to 3600000 (got \"99\")"],
     ["a negative test removal grace", { CUBBY_TEST_REMOVAL_GRACE_MS: "-1" }, "CUBBY_TEST_REMOVAL_GRACE_MS (tests only) must be a whole number of milliseconds from 0 to 3600000 (got \"-1\")"],
     ["a fractional test removal grace", { CUBBY_TEST_REMOVAL_GRACE_MS: "0.5" }, "CUBBY_TEST_REMOVAL_GRACE_MS (tests only) must be a whole number of milliseconds from 0 to 3600000 (got \"0.5\")"],
   ])("%s", (_, env, message) => expect(outcome(() => loadConfig(env))).toEqual({ error: message }));
