@@ -6,7 +6,7 @@
 import { Elysia, t } from "elysia";
 import { AppError } from "../errors.ts";
 import { formatExpiry } from "../domain/expiry.ts";
-import { toFileJson, VISIBILITIES, type Visibility } from "../domain/file.ts";
+import { toFileJson, VISIBILITIES, type FileRecord, type Visibility } from "../domain/file.ts";
 import { toFilePageJson } from "../domain/file-page.ts";
 import { parseFolderId } from "../domain/folder.ts";
 import { parseDeclaredChecksum } from "../domain/checksum.ts";
@@ -109,31 +109,40 @@ async function visibleFiles(files: FileService, principal: Principal, ids: reado
 }
 
 /**
+ * A route `GET {prefix}?file_ids=a,b,…` answering `answer(visible)` about the files the caller
+ * may see ({@link visibleFiles}): what a list needs beside each File object, for a page in one
+ * request. 401 without credentials, 400 for a bad `file_ids`.
+ */
+function perFileRoute(
+  prefix: string,
+  deps: Pick<FilesRoutesDeps, "files" | "auth">,
+  answer: (visible: FileRecord[]) => Promise<unknown> | unknown,
+  operation: { operationId: string; summary: string; schema: string },
+) {
+  return new Elysia({ name: `${prefix}-routes`, prefix })
+    .use(requestContext)
+    .derive(async ({ request, requestContext }) => ({ principal: await deps.auth.require(authRequest(request, requestContext)) }))
+    .get("", async ({ principal, query }) => json(await answer(await visibleFiles(deps.files, principal, query.file_ids ?? []))), {
+      ...fileIdsQuery,
+      detail: detail({ operationId: operation.operationId, summary: operation.summary, tags: ["files"], responses: { ...ok(operation.schema), ...errors(400, ...AUTH) } }),
+    });
+}
+
+/**
  * `GET /v1/thumbnails?file_ids=a,b,…` (CONTRACT §15): which of the files have a thumbnail to
  * show, in one request for a page of a list (the dashboard asks it instead of loading an image
  * that would answer 404). Files the caller cannot see are left out, as are those without one.
  */
 export function thumbnailsRoutes(deps: Pick<FilesRoutesDeps, "files" | "thumbnails" | "auth">) {
-  return new Elysia({ name: "thumbnails-routes", prefix: "/v1/thumbnails" })
-    .use(requestContext)
-    .derive(async ({ request, requestContext }) => ({ principal: await deps.auth.require(authRequest(request, requestContext)) }))
-    .get(
-      "",
-      async ({ principal, query }) => {
-        const visible = await visibleFiles(deps.files, principal, query.file_ids ?? []);
-        const have = await deps.thumbnails.available(visible);
-        return json({ file_ids: visible.filter((f) => have.has(f.id)).map((f) => f.id) });
-      },
-      {
-        ...fileIdsQuery,
-        detail: detail({
-          operationId: "listThumbnails",
-          summary: "Which of these files have a thumbnail (one request for a page of a list)",
-          tags: ["files"],
-          responses: { ...ok("ThumbnailList"), ...errors(400, ...AUTH) },
-        }),
-      },
-    );
+  return perFileRoute(
+    "/v1/thumbnails",
+    deps,
+    async (visible) => {
+      const have = await deps.thumbnails.available(visible);
+      return { file_ids: visible.filter((f) => have.has(f.id)).map((f) => f.id) };
+    },
+    { operationId: "listThumbnails", summary: "Which of these files have a thumbnail (one request for a page of a list)", schema: "ThumbnailList" },
+  );
 }
 
 /**
@@ -143,25 +152,11 @@ export function thumbnailsRoutes(deps: Pick<FilesRoutesDeps, "files" | "thumbnai
  * never; files the caller cannot see are left out.
  */
 export function expiriesRoutes(deps: Pick<FilesRoutesDeps, "files" | "auth">) {
-  return new Elysia({ name: "expiries-routes", prefix: "/v1/expiries" })
-    .use(requestContext)
-    .derive(async ({ request, requestContext }) => ({ principal: await deps.auth.require(authRequest(request, requestContext)) }))
-    .get(
-      "",
-      async ({ principal, query }) => {
-        const visible = await visibleFiles(deps.files, principal, query.file_ids ?? []);
-        return json({ expiries: visible.map((f) => ({ file_id: f.id, expire_time: formatExpiry(f.expiresAt) })) });
-      },
-      {
-        ...fileIdsQuery,
-        detail: detail({
-          operationId: "listExpiries",
-          summary: "When each of these files deletes itself (one request for a page of a list)",
-          tags: ["files"],
-          responses: { ...ok("ExpiryList"), ...errors(400, ...AUTH) },
-        }),
-      },
-    );
+  return perFileRoute("/v1/expiries", deps, (visible) => ({ expiries: visible.map((f) => ({ file_id: f.id, expire_time: formatExpiry(f.expiresAt) })) }), {
+    operationId: "listExpiries",
+    summary: "When each of these files deletes itself (one request for a page of a list)",
+    schema: "ExpiryList",
+  });
 }
 
 /** The /v1 file routes as an Elysia plugin. */
