@@ -6,7 +6,7 @@
 // web/sw.js (registered here) makes it an installable web app that other apps share files into.
 
 import qrcode from "/assets/qrcode.mjs";
-import { createSpeedometer, formatSize, progressText } from "/assets/progress.js";
+import { createSpeedometer, formatSize, formatTime, progressText } from "/assets/progress.js";
 import { countShared, takeShared } from "/assets/share-inbox.js";
 import { sharexUploader } from "/assets/sharex.js";
 import { exactSize, parseSize } from "/assets/size.js";
@@ -128,23 +128,6 @@ async function api(path, init = {}) {
 /** api() with a JSON body. */
 function send(method, path, body) {
   return api(path, { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-}
-
-/** Every date of the dashboard: the browser's locale, medium date and short time ("5 Dec 2026, 07:24"). */
-const DATE_FORMAT = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
-/** The browser's time zone as the locale abbreviates it ("UTC", "CET", "GMT+2"): dateStyle cannot carry it. */
-const ZONE_FORMAT = new Intl.DateTimeFormat(undefined, { timeZoneName: "short" });
-
-/**
- * An RFC 3339 time for people, by {@link DATE_FORMAT}; "" is "never". `zone` names the time
- * zone after it, where it matters: when something expires or a link stops working.
- */
-function formatTime(rfc3339, { zone = false } = {}) {
-  if (!rfc3339) return "never";
-  const at = new Date(rfc3339);
-  if (!zone) return DATE_FORMAT.format(at);
-  const name = ZONE_FORMAT.formatToParts(at).find((part) => part.type === "timeZoneName")?.value;
-  return name ? `${DATE_FORMAT.format(at)} ${name}` : DATE_FORMAT.format(at);
 }
 
 /** True when an RFC 3339 time ("" for never) has passed. */

@@ -1,5 +1,5 @@
-// Upload progress as people read it: sizes, speed and time left, for the dashboard (app.js) and
-// the guest upload page (upload.js). Pure functions and one small object, no DOM: the unit test
+// Upload progress as people read it: sizes, dates, speed and time left, for the dashboard (app.js)
+// and the guest upload page (upload.js). Pure functions and one small object, no DOM: the unit test
 // (test/unit/progress.test.ts) imports this file as the browser does.
 
 /** How far back the speed looks: long enough to smooth 8 MiB chunk boundaries, short enough to show a slowdown. */
@@ -81,4 +81,21 @@ export function progressText(sent, total, rate) {
   if (!Number.isFinite(rate.secondsLeft)) return `${sizes} · stalled`;
   const left = sent >= total ? "finishing…" : `${formatDuration(rate.secondsLeft)} left`;
   return `${sizes} · ${formatSize(Math.round(rate.bytesPerSecond))}/s · ${left}`;
+}
+
+/** Every date of the dashboard and the guest page: the browser's locale, medium date and short time ("5 Dec 2026, 07:24"). */
+const DATE_FORMAT = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+/** The browser's time zone as the locale abbreviates it ("UTC", "CET", "GMT+2"): dateStyle cannot carry it. */
+const ZONE_FORMAT = new Intl.DateTimeFormat(undefined, { timeZoneName: "short" });
+
+/**
+ * An RFC 3339 time for people, by {@link DATE_FORMAT}; "" is "never". `zone` names the time
+ * zone after it, where it matters: when something expires or a link stops working.
+ */
+export function formatTime(rfc3339, { zone = false } = {}) {
+  if (!rfc3339) return "never";
+  const at = new Date(rfc3339);
+  if (!zone) return DATE_FORMAT.format(at);
+  const name = ZONE_FORMAT.formatToParts(at).find((part) => part.type === "timeZoneName")?.value;
+  return name ? `${DATE_FORMAT.format(at)} ${name}` : DATE_FORMAT.format(at);
 }

@@ -9,7 +9,7 @@
 // upload, and when the server refuses one (another guest used the link meanwhile), the limits are
 // read again from the server (this page, fetched anew), and a refusal is said in words with sizes
 // in units, never the server's message for programs.
-import { createSpeedometer, formatSize, progressText } from "/assets/progress.js";
+import { createSpeedometer, formatSize, formatTime, progressText } from "/assets/progress.js";
 import { tusOptions } from "/assets/tus-options.js";
 
 const token = location.pathname.split("/")[2] ?? "";
@@ -42,13 +42,8 @@ function statusOf(err) {
 }
 
 // The expiry in the guest's own time zone (the server wrote it in UTC), as the dashboard writes
-// an expiry (web/app.js formatTime): medium date, short time, the zone named.
-for (const time of document.querySelectorAll(".limits time")) {
-  const at = new Date(time.dateTime);
-  const zone = new Intl.DateTimeFormat(undefined, { timeZoneName: "short" }).formatToParts(at).find((part) => part.type === "timeZoneName")?.value;
-  const text = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" }).format(at);
-  time.textContent = zone ? `${text} ${zone}` : text;
-}
+// an expiry (progress.js formatTime): medium date, short time, the zone named.
+for (const time of document.querySelectorAll(".limits time")) time.textContent = formatTime(time.dateTime, { zone: true });
 
 /**
  * What the link takes as the server last said (files left, null: no limit; the largest file's

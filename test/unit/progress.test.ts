@@ -2,7 +2,7 @@
 // restarted upload, a stall, and the text under a progress bar.
 import { expect, test } from "bun:test";
 // @ts-ignore: a browser module in plain JavaScript (web/ is not type-checked).
-import { createSpeedometer, formatDuration, progressText } from "../../web/progress.js";
+import { createSpeedometer, formatDuration, formatTime, progressText } from "../../web/progress.js";
 
 type Rate = { bytesPerSecond: number; secondsLeft: number } | null;
 const MiB = 1024 * 1024;
@@ -67,4 +67,12 @@ test("the line under a progress bar", () => {
   expect(progressText(3 * MiB, 10 * MiB, { bytesPerSecond: 12.3 * 1024 * 1024, secondsLeft: 7.2 })).toBe("3.0 MiB of 10 MiB · 12 MiB/s · 8 s left");
   expect(progressText(10 * MiB, 10 * MiB, { bytesPerSecond: MiB, secondsLeft: 0 })).toBe("10 MiB of 10 MiB · 1.0 MiB/s · finishing…");
   expect([formatDuration(0.2), formatDuration(59), formatDuration(125), formatDuration(3600), formatDuration(3 * 3600 + 61)]).toEqual(["1 s", "59 s", "2 min 5 s", "1 h", "3 h 1 min"]);
+});
+
+test("formatTime: one date format for the dashboard and the guest page; \"\" is never; the zone named when asked", () => {
+  expect(formatTime("")).toBe("never");
+  const at = "2026-12-05T07:24:00Z";
+  const plain = formatTime(at);
+  expect(plain).toBe(new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" }).format(new Date(at)));
+  expect(formatTime(at, { zone: true })).toStartWith(`${plain} `);
 });
